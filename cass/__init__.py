@@ -1,0 +1,1 @@
+"""The `cass` command line: what is not a DVC stage (toolchain checks, store inspection)."""

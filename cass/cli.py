@@ -1,0 +1,68 @@
+"""`cass` command line.
+
+    cass toolchains           what toolchains were found, their versions, and why a piece is missing
+    cass store stats          object and action counts and sizes
+    cass store verify         re-hash every stored object; report (and set aside) corrupt ones
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stages.common import load_params, open_store
+from toolchains import load_toolchains
+
+
+def cmd_toolchains(_: argparse.Namespace) -> int:
+    missing = 0
+    for vendor, tc in load_toolchains().items():
+        print(f"{vendor}:")
+        for tool in tc.tools():
+            status = tc.status(tool)
+            if status.problem:
+                missing += 1
+                print(f"  {tool:12s} MISSING  {status.problem} (looked at {status.path or tc.launcher})")
+            else:
+                print(f"  {tool:12s} {status.path}\n  {'':12s} {status.version}")
+        if any(tc.status(t).problem for t in tc.tools()):
+            print(f"  how to install: {tc.install_hint}")
+    return 1 if missing else 0
+
+
+def cmd_store_stats(_: argparse.Namespace) -> int:
+    store = open_store(load_params())
+    s = store.stats()
+    print(f"store {store.root}")
+    print(f"  objects  {s.objects:>9d}  {s.object_bytes / 2**20:10.1f} MiB")
+    print(f"  actions  {s.actions:>9d}  {s.action_bytes / 2**20:10.1f} MiB")
+    return 0
+
+
+def cmd_store_verify(_: argparse.Namespace) -> int:
+    store = open_store(load_params())
+    bad = store.verify()
+    for digest in bad:
+        print(f"corrupt: {digest} (moved aside; the next dvc repro recomputes it)")
+    print(f"verified store {store.root}: {len(bad)} corrupt object(s)")
+    return 1 if bad else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cass", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("toolchains", help="check the NVIDIA and AMD toolchains").set_defaults(func=cmd_toolchains)
+    store = sub.add_parser("store", help="inspect the artifact store").add_subparsers(dest="store_command",
+                                                                                        required=True)
+    store.add_parser("stats", help="counts and sizes").set_defaults(func=cmd_store_stats)
+    store.add_parser("verify", help="check every object's digest").set_defaults(func=cmd_store_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

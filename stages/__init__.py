@@ -1,0 +1,1 @@
+"""The pipeline's DVC stages, one module each (see dvc.yaml)."""

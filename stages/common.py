@@ -1,0 +1,112 @@
+"""What every stage shares: parameters, the store, manifests, drop records and metrics.
+
+A stage reads the Parquet manifest of the stage before it, writes its own manifest of the rows
+it passes on (``data/<stage>/manifest.parquet``), a manifest of every row it did not pass on with
+the reason (``data/<stage>/dropped.parquet``), and a metrics JSON (``metrics/<stage>.json``).
+Manifests are written deterministically: sorted rows, fixed compression, no timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from store import Store
+
+PARAMS_FILE = Path("params.yaml")
+DATA_DIR = Path("data")
+METRICS_DIR = Path("metrics")
+
+SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
+"""Identity columns every manifest carries, so later stages never need to join back."""
+
+FILES_DTYPE = pl.List(pl.Struct({"path": pl.String, "digest": pl.String}))
+"""A sample's files: the main file first, then the local headers it includes."""
+
+DROPPED_SCHEMA = {
+    "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
+    "stage": pl.String, "reason": pl.String, "detail": pl.String,
+}
+
+
+def load_params(path: Path = PARAMS_FILE) -> dict:
+    """The pipeline parameters (params.yaml)."""
+    with path.open() as f:
+        return yaml.safe_load(f)
+
+
+def open_store(params: dict) -> Store:
+    """The artifact store named by the parameters."""
+    return Store(Path(params["store"]["dir"]))
+
+
+def manifest_path(stage: str, name: str = "manifest") -> Path:
+    return DATA_DIR / stage / f"{name}.parquet"
+
+
+def read_manifest(stage: str) -> pl.DataFrame:
+    """The rows a stage passed on."""
+    path = manifest_path(stage)
+    if not path.exists():
+        raise FileNotFoundError(f"manifest of stage {stage!r} not found at {path}; run that stage first")
+    return pl.read_parquet(path)
+
+
+def write_parquet(df: pl.DataFrame, path: Path, sort_by: str | None = "sample_id") -> None:
+    """Write a table deterministically (stable row order, zstd, no timestamps)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if sort_by and df.height:
+        df = df.sort(sort_by, maintain_order=True)
+    tmp = path.with_suffix(".tmp")
+    df.write_parquet(tmp, compression="zstd", compression_level=9, statistics=True)
+    tmp.replace(path)
+
+
+def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:
+    """The rows that have an entry in ``added``, with its columns (``schema``) appended."""
+    extra = pl.DataFrame(added, schema={"sample_id": pl.String, **schema})
+    return rows.join(extra, on="sample_id", how="inner")
+
+
+@dataclass
+class StageOutput:
+    """Collects what a stage passes on and what it drops, with per-reason counts."""
+
+    stage: str
+    rows_in: int = 0
+    dropped: list[dict] = field(default_factory=list)
+    extra_metrics: dict = field(default_factory=dict)
+
+    def drop(self, row: dict, reason: str, detail: str = "") -> None:
+        """Record that ``row`` (a manifest row) is not passed on, and why."""
+        self.dropped.append({
+            **{c: row.get(c) for c in SAMPLE_COLUMNS},
+            "stage": self.stage, "reason": reason, "detail": detail[:4000],
+        })
+
+    def write(self, kept: pl.DataFrame) -> dict:
+        """Write the manifest, the dropped rows and the metrics; return the metrics."""
+        write_parquet(kept, manifest_path(self.stage))
+        dropped = pl.DataFrame(self.dropped, schema=DROPPED_SCHEMA)
+        write_parquet(dropped, manifest_path(self.stage, "dropped"))
+        reasons = Counter(d["reason"] for d in self.dropped)
+        metrics = {
+            "in": self.rows_in,
+            "kept": kept.height,
+            "dropped": len(self.dropped),
+            "dropped_by_reason": dict(sorted(reasons.items())),
+            **self.extra_metrics,
+        }
+        if self.rows_in != kept.height + len(self.dropped):
+            raise AssertionError(
+                f"stage {self.stage}: {self.rows_in} rows in but {kept.height} kept + "
+                f"{len(self.dropped)} dropped; a row was lost"
+            )
+        METRICS_DIR.mkdir(parents=True, exist_ok=True)
+        (METRICS_DIR / f"{self.stage}.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        return metrics

@@ -1,0 +1,104 @@
+"""Compiling samples with one vendor's toolchain, as cached actions, for the compile stages.
+
+Each sample gets the toolchain's targets (host assembly, device assembly per arch). Targets run
+step by step across all samples at once: first every first step, then every second step whose
+first step succeeded (cuobjdump after nvcc -cubin), so the executor always has a full batch.
+Every step is an action of its own, so adding an arch runs only that arch's actions.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from stages.actions import Action, ActionRunner, Outcome, plan
+from stages.common import StageOutput, attach, load_params, open_store, read_manifest
+from toolchains import Target, Toolchain, load_toolchains, local_executor
+from toolchains.diagnostics import categorize, first_error_line
+
+ASM_LIST = pl.List(pl.Struct({"arch": pl.String, "digest": pl.String}))
+
+
+class TargetRun:
+    """Progress of one target of one sample through its steps."""
+
+    def __init__(self, sample_id: str, target: Target, inputs: dict[str, str]):
+        self.sample_id = sample_id
+        self.target = target
+        self.inputs = inputs
+        self.next_step = 0
+        self.failure: Outcome | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.failure is None and self.next_step < len(self.target.steps)
+
+
+def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun]) -> None:
+    """Advance every target run through all its steps (or to its first failure)."""
+    while pending := [r for r in runs if r.pending]:
+        actions: list[tuple[TargetRun, Action]] = [
+            (r, plan(toolchain, r.target.steps[r.next_step], r.inputs)) for r in pending
+        ]
+        step_names = sorted({a.step.tool for _, a in actions})
+        outcomes = runner.run([a for _, a in actions], desc=f"{toolchain.vendor} {'+'.join(step_names)}")
+        for run, action in actions:
+            outcome = outcomes[action.key]
+            if outcome.ok:
+                run.inputs = dict(outcome.record.outputs)
+                run.next_step += 1
+            else:
+                run.failure = outcome
+
+
+def failure_reason(toolchain: Toolchain, run: TargetRun, store) -> tuple[str, str]:
+    """(reason, detail) of a failed target run."""
+    outcome = run.failure
+    if outcome.transient:
+        kind = "timeout" if outcome.transient.startswith("timeout") else "transient"
+        return kind, f"{run.target.name}: {outcome.transient}"
+    stderr = store.get_text(outcome.record.stderr)
+    if outcome.record.exit_code == 0:
+        return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
+    category = categorize(stderr, toolchain.vendor)
+    return f"compile_failed:{category}", f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
+
+
+def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> None:
+    """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain."""
+    params = load_params()
+    store = open_store(params)
+    toolchain = load_toolchains()[vendor]
+    vparams = params[vendor]
+    rows = read_manifest(upstream)
+    out = StageOutput(stage, rows_in=rows.height)
+    runner = ActionRunner(store, local_executor({vendor: toolchain}, params["executor"]["workers"] or None),
+                          vparams["timeout_s"])
+    by_sample: dict[str, list[TargetRun]] = {}
+    for row in rows.iter_rows(named=True):
+        files = row[files_column]
+        inputs = {f["path"]: f["digest"] for f in files}
+        targets = toolchain.targets(files[0]["path"], vparams["archs"], vparams["flags"])
+        by_sample[row["sample_id"]] = [TargetRun(row["sample_id"], t, inputs) for t in targets]
+    run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
+
+    added = []
+    for row in rows.iter_rows(named=True):
+        runs = by_sample[row["sample_id"]]
+        failed = [r for r in runs if r.failure is not None]
+        if failed:
+            out.drop(row, *failure_reason(toolchain, failed[0], store))
+            continue
+        artifacts = {}
+        for r in runs:
+            raw = store.get(r.inputs[r.target.artifact])
+            artifacts[r.target] = store.put(toolchain.finish(r.target, raw))
+        added.append({
+            "sample_id": row["sample_id"],
+            f"{vendor}_host_asm": next(d for t, d in artifacts.items() if t.kind == "host"),
+            f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
+                                     if t.kind == "device"],
+        })
+    out.extra_metrics["actions"] = runner.counts.as_dict()
+    out.extra_metrics["archs"] = vparams["archs"]
+    kept = attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})
+    print(out.write(kept))

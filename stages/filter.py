@@ -1,0 +1,66 @@
+"""Stage filter: the paper's source filters, each drop counted with its reason.
+
+* ``too_short`` / ``too_long``: line count of the main file outside [min_lines, max_lines]
+  (the paper: 10..7000);
+* ``no_kernel``: no ``__global__`` function outside comments and strings;
+* ``trivial``: hello-world boilerplate (prints a greeting, or every kernel body is empty).
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from stages.common import StageOutput, load_params, open_store, read_manifest
+
+STAGE = "filter"
+_COMMENTS_AND_STRINGS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+_KERNEL = re.compile(r"\b__global__\b")
+_HELLO = re.compile(r"hello[\s,_-]*(?:world|cuda|gpu|from)", re.I)
+_KERNEL_BODY = re.compile(r"__global__[^{;]*\{\s*\}")
+
+
+def strip_comments_and_strings(source: str) -> str:
+    """Source with comments and string literals blanked (strings keep their quotes)."""
+    return _COMMENTS_AND_STRINGS.sub(lambda m: '""' if m.group(0).startswith('"') else " ", source)
+
+
+def drop_reason(source: str, params: dict) -> tuple[str, str] | None:
+    """Why a source fails the filters (reason, detail), or None if it passes."""
+    lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
+    if lines < params["min_lines"]:
+        return "too_short", f"{lines} lines < {params['min_lines']}"
+    if lines > params["max_lines"]:
+        return "too_long", f"{lines} lines > {params['max_lines']}"
+    code = strip_comments_and_strings(source)
+    kernels = len(_KERNEL.findall(code))
+    if params["require_kernel"] and kernels == 0:
+        return "no_kernel", "no __global__ function"
+    if params["drop_trivial"]:
+        if _HELLO.search(source):
+            return "trivial", "hello-world boilerplate"
+        if kernels and len(_KERNEL_BODY.findall(code)) == kernels:
+            return "trivial", "every kernel has an empty body"
+    return None
+
+
+def main() -> None:
+    params = load_params()
+    store = open_store(params)
+    rows = read_manifest("ingest")
+    out = StageOutput(STAGE, rows_in=rows.height)
+    keep = []
+    for row in rows.iter_rows(named=True):
+        source = store.get_text(row["files"][0]["digest"])
+        reason = drop_reason(source, params["filter"])
+        if reason:
+            out.drop(row, *reason)
+        else:
+            keep.append(row["sample_id"])
+    kept = rows.filter(pl.col("sample_id").is_in(keep))
+    print(out.write(kept))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Stage pair: keep the samples that compiled on both vendor stacks.
+
+A sample that reached hipify but is missing from a compile stage's output failed there; it is
+dropped here with the reason ``not_paired:<which stack failed>`` (the compile stages' own
+dropped manifests hold the compiler's reason).
+"""
+
+from __future__ import annotations
+
+from stages.common import StageOutput, read_manifest
+
+STAGE = "pair"
+
+
+def main() -> None:
+    cuda = read_manifest("dedup")
+    nvidia = read_manifest("compile_nvidia").select("sample_id", "nvidia_host_asm", "nvidia_device_asm")
+    amd = read_manifest("compile_amd").select(
+        "sample_id", "hip_files", "hipify_warnings", "hipify_warning_count", "amd_host_asm", "amd_device_asm")
+    out = StageOutput(STAGE, rows_in=cuda.height)
+    ok_nvidia, ok_amd = set(nvidia["sample_id"]), set(amd["sample_id"])
+    for row in cuda.iter_rows(named=True):
+        failed = [v for v, ok in (("nvidia", ok_nvidia), ("amd", ok_amd)) if row["sample_id"] not in ok]
+        if failed:
+            out.drop(row, f"not_paired:{'+'.join(failed)}_failed")
+    kept = cuda.join(nvidia, on="sample_id", how="inner").join(amd, on="sample_id", how="inner")
+    print(out.write(kept))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""The project's content-addressed artifact store: blobs by BLAKE3 digest plus an action cache."""
+
+from store.cas import (
+    SCHEMA_VERSION,
+    ActionRecord,
+    CorruptObjectError,
+    MissingObjectError,
+    Store,
+    StoreStats,
+    canonical_json,
+    digest_bytes,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ActionRecord",
+    "CorruptObjectError",
+    "MissingObjectError",
+    "Store",
+    "StoreStats",
+    "canonical_json",
+    "digest_bytes",
+]

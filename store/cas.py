@@ -1,0 +1,236 @@
+"""Content-addressed blob store and action cache, in the manner of Bazel's CAS/AC split.
+
+Layout under the store root::
+
+    objects/ab/cdef...   blob bytes, named by the BLAKE3 hex digest of those bytes
+    actions/ab/cdef...   JSON action records, named by the BLAKE3 digest of the canonical action
+    tmp/                 staging area for atomic writes (same filesystem as the rest)
+
+Blobs are written before the action record that names them; every write goes to a temporary
+file that is fsynced and then renamed into place, so a reader sees a whole object or none.
+Reads verify the digest; a damaged object is moved aside and reported as missing, so the
+caller recomputes it instead of exporting it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import blake3
+
+SCHEMA_VERSION = 1
+"""Enters every action key; bump it when the meaning of a stored action changes."""
+
+
+def digest_bytes(data: bytes) -> str:
+    """BLAKE3 hex digest of ``data``."""
+    return blake3.blake3(data).hexdigest()
+
+
+def canonical_json(value: object) -> bytes:
+    """Deterministic JSON encoding (sorted keys, no whitespace) used for hashing."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class CorruptObjectError(Exception):
+    """A stored object's bytes do not match its digest."""
+
+
+class MissingObjectError(KeyError):
+    """A digest was asked for that the store does not hold."""
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """The cached result of one deterministic tool run.
+
+    ``status`` is ``"ok"`` (exit 0) or ``"failed"`` (a deterministic failure such as a compile
+    error). Transient failures are never recorded.
+    """
+
+    status: str
+    exit_code: int
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    stderr: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "outputs": dict(sorted(self.outputs.items())),
+            "stderr": self.stderr,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ActionRecord:
+        return cls(
+            status=data["status"],
+            exit_code=int(data["exit_code"]),
+            outputs=dict(data["outputs"]),
+            stderr=data["stderr"],
+        )
+
+    def digests(self) -> list[str]:
+        """Every blob digest this record refers to."""
+        return [*self.outputs.values(), *([self.stderr] if self.stderr else [])]
+
+
+@dataclass
+class StoreStats:
+    """Counts and sizes of what a store holds."""
+
+    objects: int = 0
+    object_bytes: int = 0
+    actions: int = 0
+    action_bytes: int = 0
+
+
+class Store:
+    """A content-addressed store rooted at a directory; the only code that touches its files."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+        self._objects = self.root / "objects"
+        self._actions = self.root / "actions"
+        self._tmp = self.root / "tmp"
+        self._corrupt = self.root / "corrupt"
+        for d in (self._objects, self._actions, self._tmp):
+            d.mkdir(parents=True, exist_ok=True)
+
+    # -- blobs -----------------------------------------------------------------------------
+
+    def _object_path(self, digest: str) -> Path:
+        return self._objects / digest[:2] / digest[2:]
+
+    def put(self, data: bytes) -> str:
+        """Store ``data``; return its digest. Storing the same bytes twice is a no-op."""
+        digest = digest_bytes(data)
+        path = self._object_path(digest)
+        if not path.exists():
+            self._write_atomic(path, data)
+        return digest
+
+    def has(self, digest: str) -> bool:
+        """Whether the store holds an object with this digest (its bytes are not checked)."""
+        return self._object_path(digest).exists()
+
+    def get(self, digest: str) -> bytes:
+        """Return the bytes of ``digest``, verified.
+
+        Raises MissingObjectError if absent and CorruptObjectError if the bytes do not match;
+        in the latter case the damaged file is moved to ``corrupt/`` so a later put rewrites it.
+        """
+        path = self._object_path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise MissingObjectError(f"store {self.root}: no object {digest}") from None
+        actual = digest_bytes(data)
+        if actual != digest:
+            self._quarantine(path, digest)
+            raise CorruptObjectError(
+                f"store {self.root}: object {digest} is corrupt (its bytes hash to {actual}); "
+                f"moved to {self._corrupt}"
+            )
+        return data
+
+    def get_text(self, digest: str) -> str:
+        """``get`` decoded as UTF-8 (stored text is always UTF-8)."""
+        return self.get(digest).decode("utf-8")
+
+    def put_text(self, text: str) -> str:
+        """``put`` of the UTF-8 encoding of ``text``."""
+        return self.put(text.encode("utf-8"))
+
+    def iter_objects(self) -> Iterator[str]:
+        """Digests of every stored object, in sorted order."""
+        for sub in sorted(self._objects.iterdir()):
+            for f in sorted(sub.iterdir()):
+                yield sub.name + f.name
+
+    def verify(self) -> list[str]:
+        """Check every object's bytes against its name; return (and quarantine) the bad ones."""
+        bad = []
+        for digest in self.iter_objects():
+            try:
+                self.get(digest)
+            except CorruptObjectError:
+                bad.append(digest)
+        return bad
+
+    # -- action cache ----------------------------------------------------------------------
+
+    @staticmethod
+    def action_key(action: Mapping) -> str:
+        """Digest of the canonical encoding of an action description plus the schema version."""
+        return digest_bytes(canonical_json({"schema": SCHEMA_VERSION, "action": action}))
+
+    def _action_path(self, key: str) -> Path:
+        return self._actions / key[:2] / key[2:]
+
+    def lookup(self, key: str) -> ActionRecord | None:
+        """The record for ``key`` if it exists and every blob it names is present, else None."""
+        try:
+            raw = self._action_path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            record = ActionRecord.from_json(json.loads(raw))
+        except (ValueError, KeyError, TypeError):
+            self._quarantine(self._action_path(key), key)
+            return None
+        if not all(self.has(d) for d in record.digests()):
+            return None
+        return record
+
+    def record(self, key: str, record: ActionRecord) -> None:
+        """Record the result of an action whose output blobs are already stored."""
+        if record.status not in ("ok", "failed"):
+            raise ValueError(f"action {key}: only deterministic results are cached, got {record.status!r}")
+        missing = [d for d in record.digests() if not self.has(d)]
+        if missing:
+            raise MissingObjectError(f"action {key}: outputs not stored yet: {missing}")
+        self._write_atomic(self._action_path(key), canonical_json(record.to_json()))
+
+    def invalidate(self, key: str) -> None:
+        """Forget an action record (used when one of its outputs turned out corrupt)."""
+        self._action_path(key).unlink(missing_ok=True)
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        """Counts and byte sizes of objects and action records."""
+        s = StoreStats()
+        for path in self._objects.glob("*/*"):
+            s.objects += 1
+            s.object_bytes += path.stat().st_size
+        for path in self._actions.glob("*/*"):
+            s.actions += 1
+            s.action_bytes += path.stat().st_size
+        return s
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _write_atomic(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self._tmp)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _quarantine(self, path: Path, name: str) -> None:
+        self._corrupt.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path, self._corrupt / name)

@@ -1,0 +1,98 @@
+"""AMD toolchain: hipify-perl for CUDA -> HIP, hipcc for host x86 and gfx device assembly.
+
+Two installations are supported behind the same class:
+
+* a Debian trixie OS root with ROCm 5.7 (hipcc 5.7.1, clang 17, device libraries with native
+  gfx1100 bitcode, hipify-perl 6.0.2), entered with chroot; built by ``scripts/setup.sh``;
+* a native ROCm install (``/opt/rocm``) on a real AMD vendor host.
+
+Device assembly comes from ``--cuda-device-only -S`` and host assembly from
+``--cuda-host-only -S``; the HIP platform is forced to AMD (hipcc otherwise picks NVIDIA when it
+sees nvcc on PATH).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolchains.base import Step, Target, Toolchain
+from toolchains.launchers import ChrootLauncher, HostLauncher
+
+TRIXIE_PACKAGES = "hipcc hipify-perl"
+
+AMD_ENV = {"HIP_PLATFORM": "amd"}
+
+
+class AmdToolchain(Toolchain):
+    """hipcc and hipify-perl, in a chroot root or a native ROCm tree."""
+
+    vendor = "amd"
+    install_hint = (
+        "Build the AMD toolchain root with `bash scripts/setup.sh` (debootstrap of Debian trixie "
+        f"into CASS_AMD_ROOT, default /opt/cass-amd-root, then apt-get install {TRIXIE_PACKAGES} "
+        "inside it; needs root), or set CASS_ROCM_PATH to a ROCm install on an AMD host."
+    )
+
+    @classmethod
+    def in_root(cls, root: Path) -> AmdToolchain:
+        return cls(ChrootLauncher(root, extra_env=AMD_ENV))
+
+    @classmethod
+    def native(cls, rocm_path: Path) -> AmdToolchain:
+        return cls(HostLauncher([rocm_path / "bin"], extra_env={**AMD_ENV, "ROCM_PATH": str(rocm_path)}))
+
+    def tools(self) -> tuple[str, ...]:
+        return ("hipify-perl", "hipcc")
+
+    def _fs(self, inner: str) -> Path:
+        """A path of the toolchain's filesystem, as seen from this machine."""
+        if isinstance(self.launcher, ChrootLauncher):
+            return self.launcher.host_path(inner)
+        return Path(inner)
+
+    def tool_path(self, tool: str) -> Path | None:
+        if isinstance(self.launcher, ChrootLauncher):
+            path = self._fs(f"/usr/bin/{tool}")
+            return path if path.is_file() else None
+        return self.launcher.resolve(tool)
+
+    def version_command(self, tool: str) -> list[str]:
+        return ["--version"] if tool == "hipcc" else ["-version"]
+
+    def identity_files(self, tool: str) -> list[Path]:
+        tool_file = self.tool_path(tool)
+        files = [tool_file] if tool_file else []
+        if tool == "hipcc":
+            if isinstance(self.launcher, ChrootLauncher):
+                # The root is apt-managed: its dpkg status names every package version (compiler,
+                # headers, device libraries); the compiler tree is hashed on top of that.
+                files += [self._fs("/var/lib/dpkg/status"), self._fs("/usr/include/hip"),
+                          *sorted(self._fs("/usr/lib").glob("llvm-*/lib/clang/*/amdgcn"))]
+            else:
+                rocm = tool_file.parent.parent if tool_file else Path("/opt/rocm")
+                files += [p for p in (rocm / ".info", rocm / "include" / "hip", rocm / "lib" / "llvm" / "bin",
+                                      rocm / "amdgcn") if p.exists()]
+        return files
+
+    def hipify_step(self, main: str) -> Step:
+        """hipify-perl with its default diagnostics; HIP text on stdout, warnings on stderr."""
+        return Step("hipify-perl", (main,), ("hip",), stdout_as="hip")
+
+    def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
+        common = (*flags["common"], *flags["opt"], "-x", "hip")
+        host = Target(
+            kind="host", arch="x86_64",
+            steps=(Step("hipcc", (*common, f"--offload-arch={archs[0]}", "--cuda-host-only", "-S",
+                                  main, "-o", "host.s"), ("host.s",)),),
+            artifact="host.s",
+        )
+        devices = [
+            Target(
+                kind="device", arch=arch,
+                steps=(Step("hipcc", (*common, f"--offload-arch={arch}", "--cuda-device-only", "-S",
+                                      main, "-o", "device.s"), ("device.s",)),),
+                artifact="device.s",
+            )
+            for arch in archs
+        ]
+        return [host, *devices]

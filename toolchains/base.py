@@ -1,0 +1,162 @@
+"""The vendor toolchain interface: what a compile stage needs to know about a vendor's tools.
+
+A toolchain turns "compile this sample for these archs" into :class:`Target` plans made of
+:class:`Step` tool invocations, knows how to start its tools (a :class:`Launcher`), and gives a
+fingerprint per tool (versions plus hashes of the binaries, headers and device libraries) that
+enters every action key built from it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+
+from toolchains.executor import Launcher
+
+ENV_ALLOWLIST = (
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS",
+    "HIPCC_COMPILE_FLAGS_APPEND",
+    "HIPCC_LINK_FLAGS_APPEND",
+    "ROCM_PATH",
+    "HIP_DEVICE_LIB_PATH",
+    "HIP_CLANG_PATH",
+)
+"""Environment variables that change what the compilers do; they are passed to tools and
+enter the fingerprint. Nothing else from the caller's environment reaches a tool."""
+
+
+def passed_env() -> dict[str, str]:
+    """The allowlisted environment variables that are set in this process."""
+    return {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool run inside a target. The first step of a target sees the sample's files; a later
+    step sees only the outputs of the step before it."""
+
+    tool: str
+    args: tuple[str, ...]
+    outputs: tuple[str, ...]
+    stdout_as: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """An artifact to build for one sample: ``kind`` is ``"host"`` or ``"device"``, ``arch`` the
+    arch it was built for, ``artifact`` the output (of the last step) that is the result."""
+
+    kind: str
+    arch: str
+    steps: tuple[Step, ...]
+    artifact: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.arch}"
+
+
+@dataclass(frozen=True)
+class ToolStatus:
+    """What `cass toolchains` reports for one tool."""
+
+    vendor: str
+    tool: str
+    path: str | None
+    version: str | None
+    problem: str | None
+
+
+class ToolchainMissingError(RuntimeError):
+    """A tool the pipeline needs is not installed; the message says how to install it."""
+
+
+def digest_paths(paths: list[Path]) -> str:
+    """BLAKE3 over the names and contents of files (directories are walked in sorted order)."""
+    h = blake3.blake3()
+    for top in paths:
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        for f in files:
+            h.update(str(f).encode() + b"\0")
+            with f.open("rb") as fh:
+                while chunk := fh.read(1 << 22):
+                    h.update(chunk)
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+class Toolchain(ABC):
+    """A vendor's compilers and tools, as installed on one host."""
+
+    vendor: str
+    install_hint: str
+
+    def __init__(self, launcher: Launcher):
+        self.launcher = launcher
+        self._fingerprints: dict[str, str] = {}
+
+    @abstractmethod
+    def tool_path(self, tool: str) -> Path | None:
+        """Where ``tool`` lives on this machine's filesystem, or None if it is missing."""
+
+    @abstractmethod
+    def identity_files(self, tool: str) -> list[Path]:
+        """Files and directories whose bytes decide what ``tool`` produces."""
+
+    @abstractmethod
+    def version_command(self, tool: str) -> list[str]:
+        """Arguments that make ``tool`` print its version."""
+
+    @abstractmethod
+    def tools(self) -> tuple[str, ...]:
+        """The tools of this toolchain the pipeline uses."""
+
+    def require(self, tool: str) -> None:
+        """Raise ToolchainMissingError (with how to install) unless ``tool`` is usable."""
+        problem = self.status(tool).problem
+        if problem:
+            raise ToolchainMissingError(f"{self.vendor} tool {tool}: {problem}. {self.install_hint}")
+
+    def version(self, tool: str) -> str:
+        """The tool's own version text (its version output, one line, noise removed)."""
+        argv = self.launcher.argv(tool, tuple(self.version_command(tool)), Path("/"))
+        proc = subprocess.run(argv, capture_output=True, text=True, env=self.launcher.env(),
+                              timeout=60, check=False)
+        text = (proc.stdout or proc.stderr).strip()
+        lines = [ln for ln in text.splitlines() if ln.strip() and "pcilib" not in ln and "lspci" not in ln]
+        return " | ".join(lines) if lines else f"(exit {proc.returncode})"
+
+    def status(self, tool: str) -> ToolStatus:
+        path = self.tool_path(tool)
+        if path is None:
+            return ToolStatus(self.vendor, tool, None, None, "not found")
+        try:
+            version = self.version(tool)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return ToolStatus(self.vendor, tool, str(path), None, f"does not run: {exc}")
+        return ToolStatus(self.vendor, tool, str(path), version, None)
+
+    def fingerprint(self, tool: str) -> str:
+        """Digest of the tool's version, identity files and passed environment."""
+        if tool not in self._fingerprints:
+            self.require(tool)
+            h = blake3.blake3()
+            h.update(self.version(tool).encode())
+            h.update(digest_paths(self.identity_files(tool)).encode())
+            h.update(repr(sorted(passed_env().items())).encode())
+            self._fingerprints[tool] = h.hexdigest()
+        return self._fingerprints[tool]
+
+    @abstractmethod
+    def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
+        """Plans for the host assembly and the device assembly of every arch of one sample."""
+
+    def finish(self, target: Target, artifact: bytes) -> bytes:
+        """Deterministic post-processing of a target's artifact (default: none)."""
+        return artifact

@@ -1,0 +1,49 @@
+"""Failure categories from compiler diagnostics, so every failed sample says why it failed.
+
+Categories: ``missing_header``, ``hipify_gap`` (a CUDA identifier or header left untranslated in
+HIP code), ``unsupported_construct`` (the compiler rejects a language/arch feature),
+``syntax``, ``undeclared``, ``no_output``, ``compile_error`` (anything else), and ``timeout`` or
+``transient`` for runs that never finished.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MISSING_HEADER = re.compile(
+    r"fatal error: .*(?:No such file or directory|file not found)|cannot open source file", re.I)
+_CUDA_HEADER = re.compile(
+    r"['\"<](?:cu\w*|nv\w*|mma|thrust|cub|cooperative_groups|sm_\d+_\w+|device_\w+|(?:texture|surface)_\w+)"
+    r"[/\w.]*['\">]? file not found|(?:cu\w*|nv\w*|mma|thrust|cub)[/\w.]*: No such file")
+_UNDECLARED = re.compile(
+    r"(?:use of undeclared identifier|unknown type name|no member named|identifier) "
+    r"['\"]?([A-Za-z_][\w:]*)['\"]?(?: is undefined)?")
+_CUDA_NAME = re.compile(r"^(?:cuda|cu[A-Z]|CU|__shfl|__ballot|__any_sync|__all_sync|__activemask|"
+                        r"__syncwarp|__match|__reduce|nvcuda|wmma|__nv|__ldg|atomic\w*_system)")
+_UNSUPPORTED = re.compile(r"not supported|unsupported|is not allowed|requires .* (?:arch|target)", re.I)
+_SYNTAX = re.compile(r"error: expected|syntax error|expected a ['\"]", re.I)
+
+
+def first_error_line(stderr: str) -> str:
+    """The first line that reports an error (or the first non-empty line)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower():
+            return ln
+    return lines[0] if lines else ""
+
+
+def categorize(stderr: str, vendor: str) -> str:
+    """The failure category of a failed compile from its stderr."""
+    if _MISSING_HEADER.search(stderr):
+        return "hipify_gap" if vendor == "amd" and _CUDA_HEADER.search(stderr) else "missing_header"
+    for match in _UNDECLARED.finditer(stderr):
+        if vendor == "amd" and _CUDA_NAME.match(match.group(1)):
+            return "hipify_gap"
+    if _SYNTAX.search(stderr):
+        return "syntax"
+    if _UNDECLARED.search(stderr):
+        return "undeclared"
+    if _UNSUPPORTED.search(stderr):
+        return "unsupported_construct"
+    return "compile_error"

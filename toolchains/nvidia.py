@@ -1,0 +1,107 @@
+"""NVIDIA toolchain: nvcc for host x86 assembly and cubins, cuobjdump (+ nvdisasm) for SASS.
+
+Flags follow the CASS paper's NVIDIA recipe (``-std=c++17 -Xcompiler=-Os -DNDEBUG -w``).
+``--objdir-as-tempdir`` keeps nvcc's intermediate names (which end up in the host assembly's
+``.file`` directive) derived from the output name instead of ``/tmp/tmpxft_<pid>``, so the host
+assembly is byte-identical across runs. The embedded device image (the ``.nv_fatbin`` section)
+is removed from the host assembly, as CASS did with sed.
+"""
+
+from __future__ import annotations
+
+import re
+import sysconfig
+from pathlib import Path
+
+from toolchains.base import Step, Target, Toolchain
+from toolchains.launchers import HostLauncher
+
+PIP_PACKAGES = (
+    "nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 "
+    "nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-cccl==13.3.5.0.6"
+)
+
+_FATBIN_START = re.compile(rb"^\s*\.section\s+\.nv_fatbin\b")
+_TEXT_LINE = re.compile(rb"^\s*\.text\s*$")
+
+
+def default_cuda_home() -> Path:
+    """The CUDA tree installed by the PyPI wheels into this Python environment."""
+    return Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "cu13"
+
+
+def strip_fatbin(host_asm: bytes) -> bytes:
+    """Remove the embedded device image: from ``.section .nv_fatbin`` up to and including the
+    next ``.text`` line (the same span as CASS's ``sed '/\\.nv_fatbin/,/\\.text/d'``)."""
+    out: list[bytes] = []
+    skipping = False
+    for line in host_asm.splitlines(keepends=True):
+        if not skipping and _FATBIN_START.match(line):
+            skipping = True
+            continue
+        if skipping:
+            if _TEXT_LINE.match(line):
+                skipping = False
+            continue
+        out.append(line)
+    return b"".join(out)
+
+
+class NvidiaToolchain(Toolchain):
+    """nvcc, cuobjdump and nvdisasm from a CUDA tree (PyPI wheels by default)."""
+
+    vendor = "nvidia"
+    install_hint = (
+        "Install the pinned NVIDIA compiler wheels with `bash scripts/setup.sh` "
+        f"(pip install {PIP_PACKAGES}), or point CASS_CUDA_HOME at a CUDA toolkit that has "
+        "bin/nvcc, bin/cuobjdump and bin/nvdisasm."
+    )
+
+    def __init__(self, cuda_home: Path):
+        self.cuda_home = Path(cuda_home)
+        super().__init__(HostLauncher([self.cuda_home / "bin"]))
+
+    def tools(self) -> tuple[str, ...]:
+        return ("nvcc", "cuobjdump", "nvdisasm")
+
+    def tool_path(self, tool: str) -> Path | None:
+        path = self.cuda_home / "bin" / tool
+        return path if path.is_file() else None
+
+    def version_command(self, tool: str) -> list[str]:
+        return ["--version"]
+
+    def identity_files(self, tool: str) -> list[Path]:
+        home = self.cuda_home
+        if tool == "nvcc":
+            candidates = [home / "bin", home / "nvvm" / "bin", home / "nvvm" / "libdevice",
+                          home / "include"]
+        else:
+            candidates = [home / "bin" / "cuobjdump", home / "bin" / "nvdisasm"]
+        return [p for p in candidates if p.exists()]
+
+    def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
+        common = tuple(flags["common"]) + tuple(f"-Xcompiler={f}" for f in flags["host"])
+        host = Target(
+            kind="host", arch="x86_64",
+            steps=(Step("nvcc", (*common, f"-arch={archs[0]}", "-Xcompiler=-S", "-c",
+                                 "--objdir-as-tempdir", main, "-o", "host.s"), ("host.s",)),),
+            artifact="host.s",
+        )
+        devices = [
+            Target(
+                kind="device", arch=arch,
+                steps=(
+                    Step("nvcc", (*common, f"-arch={arch}", "-cubin", main, "-o", "device.cubin"),
+                         ("device.cubin",)),
+                    Step("cuobjdump", ("-sass", "device.cubin"), ("device.sass",),
+                         stdout_as="device.sass"),
+                ),
+                artifact="device.sass",
+            )
+            for arch in archs
+        ]
+        return [host, *devices]
+
+    def finish(self, target: Target, artifact: bytes) -> bytes:
+        return strip_fatbin(artifact) if target.kind == "host" else artifact
