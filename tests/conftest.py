@@ -1,0 +1,25 @@
+"""Shared fixtures: the real toolchains (a missing one fails the test with how to install it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from store import Store
+from toolchains import Toolchain, ToolchainMissingError, load_toolchains
+
+
+@pytest.fixture(scope="session")
+def toolchains() -> dict[str, Toolchain]:
+    tcs = load_toolchains()
+    for tc in tcs.values():
+        for tool in tc.tools():
+            try:
+                tc.require(tool)
+            except ToolchainMissingError as exc:
+                pytest.fail(str(exc), pytrace=False)
+    return tcs
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(tmp_path / "store")

@@ -1,0 +1,45 @@
+"""Source filters and exact dedup rules, on small texts."""
+
+from __future__ import annotations
+
+from stages.filter import drop_reason, strip_comments_and_strings
+from stages.ingest import local_headers
+
+PARAMS = {"min_lines": 10, "max_lines": 7000, "require_kernel": True, "drop_trivial": True}
+BODY = "\n".join(f"    y[i] += {k}.0f * x[i];" for k in range(12))
+KERNEL = f"__global__ void k(float *x, float *y) {{\n    int i = threadIdx.x;\n{BODY}\n}}\n"
+
+
+def test_a_real_kernel_passes():
+    assert drop_reason(KERNEL, PARAMS) is None
+
+
+def test_line_bounds():
+    assert drop_reason("__global__ void k() { int a; }\n", PARAMS)[0] == "too_short"
+    assert drop_reason(KERNEL * 700, PARAMS)[0] == "too_long"
+
+
+def test_kernel_in_a_comment_or_string_does_not_count():
+    text = "// __global__ void k()\nconst char *s = \"__global__\";\n" + "int x;\n" * 12
+    assert drop_reason(text, PARAMS) == ("no_kernel", "no __global__ function")
+    assert "__global__" not in strip_comments_and_strings(text)
+
+
+def test_hello_world_and_empty_kernels_are_trivial():
+    hello = KERNEL.replace("int i", 'printf("Hello, World\\n"); int i')
+    assert drop_reason(hello, PARAMS)[0] == "trivial"
+    empty = "__global__ void k() { }\n" + "int x;\n" * 12
+    assert drop_reason(empty, PARAMS) == ("trivial", "every kernel has an empty body")
+
+
+def test_local_headers_prefer_the_including_folder(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "common.h").write_text("// root copy\n")
+    (tmp_path / "a" / "common.h").write_text('#include "deep.h"\n')
+    (tmp_path / "a" / "deep.h").write_text("// deep\n")
+    src = b'#include "common.h"\n#include "absent.h"\n#include <cstdio>\n'
+    from pathlib import PurePosixPath
+
+    found, unresolved = local_headers(tmp_path, PurePosixPath("a/k.cu"), src)
+    assert [str(p) for p in found] == ["a/common.h", "a/deep.h"]
+    assert unresolved == ["absent.h"]

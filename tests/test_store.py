@@ -1,0 +1,91 @@
+"""The content-addressed store: digests, verification on read, the action cache's rules."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from store import ActionRecord, CorruptObjectError, MissingObjectError, Store, digest_bytes
+
+
+def test_put_get_roundtrip_is_keyed_by_blake3(store):
+    digest = store.put(b"__global__ void k() {}")
+    assert digest == digest_bytes(b"__global__ void k() {}")
+    assert store.get(digest) == b"__global__ void k() {}"
+    assert store.put(b"__global__ void k() {}") == digest
+    assert store.stats().objects == 1
+
+
+def test_missing_object_names_the_digest(store):
+    with pytest.raises(MissingObjectError, match="ab" * 32):
+        store.get("ab" * 32)
+
+
+def test_flipped_byte_is_detected_on_read_and_set_aside(store):
+    digest = store.put(b"x" * 1000)
+    path = store.root / "objects" / digest[:2] / digest[2:]
+    data = bytearray(path.read_bytes())
+    data[10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptObjectError, match="corrupt"):
+        store.get(digest)
+    assert not store.has(digest)
+    assert store.put(b"x" * 1000) == digest
+    assert store.get(digest) == b"x" * 1000
+
+
+def test_verify_reports_truncated_objects(store):
+    good = store.put(b"good")
+    bad = store.put(b"will be truncated")
+    (store.root / "objects" / bad[:2] / bad[2:]).write_bytes(b"will")
+    assert store.verify() == [bad]
+    assert store.verify() == []
+    assert store.has(good)
+
+
+def test_action_key_is_canonical_and_sensitive_to_every_field():
+    a = {"tool": "nvcc", "args": ["-arch=sm_89"], "inputs": [["k.cu", "00"]]}
+    b = {"inputs": [["k.cu", "00"]], "args": ["-arch=sm_89"], "tool": "nvcc"}
+    assert Store.action_key(a) == Store.action_key(b)
+    assert Store.action_key(a) != Store.action_key({**a, "args": ["-arch=sm_80"]})
+    assert Store.action_key(a) != Store.action_key({**a, "inputs": [["k.cu", "01"]]})
+
+
+def test_action_record_needs_its_blobs_and_lookup_checks_them(store):
+    out = store.put(b"asm")
+    err = store.put(b"")
+    key = Store.action_key({"x": 1})
+    with pytest.raises(MissingObjectError):
+        store.record(key, ActionRecord("ok", 0, {"out.s": "cd" * 32}, err))
+    store.record(key, ActionRecord("ok", 0, {"out.s": out}, err))
+    assert store.lookup(key) == ActionRecord("ok", 0, {"out.s": out}, err)
+    (store.root / "objects" / out[:2] / out[2:]).unlink()
+    assert store.lookup(key) is None
+
+
+def test_deterministic_failures_are_cached_transient_ones_refused(store):
+    err = store.put(b"error: expected a ';'")
+    store.record("aa" * 32, ActionRecord("failed", 1, {}, err))
+    assert store.lookup("aa" * 32).status == "failed"
+    with pytest.raises(ValueError, match="deterministic"):
+        store.record("bb" * 32, ActionRecord("timeout", -9, {}, err))
+
+
+def test_concurrent_writers_of_the_same_objects_leave_a_valid_store(tmp_path):
+    blobs = [f"kernel {i}".encode() * 100 for i in range(200)]
+
+    def writer():
+        s = Store(tmp_path / "shared")
+        for b in blobs:
+            s.put(b)
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    s = Store(tmp_path / "shared")
+    assert s.stats().objects == len(blobs)
+    assert s.verify() == []
+    assert list((tmp_path / "shared" / "tmp").iterdir()) == []

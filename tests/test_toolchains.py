@@ -1,0 +1,152 @@
+"""Real vendor toolchains on small inputs: assembly for both vendors, hipify, failure categories."""
+
+from __future__ import annotations
+
+import pytest
+
+from stages.actions import ActionRunner, plan
+from stages.compiling import TargetRun, failure_reason, run_targets
+from toolchains import NvidiaToolchain, ToolchainMissingError, load_toolchains, local_executor
+from toolchains.diagnostics import categorize
+
+SAXPY = b"""#include <cstdio>
+#include "scale.cuh"
+__global__ void saxpy(float a, const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = scale(a, x[i]) + y[i];
+}
+int main() {
+    float *x, *y;
+    cudaMalloc(&x, 1024 * sizeof(float));
+    cudaMalloc(&y, 1024 * sizeof(float));
+    saxpy<<<4, 256>>>(2.0f, x, y, 1024);
+    cudaDeviceSynchronize();
+    printf("done\\n");
+    return 0;
+}
+"""
+HEADER = b"__device__ inline float scale(float a, float v) { return a * v; }\n"
+WARP = b"""__global__ void warp_sum(float *v) {
+    float s = v[threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffff, s, o);
+    if (threadIdx.x == 0) v[0] = s;
+}
+"""
+FLAGS = {"nvidia": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"]},
+         "amd": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "opt": ["-Os"]}}
+
+
+def build(store, toolchain, files: dict[str, bytes], archs: list[str]) -> list[TargetRun]:
+    runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}), timeout_s=300)
+    inputs = {name: store.put(data) for name, data in files.items()}
+    main = next(iter(files))
+    runs = [TargetRun("s", t, dict(inputs)) for t in toolchain.targets(main, archs, FLAGS[toolchain.vendor])]
+    run_targets(toolchain, runner, runs)
+    return runs
+
+
+def artifacts(store, toolchain, runs) -> dict[str, str]:
+    assert all(r.failure is None for r in runs), [failure_reason(toolchain, r, store) for r in runs if r.failure]
+    return {r.target.name: toolchain.finish(r.target, store.get(r.inputs[r.target.artifact])).decode()
+            for r in runs}
+
+
+def test_nvidia_host_asm_and_sass_per_arch(store, toolchains):
+    nv = toolchains["nvidia"]
+    out = artifacts(store, nv, build(store, nv, {"k/saxpy.cu": SAXPY, "k/scale.cuh": HEADER}, ["sm_80", "sm_89"]))
+    assert set(out) == {"host:x86_64", "device:sm_80", "device:sm_89"}
+    host = out["host:x86_64"]
+    assert ".section .nv_fatbin" not in host and "fatbinData:" not in host
+    assert not [ln for ln in host.splitlines() if ln.startswith(".quad 0x")]
+    assert "_Z5saxpyfPKfPfi" in host and "tmpxft" not in host and "/tmp" not in host
+    for arch in ("sm_80", "sm_89"):
+        assert f"code for {arch}" in out[f"device:{arch}"]
+        assert "Function : _Z5saxpyfPKfPfi" in out[f"device:{arch}"]
+
+
+def test_nvidia_outputs_are_byte_identical_across_cold_builds(tmp_path, toolchains):
+    from store import Store
+
+    nv = toolchains["nvidia"]
+    builds = []
+    for name in ("one", "two"):
+        s = Store(tmp_path / name)
+        builds.append(artifacts(s, nv, build(s, nv, {"saxpy.cu": SAXPY, "scale.cuh": HEADER}, ["sm_89"])))
+    assert builds[0] == builds[1]
+
+
+def test_hipify_then_amd_host_and_gfx1100_device_asm(store, toolchains):
+    amd = toolchains["amd"]
+    runner = ActionRunner(store, local_executor({"amd": amd}), timeout_s=300)
+    hip = {}
+    for name, data in (("saxpy.cu", SAXPY), ("scale.cuh", HEADER)):
+        action = plan(amd, amd.hipify_step(name), {name: store.put(data)})
+        outcome = runner.run([action], desc="hipify")[action.key]
+        assert outcome.ok
+        hip[name] = store.get(outcome.record.outputs["hip"])
+    assert b"hipMalloc" in hip["saxpy.cu"] and b"cudaMalloc" not in hip["saxpy.cu"]
+    assert b'#include "hip/hip_runtime.h"' in hip["saxpy.cu"]
+    out = artifacts(store, amd, build(store, amd, hip, ["gfx1100"]))
+    device = out["device:gfx1100"]
+    assert ".amdhsa_kernel _Z5saxpyfPKfPfi" in device and "s_endpgm" in device
+    assert 'amdgcn-amd-amdhsa--gfx1100' in device
+    assert "hipLaunchKernel" in out["host:x86_64"] or "__hip_module_ctor" in out["host:x86_64"]
+
+
+def test_hipify_keeps_its_unsupported_warnings(store, toolchains):
+    amd = toolchains["amd"]
+    runner = ActionRunner(store, local_executor({"amd": amd}), timeout_s=300)
+    action = plan(amd, amd.hipify_step("warp.cu"), {"warp.cu": store.put(WARP)})
+    outcome = runner.run([action], desc="hipify")[action.key]
+    assert outcome.ok
+    assert "__shfl_down_sync" in store.get_text(outcome.record.stderr)
+
+
+@pytest.mark.parametrize(
+    ("vendor", "source", "category"),
+    [
+        ("nvidia", b"__global__ void k(int *p) { p[0] = 1 }\n", "syntax"),
+        ("nvidia", b'#include "absent_helpers.cuh"\n__global__ void k(int *p) { p[0] = 1; }\n', "missing_header"),
+        ("amd", WARP, "hipify_gap"),
+        ("amd", b"#include <mma.h>\n__global__ void k(int *p) { p[0] = 1; }\n", "hipify_gap"),
+    ],
+)
+def test_real_compile_failures_are_categorised(store, toolchains, vendor, source, category):
+    tc = toolchains[vendor]
+    runs = build(store, tc, {"k.cu": source}, ["sm_89" if vendor == "nvidia" else "gfx1100"])
+    failed = [r for r in runs if r.failure]
+    assert failed
+    reason, detail = failure_reason(tc, failed[0], store)
+    assert reason == f"compile_failed:{category}", detail
+    assert failed[0].failure.record.status == "failed"
+
+
+def test_second_build_is_all_store_hits(store, toolchains):
+    nv = toolchains["nvidia"]
+    build(store, nv, {"saxpy.cu": SAXPY, "scale.cuh": HEADER}, ["sm_89"])
+    runner = ActionRunner(store, local_executor({"nvidia": nv}), timeout_s=300)
+    inputs = {"saxpy.cu": store.put(SAXPY), "scale.cuh": store.put(HEADER)}
+    runs = [TargetRun("s", t, dict(inputs)) for t in nv.targets("saxpy.cu", ["sm_89"], FLAGS["nvidia"])]
+    run_targets(nv, runner, runs)
+    assert runner.counts.as_dict() == {"hits": 3, "misses": 0, "transient_failures": 0}
+
+
+def test_missing_toolchain_says_how_to_install(tmp_path):
+    nv = NvidiaToolchain(tmp_path / "no-cuda")
+    with pytest.raises(ToolchainMissingError, match=r"nvcc: not found.*scripts/setup\.sh"):
+        nv.require("nvcc")
+
+
+def test_fingerprint_follows_the_allowlisted_environment(monkeypatch, toolchains):
+    base = load_toolchains()["nvidia"].fingerprint("nvcc")
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", "-lineinfo")
+    assert load_toolchains()["nvidia"].fingerprint("nvcc") != base
+    monkeypatch.delenv("NVCC_APPEND_FLAGS")
+    monkeypatch.setenv("SOME_UNRELATED_VARIABLE", "1")
+    assert load_toolchains()["nvidia"].fingerprint("nvcc") == base
+
+
+def test_categorize_without_a_compiler():
+    assert categorize("x.cu(3): error: identifier \"foo\" is undefined", "nvidia") == "undeclared"
+    assert categorize("error: use of undeclared identifier 'cudaGraphLaunch'", "amd") == "hipify_gap"
+    assert categorize("error: something odd", "amd") == "compile_error"
