@@ -150,3 +150,15 @@ def test_categorize_without_a_compiler():
     assert categorize("x.cu(3): error: identifier \"foo\" is undefined", "nvidia") == "undeclared"
     assert categorize("error: use of undeclared identifier 'cudaGraphLaunch'", "amd") == "hipify_gap"
     assert categorize("error: something odd", "amd") == "compile_error"
+
+
+def test_identity_digest_does_not_depend_on_install_location(tmp_path):
+    from toolchains.base import digest_paths
+
+    for where in ("a", "b/c"):
+        (tmp_path / where / "cuda" / "bin").mkdir(parents=True)
+        (tmp_path / where / "cuda" / "bin" / "nvcc").write_bytes(b"\x7fELF nvcc")
+    one, two = (digest_paths([tmp_path / w / "cuda"]) for w in ("a", "b/c"))
+    assert one == two
+    (tmp_path / "b/c/cuda/bin/nvcc").write_bytes(b"\x7fELF nvcc 2")
+    assert digest_paths([tmp_path / "b/c/cuda"]) != one

@@ -78,12 +78,15 @@ class ToolchainMissingError(RuntimeError):
 
 
 def digest_paths(paths: list[Path]) -> str:
-    """BLAKE3 over the names and contents of files (directories are walked in sorted order)."""
+    """BLAKE3 over the contents of files and directory trees (walked in sorted order).
+
+    Names enter relative to each given path, so the digest does not depend on where a
+    toolchain is installed (two clones, two roots with the same packages hash the same)."""
     h = blake3.blake3()
     for top in paths:
         files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
         for f in files:
-            h.update(str(f).encode() + b"\0")
+            h.update(f"{top.name}/{f.relative_to(top).as_posix() if f != top else ''}".encode() + b"\0")
             with f.open("rb") as fh:
                 while chunk := fh.read(1 << 22):
                     h.update(chunk)
