@@ -3,6 +3,7 @@
     cass toolchains           what toolchains were found, their versions, and why a piece is missing
     cass store stats          object and action counts and sizes
     cass store verify         re-hash every stored object; report (and set aside) corrupt ones
+    cass store gc             remove objects and actions no current manifest needs
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stages.common import load_params, open_store
+from stages.common import live_set, load_params, open_store
 from toolchains import load_toolchains
 
 
@@ -48,6 +49,16 @@ def cmd_store_verify(_: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def cmd_store_gc(args: argparse.Namespace) -> int:
+    store = open_store(load_params())
+    objects, actions = live_set(store)
+    result = store.gc(objects, actions)
+    print(f"gc {store.root}: kept {len(objects)} objects and {len(actions)} actions named by the current "
+          f"manifests; removed {result.objects} objects ({result.object_bytes / 2**20:.1f} MiB), "
+          f"{result.actions} actions, {result.temp_files} stale temporary files")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cass", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -56,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                                         required=True)
     store.add_parser("stats", help="counts and sizes").set_defaults(func=cmd_store_stats)
     store.add_parser("verify", help="check every object's digest").set_defaults(func=cmd_store_verify)
+    store.add_parser("gc", help="remove what no current manifest references").set_defaults(func=cmd_store_gc)
     return parser
 
 

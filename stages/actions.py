@@ -63,8 +63,11 @@ class ActionCounts:
     misses: int = 0
     transient: int = 0
 
+    corrupt: int = 0
+
     def as_dict(self) -> dict:
-        return {"hits": self.hits, "misses": self.misses, "transient_failures": self.transient}
+        return {"hits": self.hits, "misses": self.misses, "transient_failures": self.transient,
+                "corrupt_recomputed": self.corrupt}
 
 
 class ActionRunner:
@@ -75,10 +78,12 @@ class ActionRunner:
         self.executor = executor
         self.timeout_s = timeout_s
         self.counts = ActionCounts()
+        self.keys: set[str] = set()
 
     def run(self, actions: list[Action], desc: str) -> dict[str, Outcome]:
         """Outcomes of ``actions`` by key (duplicates run once)."""
         unique = {a.key: a for a in actions}
+        self.keys.update(unique)
         outcomes: dict[str, Outcome] = {}
         misses = []
         for key, action in unique.items():
@@ -88,6 +93,7 @@ class ActionRunner:
             else:
                 outcomes[key] = Outcome(record)
         self.counts.hits += len(outcomes)
+        self.counts.corrupt = len(self.store.corrupt_found)
         if not misses:
             return outcomes
         jobs = [

@@ -9,6 +9,8 @@ Manifests are written deterministically: sorted rows, fixed compression, no time
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +42,48 @@ def load_params(path: Path = PARAMS_FILE) -> dict:
         return yaml.safe_load(f)
 
 
+PACK_DIR = DATA_DIR / "store_packs"
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def open_store(params: dict) -> Store:
-    """The artifact store named by the parameters."""
-    return Store(Path(params["store"]["dir"]))
+    """The artifact store named by the parameters, with any packs fetched by `dvc pull` imported."""
+    store = Store(Path(params["store"]["dir"]))
+    added = store.import_packs(PACK_DIR)
+    if added:
+        print(f"store: imported {added} entries from {PACK_DIR}", file=sys.stderr)
+    return store
+
+
+def manifest_digests(df: pl.DataFrame) -> set[str]:
+    """Every store digest a manifest names (digest columns and lists of {path, digest})."""
+    found: set[str] = set()
+    for name, dtype in df.schema.items():
+        if dtype == pl.String:
+            values = df[name]
+        elif isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct) and \
+                "digest" in [f.name for f in dtype.inner.fields]:
+            values = df[name].explode().struct.field("digest")
+        else:
+            continue
+        found.update(v for v in values.drop_nulls().unique() if _DIGEST.fullmatch(v))
+    return found
+
+
+def live_set(store: Store) -> tuple[set[str], set[str]]:
+    """(objects, action keys) the current manifests need: what they name, the actions the
+    stages used, and every blob those actions recorded. Everything else is garbage."""
+    objects: set[str] = set()
+    actions: set[str] = set()
+    for path in sorted(DATA_DIR.glob("*/manifest.parquet")):
+        objects |= manifest_digests(pl.read_parquet(path))
+    for path in sorted(DATA_DIR.glob("*/actions.parquet")):
+        actions |= set(pl.read_parquet(path)["key"])
+    records = {key: store.lookup(key) for key in sorted(actions)}
+    live_actions = {key for key, record in records.items() if record is not None}
+    for key in live_actions:
+        objects.update(records[key].digests())
+    return objects, live_actions
 
 
 def manifest_path(stage: str, name: str = "manifest") -> Path:
@@ -81,6 +122,7 @@ class StageOutput:
     rows_in: int = 0
     dropped: list[dict] = field(default_factory=list)
     extra_metrics: dict = field(default_factory=dict)
+    action_keys: set[str] | None = None
 
     def drop(self, row: dict, reason: str, detail: str = "") -> None:
         """Record that ``row`` (a manifest row) is not passed on, and why."""
@@ -94,6 +136,9 @@ class StageOutput:
         write_parquet(kept, manifest_path(self.stage))
         dropped = pl.DataFrame(self.dropped, schema=DROPPED_SCHEMA)
         write_parquet(dropped, manifest_path(self.stage, "dropped"))
+        if self.action_keys is not None:
+            keys = pl.DataFrame({"key": sorted(self.action_keys)}, schema={"key": pl.String})
+            write_parquet(keys, manifest_path(self.stage, "actions"), sort_by=None)
         reasons = Counter(d["reason"] for d in self.dropped)
         metrics = {
             "in": self.rows_in,

@@ -99,6 +99,7 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
                                      if t.kind == "device"],
         })
     out.extra_metrics["actions"] = runner.counts.as_dict()
+    out.action_keys = runner.keys
     out.extra_metrics["archs"] = vparams["archs"]
     kept = attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})
     print(out.write(kept))

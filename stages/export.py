@@ -14,8 +14,8 @@ import shutil
 import polars as pl
 
 from stages.common import DATA_DIR, METRICS_DIR, load_params, open_store, read_manifest, write_parquet
+from stages.toolchains import read_record
 from store import Store
-from toolchains import load_toolchains
 
 STAGE = "export"
 EXPORT_DIR = DATA_DIR / "export" / "pairs"
@@ -61,12 +61,12 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
 
 def provenance(params: dict) -> dict:
     """Toolchain versions, fingerprints and flags recorded with every row."""
-    toolchains = load_toolchains()
+    tools = read_record()
     record = {}
     for vendor, tool in (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"), ("amd", "hipify-perl")):
-        tc = toolchains[vendor]
-        record[f"{tool.replace('-', '_')}_version"] = tc.version(tool)
-        record[f"{tool.replace('-', '_')}_fingerprint"] = tc.fingerprint(tool)
+        name = tool.replace("-", "_")
+        record[f"{name}_version"] = tools[vendor][tool]["version"]
+        record[f"{name}_fingerprint"] = tools[vendor][tool]["fingerprint"]
     for vendor in ("nvidia", "amd"):
         record[f"{vendor}_flags"] = json.dumps(params[vendor]["flags"], sort_keys=True)
     return record

@@ -49,6 +49,7 @@ def main() -> None:
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })
     out.extra_metrics["actions"] = runner.counts.as_dict()
+    out.action_keys = runner.keys
     out.extra_metrics["samples_with_hipify_warnings"] = sum(1 for a in added if a["hipify_warning_count"])
     kept = attach(rows, added, {"hip_files": FILES_DTYPE, "hipify_warnings": pl.String,
                                 "hipify_warning_count": pl.Int64})

@@ -17,12 +17,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import blake3
+
+from store import pack
 
 SCHEMA_VERSION = 1
 """Enters every action key; bump it when the meaning of a stored action changes."""
@@ -91,6 +95,25 @@ class StoreStats:
     action_bytes: int = 0
 
 
+@dataclass
+class GcResult:
+    """What a garbage collection removed."""
+
+    objects: int = 0
+    object_bytes: int = 0
+    actions: int = 0
+    temp_files: int = 0
+
+
+@dataclass
+class PackResult:
+    """How many pack files were rewritten, left as they were, or removed."""
+
+    written: int = 0
+    unchanged: int = 0
+    removed: int = 0
+
+
 class Store:
     """A content-addressed store rooted at a directory; the only code that touches its files."""
 
@@ -100,6 +123,9 @@ class Store:
         self._actions = self.root / "actions"
         self._tmp = self.root / "tmp"
         self._corrupt = self.root / "corrupt"
+        self._imported = self.root / "imported-packs"
+        self.corrupt_found: list[str] = []
+        """Names of objects and records found damaged (and set aside) by this instance."""
         for d in (self._objects, self._actions, self._tmp):
             d.mkdir(parents=True, exist_ok=True)
 
@@ -175,7 +201,10 @@ class Store:
         return self._actions / key[:2] / key[2:]
 
     def lookup(self, key: str) -> ActionRecord | None:
-        """The record for ``key`` if it exists and every blob it names is present, else None."""
+        """The record for ``key`` if it exists and every blob it names is present and intact.
+
+        Each named blob is read and re-hashed, so a corrupt output is caught here (and set
+        aside) and the action reruns instead of handing damaged bytes to a later stage."""
         try:
             raw = self._action_path(key).read_bytes()
         except FileNotFoundError:
@@ -185,7 +214,10 @@ class Store:
         except (ValueError, KeyError, TypeError):
             self._quarantine(self._action_path(key), key)
             return None
-        if not all(self.has(d) for d in record.digests()):
+        try:
+            for digest in record.digests():
+                self.get(digest)
+        except (MissingObjectError, CorruptObjectError):
             return None
         return record
 
@@ -215,6 +247,102 @@ class Store:
             s.action_bytes += path.stat().st_size
         return s
 
+    def iter_actions(self) -> Iterator[str]:
+        """Keys of every action record, in sorted order."""
+        for sub in sorted(self._actions.iterdir()):
+            for f in sorted(sub.iterdir()):
+                yield sub.name + f.name
+
+    def gc(self, live_objects: set[str], live_actions: set[str], tmp_age_s: float = 3600) -> GcResult:
+        """Delete objects and action records outside the live sets, leftovers of interrupted
+        writes older than ``tmp_age_s`` and set-aside corrupt files."""
+        result = GcResult()
+        for digest in list(self.iter_objects()):
+            if digest not in live_objects:
+                path = self._object_path(digest)
+                result.object_bytes += path.stat().st_size
+                path.unlink()
+                result.objects += 1
+        for key in list(self.iter_actions()):
+            if key not in live_actions:
+                self._action_path(key).unlink()
+                result.actions += 1
+        now = time.time()
+        for path in self._tmp.iterdir():
+            if now - path.stat().st_mtime > tmp_age_s:
+                path.unlink(missing_ok=True)
+                result.temp_files += 1
+        if self._corrupt.exists():
+            shutil.rmtree(self._corrupt)
+        return result
+
+    # -- packs (sharing through DVC) -------------------------------------------------------
+
+    def write_packs(self, pack_dir: Path, objects: set[str], actions: set[str], prefix_len: int) -> PackResult:
+        """Write the given entries into pack files bucketed by the first ``prefix_len`` hex digits
+        of their names. A pack whose content is unchanged is left untouched; packs of buckets
+        that became empty are removed."""
+        pack_dir.mkdir(parents=True, exist_ok=True)
+        buckets: dict[str, list[tuple[str, str]]] = {}
+        for kind, names in (("O", objects), ("A", actions)):
+            for name in names:
+                buckets.setdefault(name[:prefix_len], []).append((kind, name))
+        result = PackResult()
+        for prefix, entries in sorted(buckets.items()):
+            path = pack_dir / f"{prefix}.pack"
+            ident = pack.content_id(entries)
+            if pack.read_header(path) == ident:
+                result.unchanged += 1
+            else:
+                data = [(k, n, self.get(n) if k == "O" else self._action_path(n).read_bytes())
+                        for k, n in entries]
+                tmp = path.with_suffix(".tmp")
+                with tmp.open("wb") as f:
+                    pack.write_pack(f, data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                tmp.replace(path)
+                result.written += 1
+            self._mark_imported(path, ident)
+        for path in pack_dir.glob("*.pack"):
+            if path.stem not in buckets:
+                path.unlink()
+                result.removed += 1
+        return result
+
+    def import_packs(self, pack_dir: Path) -> int:
+        """Bring the entries of packs not imported yet into the store; return how many entries
+        were added. Objects are verified against their names; action records are added only
+        once every blob they name is present."""
+        added = 0
+        pending_actions: list[tuple[str, bytes]] = []
+        marks = []
+        for path in sorted(pack_dir.glob("*.pack")) if pack_dir.is_dir() else []:
+            ident = pack.read_header(path)
+            if ident is None or ((self._imported / path.name).exists() and \
+                    (self._imported / path.name).read_text() == ident):
+                continue
+            for kind, name, data in pack.read_pack(path):
+                if kind == "O" and not self.has(name):
+                    if digest_bytes(data) != name:
+                        raise CorruptObjectError(f"pack {path}: entry {name} does not match its digest")
+                    self._write_atomic(self._object_path(name), data)
+                    added += 1
+                elif kind == "A" and not self._action_path(name).exists():
+                    pending_actions.append((name, data))
+            marks.append((path, ident))
+        for key, data in pending_actions:
+            if all(self.has(d) for d in ActionRecord.from_json(json.loads(data)).digests()):
+                self._write_atomic(self._action_path(key), data)
+                added += 1
+        for path, ident in marks:
+            self._mark_imported(path, ident)
+        return added
+
+    def _mark_imported(self, path: Path, ident: str) -> None:
+        self._imported.mkdir(parents=True, exist_ok=True)
+        (self._imported / path.name).write_text(ident)
+
     # -- internals -------------------------------------------------------------------------
 
     def _write_atomic(self, path: Path, data: bytes) -> None:
@@ -231,6 +359,7 @@ class Store:
             raise
 
     def _quarantine(self, path: Path, name: str) -> None:
+        self.corrupt_found.append(name)
         self._corrupt.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             os.replace(path, self._corrupt / name)

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PROJECT_FILES = ["dvc.yaml", "params.yaml", ".dvcignore", "stages", "store", "toolchains", "cass", "corpus"]
+PROJECT_FILES = ["dvc.yaml", "params.yaml", ".dvcignore", ".gitignore",
+                 "stages", "store", "toolchains", "cass", "corpus"]
 pytestmark = pytest.mark.slow
 
 
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+       "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org",
+       "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.org"}
+
+
 def run(cmd: list[str], cwd: Path) -> str:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = ENV
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr
@@ -49,7 +58,22 @@ def project(tmp_path_factory, toolchains) -> Path:
     return root
 
 
-def test_dag_has_every_stage(project):
+@pytest.fixture(scope="module")
+def clean_hashes(project) -> dict[str, str]:
+    """sha256 of every Parquet file of the first, uninterrupted build."""
+    return parquet_hashes(project)
+
+
+def parquet_hashes(project: Path) -> dict[str, str]:
+    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((project / "data").rglob("*.parquet"))}
+
+
+def action_counts(project: Path, stage: str) -> dict:
+    return metrics(project, stage)["actions"]
+
+
+def test_dag_has_every_stage(project, clean_hashes):
     dag = run(["dvc", "dag"], project)
     for stage in ("ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd", "pair", "export"):
         assert stage in dag
@@ -96,16 +120,135 @@ def test_export_holds_real_pairs_for_both_vendors(project):
     assert set(loaded.column_names) == set(df.columns)
 
 
+def copy_project(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    for name in PROJECT_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / name)
+    run(["git", "init", "-q"], dest)
+    run(["dvc", "init", "-q"], dest)
+    run(["dvc", "config", "core.analytics", "false"], dest)
+    return dest
+
+
+def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
+    remote = tmp_path / "remote"
+    run(["dvc", "remote", "add", "-d", "shared", str(remote)], project)
+    run(["dvc", "push"], project)
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "dataset"], project)
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(project), str(clone)], tmp_path)
+    run(["dvc", "pull"], clone)
+    assert parquet_hashes(clone) == parquet_hashes(project)
+    assert not (clone / ".cass").exists()
+    changed = clone / "corpus" / "graph" / "bfs_frontier.cu"
+    changed.write_text(changed.read_text() + "\n// collaborator's edit\n")
+    run(["dvc", "repro"], clone)
+    assert action_counts(clone, "hipify")["misses"] == 1
+    assert action_counts(clone, "compile_amd")["misses"] == 2
+    assert 2 <= action_counts(clone, "compile_nvidia")["misses"] <= 3
+    assert action_counts(clone, "compile_nvidia")["hits"] > 100
+
+
+def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(clean_hashes, tmp_path):
+    other = copy_project(tmp_path / "elsewhere" / "project")
+    proc = subprocess.Popen(["dvc", "repro"], cwd=other, env=ENV, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    actions = other / ".cass" / "store" / "actions"
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (other / "metrics" / "hipify.json").exists() and sum(1 for _ in actions.glob("*/*")) > 61 + 20:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the pipeline finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (other / "metrics" / "compile_nvidia.json").exists()
+    run(["dvc", "repro"], other)
+    assert action_counts(other, "compile_nvidia")["hits"] >= 20
+    assert parquet_hashes(other) == clean_hashes
+
+
 def test_rerun_is_up_to_date_and_one_changed_file_recompiles_only_that_file(project):
-    assert "Data and pipelines are up to date" in run(["dvc", "repro"], project)
+    out = run(["dvc", "repro"], project)
+    for stage in ("ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd", "pair", "export"):
+        assert f"Stage '{stage}' didn't change, skipping" in out
     changed = project / "corpus" / "graph" / "pagerank_pull.cu"
     changed.write_text(changed.read_text() + "\n// a comment added by a contributor\n")
     run(["dvc", "repro"], project)
     paired = metrics(project, "pair")["kept"]
-    hip = metrics(project, "hipify")["actions"]
-    assert hip["misses"] == 1
-    nv = metrics(project, "compile_nvidia")["actions"]
+    assert action_counts(project, "hipify")["misses"] == 1
+    nv = action_counts(project, "compile_nvidia")
     assert 2 <= nv["misses"] <= 3  # host + cubin; cuobjdump only if the cubin bytes changed
-    amd = metrics(project, "compile_amd")["actions"]
+    amd = action_counts(project, "compile_amd")
     assert amd["misses"] == 2  # host + gfx1100
     assert amd["hits"] >= 2 * (paired - 1)
+
+
+def set_param(project: Path, old: str, new: str) -> None:
+    params = project / "params.yaml"
+    text = params.read_text()
+    assert old in text
+    params.write_text(text.replace(old, new, 1))
+
+
+def test_a_filter_change_recompiles_nothing(project):
+    set_param(project, "max_lines: 7000", "max_lines: 150")
+    run(["dvc", "repro"], project)
+    assert metrics(project, "filter")["dropped_by_reason"]["too_long"] > 0
+    for stage in ("hipify", "compile_nvidia", "compile_amd"):
+        assert action_counts(project, stage)["misses"] == 0
+    set_param(project, "max_lines: 150", "max_lines: 7000")
+    run(["dvc", "repro"], project)
+
+
+def test_a_new_arch_compiles_only_that_arch(project):
+    before = action_counts(project, "compile_nvidia")
+    set_param(project, "archs: [sm_89]", "archs: [sm_89, sm_80]")
+    run(["dvc", "repro"], project)
+    nv = metrics(project, "compile_nvidia")
+    assert nv["actions"]["hits"] == before["hits"] + before["misses"]
+    # per sample: nvcc -cubin and cuobjdump for sm_80 (the one that fails to compile: nvcc only)
+    assert nv["actions"]["misses"] == 2 * nv["kept"] + nv["dropped"]
+    df = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    assert df["cuda_device_sass_sm_80"].str.contains("code for sm_80").all()
+
+
+def flip_a_byte(project: Path, digest: str) -> None:
+    obj = project / ".cass" / "store" / "objects" / digest[:2] / digest[2:]
+    data = bytearray(obj.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    obj.write_bytes(bytes(data))
+
+
+def test_a_corrupt_object_is_caught_rebuilt_and_never_exported(project):
+    shards = sorted((project / "data" / "export" / "pairs").glob("*.parquet"))
+    exported = {p.name: p.read_bytes() for p in shards}
+    sass = [a[0]["digest"] for a in pl.read_parquet(project / "data" / "compile_nvidia" / "manifest.parquet")
+            ["nvidia_device_asm"]]
+    flip_a_byte(project, sass[0])
+    export = subprocess.run([sys.executable, "-m", "stages.export"], cwd=project, env=ENV,
+                            capture_output=True, text=True, check=False)
+    assert export.returncode != 0 and sass[0] in export.stderr and "corrupt" in export.stderr
+    assert {p.name: p.read_bytes() for p in shards} == exported
+    run(["dvc", "repro", "--force"], project)
+    assert action_counts(project, "compile_nvidia")["misses"] >= 1
+    assert {p.name: p.read_bytes() for p in shards} == exported
+
+    flip_a_byte(project, sass[1])
+    run(["dvc", "repro", "--force"], project)
+    assert action_counts(project, "compile_nvidia")["corrupt_recomputed"] >= 1
+    assert {p.name: p.read_bytes() for p in shards} == exported
+    assert "0 corrupt" in run(["cass", "store", "verify"], project)
+
+
+def test_gc_keeps_what_the_manifests_need(project):
+    out = run(["cass", "store", "gc"], project)
+    assert "removed" in out
+    run(["dvc", "repro", "--force"], project)
+    for stage in ("hipify", "compile_nvidia", "compile_amd"):
+        assert action_counts(project, stage)["misses"] == 0

@@ -1,0 +1,38 @@
+"""Stage pack_store: the store entries the current dataset needs, as pack files DVC can share.
+
+`dvc push` sends ``data/store_packs`` with the rest; a collaborator's `dvc pull` brings it back
+and the next stage that opens the store imports it, so their next `dvc repro` is incremental
+too. Entries are bucketed by the first ``store.pack_prefix`` hex digits of their names (2: at
+most 256 files whatever the corpus size); only packs whose content changed are rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+
+from stages.common import METRICS_DIR, PACK_DIR, live_set, load_params, open_store
+
+STAGE = "pack_store"
+
+
+def main() -> None:
+    params = load_params()
+    store = open_store(params)
+    objects, actions = live_set(store)
+    result = store.write_packs(PACK_DIR, objects, actions, params["store"]["pack_prefix"])
+    metrics = {
+        "objects": len(objects),
+        "actions": len(actions),
+        "packs": len(list(PACK_DIR.glob("*.pack"))),
+        "packs_written": result.written,
+        "packs_unchanged": result.unchanged,
+        "packs_removed": result.removed,
+        "bytes": sum(p.stat().st_size for p in PACK_DIR.glob("*.pack")),
+    }
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    (METRICS_DIR / f"{STAGE}.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    print(metrics)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Stage toolchains: record which compilers this machine has (versions and fingerprints).
+
+It runs on every `dvc repro` (``always_changed``) because a compiler can change outside the
+repository; its output changes only when a toolchain does, and the stages that run tools depend
+on it, so DVC reruns them then (and their store lookups miss, since fingerprints are in every
+action key). Paths are not recorded: they differ between machines, the fingerprints do not.
+"""
+
+from __future__ import annotations
+
+import json
+
+from stages.common import DATA_DIR
+from toolchains import load_toolchains
+
+STAGE = "toolchains"
+RECORD = DATA_DIR / STAGE / "toolchains.json"
+
+
+def read_record() -> dict:
+    """The recorded {vendor: {tool: {version, fingerprint}}}."""
+    return json.loads(RECORD.read_text())
+
+
+def main() -> None:
+    record = {
+        vendor: {tool: {"version": tc.version(tool), "fingerprint": tc.fingerprint(tool)} for tool in tc.tools()}
+        for vendor, tc in load_toolchains().items()
+    }
+    RECORD.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    if not RECORD.exists() or RECORD.read_text() != text:
+        RECORD.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
