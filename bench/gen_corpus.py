@@ -1,0 +1,241 @@
+"""Generate a synthetic CUDA corpus of any size for the benchmarks: varied, compilable programs.
+
+Each program combines 1-3 kernels drawn from seven families (elementwise expression trees,
+grid-stride loops with unrolling, shared-memory block reductions with atomics, constant-memory
+stencils, shared-memory histograms, tiled matrix products, shared-memory scans), each with
+random sizes, constants, expressions and identifiers, plus a host ``main`` that fills inputs
+deterministically, launches the kernels and prints a checksum. Same seed, same corpus.
+
+    python bench/gen_corpus.py OUT_DIR --count 500 [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+NOUNS = ["signal", "field", "grid", "values", "samples", "weights", "pixels", "particles", "cells", "coeffs",
+         "density", "energy", "flux", "charge", "mass", "score", "logits", "tiles", "rows", "bins"]
+VERBS = ["scale", "blend", "smooth", "accumulate", "normalize", "filter", "reduce", "transform", "update",
+         "project", "mix", "warp", "relax", "integrate", "shade"]
+DOMAINS = ["physics", "imaging", "ml", "finance", "audio", "geo", "bio", "crypto", "graph", "fluid"]
+UNARY = ["sinf", "cosf", "expf", "tanhf", "sqrtf(fabsf", "logf(1.0f + fabsf"]
+BINARY = ["+", "-", "*"]
+
+
+def ident(rng: random.Random) -> str:
+    return f"{rng.choice(VERBS)}_{rng.choice(NOUNS)}_{rng.randrange(1000)}"
+
+
+def const(rng: random.Random) -> str:
+    return f"{rng.uniform(-4, 4):.4f}f"
+
+
+def expression(rng: random.Random, depth: int, leaves: list[str]) -> str:
+    if depth == 0 or rng.random() < 0.2:
+        return rng.choice([*leaves, const(rng)])
+    if rng.random() < 0.3:
+        fn = rng.choice(UNARY)
+        close = "))" if "(" in fn else ")"
+        return f"{fn}({expression(rng, depth - 1, leaves)}{close}"
+    op = rng.choice(BINARY)
+    return f"({expression(rng, depth - 1, leaves)} {op} {expression(rng, depth - 1, leaves)})"
+
+
+def k_elementwise(rng, name):
+    expr = expression(rng, rng.randint(2, 4), ["x", "a", "b"])
+    return f"""// Elementwise transform: out = f(in) with a fixed expression tree.
+__device__ __forceinline__ float {name}_op(float x, float a, float b) {{
+    return {expr};
+}}
+
+__global__ void {name}(const float *in, float *out, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = {name}_op(in[i], {const(rng)}, {const(rng)});
+}}
+""", f"{name}<<<(n + 255) / 256, 256>>>(d_in, d_out, n);"
+
+
+def k_gridstride(rng, name):
+    unroll = rng.choice([1, 2, 4])
+    body = "\n".join(f"        acc = acc * {const(rng)} + in[j] * {const(rng)};" for _ in range(unroll))
+    return f"""// Grid-stride loop with {unroll} fused multiply-adds per element.
+__global__ void {name}(const float *in, float *out, int n) {{
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {{
+        float acc = out[j];
+{body}
+        out[j] = acc;
+    }}
+}}
+""", f"{name}<<<{rng.choice([32, 64, 128])}, {rng.choice([128, 256])}>>>(d_in, d_out, n);"
+
+
+def k_reduce(rng, name):
+    block = rng.choice([128, 256, 512])
+    return f"""// Block reduction in shared memory, one atomicAdd per block.
+#define {name.upper()}_BLOCK {block}
+__global__ void {name}(const float *in, float *out, int n) {{
+    __shared__ float partial[{name.upper()}_BLOCK];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + tid;
+    partial[tid] = (i < n) ? in[i] * {const(rng)} : 0.0f;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {{
+        if (tid < stride) partial[tid] += partial[tid + stride];
+        __syncthreads();
+    }}
+    if (tid == 0) atomicAdd(&out[blockIdx.x % 64], partial[0]);
+}}
+""", f"{name}<<<(n + {block} - 1) / {block}, {block}>>>(d_in, d_out, n);"
+
+
+def k_stencil(rng, name):
+    radius = rng.randint(1, 4)
+    weights = ", ".join(const(rng) for _ in range(2 * radius + 1))
+    return f"""// 1-D stencil of radius {radius}, weights in constant memory.
+__constant__ float {name}_w[{2 * radius + 1}] = {{{weights}}};
+__global__ void {name}(const float *in, float *out, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float sum = 0.0f;
+    for (int k = -{radius}; k <= {radius}; ++k) {{
+        int j = min(max(i + k, 0), n - 1);
+        sum += {name}_w[k + {radius}] * in[j];
+    }}
+    out[i] = sum;
+}}
+""", f"{name}<<<(n + 127) / 128, 128>>>(d_in, d_out, n);"
+
+
+def k_histogram(rng, name):
+    bins = rng.choice([16, 32, 64, 128])
+    return f"""// Histogram of {bins} bins: shared-memory atomics, then one global atomic per bin.
+__global__ void {name}(const float *in, float *out, int n) {{
+    __shared__ float local[{bins}];
+    for (int b = threadIdx.x; b < {bins}; b += blockDim.x) local[b] = 0.0f;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {{
+        float v = fabsf(in[i] * {const(rng)});
+        int b = min((int)(v * {bins}), {bins - 1});
+        atomicAdd(&local[b], 1.0f);
+    }}
+    __syncthreads();
+    for (int b = threadIdx.x; b < {bins}; b += blockDim.x) atomicAdd(&out[b], local[b]);
+}}
+""", f"{name}<<<64, 256>>>(d_in, d_out, n);"
+
+
+def k_matmul(rng, name):
+    tile = rng.choice([8, 16, 32])
+    return f"""// Tiled product of the input viewed as a 256x256 matrix with itself ({tile}x{tile} tiles).
+#define {name.upper()}_TILE {tile}
+__global__ void {name}(const float *in, float *out, int n) {{
+    __shared__ float ta[{name.upper()}_TILE][{name.upper()}_TILE];
+    __shared__ float tb[{name.upper()}_TILE][{name.upper()}_TILE];
+    const int dim = 256;
+    int row = blockIdx.y * {name.upper()}_TILE + threadIdx.y;
+    int col = blockIdx.x * {name.upper()}_TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < dim; t += {name.upper()}_TILE) {{
+        ta[threadIdx.y][threadIdx.x] = in[row * dim + t + threadIdx.x];
+        tb[threadIdx.y][threadIdx.x] = in[(t + threadIdx.y) * dim + col];
+        __syncthreads();
+        for (int k = 0; k < {name.upper()}_TILE; ++k) acc += ta[threadIdx.y][k] * tb[k][threadIdx.x];
+        __syncthreads();
+    }}
+    if (row * dim + col < n) out[row * dim + col] = acc * {const(rng)};
+}}
+""", f"{name}<<<dim3(256 / {tile}, 256 / {tile}), dim3({tile}, {tile})>>>(d_in, d_out, n);"
+
+
+def k_scan(rng, name):
+    block = rng.choice([128, 256])
+    return f"""// Inclusive Hillis-Steele scan within each block of {block} elements.
+__global__ void {name}(const float *in, float *out, int n) {{
+    extern __shared__ float buf[];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + tid;
+    buf[tid] = (i < n) ? in[i] : 0.0f;
+    __syncthreads();
+    for (int offset = 1; offset < blockDim.x; offset <<= 1) {{
+        float v = (tid >= offset) ? buf[tid - offset] : 0.0f;
+        __syncthreads();
+        buf[tid] += v;
+        __syncthreads();
+    }}
+    if (i < n) out[i] = buf[tid] * {const(rng)};
+}}
+""", f"{name}<<<(n + {block} - 1) / {block}, {block}, {block} * sizeof(float)>>>(d_in, d_out, n);"
+
+
+FAMILIES = [k_elementwise, k_gridstride, k_reduce, k_stencil, k_histogram, k_matmul, k_scan]
+
+
+def program(rng: random.Random, index: int) -> str:
+    kernels, launches = [], []
+    for family in rng.sample(FAMILIES, rng.randint(1, 3)):
+        code, launch = family(rng, f"{ident(rng)}_{index}")
+        kernels.append(code)
+        launches.append(f"    {launch}\n    CHECK(cudaGetLastError());")
+    mul, add, mod = rng.randrange(3, 97), rng.randrange(1000), rng.choice([251, 509, 1021, 4093])
+    return f"""// Synthetic benchmark program {index} ({rng.choice(DOMAINS)}), generated by bench/gen_corpus.py.
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+#define CHECK(call)                                                              \\
+    do {{                                                                         \\
+        cudaError_t e_ = (call);                                                 \\
+        if (e_ != cudaSuccess) {{                                                 \\
+            fprintf(stderr, "%s:%d: %s\\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \\
+            exit(1);                                                             \\
+        }}                                                                        \\
+    }} while (0)
+
+{chr(10).join(kernels)}
+int main() {{
+    const int n = 1 << 16;
+    float *h = (float *)malloc(n * sizeof(float));
+    for (int i = 0; i < n; ++i) h[i] = (float)((i * {mul} + {add}) % {mod}) / {mod}.0f;
+    float *d_in, *d_out;
+    CHECK(cudaMalloc(&d_in, n * sizeof(float)));
+    CHECK(cudaMalloc(&d_out, n * sizeof(float)));
+    CHECK(cudaMemcpy(d_in, h, n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(d_out, 0, n * sizeof(float)));
+{chr(10).join(launches)}
+    CHECK(cudaMemcpy(h, d_out, n * sizeof(float), cudaMemcpyDeviceToHost));
+    double checksum = 0.0;
+    for (int i = 0; i < n; ++i) checksum += h[i];
+    printf("program {index}: checksum %.6e\\n", checksum);
+    CHECK(cudaFree(d_in));
+    CHECK(cudaFree(d_out));
+    free(h);
+    return 0;
+}}
+"""
+
+
+def generate(out: Path, count: int, seed: int = 1) -> list[Path]:
+    """Write ``count`` programs under ``out/<domain>/``; return their paths."""
+    rng = random.Random(seed)
+    paths = []
+    for i in range(count):
+        path = out / rng.choice(DOMAINS) / f"prog_{i:06d}.cu"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(program(rng, i))
+        paths.append(path)
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print(f"wrote {len(generate(args.out, args.count, args.seed))} programs to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

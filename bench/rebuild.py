@@ -1,0 +1,211 @@
+"""Benchmark: what rebuilds cost, measured on synthetic corpora of several sizes.
+
+For each size N it makes a fresh copy of the pipeline with a generated corpus and times, with
+real tools and real `dvc repro`: the cold build, a no-op rerun, one changed source, one changed
+filter parameter, and one added sm arch, with the action hits/misses from the stage metrics and
+ratios against the cold build of the same run. It also times store lookups (action-key
+computation plus hit) and checks that two cold builds in two directories give identical bytes.
+
+    python bench/rebuild.py --sizes 100 500 [--noop-size 10000] [--out bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.gen_corpus import generate  # noqa: E402
+
+PIPELINE_FILES = ["dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass"]
+TOOL_STAGES = ("hipify", "compile_nvidia", "compile_amd")
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+
+def sh(cmd: list[str], cwd: Path) -> float:
+    """Run a command; return its wall time in seconds (raise with its output on failure)."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} in {cwd} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def make_project(dest: Path, count: int, params_edits: dict[str, str] | None = None) -> Path:
+    dest.mkdir(parents=True)
+    for name in PIPELINE_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / name)
+    generate(dest / "corpus", count)
+    for old, new in (params_edits or {}).items():
+        edit_params(dest, old, new)
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
+        sh(cmd, dest)
+    return dest
+
+
+def edit_params(project: Path, old: str, new: str) -> None:
+    path = project / "params.yaml"
+    text = path.read_text()
+    if old not in text:
+        raise ValueError(f"params.yaml has no {old!r}")
+    path.write_text(text.replace(old, new, 1))
+
+
+def actions(project: Path) -> dict[str, int]:
+    total = {"hits": 0, "misses": 0}
+    for stage in TOOL_STAGES:
+        m = json.loads((project / "metrics" / f"{stage}.json").read_text())["actions"]
+        total["hits"] += m["hits"]
+        total["misses"] += m["misses"]
+    return total
+
+
+def stage_misses(project: Path) -> str:
+    return " ".join(
+        f"{s}={json.loads((project / 'metrics' / f'{s}.json').read_text())['actions']['misses']}" for s in TOOL_STAGES
+    )
+
+
+def export_hashes(project: Path) -> dict[str, str]:
+    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((project / "data").rglob("*.parquet"))}
+
+
+def longest_source_lines(project: Path) -> int:
+    return max(p.read_text().count("\n") for p in (project / "corpus").rglob("*.cu"))
+
+
+def scenarios(work: Path, n: int) -> tuple[list[dict], dict[str, str]]:
+    """Cold, no-op, one file, one param, new arch at corpus size ``n``; also the cold build's
+    Parquet hashes."""
+    project = make_project(work / f"n{n}", n)
+    rows = []
+    cold_hashes = {}
+
+    def measure(name: str, cmd: list[str]) -> None:
+        metrics = [project / "metrics" / f"{s}.json" for s in TOOL_STAGES]
+        before = [m.stat().st_mtime_ns if m.exists() else 0 for m in metrics]
+        seconds = sh(cmd, project)
+        if [m.stat().st_mtime_ns for m in metrics] == before:
+            rows.append({"N": n, "scenario": name, "seconds": seconds, "hits": "-", "misses": "-",
+                         "misses by stage": "no tool stage ran"})
+        else:
+            rows.append({"N": n, "scenario": name, "seconds": seconds, **actions(project),
+                         "misses by stage": stage_misses(project)})
+
+    measure("cold build", ["dvc", "repro"])
+    cold_hashes.update(export_hashes(project))
+    measure("no-op dvc repro", ["dvc", "repro"])
+    victim = sorted((project / "corpus").rglob("*.cu"))[n // 2]
+    victim.write_text(re.sub(r"(\d+\.\d+)f", lambda m: f"{float(m.group(1)) + 0.5:.4f}f", victim.read_text(),
+                             count=1))
+    measure("one source changed", ["dvc", "repro"])
+    longest = longest_source_lines(project)
+    edit_params(project, "max_lines: 7000", f"max_lines: {longest - 1}")
+    measure("filter param changed", ["dvc", "repro"])
+    edit_params(project, "archs: [sm_89]", "archs: [sm_89, sm_80]")
+    measure("sm_80 arch added", ["dvc", "repro"])
+    return rows, cold_hashes
+
+
+def lookup_throughput(project: Path, seconds: float = 3.0) -> tuple[int, float]:
+    """Action-key computation plus store hit, for every hipify and host-compile action."""
+    os.chdir(project)
+    from stages.actions import plan
+    from stages.common import load_params, open_store, read_manifest
+    from toolchains import load_toolchains
+
+    params = load_params()
+    store = open_store(params)
+    tcs = load_toolchains()
+    nv, amd = tcs["nvidia"], tcs["amd"]
+    rows = read_manifest("dedup").to_dicts()
+    items = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for row in rows:
+            files = {f["path"]: f["digest"] for f in row["files"]}
+            main = row["files"][0]["path"]
+            for action in (plan(amd, amd.hipify_step(main), {main: files[main]}),
+                           plan(nv, nv.targets(main, params["nvidia"]["archs"], params["nvidia"]["flags"])[0].steps[0],
+                                files)):
+                if store.lookup(action.key) is None:
+                    raise AssertionError(f"expected a hit for {main}")
+                items += 1
+    return items, items / (time.perf_counter() - start)
+
+
+def noop_at(work: Path, n: int) -> dict:
+    """No-op `dvc repro` over an ingested corpus of ``n`` files (a line filter passes only the
+    shortest few percent to the compilers, so the cold build fits the machine)."""
+    project = make_project(work / f"noop{n}", n, {"max_lines: 7000": "max_lines: 43"})
+    cold = sh(["dvc", "repro"], project)
+    noop = sh(["dvc", "repro"], project)
+    ingested = json.loads((project / "metrics" / "ingest.json").read_text())["in"]
+    compiled = json.loads((project / "metrics" / "compile_nvidia.json").read_text())["in"]
+    return {"N": n, "ingested": ingested, "compiled": compiled, "cold": cold, "noop": noop}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500])
+    parser.add_argument("--noop-size", type=int, default=10000)
+    parser.add_argument("--out", type=Path, default=None, help="also write the tables (markdown) here")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cass-bench-"))
+    lines = [f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; date {date.today()}", ""]
+
+    rows, hashes = [], {}
+    for n in args.sizes:
+        size_rows, hashes[n] = scenarios(work, n)
+        rows += size_rows
+    lines += ["| N | scenario | seconds | ratio to cold | action hits | action misses | misses by stage |",
+              "|---:|---|---:|---:|---:|---:|---|"]
+    cold = {r["N"]: r["seconds"] for r in rows if r["scenario"] == "cold build"}
+    for r in rows:
+        lines.append(f"| {r['N']} | {r['scenario']} | {r['seconds']:.2f} | {r['seconds'] / cold[r['N']]:.3f} | "
+                     f"{r['hits']} | {r['misses']} | {r['misses by stage']} |")
+
+    n0 = args.sizes[0]
+    twin = make_project(work / "twin" / "elsewhere", n0)
+    sh(["dvc", "repro"], twin)
+    same = export_hashes(twin) == hashes[n0]
+    lines += ["", f"Two cold builds of N={n0} in two directories: {len(hashes[n0])} Parquet files, "
+                  f"sha256 {'identical' if same else 'DIFFERENT'}."]
+
+    noop = noop_at(work, args.noop_size)
+    small = next(r for r in rows if r["N"] == n0 and r["scenario"] == "no-op dvc repro")
+    lines += ["", "| N ingested | compiled | cold build s | no-op dvc repro s | no-op per 1k files vs N="
+              f"{n0} |", "|---:|---:|---:|---:|---:|",
+              f"| {n0} | {n0} | {cold[n0]:.1f} | {small['seconds']:.2f} | 1.00 |",
+              f"| {noop['ingested']} | {noop['compiled']} | {noop['cold']:.1f} | {noop['noop']:.2f} | "
+              f"{(noop['noop'] / noop['ingested']) / (small['seconds'] / n0):.2f} |"]
+
+    items, rate = lookup_throughput(work / f"n{args.sizes[-1]}")
+    lines += ["", f"Store lookups (action-key computation + verified hit), {items} lookups: {rate:,.0f} items/s"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
