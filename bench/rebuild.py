@@ -18,7 +18,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,34 +28,23 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.gen_corpus import generate  # noqa: E402
+from cass.scaffold import copy_pipeline, run_in  # noqa: E402
 
-PIPELINE_FILES = ["dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass"]
 TOOL_STAGES = ("hipify", "compile_nvidia", "compile_amd")
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
 
 
 def sh(cmd: list[str], cwd: Path) -> float:
     """Run a command; return its wall time in seconds (raise with its output on failure)."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} in {cwd} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    run_in(cmd, cwd)
     return time.perf_counter() - start
 
 
 def make_project(dest: Path, count: int, params_edits: dict[str, str] | None = None) -> Path:
-    dest.mkdir(parents=True)
-    for name in PIPELINE_FILES:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, dest / name)
+    copy_pipeline(dest, with_bundled_corpus=False)
     generate(dest / "corpus", count)
     for old, new in (params_edits or {}).items():
         edit_params(dest, old, new)
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
-        sh(cmd, dest)
     return dest
 
 

@@ -1,39 +1,137 @@
-"""Stage dedup: exact duplicates by content, before anything is compiled.
+"""Stage dedup: exact and near duplicates removed before anything is compiled.
 
-Two samples are exact duplicates when their main files and their local headers have the same
-bytes. One representative per group is kept by a deterministic rule: the smallest
-(origin, path). The others are dropped with reason ``exact_duplicate`` naming the kept sample.
+1. Exact: BLAKE3 of the normalised source (comments removed, whitespace collapsed; see
+   ``stages.neardup.tokens``) plus the digests of its local headers.
+2. Near: MinHash LSH (``stages.neardup``) with the ``dedup`` parameters; signatures are cached in
+   the store per source content, so a rerun computes signatures only for new contents.
+3. Decontamination (optional): every item that is a near duplicate of a file under
+   ``dedup.reference_trees`` (benchmark tasks, say) is dropped.
+
+The representative kept for a group is the first by the documented rule: a permissive license
+first (when a ``license_type`` column exists), then the longest source, then the smallest
+``sample_id``. Removed items go to ``data/dedup/removed.parquet`` with their cluster, the kept
+representative and the estimated similarity; the metrics count drops per origin and record the
+exact parameters.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
 import polars as pl
 
-from stages.common import StageOutput, read_manifest
-from store import digest_bytes
+from stages.common import StageOutput, load_params, manifest_path, open_store, read_manifest, write_parquet
+from stages.neardup import MinHashParams, candidate_links, components, normalised, signatures, similarity
+from store import ActionRecord, Store, digest_bytes
 
 STAGE = "dedup"
+REMOVED_SCHEMA = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "reason": pl.String,
+                  "cluster": pl.Int64, "kept_sample_id": pl.String, "kept": pl.String, "similarity": pl.Float64}
 
 
-def content_key(files: list[dict]) -> str:
-    """Digest of a sample's file contents (main file first, then headers in path order)."""
-    return digest_bytes("\n".join(f["digest"] for f in files).encode())
+def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams) -> tuple[dict[str, np.ndarray], int]:
+    """Signature per content digest, from the store where present; returns (signatures,
+    how many were computed)."""
+    spec = {k: v for k, v in params.describe().items() if k not in ("threshold", "bands", "rows")}
+    keys = {d: Store.action_key({"tool": "minhash", **spec, "input": d}) for d in texts}
+    found: dict[str, np.ndarray] = {}
+    for digest, key in keys.items():
+        record = store.lookup(key)
+        if record is not None:
+            found[digest] = np.frombuffer(store.get(record.outputs["signature"]), dtype=np.uint32)
+    missing = sorted(d for d in texts if d not in found)
+    if missing:
+        computed = signatures([texts[d] for d in missing], params)
+        for digest, sig in zip(missing, computed, strict=True):
+            blob = store.put(sig.tobytes())
+            store.record(keys[digest], ActionRecord("ok", 0, {"signature": blob}, store.put(b"")))
+            found[digest] = sig
+    return found, len(missing)
+
+
+def rank(rows: pl.DataFrame) -> pl.DataFrame:
+    """Rows in representative order: permissive license, longest, smallest id."""
+    license_rank = (pl.when(pl.col("license_type") == "permissive").then(0).otherwise(1)
+                    if "license_type" in rows.columns else pl.lit(0))
+    return rows.with_columns(license_rank.alias("_license")).sort(
+        ["_license", "bytes", "sample_id"], descending=[False, True, False]).drop("_license")
+
+
+def reference_texts(trees: list[str], extensions: list[str]) -> dict[str, str]:
+    """path -> text of every reference file (for decontamination)."""
+    files = sorted(p for t in trees for p in Path(t).rglob("*") if p.is_file() and p.suffix in extensions)
+    return {str(p): p.read_text(errors="replace") for p in files}
 
 
 def main() -> None:
-    rows = read_manifest("filter")
+    params = load_params()
+    dp = params["dedup"]
+    mh = MinHashParams(dp["ngram"], dp["num_perm"], dp["seed"], dp["threshold"])
+    store = open_store(params)
+    rows = rank(read_manifest("filter"))
     out = StageOutput(STAGE, rows_in=rows.height)
-    keyed = rows.with_columns(
-        pl.col("files").map_elements(content_key, return_dtype=pl.String).alias("_content")
-    ).sort("origin", "path")
-    first = keyed.group_by("_content", maintain_order=True).first()
-    representative = dict(zip(first["_content"], first["path"], strict=True))
-    kept_ids = set(first["sample_id"])
-    for row in keyed.iter_rows(named=True):
-        if row["sample_id"] not in kept_ids:
-            out.drop(row, "exact_duplicate", f"same content as {representative[row['_content']]}")
-    kept = rows.filter(pl.col("sample_id").is_in(kept_ids))
-    print(out.write(kept))
+    removed: list[dict] = []
+
+    def remove(row: dict, reason: str, cluster: int, kept: dict | None, sim: float, kept_label: str) -> None:
+        out.drop(row, reason, f"{kept_label} (estimated Jaccard {sim:.3f})")
+        removed.append({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"],
+                        "reason": reason, "cluster": cluster, "kept_sample_id": kept and kept["sample_id"],
+                        "kept": kept_label, "similarity": sim})
+
+    texts = {f[0]["digest"]: store.get_text(f[0]["digest"]) for f in rows["files"]}
+    exact_first: dict[str, dict] = {}
+    survivors = []
+    for row in rows.iter_rows(named=True):
+        key = digest_bytes("\0".join([normalised(texts[row["files"][0]["digest"]]),
+                                      *(f["digest"] for f in row["files"][1:])]).encode())
+        if key in exact_first:
+            kept = exact_first[key]
+            remove(row, "exact_duplicate", -1, kept, 1.0, f"same normalised content as {kept['origin']}:{kept['path']}")
+        else:
+            exact_first[key] = row
+            survivors.append(row)
+
+    sigs, computed = cached_signatures(store, {r["files"][0]["digest"]: texts[r["files"][0]["digest"]]
+                                               for r in survivors}, mh)
+    matrix = np.array([sigs[r["files"][0]["digest"]] for r in survivors], dtype=np.uint32).reshape(-1, mh.num_perm)
+    labels = components(len(survivors), candidate_links(matrix, mh))
+    kept = [i for i in range(len(survivors)) if labels[i] == i]
+    for i, row in enumerate(survivors):
+        rep = int(labels[i])  # survivors are in rule order: a cluster's smallest index is its representative
+        if rep != i:
+            sim = float(similarity(matrix, np.array([i]), np.array([rep]))[0])
+            rep_row = survivors[rep]
+            remove(row, "near_duplicate", rep, rep_row, sim, f"{rep_row['origin']}:{rep_row['path']}")
+
+    if dp["reference_trees"]:
+        refs = reference_texts(dp["reference_trees"], params["corpus"]["extensions"])
+        ref_digests = {path: digest_bytes(text.encode()) for path, text in refs.items()}
+        ref_sigs, _ = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)
+        ref_paths = sorted(refs)
+        both = np.concatenate([matrix[kept], np.array([ref_sigs[ref_digests[p]] for p in ref_paths],
+                                                      dtype=np.uint32).reshape(-1, mh.num_perm)])
+        n = len(kept)
+        contaminated: dict[int, tuple[str, float]] = {}
+        for doc, first, sim in candidate_links(both, mh).iter_rows():
+            if (doc < n) == (first < n):
+                continue
+            item, ref = (doc, first) if doc < n else (first, doc)
+            if item not in contaminated or sim > contaminated[item][1]:
+                contaminated[item] = (ref_paths[ref - n], sim)
+        for item, (ref_path, sim) in sorted(contaminated.items()):
+            remove(survivors[kept[item]], "contaminated", -1, None, sim, f"reference {ref_path}")
+        kept = [k for i, k in enumerate(kept) if i not in contaminated]
+
+    kept_rows = [survivors[i] for i in kept]
+    kept_ids = {r["sample_id"] for r in kept_rows}
+    write_parquet(pl.DataFrame(removed, schema=REMOVED_SCHEMA), manifest_path(STAGE, "removed"))
+    per_origin = Counter((r["origin"], r["reason"]) for r in removed)
+    out.extra_metrics["dropped_by_origin"] = {f"{o}:{r}": c for (o, r), c in sorted(per_origin.items())}
+    out.extra_metrics["signatures"] = {"computed": computed, "cached": len(sigs) - computed}
+    out.extra_metrics["parameters"] = mh.describe()
+    print(out.write(read_manifest("filter").filter(pl.col("sample_id").is_in(kept_ids))))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,22 +14,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-PROJECT_FILES = ["dvc.yaml", "params.yaml", ".dvcignore", ".gitignore",
-                 "stages", "store", "toolchains", "cass", "corpus"]
+from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
+
 pytestmark = pytest.mark.slow
 
 
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-       "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org",
-       "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.org"}
-
-
 def run(cmd: list[str], cwd: Path) -> str:
-    env = ENV
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout + proc.stderr
+    try:
+        return run_in(cmd, cwd)
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 def metrics(project: Path, stage: str) -> dict:
@@ -44,16 +37,7 @@ def dropped(project: Path, stage: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, toolchains) -> Path:
-    root = tmp_path_factory.mktemp("project")
-    for name in PROJECT_FILES:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, root / name)
-    run(["git", "init", "-q"], root)
-    run(["dvc", "init", "-q"], root)
-    run(["dvc", "config", "core.analytics", "false"], root)
+    root = copy_pipeline(tmp_path_factory.mktemp("build") / "project")
     run(["dvc", "repro"], root)
     return root
 
@@ -94,7 +78,8 @@ def test_samples_made_to_fail_are_reported_with_their_reason(project):
         "memory_operations/device_properties_report.cu": "no_kernel",
         "memory_operations/hello_from_gpu.cu": "trivial",
     }
-    assert dropped(project, "dedup") == {"linear_algebra/tiled_matmul_copy.cu": "exact_duplicate"}
+    assert dropped(project, "dedup") == {"linear_algebra/tiled_matmul_copy.cu": "exact_duplicate",
+                                         "linear_algebra/tiled_matmul_tile32.cu": "near_duplicate"}
     assert dropped(project, "compile_nvidia") == {"math/broken_polynomial_eval.cu": "compile_failed:syntax"}
     amd = dropped(project, "compile_amd")
     assert amd["machine_learning/wmma_tensor_core_gemm.cu"] == "compile_failed:hipify_gap"
@@ -120,20 +105,6 @@ def test_export_holds_real_pairs_for_both_vendors(project):
     assert set(loaded.column_names) == set(df.columns)
 
 
-def copy_project(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    for name in PROJECT_FILES:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, dest / name)
-    run(["git", "init", "-q"], dest)
-    run(["dvc", "init", "-q"], dest)
-    run(["dvc", "config", "core.analytics", "false"], dest)
-    return dest
-
-
 def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
     remote = tmp_path / "remote"
     run(["dvc", "remote", "add", "-d", "shared", str(remote)], project)
@@ -155,8 +126,8 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
 
 
 def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(clean_hashes, tmp_path):
-    other = copy_project(tmp_path / "elsewhere" / "project")
-    proc = subprocess.Popen(["dvc", "repro"], cwd=other, env=ENV, start_new_session=True,
+    other = copy_pipeline(tmp_path / "elsewhere" / "project")
+    proc = subprocess.Popen(["dvc", "repro"], cwd=other, env=TOOL_ENV, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     actions = other / ".cass" / "store" / "actions"
     deadline = time.monotonic() + 600
@@ -231,7 +202,7 @@ def test_a_corrupt_object_is_caught_rebuilt_and_never_exported(project):
     sass = [a[0]["digest"] for a in pl.read_parquet(project / "data" / "compile_nvidia" / "manifest.parquet")
             ["nvidia_device_asm"]]
     flip_a_byte(project, sass[0])
-    export = subprocess.run([sys.executable, "-m", "stages.export"], cwd=project, env=ENV,
+    export = subprocess.run([sys.executable, "-m", "stages.export"], cwd=project, env=TOOL_ENV,
                             capture_output=True, text=True, check=False)
     assert export.returncode != 0 and sass[0] in export.stderr and "corrupt" in export.stderr
     assert {p.name: p.read_bytes() for p in shards} == exported

@@ -89,3 +89,54 @@ def test_concurrent_writers_of_the_same_objects_leave_a_valid_store(tmp_path):
     assert s.stats().objects == len(blobs)
     assert s.verify() == []
     assert list((tmp_path / "shared" / "tmp").iterdir()) == []
+
+
+def _write_everything(root: str) -> None:
+    s = Store(root)
+    for i in range(300):
+        digest = s.put(f"blob {i}".encode() * 50)
+        s.record(Store.action_key({"i": i}), ActionRecord("ok", 0, {"out": digest}, s.put(b"")))
+
+
+def test_two_processes_writing_one_store_leave_it_valid(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_everything, args=(str(tmp_path / "s"),)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    s = Store(tmp_path / "s")
+    assert s.verify() == []
+    assert all(s.lookup(Store.action_key({"i": i})) is not None for i in range(300))
+    assert s.stats().objects == 301
+
+
+def test_packs_round_trip_into_an_empty_store(store, tmp_path):
+    digests = {store.put(f"object {i}".encode()) for i in range(40)}
+    err = store.put(b"warning: x")
+    key = Store.action_key({"tool": "nvcc"})
+    store.record(key, ActionRecord("ok", 0, {"out": sorted(digests)[0]}, err))
+    packs = tmp_path / "packs"
+    first = store.write_packs(packs, digests | {err}, {key}, prefix_len=1)
+    assert first.written == len(list(packs.glob("*.pack"))) <= 16
+    again = store.write_packs(packs, digests | {err}, {key}, prefix_len=1)
+    assert again.written == 0 and again.unchanged == first.written
+    other = Store(tmp_path / "other")
+    assert other.import_packs(packs) == len(digests) + 2
+    assert other.lookup(key) == store.lookup(key)
+    assert other.import_packs(packs) == 0
+    assert other.verify() == []
+
+
+def test_gc_removes_only_what_is_not_live(store):
+    live = store.put(b"live")
+    dead = store.put(b"dead")
+    key_live, key_dead = Store.action_key({"k": 1}), Store.action_key({"k": 2})
+    store.record(key_live, ActionRecord("ok", 0, {"o": live}, live))
+    store.record(key_dead, ActionRecord("ok", 0, {"o": dead}, dead))
+    result = store.gc({live}, {key_live})
+    assert (result.objects, result.actions) == (1, 1)
+    assert store.lookup(key_live) is not None and not store.has(dead)

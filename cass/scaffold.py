@@ -1,0 +1,42 @@
+"""Copy this pipeline into a fresh DVC project directory (tests and benchmarks build in copies)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass")
+
+TOOL_ENV = {
+    **os.environ,
+    "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    "GIT_AUTHOR_NAME": "cass", "GIT_AUTHOR_EMAIL": "cass@localhost",
+    "GIT_COMMITTER_NAME": "cass", "GIT_COMMITTER_EMAIL": "cass@localhost",
+}
+"""Environment for `dvc`/`git` in a copy: this Python environment first on PATH, a git identity."""
+
+
+def run_in(cmd: list[str], cwd: Path) -> str:
+    """Run a command in a project; return its output, raise with it on failure."""
+    proc = subprocess.run(cmd, cwd=cwd, env=TOOL_ENV, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} in {cwd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout + proc.stderr
+
+
+def copy_pipeline(dest: Path, with_bundled_corpus: bool = True) -> Path:
+    """A new git + DVC project at ``dest`` holding this pipeline (and the bundled corpus)."""
+    dest.mkdir(parents=True)
+    for name in (*PIPELINE_FILES, *(("corpus",) if with_bundled_corpus else ())):
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / name)
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
+        run_in(cmd, dest)
+    return dest

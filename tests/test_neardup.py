@@ -1,0 +1,101 @@
+"""Near-duplicate removal: code-aware tokens, MinHash LSH clusters, the dedup stage's rules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from stages import dedup
+from stages.common import FILES_DTYPE, write_parquet
+from stages.neardup import MinHashParams, candidate_links, components, normalised, signatures, tokens
+from store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+PARAMS = MinHashParams(ngram=5, num_perm=256, seed=1, threshold=0.7)
+KERNEL = (REPO / "corpus" / "physics_simulation" / "nbody_tiled.cu").read_text()
+OTHER = (REPO / "corpus" / "cryptography" / "sha256_blocks.cu").read_text()
+
+
+def test_tokens_keep_operators_and_literals_and_drop_comments():
+    assert tokens("a += b<<2; /* note */ x->y = 3.5f; // tail") == \
+        ["a", "+=", "b", "<<", "2", ";", "x", "->", "y", "=", "3.5f", ";"]
+    assert normalised("int  a=1;\n// c\n") == normalised("int a = 1; /* other */")
+    assert normalised("a + b") != normalised("a - b")
+
+
+def test_a_lightly_edited_copy_clusters_with_its_original_and_nothing_else():
+    edited = KERNEL.replace("// ", "// NOTE: ", 3).replace("0.5f", "0.25f", 1)
+    sig = signatures([KERNEL, OTHER, edited], PARAMS)
+    links = candidate_links(sig, PARAMS)
+    assert components(3, links).tolist() == [0, 1, 0]
+    assert links.filter(pl.col("doc") == 2)["similarity"][0] > 0.8
+
+
+def test_signatures_are_deterministic_and_uint32():
+    one, two = signatures([KERNEL], PARAMS), signatures([KERNEL], PARAMS)
+    assert one.dtype == np.uint32 and one.shape == (1, 256)
+    assert (one == two).all()
+
+
+def test_components_follow_chains():
+    links = pl.DataFrame({"doc": [1, 2, 4], "first": [0, 1, 3], "similarity": [1.0, 1.0, 1.0]})
+    assert components(5, links).tolist() == [0, 0, 0, 3, 3]
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A directory with params.yaml and a filter manifest, as the dedup stage sees it."""
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write_filter_manifest(store: Store, sources: dict[str, str]) -> None:
+    rows = [{"sample_id": f"{i:016x}", "origin": "test", "path": path, "domain": "d",
+             "files": [{"path": path, "digest": store.put_text(text)}], "unresolved_includes": [],
+             "bytes": len(text.encode())} for i, (path, text) in enumerate(sorted(sources.items()))]
+    write_parquet(pl.DataFrame(rows, schema={"sample_id": pl.String, "origin": pl.String, "path": pl.String,
+                                             "domain": pl.String, "files": FILES_DTYPE,
+                                             "unresolved_includes": pl.List(pl.String), "bytes": pl.Int64}),
+                  Path("data/filter/manifest.parquet"))
+
+
+def test_stage_keeps_the_longest_and_caches_signatures(project):
+    store = Store(project / ".cass" / "store")
+    variant = KERNEL.replace("0.5f", "0.25f", 1)
+    longer = KERNEL + "\n__device__ int extra_flag = 1;  // the longest of the three\n"
+    write_filter_manifest(store, {"a.cu": KERNEL, "b.cu": variant, "c.cu": longer, "d.cu": OTHER,
+                                  "e.cu": KERNEL.replace("    ", "\t")})
+    dedup.main()
+    removed = pl.read_parquet("data/dedup/removed.parquet")
+    assert dict(zip(removed["path"], removed["reason"], strict=True)) == {
+        "a.cu": "near_duplicate", "b.cu": "near_duplicate", "e.cu": "exact_duplicate"}
+    assert set(removed.filter(pl.col("reason") == "near_duplicate")["kept"]) == {"test:c.cu"}
+    kept = pl.read_parquet("data/dedup/manifest.parquet")["path"].to_list()
+    assert sorted(kept) == ["c.cu", "d.cu"]
+    metrics = json.loads(Path("metrics/dedup.json").read_text())
+    assert metrics["signatures"] == {"computed": 4, "cached": 0}
+    assert metrics["parameters"]["num_perm"] == 256 and metrics["parameters"]["datasketch"] == "2.0.0"
+
+    write_filter_manifest(store, {"a.cu": KERNEL, "b.cu": variant, "c.cu": longer, "d.cu": OTHER,
+                                  "e.cu": KERNEL.replace("    ", "\t"), "f.cu": OTHER + "\nint extra;\n"})
+    dedup.main()
+    assert json.loads(Path("metrics/dedup.json").read_text())["signatures"] == {"computed": 1, "cached": 4}
+
+
+def test_decontamination_drops_items_near_a_reference(project):
+    store = Store(project / ".cass" / "store")
+    (project / "bench_tasks").mkdir()
+    (project / "bench_tasks" / "task1.cu").write_text(OTHER.replace("// ", "// task: ", 2))
+    params = Path("params.yaml")
+    params.write_text(params.read_text().replace("reference_trees: []", "reference_trees: [bench_tasks]"))
+    write_filter_manifest(store, {"a.cu": KERNEL, "d.cu": OTHER})
+    dedup.main()
+    removed = pl.read_parquet("data/dedup/removed.parquet")
+    assert removed["path"].to_list() == ["d.cu"] and removed["reason"].to_list() == ["contaminated"]
+    assert "bench_tasks/task1.cu" in removed["kept"][0]
