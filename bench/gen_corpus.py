@@ -172,9 +172,12 @@ __global__ void {name}(const float *in, float *out, int n) {{
 FAMILIES = [k_elementwise, k_gridstride, k_reduce, k_stencil, k_histogram, k_matmul, k_scan]
 
 
-def program(rng: random.Random, index: int) -> str:
+def program(rng: random.Random, index: int, kernel_count: tuple[int, int] = (1, 3)) -> str:
+    """One program with a number of kernels drawn from ``kernel_count`` (inclusive range)."""
     kernels, launches = [], []
-    for family in rng.sample(FAMILIES, rng.randint(1, 3)):
+    k = rng.randint(*kernel_count)
+    families = rng.sample(FAMILIES, k) if k <= len(FAMILIES) else [rng.choice(FAMILIES) for _ in range(k)]
+    for family in families:
         code, launch = family(rng, f"{ident(rng)}_{index}")
         kernels.append(code)
         launches.append(f"    {launch}\n    CHECK(cudaGetLastError());")

@@ -1,7 +1,7 @@
 """Stage dedup: exact and near duplicates removed before anything is compiled.
 
-1. Exact: BLAKE3 of the normalised source (comments removed, whitespace collapsed; see
-   ``stages.neardup.tokens``) plus the digests of its local headers.
+1. Exact: BLAKE3 of the source's token sequence (comments and whitespace ignored; see
+   ``stages.neardup.token_hashes``) plus the digests of its local headers.
 2. Near: MinHash LSH (``stages.neardup``) with the ``dedup`` parameters; signatures are cached in
    the store per source content, so a rerun computes signatures only for new contents.
 3. Decontamination (optional): every item that is a near duplicate of a file under
@@ -16,6 +16,7 @@ exact parameters.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from stages.common import StageOutput, load_params, manifest_path, open_store, read_manifest, write_parquet
-from stages.neardup import MinHashParams, candidate_links, components, normalised, signatures, similarity
+from stages.neardup import MinHashParams, candidate_links, components, content_key, signatures_parallel, similarity
 from store import ActionRecord, Store, digest_bytes
 
 STAGE = "dedup"
@@ -31,7 +32,8 @@ REMOVED_SCHEMA = {"sample_id": pl.String, "origin": pl.String, "path": pl.String
                   "cluster": pl.Int64, "kept_sample_id": pl.String, "kept": pl.String, "similarity": pl.Float64}
 
 
-def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams) -> tuple[dict[str, np.ndarray], int]:
+def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams,
+                      workers: int = 1) -> tuple[dict[str, np.ndarray], int]:
     """Signature per content digest, from the store where present; returns (signatures,
     how many were computed)."""
     spec = {k: v for k, v in params.describe().items() if k not in ("threshold", "bands", "rows")}
@@ -43,7 +45,7 @@ def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams
             found[digest] = np.frombuffer(store.get(record.outputs["signature"]), dtype=np.uint32)
     missing = sorted(d for d in texts if d not in found)
     if missing:
-        computed = signatures([texts[d] for d in missing], params)
+        computed = signatures_parallel([texts[d] for d in missing], params, workers)
         for digest, sig in zip(missing, computed, strict=True):
             blob = store.put(sig.tobytes())
             store.record(keys[digest], ActionRecord("ok", 0, {"signature": blob}, store.put(b"")))
@@ -84,8 +86,8 @@ def main() -> None:
     exact_first: dict[str, dict] = {}
     survivors = []
     for row in rows.iter_rows(named=True):
-        key = digest_bytes("\0".join([normalised(texts[row["files"][0]["digest"]]),
-                                      *(f["digest"] for f in row["files"][1:])]).encode())
+        key = digest_bytes(content_key(texts[row["files"][0]["digest"]])
+                           + "".join(f["digest"] for f in row["files"][1:]).encode())
         if key in exact_first:
             kept = exact_first[key]
             remove(row, "exact_duplicate", -1, kept, 1.0, f"same normalised content as {kept['origin']}:{kept['path']}")
@@ -93,8 +95,9 @@ def main() -> None:
             exact_first[key] = row
             survivors.append(row)
 
+    workers = params["executor"]["workers"] or os.cpu_count() or 1
     sigs, computed = cached_signatures(store, {r["files"][0]["digest"]: texts[r["files"][0]["digest"]]
-                                               for r in survivors}, mh)
+                                               for r in survivors}, mh, workers)
     matrix = np.array([sigs[r["files"][0]["digest"]] for r in survivors], dtype=np.uint32).reshape(-1, mh.num_perm)
     labels = components(len(survivors), candidate_links(matrix, mh))
     kept = [i for i in range(len(survivors)) if labels[i] == i]

@@ -1,9 +1,9 @@
 """Near-duplicate detection for code: code-aware shingles, MinHash signatures, LSH, clusters.
 
-* Tokens keep identifiers, numbers (with suffixes) and operators (multi-character ones whole);
-  comments and whitespace are dropped, nothing is lower-cased or renumbered: ``a+b`` and
-  ``a-b`` differ, and so do ``256`` and ``512``.
-* Shingles are ``ngram`` consecutive tokens, hashed to 32 bits by mixing the tokens' xxh64
+* Tokens keep identifiers, numbers (with suffixes) and operators; comments and whitespace are
+  dropped, nothing is lower-cased or renumbered: ``a+b`` and ``a-b`` differ, and so do ``256``
+  and ``512``. Tokenising and token hashing are vectorised with NumPy.
+* Shingles are ``ngram`` consecutive tokens, hashed to 32 bits by mixing the tokens' 64-bit
   hashes; MinHash signatures come from datasketch's ``MinHash.bulk`` (``affine32`` scheme) fed
   those hashes through an explicit ``hashfunc=int``.
 * LSH bands the signature (``bands`` x ``rows``, chosen for the threshold by datasketch's
@@ -17,52 +17,81 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import datasketch
 import numpy as np
 import polars as pl
-import xxhash
 from datasketch.lsh import _optimal_param
 
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 _FNV_PRIME = np.uint64(1099511628211)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_TOKEN = re.compile(
-    r"[\w.]+"                                   # identifiers, numbers with their suffixes, a.b
-    r"|<<=?|>>=?|->|\+\+|--|&&|\|\||::|[-+*/%&|^!=<>]="  # multi-character operators, whole
-    r"|[^\w\s]"                                 # any other single character
-)
-
-
-def tokens(source: str) -> list[str]:
-    """Code tokens of ``source`` with comments removed."""
-    return _TOKEN.findall(_COMMENT.sub(" ", source))
-
-
-def normalised(source: str) -> str:
-    """Source with comments removed and whitespace collapsed: the exact-duplicate key's input."""
-    return " ".join(tokens(source))
-
-
-_TOKEN_HASHES: dict[str, int] = {}
+_WORD = np.zeros(256, dtype=bool)
+for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.":
+    _WORD[_c] = True
+_WORD[128:] = True  # bytes of non-ASCII UTF-8 characters belong to words
+_SPACE = np.zeros(256, dtype=bool)
+for _c in b" \t\n\r\f\v":
+    _SPACE[_c] = True
+_BASE = np.uint64(0x100000001B3)
+_BASE_INV = np.uint64(pow(0x100000001B3, -1, 2**64))
+_powers = np.ones(1, dtype=np.uint64)
+_inverse_powers = np.ones(1, dtype=np.uint64)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def shingle_hashes(toks: Sequence[str], ngram: int) -> np.ndarray:
-    """Distinct 32-bit hashes of the ``ngram``-token shingles (a short document is one shingle).
+def _power_tables(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """BASE**i and BASE**-i modulo 2**64 for i < n (grown on demand, kept between calls)."""
+    global _powers, _inverse_powers
+    if len(_powers) < n:
+        size = max(n, 2 * len(_powers))
+        with np.errstate(over="ignore"):
+            _powers = np.cumprod(np.full(size, _BASE, dtype=np.uint64)) * _BASE_INV
+            _inverse_powers = np.cumprod(np.full(size, _BASE_INV, dtype=np.uint64)) * _BASE
+    return _powers[:n], _inverse_powers[:n]
 
-    Each token is hashed once with xxh64 (memoised); a shingle's hash mixes its tokens' hashes
-    in order, so it depends on exactly those tokens in that order."""
-    cache = _TOKEN_HASHES
-    ids = np.fromiter((cache.get(t) or cache.setdefault(t, xxhash.xxh64_intdigest(t.encode())) for t in toks),
-                      dtype=np.uint64, count=len(toks))
-    width = min(ngram, len(ids))
-    count = max(len(ids) - ngram + 1, 1 if len(ids) else 0)
+
+def token_hashes(source: str) -> np.ndarray:
+    """64-bit hashes of the code tokens of ``source``, in order, comments removed.
+
+    A token is a run of word characters (letters, digits, ``_``, ``.``: identifiers and numbers
+    with their suffixes stay whole) or one punctuation character (operators are kept, a
+    two-character operator as two tokens). Nothing is lower-cased or renumbered. The hash of a
+    token is a polynomial in its bytes, computed for all tokens at once with prefix sums."""
+    data = np.frombuffer(_COMMENT.sub(" ", source).encode("utf-8", "replace"), dtype=np.uint8)
+    if data.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    word = _WORD[data]
+    punct = ~word & ~_SPACE[data]
+    before = np.concatenate(([False], word[:-1]))
+    after = np.concatenate((word[1:], [False]))
+    starts = np.concatenate((np.flatnonzero(word & ~before), np.flatnonzero(punct)))
+    ends = np.concatenate((np.flatnonzero(word & ~after) + 1, np.flatnonzero(punct) + 1))
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    powers, inverse = _power_tables(data.size + 1)
+    with np.errstate(over="ignore"):
+        prefix = np.concatenate((np.zeros(1, dtype=np.uint64),
+                                 np.cumsum(data.astype(np.uint64) * powers[:data.size], dtype=np.uint64)))
+        return (prefix[ends] - prefix[starts]) * inverse[starts]
+
+
+def content_key(source: str) -> bytes:
+    """Bytes that are equal for sources that differ only in comments and whitespace."""
+    return token_hashes(source).tobytes()
+
+
+def shingle_hashes(tokens: np.ndarray, ngram: int) -> np.ndarray:
+    """Distinct 32-bit hashes of the ``ngram``-token shingles of a token-hash sequence (a short
+    document is one shingle); a shingle's hash mixes its tokens' hashes in order."""
+    width = min(ngram, len(tokens))
+    count = max(len(tokens) - ngram + 1, 1 if len(tokens) else 0)
     acc = np.zeros(count, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in range(width):
-            acc = (acc * _MIX) ^ ids[k:k + count]
+            acc = (acc * _MIX) ^ tokens[k:k + count]
     return np.unique(((acc >> np.uint64(32)) ^ acc) & np.uint64(0xFFFFFFFF))
 
 
@@ -77,7 +106,7 @@ class MinHashParams:
 
     def describe(self) -> dict:
         bands, rows = self.bands_rows()
-        return {"datasketch": datasketch.__version__, "scheme": "affine32", "hashfunc": "xxh64 token mix",
+        return {"datasketch": datasketch.__version__, "scheme": "affine32", "hashfunc": "token polynomial mix",
                 "tokenizer_version": TOKENIZER_VERSION, "ngram": self.ngram, "num_perm": self.num_perm,
                 "seed": self.seed, "threshold": self.threshold, "bands": bands, "rows": rows}
 
@@ -88,10 +117,20 @@ class MinHashParams:
 def signatures(sources: Sequence[str], params: MinHashParams) -> np.ndarray:
     """MinHash signatures (len(sources) x num_perm, uint32) through datasketch's bulk path, fed
     precomputed shingle hashes (``hashfunc=int``)."""
-    sets = (shingle_hashes(tokens(s), params.ngram).tolist() for s in sources)
+    sets = (shingle_hashes(token_hashes(s), params.ngram).tolist() for s in sources)
     hashes = datasketch.MinHash.bulk(sets, num_perm=params.num_perm, seed=params.seed, hashfunc=int,
                                      scheme="affine32")
     return np.array([m.hashvalues for m in hashes], dtype=np.uint32).reshape(len(sources), params.num_perm)
+
+
+def signatures_parallel(sources: Sequence[str], params: MinHashParams, workers: int,
+                        chunk: int = 2000) -> np.ndarray:
+    """``signatures`` over ``workers`` processes, in chunks; the same result, in order."""
+    if workers <= 1 or len(sources) <= chunk:
+        return signatures(sources, params)
+    parts = [sources[i:i + chunk] for i in range(0, len(sources), chunk)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return np.concatenate(list(pool.map(signatures, parts, [params] * len(parts))))
 
 
 def similarity(sig: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:

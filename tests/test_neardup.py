@@ -12,7 +12,7 @@ import pytest
 
 from stages import dedup
 from stages.common import FILES_DTYPE, write_parquet
-from stages.neardup import MinHashParams, candidate_links, components, normalised, signatures, tokens
+from stages.neardup import MinHashParams, candidate_links, components, content_key, signatures, token_hashes
 from store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,10 +22,12 @@ OTHER = (REPO / "corpus" / "cryptography" / "sha256_blocks.cu").read_text()
 
 
 def test_tokens_keep_operators_and_literals_and_drop_comments():
-    assert tokens("a += b<<2; /* note */ x->y = 3.5f; // tail") == \
-        ["a", "+=", "b", "<<", "2", ";", "x", "->", "y", "=", "3.5f", ";"]
-    assert normalised("int  a=1;\n// c\n") == normalised("int a = 1; /* other */")
-    assert normalised("a + b") != normalised("a - b")
+    assert len(token_hashes("a += b<<2; /* note */ x->y = 3.5f; // tail")) == 15
+    assert content_key("int  a=1;\n// c\n") == content_key("int a = 1; /* other */")
+    assert content_key("a + b") != content_key("a - b")
+    assert content_key("x = 256;") != content_key("x = 512;")
+    assert content_key("Alpha") != content_key("alpha")
+    assert token_hashes("").size == 0
 
 
 def test_a_lightly_edited_copy_clusters_with_its_original_and_nothing_else():
