@@ -143,7 +143,7 @@ def lookup_throughput(project: Path, seconds: float = 3.0) -> tuple[int, float]:
 def noop_at(work: Path, n: int) -> dict:
     """No-op `dvc repro` over an ingested corpus of ``n`` files (a line filter passes only the
     shortest few percent to the compilers, so the cold build fits the machine)."""
-    project = make_project(work / f"noop{n}", n, {"max_lines: 7000": "max_lines: 43"})
+    project = make_project(work / f"noop{n}", n, {"max_lines: 7000": "max_lines: 72"})
     cold = sh(["dvc", "repro"], project)
     noop = sh(["dvc", "repro"], project)
     ingested = json.loads((project / "metrics" / "ingest.json").read_text())["in"]
