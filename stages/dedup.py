@@ -33,9 +33,9 @@ REMOVED_SCHEMA = {"sample_id": pl.String, "origin": pl.String, "path": pl.String
 
 
 def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams,
-                      workers: int = 1) -> tuple[dict[str, np.ndarray], int]:
-    """Signature per content digest, from the store where present; returns (signatures,
-    how many were computed)."""
+                      workers: int = 1) -> tuple[dict[str, np.ndarray], int, set[str]]:
+    """Signature per content digest, from the store where present; returns (signatures, how
+    many were computed, the store action keys that hold them)."""
     spec = {k: v for k, v in params.describe().items() if k not in ("threshold", "bands", "rows")}
     keys = {d: Store.action_key({"tool": "minhash", **spec, "input": d}) for d in texts}
     found: dict[str, np.ndarray] = {}
@@ -50,7 +50,7 @@ def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams
             blob = store.put(sig.tobytes())
             store.record(keys[digest], ActionRecord("ok", 0, {"signature": blob}, store.put(b"")))
             found[digest] = sig
-    return found, len(missing)
+    return found, len(missing), set(keys.values())
 
 
 def rank(rows: pl.DataFrame) -> pl.DataFrame:
@@ -96,8 +96,8 @@ def main() -> None:
             survivors.append(row)
 
     workers = params["executor"]["workers"] or os.cpu_count() or 1
-    sigs, computed = cached_signatures(store, {r["files"][0]["digest"]: texts[r["files"][0]["digest"]]
-                                               for r in survivors}, mh, workers)
+    survivor_texts = {r["files"][0]["digest"]: texts[r["files"][0]["digest"]] for r in survivors}
+    sigs, computed, out.action_keys = cached_signatures(store, survivor_texts, mh, workers)
     matrix = np.array([sigs[r["files"][0]["digest"]] for r in survivors], dtype=np.uint32).reshape(-1, mh.num_perm)
     labels = components(len(survivors), candidate_links(matrix, mh))
     kept = [i for i in range(len(survivors)) if labels[i] == i]
@@ -111,7 +111,8 @@ def main() -> None:
     if dp["reference_trees"]:
         refs = reference_texts(dp["reference_trees"], params["corpus"]["extensions"])
         ref_digests = {path: digest_bytes(text.encode()) for path, text in refs.items()}
-        ref_sigs, _ = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)
+        ref_sigs, _, ref_keys = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)
+        out.action_keys |= ref_keys
         ref_paths = sorted(refs)
         both = np.concatenate([matrix[kept], np.array([ref_sigs[ref_digests[p]] for p in ref_paths],
                                                       dtype=np.uint32).reshape(-1, mh.num_perm)])
