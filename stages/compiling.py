@@ -21,8 +21,7 @@ ASM_LIST = pl.List(pl.Struct({"arch": pl.String, "digest": pl.String}))
 class TargetRun:
     """Progress of one target of one sample through its steps."""
 
-    def __init__(self, sample_id: str, target: Target, inputs: dict[str, str]):
-        self.sample_id = sample_id
+    def __init__(self, target: Target, inputs: dict[str, str]):
         self.target = target
         self.inputs = inputs
         self.next_step = 0
@@ -78,7 +77,7 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
         files = row[files_column]
         inputs = {f["path"]: f["digest"] for f in files}
         targets = toolchain.targets(files[0]["path"], vparams["archs"], vparams["flags"])
-        by_sample[row["sample_id"]] = [TargetRun(row["sample_id"], t, inputs) for t in targets]
+        by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
     run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
 
     added = []

@@ -40,7 +40,7 @@ def build(store, toolchain, files: dict[str, bytes], archs: list[str]) -> list[T
     runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}), timeout_s=300)
     inputs = {name: store.put(data) for name, data in files.items()}
     main = next(iter(files))
-    runs = [TargetRun("s", t, dict(inputs)) for t in toolchain.targets(main, archs, FLAGS[toolchain.vendor])]
+    runs = [TargetRun(t, dict(inputs)) for t in toolchain.targets(main, archs, FLAGS[toolchain.vendor])]
     run_targets(toolchain, runner, runs)
     return runs
 
@@ -126,7 +126,7 @@ def test_second_build_is_all_store_hits(store, toolchains):
     build(store, nv, {"saxpy.cu": SAXPY, "scale.cuh": HEADER}, ["sm_89"])
     runner = ActionRunner(store, local_executor({"nvidia": nv}), timeout_s=300)
     inputs = {"saxpy.cu": store.put(SAXPY), "scale.cuh": store.put(HEADER)}
-    runs = [TargetRun("s", t, dict(inputs)) for t in nv.targets("saxpy.cu", ["sm_89"], FLAGS["nvidia"])]
+    runs = [TargetRun(t, dict(inputs)) for t in nv.targets("saxpy.cu", ["sm_89"], FLAGS["nvidia"])]
     run_targets(nv, runner, runs)
     assert runner.counts.as_dict() == {"hits": 3, "misses": 0, "transient_failures": 0, "corrupt_recomputed": 0}
 
