@@ -4,8 +4,8 @@
   dropped, nothing is lower-cased or renumbered: ``a+b`` and ``a-b`` differ, and so do ``256``
   and ``512``. Tokenising and token hashing are vectorised with NumPy.
 * Shingles are ``ngram`` consecutive tokens, hashed to 32 bits by mixing the tokens' 64-bit
-  hashes; MinHash signatures come from datasketch's ``MinHash.bulk`` (``affine32`` scheme) fed
-  those hashes through an explicit ``hashfunc=int``.
+  hashes; MinHash signatures are datasketch's (``affine32`` scheme, its permutations and
+  finaliser, ``hashfunc=int`` over those shingle hashes), applied to whole arrays.
 * LSH bands the signature (``bands`` x ``rows``, chosen for the threshold by datasketch's
   optimiser); band hashes are grouped in Polars; every document in a bucket is linked to the
   bucket's first document, and a link is kept only when the signatures' estimated Jaccard
@@ -24,6 +24,7 @@ import datasketch
 import numpy as np
 import polars as pl
 from datasketch.lsh import _optimal_param
+from datasketch.minhash import _fmix
 
 TOKENIZER_VERSION = 2
 _FNV_PRIME = np.uint64(1099511628211)
@@ -92,7 +93,7 @@ def shingle_hashes(tokens: np.ndarray, ngram: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         for k in range(width):
             acc = (acc * _MIX) ^ tokens[k:k + count]
-    return np.unique(((acc >> np.uint64(32)) ^ acc) & np.uint64(0xFFFFFFFF))
+    return np.unique((((acc >> np.uint64(32)) ^ acc) & np.uint64(0xFFFFFFFF)).astype(np.uint32))
 
 
 @dataclass(frozen=True)
@@ -115,12 +116,24 @@ class MinHashParams:
 
 
 def signatures(sources: Sequence[str], params: MinHashParams) -> np.ndarray:
-    """MinHash signatures (len(sources) x num_perm, uint32) through datasketch's bulk path, fed
-    precomputed shingle hashes (``hashfunc=int``)."""
-    sets = (shingle_hashes(token_hashes(s), params.ngram).tolist() for s in sources)
-    hashes = datasketch.MinHash.bulk(sets, num_perm=params.num_perm, seed=params.seed, hashfunc=int,
-                                     scheme="affine32")
-    return np.array([m.hashvalues for m in hashes], dtype=np.uint32).reshape(len(sources), params.num_perm)
+    """MinHash signatures (len(sources) x num_perm, uint32), equal to datasketch's
+    ``MinHash.bulk(shingle hash lists, hashfunc=int, scheme="affine32")``: the permutations and
+    the finaliser are datasketch's own; the update is applied to each document's whole array at
+    once instead of through a Python call per shingle (tests check the two agree)."""
+    proto = datasketch.MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=int, scheme="affine32")
+    a, b = proto.permutations
+    out = np.empty((len(sources), params.num_perm), dtype=np.uint32)
+    scratch = np.empty((0, params.num_perm), dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for i, source in enumerate(sources):
+            hv = _fmix(shingle_hashes(token_hashes(source), params.ngram).reshape(-1, 1), 32)
+            if len(scratch) < len(hv):
+                scratch = np.empty((max(len(hv), 2 * len(scratch)), params.num_perm), dtype=np.uint32)
+            permuted = scratch[:len(hv)]
+            np.multiply(hv, a, out=permuted)
+            np.add(permuted, b, out=permuted)
+            np.minimum(proto.hashvalues, permuted.min(axis=0), out=out[i])
+    return out
 
 
 def signatures_parallel(sources: Sequence[str], params: MinHashParams, workers: int,

@@ -124,6 +124,8 @@ class Store:
         self._tmp = self.root / "tmp"
         self._corrupt = self.root / "corrupt"
         self._imported = self.root / "imported-packs"
+        self._objects_prefix = f"{self._objects}{os.sep}"
+        self._actions_prefix = f"{self._actions}{os.sep}"
         self.corrupt_found: list[str] = []
         """Names of objects and records found damaged (and set aside) by this instance."""
         for d in (self._objects, self._actions, self._tmp):
@@ -133,6 +135,10 @@ class Store:
 
     def _object_path(self, digest: str) -> Path:
         return self._objects / digest[:2] / digest[2:]
+
+    def _object_file(self, digest: str) -> str:
+        """``_object_path`` as a plain string (the hot lookup path avoids pathlib)."""
+        return f"{self._objects_prefix}{digest[:2]}/{digest[2:]}"
 
     def put(self, data: bytes) -> str:
         """Store ``data``; return its digest. Storing the same bytes twice is a no-op."""
@@ -144,7 +150,7 @@ class Store:
 
     def has(self, digest: str) -> bool:
         """Whether the store holds an object with this digest (its bytes are not checked)."""
-        return self._object_path(digest).exists()
+        return os.path.exists(self._object_file(digest))
 
     def get(self, digest: str) -> bytes:
         """Return the bytes of ``digest``, verified.
@@ -152,14 +158,15 @@ class Store:
         Raises MissingObjectError if absent and CorruptObjectError if the bytes do not match;
         in the latter case the damaged file is moved to ``corrupt/`` so a later put rewrites it.
         """
-        path = self._object_path(digest)
+        path = self._object_file(digest)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                data = f.read()
         except FileNotFoundError:
             raise MissingObjectError(f"store {self.root}: no object {digest}") from None
         actual = digest_bytes(data)
         if actual != digest:
-            self._quarantine(path, digest)
+            self._quarantine(Path(path), digest)
             raise CorruptObjectError(
                 f"store {self.root}: object {digest} is corrupt (its bytes hash to {actual}); "
                 f"moved to {self._corrupt}"
@@ -206,7 +213,8 @@ class Store:
         Each named blob is read and re-hashed, so a corrupt output is caught here (and set
         aside) and the action reruns instead of handing damaged bytes to a later stage."""
         try:
-            raw = self._action_path(key).read_bytes()
+            with open(f"{self._actions_prefix}{key[:2]}/{key[2:]}", "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
             return None
         try:

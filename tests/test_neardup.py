@@ -6,13 +6,22 @@ import json
 import shutil
 from pathlib import Path
 
+import datasketch
 import numpy as np
 import polars as pl
 import pytest
 
 from stages import dedup
 from stages.common import FILES_DTYPE, write_parquet
-from stages.neardup import MinHashParams, candidate_links, components, content_key, signatures, token_hashes
+from stages.neardup import (
+    MinHashParams,
+    candidate_links,
+    components,
+    content_key,
+    shingle_hashes,
+    signatures,
+    token_hashes,
+)
 from store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +45,14 @@ def test_a_lightly_edited_copy_clusters_with_its_original_and_nothing_else():
     links = candidate_links(sig, PARAMS)
     assert components(3, links).tolist() == [0, 1, 0]
     assert links.filter(pl.col("doc") == 2)["similarity"][0] > 0.8
+
+
+def test_signatures_equal_datasketch_bulk():
+    texts = [KERNEL, OTHER, "__global__ void k() {}"]
+    ours = signatures(texts, PARAMS)
+    theirs = datasketch.MinHash.bulk([shingle_hashes(token_hashes(t), PARAMS.ngram).tolist() for t in texts],
+                                     num_perm=PARAMS.num_perm, seed=PARAMS.seed, hashfunc=int, scheme="affine32")
+    assert all((row == m.hashvalues).all() for row, m in zip(ours, theirs, strict=True))
 
 
 def test_signatures_are_deterministic_and_uint32():
