@@ -44,7 +44,7 @@ def cmd_store_verify(_: argparse.Namespace) -> int:
     store = open_store(load_params())
     bad = store.verify()
     for digest in bad:
-        print(f"corrupt: {digest} (moved aside; the next dvc repro recomputes it)")
+        print(f"corrupt: {digest} (moved aside; `dvc repro --force` recomputes it, all else is a hit)")
     print(f"verified store {store.root}: {len(bad)} corrupt object(s)")
     return 1 if bad else 0
 

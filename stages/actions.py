@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from store import ActionRecord, Store
+from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
 from toolchains import Executor, Job, Step, Toolchain
 
 
@@ -80,6 +80,14 @@ class ActionRunner:
         self.counts = ActionCounts()
         self.keys: set[str] = set()
 
+    def _inputs(self, action: Action) -> dict[str, bytes]:
+        try:
+            return {name: self.store.get(d) for name, d in action.inputs}
+        except (CorruptObjectError, MissingObjectError) as exc:
+            raise RuntimeError(
+                f"{action.step.tool}: input {exc} was produced by an earlier stage; rebuild it with "
+                "`dvc repro --force` (every intact result is a store hit)") from exc
+
     def run(self, actions: list[Action], desc: str) -> dict[str, Outcome]:
         """Outcomes of ``actions`` by key (duplicates run once)."""
         unique = {a.key: a for a in actions}
@@ -93,12 +101,11 @@ class ActionRunner:
             else:
                 outcomes[key] = Outcome(record)
         self.counts.hits += len(outcomes)
-        self.counts.corrupt = len(self.store.corrupt_found)
+        self.counts.corrupt = len(self.store.corrupt_found)  # damaged outputs found by lookups: rerun
         if not misses:
             return outcomes
         jobs = [
-            Job(vendor=a.vendor, tool=a.step.tool, args=a.step.args,
-                inputs={name: self.store.get(d) for name, d in a.inputs},
+            Job(vendor=a.vendor, tool=a.step.tool, args=a.step.args, inputs=self._inputs(a),
                 outputs=a.step.outputs, timeout_s=self.timeout_s, stdout_as=a.step.stdout_as)
             for a in misses
         ]

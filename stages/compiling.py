@@ -55,7 +55,7 @@ def failure_reason(toolchain: Toolchain, run: TargetRun, store) -> tuple[str, st
     if outcome.transient:
         kind = "timeout" if outcome.transient.startswith("timeout") else "transient"
         return kind, f"{run.target.name}: {outcome.transient}"
-    stderr = store.get_text(outcome.record.stderr)
+    stderr = store.get_text(outcome.record.stderr, "replace")
     if outcome.record.exit_code == 0:
         return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
     category = categorize(stderr, toolchain.vendor)

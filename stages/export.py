@@ -59,11 +59,37 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
     }
 
 
+HEADERS = pl.List(pl.Struct({"path": pl.String, "text": pl.String}))
+PROVENANCE_TOOLS = (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"), ("amd", "hipify-perl"))
+
+
+def text_columns(params: dict) -> list[str]:
+    """The text columns, in order: sources, then host and device assembly per vendor and arch."""
+    return ["cuda_source", "hip_source", "cuda_host_asm",
+            *(f"cuda_device_sass_{a}" for a in params["nvidia"]["archs"]), "hip_host_asm",
+            *(f"hip_device_asm_{a}" for a in params["amd"]["archs"])]
+
+
+def schema(params: dict) -> dict:
+    """The export's schema, fixed by the parameters (the same with zero rows or no headers)."""
+    texts = text_columns(params)
+    tools = [t.replace("-", "_") for _, t in PROVENANCE_TOOLS]
+    return {
+        **dict.fromkeys(("sample_id", "origin", "path", "domain"), pl.String),
+        **dict.fromkeys(texts, pl.String),
+        "cuda_headers": HEADERS, "hip_headers": HEADERS, "hipify_warnings": pl.String,
+        **dict.fromkeys((f"{t}_lines" for t in texts), pl.Int64),
+        "cuda_source_digest": pl.String, "hip_source_digest": pl.String,
+        **{f"{t}_{kind}": pl.String for t in tools for kind in ("version", "fingerprint")},
+        "nvidia_flags": pl.String, "amd_flags": pl.String,
+    }
+
+
 def provenance(params: dict) -> dict:
     """Toolchain versions, fingerprints and flags recorded with every row."""
     tools = read_record()
     record = {}
-    for vendor, tool in (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"), ("amd", "hipify-perl")):
+    for vendor, tool in PROVENANCE_TOOLS:
         name = tool.replace("-", "_")
         record[f"{name}_version"] = tools[vendor][tool]["version"]
         record[f"{name}_fingerprint"] = tools[vendor][tool]["fingerprint"]
@@ -78,7 +104,7 @@ def main() -> None:
     pairs = read_manifest("pair")
     prov = provenance(params)
     rows = [export_row(store, r, prov) for r in pairs.sort("sample_id").iter_rows(named=True)]
-    table = pl.DataFrame(rows, infer_schema_length=None)
+    table = pl.DataFrame(rows, schema=schema(params))
     per_shard = params["export"]["rows_per_shard"]
     shards = max(1, math.ceil(table.height / per_shard))
     if EXPORT_DIR.exists():

@@ -3,7 +3,8 @@
 * ``too_short`` / ``too_long``: line count of the main file outside [min_lines, max_lines]
   (the paper: 10..7000);
 * ``no_kernel``: no ``__global__`` function outside comments and strings;
-* ``trivial``: hello-world boilerplate (prints a greeting, or every kernel body is empty).
+* ``trivial``: hello-world boilerplate: a short file (under ``TRIVIAL_CODE_LINES`` lines of code)
+  that prints a greeting, or one whose every kernel body is empty.
 """
 
 from __future__ import annotations
@@ -13,17 +14,13 @@ import re
 import polars as pl
 
 from stages.common import StageOutput, load_params, open_store, read_manifest
+from stages.cuda_text import strip_comments, strip_comments_and_strings
 
 STAGE = "filter"
-_COMMENTS_AND_STRINGS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 _KERNEL = re.compile(r"\b__global__\b")
-_HELLO = re.compile(r"hello[\s,_-]*(?:world|cuda|gpu|from)", re.I)
+_HELLO = re.compile(r'"[^"\n]*hello[\s,_-]*(?:world|cuda|gpu|from)[^"\n]*"', re.I)
+TRIVIAL_CODE_LINES = 30
 _KERNEL_BODY = re.compile(r"__global__[^{;]*\{\s*\}")
-
-
-def strip_comments_and_strings(source: str) -> str:
-    """Source with comments and string literals blanked (strings keep their quotes)."""
-    return _COMMENTS_AND_STRINGS.sub(lambda m: '""' if m.group(0).startswith('"') else " ", source)
 
 
 def drop_reason(source: str, params: dict) -> tuple[str, str] | None:
@@ -38,8 +35,10 @@ def drop_reason(source: str, params: dict) -> tuple[str, str] | None:
     if params["require_kernel"] and kernels == 0:
         return "no_kernel", "no __global__ function"
     if params["drop_trivial"]:
-        if _HELLO.search(source):
-            return "trivial", "hello-world boilerplate"
+        code_without_comments = strip_comments(source)
+        code_lines = sum(1 for ln in code_without_comments.splitlines() if ln.strip())
+        if code_lines < TRIVIAL_CODE_LINES and _HELLO.search(code_without_comments):
+            return "trivial", f"hello-world boilerplate ({code_lines} lines of code print a greeting)"
         if kernels and len(_KERNEL_BODY.findall(code)) == kernels:
             return "trivial", "every kernel has an empty body"
     return None

@@ -39,9 +39,9 @@ def main() -> None:
             if outcome.transient:
                 out.drop(row, "transient", f"hipify-perl {path}: {outcome.transient}")
             else:
-                out.drop(row, "hipify_failed", f"{path}: {store.get_text(outcome.record.stderr)}")
+                out.drop(row, "hipify_failed", f"{path}: {store.get_text(outcome.record.stderr, 'replace')}")
             continue
-        text = "".join(store.get_text(o.record.stderr) for _, o in results)
+        text = "".join(store.get_text(o.record.stderr, "replace") for _, o in results)
         added.append({
             "sample_id": row["sample_id"],
             "hip_files": [{"path": p, "digest": o.record.outputs["hip"]} for p, o in results],

@@ -52,6 +52,14 @@ def local_headers(root: Path, rel: PurePosixPath, data: bytes) -> tuple[list[Pur
     return sorted(found), sorted(set(unresolved))
 
 
+def is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def ingest_tree(store: Store, root: Path, origin: str, extensions: list[str], out: StageOutput) -> list[dict]:
     """Samples of one directory tree (sorted by path); undecodable files are dropped."""
     rows = []
@@ -66,12 +74,11 @@ def ingest_tree(store: Store, root: Path, origin: str, extensions: list[str], ou
             "domain": rel.parts[0] if len(rel.parts) > 1 else "unknown",
         }
         out.rows_in += 1
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            out.drop(row, "undecodable", f"{root / rel}: not UTF-8 ({exc})")
-            continue
         headers, unresolved = local_headers(root, rel, data)
+        undecodable = [p for p in [rel, *headers] if not is_utf8(data if p == rel else (root / p).read_bytes())]
+        if undecodable:
+            out.drop(row, "undecodable", f"not UTF-8: {', '.join(str(root / p) for p in undecodable)}")
+            continue
         row["files"] = [{"path": str(rel), "digest": store.put(data)}] + [
             {"path": str(h), "digest": store.put((root / h).read_bytes())} for h in headers
         ]

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -26,9 +25,10 @@ import polars as pl
 from datasketch.lsh import _optimal_param
 from datasketch.minhash import _fmix
 
-TOKENIZER_VERSION = 2
+from stages.cuda_text import strip_comments
+
+TOKENIZER_VERSION = 3
 _FNV_PRIME = np.uint64(1099511628211)
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _WORD = np.zeros(256, dtype=bool)
 for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.":
     _WORD[_c] = True
@@ -61,7 +61,7 @@ def token_hashes(source: str) -> np.ndarray:
     with their suffixes stay whole) or one punctuation character (operators are kept, a
     two-character operator as two tokens). Nothing is lower-cased or renumbered. The hash of a
     token is a polynomial in its bytes, computed for all tokens at once with prefix sums."""
-    data = np.frombuffer(_COMMENT.sub(" ", source).encode("utf-8", "replace"), dtype=np.uint8)
+    data = np.frombuffer(strip_comments(source).encode("utf-8", "replace"), dtype=np.uint8)
     if data.size == 0:
         return np.zeros(0, dtype=np.uint64)
     word = _WORD[data]
@@ -127,6 +127,9 @@ def signatures(sources: Sequence[str], params: MinHashParams) -> np.ndarray:
     with np.errstate(over="ignore"):
         for i, source in enumerate(sources):
             hv = _fmix(shingle_hashes(token_hashes(source), params.ngram).reshape(-1, 1), 32)
+            if not len(hv):  # no tokens at all: datasketch's empty signature
+                out[i] = proto.hashvalues
+                continue
             if len(scratch) < len(hv):
                 scratch = np.empty((max(len(hv), 2 * len(scratch)), params.num_perm), dtype=np.uint32)
             permuted = scratch[:len(hv)]

@@ -1,8 +1,8 @@
 """Stage pair: keep the samples that compiled on both vendor stacks.
 
-A sample that reached hipify but is missing from a compile stage's output failed there; it is
-dropped here with the reason ``not_paired:<which stack failed>`` (the compile stages' own
-dropped manifests hold the compiler's reason).
+A deduplicated sample missing from a compile stage's output failed on that stack (for AMD, in
+hipify or in hipcc); it is dropped here with the reason ``not_paired:<which stack failed>``
+(the hipify and compile stages' own dropped manifests hold the tool's reason).
 """
 
 from __future__ import annotations

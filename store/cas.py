@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -173,9 +174,9 @@ class Store:
             )
         return data
 
-    def get_text(self, digest: str) -> str:
-        """``get`` decoded as UTF-8 (stored text is always UTF-8)."""
-        return self.get(digest).decode("utf-8")
+    def get_text(self, digest: str, errors: str = "strict") -> str:
+        """``get`` decoded as UTF-8 (``errors="replace"`` for tool logs, which may hold any bytes)."""
+        return self.get(digest).decode("utf-8", errors)
 
     def put_text(self, text: str) -> str:
         """``put`` of the UTF-8 encoding of ``text``."""
@@ -238,10 +239,6 @@ class Store:
             raise MissingObjectError(f"action {key}: outputs not stored yet: {missing}")
         self._write_atomic(self._action_path(key), canonical_json(record.to_json()))
 
-    def invalidate(self, key: str) -> None:
-        """Forget an action record (used when one of its outputs turned out corrupt)."""
-        self._action_path(key).unlink(missing_ok=True)
-
     # -- maintenance -----------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
@@ -282,6 +279,8 @@ class Store:
                 result.temp_files += 1
         if self._corrupt.exists():
             shutil.rmtree(self._corrupt)
+        if self._imported.exists():  # packs may hold entries removed here: import them again
+            shutil.rmtree(self._imported)
         return result
 
     # -- packs (sharing through DVC) -------------------------------------------------------
@@ -291,10 +290,14 @@ class Store:
         of their names. A pack whose content is unchanged is left untouched; packs of buckets
         that became empty are removed."""
         pack_dir.mkdir(parents=True, exist_ok=True)
-        buckets: dict[str, list[tuple[str, str]]] = {}
-        for kind, names in (("O", objects), ("A", actions)):
-            for name in names:
-                buckets.setdefault(name[:prefix_len], []).append((kind, name))
+        for stale in pack_dir.glob("*.tmp"):  # left by a killed run
+            stale.unlink()
+        records = {key: self._action_path(key).read_bytes() for key in actions}
+        buckets: dict[str, list[tuple[str, str, str]]] = {}
+        for name in objects:
+            buckets.setdefault(name[:prefix_len], []).append(("O", name, name))
+        for key, data in records.items():
+            buckets.setdefault(key[:prefix_len], []).append(pack.entry_id("A", key, data))
         result = PackResult()
         for prefix, entries in sorted(buckets.items()):
             path = pack_dir / f"{prefix}.pack"
@@ -302,8 +305,7 @@ class Store:
             if pack.read_header(path) == ident:
                 result.unchanged += 1
             else:
-                data = [(k, n, self.get(n) if k == "O" else self._action_path(n).read_bytes())
-                        for k, n in entries]
+                data = [(k, n, self.get(n) if k == "O" else records[n]) for k, n, _ in entries]
                 tmp = path.with_suffix(".tmp")
                 with tmp.open("wb") as f:
                     pack.write_pack(f, data)
@@ -327,8 +329,11 @@ class Store:
         marks = []
         for path in sorted(pack_dir.glob("*.pack")) if pack_dir.is_dir() else []:
             ident = pack.read_header(path)
-            if ident is None or ((self._imported / path.name).exists() and \
-                    (self._imported / path.name).read_text() == ident):
+            if ident is None:
+                print(f"store: {path} is not a CASS pack; skipped", file=sys.stderr)
+                continue
+            mark = self._imported / path.name
+            if mark.exists() and mark.read_text() == ident:
                 continue
             for kind, name, data in pack.read_pack(path):
                 if kind == "O" and not self.has(name):
@@ -340,9 +345,13 @@ class Store:
                     pending_actions.append((name, data))
             marks.append((path, ident))
         for key, data in pending_actions:
-            if all(self.has(d) for d in ActionRecord.from_json(json.loads(data)).digests()):
-                self._write_atomic(self._action_path(key), data)
-                added += 1
+            missing = [d for d in ActionRecord.from_json(json.loads(data)).digests() if not self.has(d)]
+            if missing:
+                print(f"store: pack record {key} names objects no pack holds ({missing[0]}...); skipped",
+                      file=sys.stderr)
+                continue
+            self._write_atomic(self._action_path(key), data)
+            added += 1
         for path, ident in marks:
             self._mark_imported(path, ident)
         return added

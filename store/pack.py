@@ -7,7 +7,8 @@ A pack holds the objects and action records whose names share a hex prefix. Form
 
 with kind ``O`` (object) or ``A`` (action record). The header digest identifies the pack's
 content (object names are content digests; an action record is determined by its key), so an
-unchanged pack is recognised from its first line without reading the rest.
+unchanged pack is recognised from its first line without reading the rest; action records,
+named by their keys, enter that identity with the digest of their bytes.
 """
 
 from __future__ import annotations
@@ -21,9 +22,15 @@ import blake3
 MAGIC = b"CASSPACK1"
 
 
-def content_id(entries: list[tuple[str, str]]) -> str:
-    """Identity of a pack with these (kind, name) entries."""
-    return blake3.blake3("\n".join(f"{k} {n}" for k, n in sorted(entries)).encode()).hexdigest()
+def entry_id(kind: str, name: str, data: bytes) -> tuple[str, str, str]:
+    """(kind, name, content digest) of an entry: an object's name is its digest already; an
+    action record is named by its key, so its bytes are hashed too."""
+    return kind, name, name if kind == "O" else blake3.blake3(data).hexdigest()
+
+
+def content_id(entries: list[tuple[str, str, str]]) -> str:
+    """Identity of a pack with these entries (see ``entry_id``)."""
+    return blake3.blake3("\n".join(" ".join(e) for e in sorted(entries)).encode()).hexdigest()
 
 
 def read_header(path: Path) -> str | None:
@@ -40,7 +47,7 @@ def read_header(path: Path) -> str | None:
 def write_pack(f: BinaryIO, entries: list[tuple[str, str, bytes]]) -> None:
     """Write (kind, name, bytes) entries, sorted, with the header."""
     entries = sorted(entries, key=lambda e: (e[0], e[1]))
-    f.write(MAGIC + b" " + content_id([(k, n) for k, n, _ in entries]).encode() + b"\n")
+    f.write(MAGIC + b" " + content_id([entry_id(k, n, d) for k, n, d in entries]).encode() + b"\n")
     for kind, name, data in entries:
         f.write(f"{kind} {name} {len(data)}\n".encode())
         f.write(data)

@@ -72,3 +72,9 @@ def test_jobs_run_concurrently(executor, tmp_path):
     results = list(executor.run(jobs))
     assert sorted(i for i, _ in results) == [0, 1]
     assert all(r.ok for _, r in results)
+
+
+def test_a_compiler_subprocess_killed_is_transient(executor):
+    job = sh("echo \"nvcc error   : 'cicc' died due to signal 9 (Kill signal)\" >&2; exit 1")
+    [(_, result)] = list(executor.run([job]))
+    assert result.transient and "died due to signal 9" in result.transient

@@ -118,3 +118,12 @@ def test_decontamination_drops_items_near_a_reference(project):
     removed = pl.read_parquet("data/dedup/removed.parquet")
     assert removed["path"].to_list() == ["d.cu"] and removed["reason"].to_list() == ["contaminated"]
     assert "bench_tasks/task1.cu" in removed["kept"][0]
+
+
+def test_a_document_without_tokens_gets_the_empty_signature():
+    sig = signatures(["", "// only a comment\n"], PARAMS)
+    assert (sig == np.iinfo(np.uint32).max).all()
+
+
+def test_comment_markers_inside_strings_are_not_comments():
+    assert content_key('printf("see http://x\\n"); a = 1;') != content_key('printf("see http://x\\n"); a = 2;')

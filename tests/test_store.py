@@ -140,3 +140,13 @@ def test_gc_removes_only_what_is_not_live(store):
     result = store.gc({live}, {key_live})
     assert (result.objects, result.actions) == (1, 1)
     assert store.lookup(key_live) is not None and not store.has(dead)
+
+
+def test_a_rewritten_record_rewrites_its_pack(store, tmp_path):
+    out = store.put(b"out")
+    key = Store.action_key({"k": "rewritten"})
+    store.record(key, ActionRecord("ok", 0, {"o": out}, out))
+    packs = tmp_path / "packs"
+    store.write_packs(packs, {out}, {key}, prefix_len=1)
+    store.record(key, ActionRecord("failed", 1, {}, out))
+    assert store.write_packs(packs, {out}, {key}, prefix_len=1).written == 1

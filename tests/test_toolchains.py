@@ -162,3 +162,15 @@ def test_identity_digest_does_not_depend_on_install_location(tmp_path):
     assert one == two
     (tmp_path / "b/c/cuda/bin/nvcc").write_bytes(b"\x7fELF nvcc 2")
     assert digest_paths([tmp_path / "b/c/cuda"]) != one
+
+
+def test_export_schema_is_fixed_by_the_params():
+    from stages.export import schema
+
+    params = {"nvidia": {"archs": ["sm_80", "sm_89"]}, "amd": {"archs": ["gfx1100"]}}
+    columns = schema(params)
+    assert {"cuda_device_sass_sm_80", "cuda_device_sass_sm_89", "hip_device_asm_gfx1100",
+            "hip_device_asm_gfx1100_lines", "nvcc_fingerprint"} <= set(columns)
+    import polars as pl
+
+    assert pl.DataFrame([], schema=columns).columns == list(columns)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolchains.base import Step, Target, Toolchain
+from toolchains.base import Step, Target, Toolchain, require_archs
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
 TRIXIE_PACKAGES = "hipcc hipify-perl"
@@ -79,7 +79,8 @@ class AmdToolchain(Toolchain):
         return Step("hipify-perl", (main,), ("hip",), stdout_as="hip")
 
     def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
-        common = (*flags["common"], *flags["opt"], "-x", "hip")
+        require_archs(archs, self.vendor)
+        common = (*flags["common"], *flags["opt"], "-I.", "-x", "hip")
         host = Target(
             kind="host", arch="x86_64",
             steps=(Step("hipcc", (*common, f"--offload-arch={archs[0]}", "--cuda-host-only", "-S",

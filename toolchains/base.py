@@ -73,6 +73,12 @@ class ToolStatus:
     problem: str | None
 
 
+def require_archs(archs: list[str], vendor: str) -> None:
+    """Refuse an empty arch list (the host step is built for the first arch)."""
+    if not archs:
+        raise ValueError(f"params.yaml {vendor}.archs is empty: list at least one arch")
+
+
 class ToolchainMissingError(RuntimeError):
     """A tool the pipeline needs is not installed; the message says how to install it."""
 
@@ -145,12 +151,17 @@ class Toolchain(ABC):
             return ToolStatus(self.vendor, tool, str(path), None, f"does not run: {exc}")
         return ToolStatus(self.vendor, tool, str(path), version, None)
 
+    def companions(self, tool: str) -> tuple[str, ...]:
+        """Other tools that ``tool`` runs and whose versions enter its fingerprint."""
+        return ()
+
     def fingerprint(self, tool: str) -> str:
-        """Digest of the tool's version, identity files and passed environment."""
+        """Digest of the tool's version (and its companions'), identity files and passed environment."""
         if tool not in self._fingerprints:
-            self.require(tool)
             h = blake3.blake3()
-            h.update(self.version(tool).encode())
+            for name in (tool, *self.companions(tool)):
+                self.require(name)
+                h.update(self.version(name).encode())
             h.update(digest_paths(self.identity_files(tool)).encode())
             h.update(repr(sorted(passed_env().items())).encode())
             self._fingerprints[tool] = h.hexdigest()

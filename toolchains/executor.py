@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -79,6 +80,11 @@ class Executor(ABC):
 
 
 TRANSIENT_EXIT_CODES = {137: "killed (SIGKILL, likely out of memory)", 143: "terminated (SIGTERM)"}
+TRANSIENT_STDERR = re.compile(
+    rb"died due to signal \d+|unable to execute command: Killed|\bKilled\b|terminated by signal"
+    rb"|out of memory|std::bad_alloc|Cannot allocate memory")
+"""What compiler drivers print when one of their own subprocesses was killed or ran out of
+memory: such a run says nothing about the source and is never cached."""
 
 
 def run_in_scratch(launcher: Launcher, job: Job) -> JobResult:
@@ -123,6 +129,9 @@ def run_in_scratch(launcher: Launcher, job: Job) -> JobResult:
         if proc.returncode in TRANSIENT_EXIT_CODES:
             return JobResult(exit_code=proc.returncode, stderr=stderr,
                              transient=TRANSIENT_EXIT_CODES[proc.returncode])
+        if proc.returncode and (match := TRANSIENT_STDERR.search(stderr)):
+            return JobResult(exit_code=proc.returncode, stderr=stderr,
+                             transient=f"a compiler subprocess failed: {match.group(0).decode(errors='replace')}")
         outputs = {}
         for name in job.outputs:
             if name == job.stdout_as:

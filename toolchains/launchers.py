@@ -43,7 +43,7 @@ class HostLauncher(Launcher):
 
     def env(self) -> dict[str, str]:
         path = ":".join([*map(str, self.bin_dirs), "/usr/bin", "/bin"])
-        return {**BASE_ENV, "PATH": path, **self.extra_env, **passed_env()}
+        return {**BASE_ENV, "PATH": path, **passed_env(), **self.extra_env}
 
 
 class ChrootLauncher(Launcher):
@@ -71,4 +71,4 @@ class ChrootLauncher(Launcher):
         return [chroot, str(self.root), "/bin/sh", "-c", 'cd "$0" && exec "$@"', inner, tool, *args]
 
     def env(self) -> dict[str, str]:
-        return {**BASE_ENV, "PATH": "/usr/bin:/bin", **self.extra_env, **passed_env()}
+        return {**BASE_ENV, "PATH": "/usr/bin:/bin", **passed_env(), **self.extra_env}

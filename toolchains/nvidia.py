@@ -9,17 +9,22 @@ is removed from the host assembly, as CASS did with sed.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sysconfig
 from pathlib import Path
 
-from toolchains.base import Step, Target, Toolchain
+from toolchains.base import Step, Target, Toolchain, require_archs
 from toolchains.launchers import HostLauncher
 
 PIP_PACKAGES = (
     "nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 "
     "nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-cccl==13.3.5.0.6"
 )
+
+HOST_COMPILER = "g++"
+"""nvcc's host compiler, found on the launcher's PATH (Debian's g++ 12 on Debian 12)."""
 
 _FATBIN_START = re.compile(rb"^\s*\.section\s+\.nv_fatbin\b")
 _TEXT_LINE = re.compile(rb"^\s*\.text\s*$")
@@ -62,26 +67,38 @@ class NvidiaToolchain(Toolchain):
         super().__init__(HostLauncher([self.cuda_home / "bin"]))
 
     def tools(self) -> tuple[str, ...]:
-        return ("nvcc", "cuobjdump", "nvdisasm")
+        return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER)
 
     def tool_path(self, tool: str) -> Path | None:
+        if tool == HOST_COMPILER:
+            found = shutil.which(HOST_COMPILER, path=self.launcher.env()["PATH"])
+            return Path(os.path.realpath(found)) if found else None
         path = self.cuda_home / "bin" / tool
         return path if path.is_file() else None
 
     def version_command(self, tool: str) -> list[str]:
         return ["--version"]
 
+    def companions(self, tool: str) -> tuple[str, ...]:
+        return (HOST_COMPILER,) if tool == "nvcc" else ("nvdisasm",) if tool == "cuobjdump" else ()
+
     def identity_files(self, tool: str) -> list[Path]:
         home = self.cuda_home
         if tool == "nvcc":
+            # nvcc compiles host code with the host compiler: its binary and C++ headers count too
+            host = self.tool_path(HOST_COMPILER)
             candidates = [home / "bin", home / "nvvm" / "bin", home / "nvvm" / "libdevice",
-                          home / "include"]
+                          home / "include", *([host] if host else []), *sorted(Path("/usr/include/c++").glob("*")),
+                          *sorted(Path("/usr/lib/gcc").glob("*/*/cc1plus"))]
+        elif tool == HOST_COMPILER:
+            candidates = [p for p in [self.tool_path(tool)] if p]
         else:
             candidates = [home / "bin" / "cuobjdump", home / "bin" / "nvdisasm"]
         return [p for p in candidates if p.exists()]
 
     def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
-        common = tuple(flags["common"]) + tuple(f"-Xcompiler={f}" for f in flags["host"])
+        require_archs(archs, self.vendor)
+        common = (*flags["common"], "-I.", *(f"-Xcompiler={f}" for f in flags["host"]))
         host = Target(
             kind="host", arch="x86_64",
             steps=(Step("nvcc", (*common, f"-arch={archs[0]}", "-Xcompiler=-S", "-c",
