@@ -108,6 +108,12 @@ def write_parquet(df: pl.DataFrame, path: Path, sort_by: str | None = "sample_id
     tmp.replace(path)
 
 
+def write_metrics(stage: str, metrics: dict) -> None:
+    """``metrics/<stage>.json``, the file `dvc metrics show` reads (sorted keys, stable bytes)."""
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    (METRICS_DIR / f"{stage}.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+
+
 def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:
     """The rows that have an entry in ``added``, with its columns (``schema``) appended."""
     extra = pl.DataFrame(added, schema={"sample_id": pl.String, **schema})
@@ -152,6 +158,5 @@ class StageOutput:
                 f"stage {self.stage}: {self.rows_in} rows in but {kept.height} kept + "
                 f"{len(self.dropped)} dropped; a row was lost"
             )
-        METRICS_DIR.mkdir(parents=True, exist_ok=True)
-        (METRICS_DIR / f"{self.stage}.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        write_metrics(self.stage, metrics)
         return metrics

@@ -13,7 +13,7 @@ import shutil
 
 import polars as pl
 
-from stages.common import DATA_DIR, METRICS_DIR, load_params, open_store, read_manifest, write_parquet
+from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_parquet
 from stages.toolchains import read_record
 from store import Store
 
@@ -113,8 +113,7 @@ def main() -> None:
         write_parquet(table.slice(i * per_shard, per_shard), EXPORT_DIR / f"train-{i:05d}-of-{shards:05d}.parquet")
     metrics = {"rows": table.height, "shards": shards,
                "bytes": sum(p.stat().st_size for p in EXPORT_DIR.iterdir())}
-    METRICS_DIR.mkdir(parents=True, exist_ok=True)
-    (METRICS_DIR / f"{STAGE}.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    write_metrics(STAGE, metrics)
     print(metrics)
 
 

@@ -8,9 +8,7 @@ most 256 files whatever the corpus size); only packs whose content changed are r
 
 from __future__ import annotations
 
-import json
-
-from stages.common import METRICS_DIR, PACK_DIR, live_set, load_params, open_store
+from stages.common import PACK_DIR, live_set, load_params, open_store, write_metrics
 
 STAGE = "pack_store"
 
@@ -29,8 +27,7 @@ def main() -> None:
         "packs_removed": result.removed,
         "bytes": sum(p.stat().st_size for p in PACK_DIR.glob("*.pack")),
     }
-    METRICS_DIR.mkdir(parents=True, exist_ok=True)
-    (METRICS_DIR / f"{STAGE}.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    write_metrics(STAGE, metrics)
     print(metrics)
 
 
