@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from store import Store
+from store import Store, digest_bytes
 
 PARAMS_FILE = Path("params.yaml")
 DATA_DIR = Path("data")
@@ -34,6 +34,11 @@ DROPPED_SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
     "stage": pl.String, "reason": pl.String, "detail": pl.String,
 }
+
+
+def sample_id(origin: str, path: str) -> str:
+    """Stable id of a sample: BLAKE3 of its origin and path, 16 hex digits."""
+    return digest_bytes(f"{origin}\0{path}".encode())[:16]
 
 
 def load_params(path: Path = PARAMS_FILE) -> dict:

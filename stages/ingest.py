@@ -15,16 +15,11 @@ from pathlib import Path, PurePosixPath
 
 import polars as pl
 
-from stages.common import FILES_DTYPE, StageOutput, load_params, open_store
-from store import Store, digest_bytes
+from stages.common import FILES_DTYPE, StageOutput, load_params, open_store, sample_id
+from store import Store
 
 STAGE = "ingest"
 _LOCAL_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.M)
-
-
-def sample_id(origin: str, path: str) -> str:
-    """Stable id of a sample: BLAKE3 of its origin and path, 16 hex digits."""
-    return digest_bytes(f"{origin}\0{path}".encode())[:16]
 
 
 def local_headers(root: Path, rel: PurePosixPath, data: bytes) -> tuple[list[PurePosixPath], list[str]]:
