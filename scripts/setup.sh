@@ -26,16 +26,27 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
 
-if [ -z "${CASS_ROCM_PATH:-}" ] && [ ! -x "$AMD_ROOT/usr/bin/hipcc" -o ! -x "$AMD_ROOT/usr/bin/hipify-perl" ]; then
+# The AMD packages (keep in sync with toolchains/amd.py TRIXIE_PACKAGES): compiler, HIPIFY and the
+# hip* library headers (7 GB with the rocBLAS kernels they pull in; about 2 min).
+AMD_PACKAGES="hipcc hipify-perl libhipblas-dev libhipfft-dev libhipcub-dev librocthrust-dev libhipsparse-dev libhiprand-dev libhipsolver-dev"
+amd_missing() {
+  for f in usr/bin/hipcc usr/bin/hipify-perl usr/include/hipblas/hipblas.h usr/include/hipfft/hipfft.h \
+           usr/include/hipcub/hipcub.hpp usr/include/thrust/version.h usr/include/hipsparse/hipsparse.h \
+           usr/include/hiprand/hiprand_kernel.h usr/include/hipsolver/hipsolver.h; do
+    [ -e "$AMD_ROOT/$f" ] || return 0
+  done
+  return 1
+}
+if [ -z "${CASS_ROCM_PATH:-}" ] && amd_missing; then
   if [ ! -x "$AMD_ROOT/usr/bin/apt-get" ]; then
     echo "setup: debootstrap Debian trixie into $AMD_ROOT (about 30 s)"
     rm -rf "$AMD_ROOT.partial"
     debootstrap --variant=minbase trixie "$AMD_ROOT.partial" "$MIRROR" >/dev/null
     mv "$AMD_ROOT.partial" "$AMD_ROOT"
   fi
-  echo "setup: installing hipcc and hipify-perl (ROCm 5.7, clang 17) inside $AMD_ROOT"
-  chroot "$AMD_ROOT" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq --no-install-recommends hipcc hipify-perl >/dev/null'
+  echo "setup: installing hipcc, hipify-perl and the hip* library headers (ROCm 5.7, clang 17) inside $AMD_ROOT"
+  chroot "$AMD_ROOT" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends $AMD_PACKAGES >/dev/null"
 fi
 
 .venv/bin/cass toolchains

@@ -106,7 +106,7 @@ def read_manifest(stage: str) -> pl.DataFrame:
 def write_parquet(df: pl.DataFrame, path: Path, sort_by: str | None = "sample_id") -> None:
     """Write a table deterministically (stable row order, zstd, no timestamps)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if sort_by and df.height:
+    if sort_by and sort_by in df.columns and df.height:
         df = df.sort(sort_by, maintain_order=True)
     tmp = path.with_suffix(".tmp")
     df.write_parquet(tmp, compression="zstd", compression_level=9, statistics=True)

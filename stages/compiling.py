@@ -76,7 +76,7 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
     for row in rows.iter_rows(named=True):
         files = row[files_column]
         inputs = {f["path"]: f["digest"] for f in files}
-        targets = toolchain.targets(files[0]["path"], vparams["archs"], vparams["flags"])
+        targets = toolchain.targets(files[0]["path"], vparams["archs"], vparams["flags"], row["include_dirs"])
         by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
     run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
 

@@ -8,7 +8,8 @@
    ``dedup.reference_trees`` (benchmark tasks, say) is dropped.
 
 The representative kept for a group is the first by the documented rule: a permissive license
-first (when a ``license_type`` column exists), then the longest source, then the smallest
+first (when a ``license_type`` column exists), then the most files (a repository checkout with
+its headers beats the same file alone), then the longest source, then the smallest
 ``sample_id``. Removed items go to ``data/dedup/removed.parquet`` with their cluster, the kept
 representative and the estimated similarity; the metrics count drops per origin and record the
 exact parameters.
@@ -54,11 +55,11 @@ def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams
 
 
 def rank(rows: pl.DataFrame) -> pl.DataFrame:
-    """Rows in representative order: permissive license, longest, smallest id."""
+    """Rows in representative order: permissive license, most files (headers found), longest, smallest id."""
     license_rank = (pl.when(pl.col("license_type") == "permissive").then(0).otherwise(1)
                     if "license_type" in rows.columns else pl.lit(0))
-    return rows.with_columns(license_rank.alias("_license")).sort(
-        ["_license", "bytes", "sample_id"], descending=[False, True, False]).drop("_license")
+    return rows.with_columns(license_rank.alias("_license"), pl.col("files").list.len().alias("_files")).sort(
+        ["_license", "_files", "bytes", "sample_id"], descending=[False, True, True, False]).drop("_license", "_files")
 
 
 def reference_texts(trees: list[str], extensions: list[str]) -> dict[str, str]:

@@ -48,6 +48,7 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
         "origin": row["origin"],
         "path": row["path"],
         "domain": row["domain"],
+        **{c: row[c] for c in SOURCE_COLUMNS},
         **texts,
         "cuda_headers": cuda_headers,
         "hip_headers": hip_headers,
@@ -59,6 +60,12 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
     }
 
 
+SOURCE_COLUMNS = {
+    "repository": pl.String, "revision": pl.String, "license_type": pl.String,
+    "detected_licenses": pl.List(pl.String), "stars": pl.Int64, "source_encoding": pl.String,
+    "include_dirs": pl.List(pl.String),
+}
+"""Provenance of the CUDA source (null where a source has none, e.g. a local tree's license)."""
 HEADERS = pl.List(pl.Struct({"path": pl.String, "text": pl.String}))
 PROVENANCE_TOOLS = (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"), ("amd", "hipify-perl"))
 
@@ -76,6 +83,7 @@ def schema(params: dict) -> dict:
     tools = [t.replace("-", "_") for _, t in PROVENANCE_TOOLS]
     return {
         **dict.fromkeys(("sample_id", "origin", "path", "domain"), pl.String),
+        **SOURCE_COLUMNS,
         **dict.fromkeys(texts, pl.String),
         "cuda_headers": HEADERS, "hip_headers": HEADERS, "hipify_warnings": pl.String,
         **dict.fromkeys((f"{t}_lines" for t in texts), pl.Int64),

@@ -1,104 +1,160 @@
-"""Stage ingest: read CUDA sources from local directory trees into the store.
+"""Stage ingest: every source of CUDA files becomes samples in the store, with provenance.
 
-Each source file becomes one sample. Its local headers (``#include "..."`` resolved against
-the including file's own folder, then the tree's root) are stored and listed with it, so later
-stages can lay the same tree out for the compilers. The domain is the first folder of the file's
-path inside its tree (the bundled corpus is organised by domain). Files that cannot be read as
-UTF-8 are dropped with the reason ``undecodable``.
+Sources (all optional but the list of local trees):
+
+* local directory trees (``corpus.trees`` in params.yaml; origin named there);
+* cloned repositories at pinned revisions (the ``clone_repos`` stage's manifest; origin
+  ``repos``; sample paths are ``<repository>/<path>``);
+* The Stack v2 files fetched by ``fetch_stack`` (origin ``stack_v2``; single files, no headers).
+
+For a file of a tree, the headers it reaches and the include directories that find them are
+chosen by :mod:`stages.includes` and recorded (``files``, ``include_dirs``, ``unresolved_includes``,
+``include_conflicts``). Every file, headers included, is screened by :mod:`stages.screen` (size,
+binary, encoding); a sample whose main file or header fails is dropped with the reason. Each
+sample gets a domain label from :mod:`stages.domains`.
 """
 
 from __future__ import annotations
 
-import re
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import polars as pl
+from tqdm import tqdm
 
-from stages.common import FILES_DTYPE, StageOutput, load_params, open_store, sample_id
+from stages.clone_repos import checkout
+from stages.common import FILES_DTYPE, StageOutput, load_params, manifest_path, open_store, sample_id
+from stages.domains import DomainLabeler
+from stages.includes import TreeIndex, resolve_includes
+from stages.screen import Rejected, check_size, screen
 from store import Store
 
 STAGE = "ingest"
-_LOCAL_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+SCHEMA = {
+    "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
+    "files": FILES_DTYPE, "include_dirs": pl.List(pl.String), "unresolved_includes": pl.List(pl.String),
+    "include_conflicts": pl.List(pl.String), "bytes": pl.Int64, "source_encoding": pl.String,
+    "repository": pl.String, "revision": pl.String, "license_type": pl.String,
+    "detected_licenses": pl.List(pl.String), "stars": pl.Int64,
+}
+PROVENANCE = ("repository", "revision", "license_type", "detected_licenses", "stars")
 
 
-def local_headers(root: Path, rel: PurePosixPath, data: bytes) -> tuple[list[PurePosixPath], list[str]]:
-    """Headers ``rel`` includes with quotes, transitively: (resolved relative paths, unresolved)."""
-    found: list[PurePosixPath] = []
-    unresolved: list[str] = []
-    queue = [(rel, data)]
-    seen = {rel}
-    while queue:
-        current, text = queue.pop(0)
-        for name in _LOCAL_INCLUDE.findall(text):
-            include = name.decode("utf-8", "replace")
-            for base in (current.parent, PurePosixPath()):
-                candidate = PurePosixPath(*(base / include).parts)
-                resolved = (root / candidate).resolve()
-                if resolved.is_file() and root.resolve() in resolved.parents:
-                    candidate = PurePosixPath(resolved.relative_to(root.resolve()).as_posix())
-                    if candidate not in seen:
-                        seen.add(candidate)
-                        found.append(candidate)
-                        queue.append((candidate, resolved.read_bytes()))
-                    break
-            else:
-                unresolved.append(include)
-    return sorted(found), sorted(set(unresolved))
+class Ingest:
+    """Turns files into sample rows (stored, screened, labelled) and records drops."""
+
+    def __init__(self, store: Store, params: dict, out: StageOutput):
+        self.store = store
+        self.screen_params = params["filter"]
+        self.labeler = DomainLabeler.load(Path(params["domains"]["keywords_file"]))
+        self.out = out
+        self.rows: list[dict] = []
+
+    def add(self, identity: dict, files: list[tuple[str, bytes | Path]], provenance: dict,
+            declared_encoding: str | None = None, **includes) -> None:
+        """One sample: ``files`` are (layout path, bytes or file) pairs, the main file first."""
+        self.out.rows_in += 1
+        try:
+            stored, texts = [], []
+            for layout_path, content in files:
+                name = f"{identity['origin']}:{identity['path']}" if isinstance(content, bytes) else str(content)
+                if isinstance(content, Path):
+                    check_size(content.stat().st_size, name, self.screen_params)
+                    content = content.read_bytes()
+                texts.append(screen(content, name, self.screen_params, declared_encoding))
+                stored.append({"path": layout_path, "digest": self.store.put(texts[-1].data)})
+        except Rejected as rejected:
+            self.out.drop(identity, rejected.reason, str(rejected))
+            return
+        except OSError as exc:
+            self.out.drop(identity, "unreadable", f"{exc.filename}: {exc.strerror}")
+            return
+        self.rows.append({
+            **identity, **dict.fromkeys(PROVENANCE), **provenance,
+            "domain": self.labeler.label(texts[0].data.decode()),
+            "files": stored,
+            "include_dirs": includes.get("include_dirs", ["."]),
+            "unresolved_includes": includes.get("unresolved", []),
+            "include_conflicts": includes.get("conflicts", []),
+            "bytes": len(texts[0].data),
+            "source_encoding": texts[0].encoding,
+        })
+
+    def tree(self, root: Path, origin: str, extensions: list[str], prefix: str = "",
+             provenance: dict | None = None) -> None:
+        """Every file of a tree with one of ``extensions``, with its headers and include dirs."""
+        index = TreeIndex.scan(root)
+        for rel in sorted(index.outside_links):
+            if Path(rel).suffix in extensions:
+                self.out.rows_in += 1
+                self.out.drop(self._identity(origin, prefix + rel), "symlink_outside",
+                              f"{root / rel} points outside {root}; not followed")
+        mains = sorted(r for r in index.files if Path(r).suffix in extensions)
+        for rel in tqdm(mains, desc=f"ingest {origin}:{prefix or root}", unit="file", disable=len(mains) < 200):
+            identity = self._identity(origin, prefix + rel)
+            try:
+                check_size(index.files[rel].stat().st_size, str(root / rel), self.screen_params)
+                found = resolve_includes(index, rel)
+            except Rejected as rejected:
+                self.out.rows_in += 1
+                self.out.drop(identity, rejected.reason, str(rejected))
+                continue
+            files = [(rel, index.files[rel]), *((h, index.files[h]) for h in found.headers)]
+            self.add(identity, files, provenance or {}, include_dirs=found.include_dirs,
+                     unresolved=found.unresolved, conflicts=found.conflicts)
+
+    @staticmethod
+    def _identity(origin: str, path: str) -> dict:
+        return {"sample_id": sample_id(origin, path), "origin": origin, "path": path}
 
 
-def is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+def stack_v2(ingest: Ingest, store: Store) -> None:
+    """The files ``fetch_stack`` downloaded (single files with their Stack v2 provenance)."""
+    path = manifest_path("fetch_stack")
+    if not path.exists():
+        return
+    for row in pl.read_parquet(path).iter_rows(named=True):
+        provenance = {"repository": row["repo_name"], "revision": row["revision_id"],
+                      "license_type": row["license_type"], "detected_licenses": row["detected_licenses"],
+                      "stars": row["star_events_count"]}
+        ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
+                   [(row["repo_path"].lstrip("/"), store.get(row["digest"]))], provenance,
+                   declared_encoding=row["src_encoding"])
 
 
-def ingest_tree(store: Store, root: Path, origin: str, extensions: list[str], out: StageOutput) -> list[dict]:
-    """Samples of one directory tree (sorted by path); undecodable files are dropped."""
-    rows = []
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in extensions)
-    for path in files:
-        rel = PurePosixPath(path.relative_to(root).as_posix())
-        data = path.read_bytes()
-        row = {
-            "sample_id": sample_id(origin, str(rel)),
-            "origin": origin,
-            "path": str(rel),
-            "domain": rel.parts[0] if len(rel.parts) > 1 else "unknown",
-        }
-        out.rows_in += 1
-        headers, unresolved = local_headers(root, rel, data)
-        undecodable = [p for p in [rel, *headers] if not is_utf8(data if p == rel else (root / p).read_bytes())]
-        if undecodable:
-            out.drop(row, "undecodable", f"not UTF-8: {', '.join(str(root / p) for p in undecodable)}")
-            continue
-        row["files"] = [{"path": str(rel), "digest": store.put(data)}] + [
-            {"path": str(h), "digest": store.put((root / h).read_bytes())} for h in headers
-        ]
-        row["unresolved_includes"] = unresolved
-        row["bytes"] = len(data)
-        rows.append(row)
-    return rows
+def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float) -> None:
+    """The checkouts the ``clone_repos`` stage made, each at its pinned commit."""
+    path = manifest_path("clone_repos")
+    if not path.exists():
+        return
+    for repo in pl.read_parquet(path).iter_rows(named=True):
+        checkout(repo["url"], repo["revision"], Path(repo["checkout"]), timeout_s)  # no-op unless deleted
+        ingest.tree(Path(repo["checkout"]), "repos", extensions, prefix=f"{repo['name']}/",
+                    provenance={"repository": repo["url"], "revision": repo["revision"]})
 
 
 def main() -> None:
     params = load_params()
     store = open_store(params)
     out = StageOutput(STAGE)
-    rows: list[dict] = []
+    ingest = Ingest(store, params, out)
+    extensions = params["corpus"]["extensions"]
     for tree in params["corpus"]["trees"]:
         root = Path(tree["path"])
         if not root.is_dir():
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
-        rows += ingest_tree(store, root, tree["origin"], params["corpus"]["extensions"], out)
-    schema = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
-              "files": FILES_DTYPE, "unresolved_includes": pl.List(pl.String), "bytes": pl.Int64}
-    kept = pl.DataFrame(rows, schema=schema)
+        ingest.tree(root, tree["origin"], extensions)
+    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"])
+    stack_v2(ingest, store)
+    kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
     duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
     if duplicate_ids.height:
-        sys.exit(f"ingest: two trees produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
+        sys.exit(f"ingest: two sources produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
+    out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
+    out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
+    out.extra_metrics["transcoded"] = kept.filter(pl.col("source_encoding") != "utf-8").height
+    out.extra_metrics["with_include_conflicts"] = kept.filter(pl.col("include_conflicts").list.len() > 0).height
     print(out.write(kept))
 
 

@@ -13,12 +13,18 @@ sees nvcc on PATH).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from toolchains.base import Step, Target, Toolchain, require_archs
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
-TRIXIE_PACKAGES = "hipcc hipify-perl"
+TRIXIE_PACKAGES = (
+    "hipcc hipify-perl libhipblas-dev libhipfft-dev libhipcub-dev librocthrust-dev libhipsparse-dev "
+    "libhiprand-dev libhipsolver-dev"
+)
+"""The compiler, HIPIFY and the library headers HIPIFY maps cuBLAS, cuFFT, CUB, thrust, cuSPARSE,
+cuRAND and cuSOLVER to (real code fails on a missing header without them)."""
 
 AMD_ENV = {"HIP_PLATFORM": "amd"}
 
@@ -78,9 +84,9 @@ class AmdToolchain(Toolchain):
         """hipify-perl with its default diagnostics; HIP text on stdout, warnings on stderr."""
         return Step("hipify-perl", (main,), ("hip",), stdout_as="hip")
 
-    def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
+    def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)
-        common = (*flags["common"], *flags["opt"], "-I.", "-x", "hip")
+        common = (*flags["common"], *flags["opt"], *(f"-I{d}" for d in include_dirs), "-x", "hip")
         host = Target(
             kind="host", arch="x86_64",
             steps=(Step("hipcc", (*common, f"--offload-arch={archs[0]}", "--cuda-host-only", "-S",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,8 +169,9 @@ class Toolchain(ABC):
         return self._fingerprints[tool]
 
     @abstractmethod
-    def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
-        """Plans for the host assembly and the device assembly of every arch of one sample."""
+    def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
+        """Plans for the host assembly and the device assembly of every arch of one sample;
+        ``include_dirs`` (relative to the sample's layout root) become ``-I`` flags, in order."""
 
     def finish(self, target: Target, artifact: bytes) -> bytes:
         """Deterministic post-processing of a target's artifact (default: none)."""

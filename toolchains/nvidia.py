@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 
 from toolchains.base import Step, Target, Toolchain, require_archs
@@ -20,7 +21,9 @@ from toolchains.launchers import HostLauncher
 
 PIP_PACKAGES = (
     "nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 "
-    "nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-cccl==13.3.5.0.6"
+    "nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-cccl==13.3.5.0.6 "
+    "nvidia-cublas==13.10.0.20 nvidia-curand==10.4.5.25 nvidia-cufft==12.5.0.14 nvidia-cusparse==12.9.4.2 "
+    "nvidia-cusolver==12.4.1.2"
 )
 
 HOST_COMPILER = "g++"
@@ -96,9 +99,9 @@ class NvidiaToolchain(Toolchain):
             candidates = [home / "bin" / "cuobjdump", home / "bin" / "nvdisasm"]
         return [p for p in candidates if p.exists()]
 
-    def targets(self, main: str, archs: list[str], flags: dict) -> list[Target]:
+    def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)
-        common = (*flags["common"], "-I.", *(f"-Xcompiler={f}" for f in flags["host"]))
+        common = (*flags["common"], *(f"-I{d}" for d in include_dirs), *(f"-Xcompiler={f}" for f in flags["host"]))
         host = Target(
             kind="host", arch="x86_64",
             steps=(Step("nvcc", (*common, f"-arch={archs[0]}", "-Xcompiler=-S", "-c",

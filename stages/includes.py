@@ -1,0 +1,162 @@
+"""Header discovery and include directories for a source file inside a directory tree.
+
+A repository's kernels include headers from their own folder, from sibling folders, from the
+repository root and from ``include/`` folders. For each source file this module finds the headers
+it includes (transitively, both ``"..."`` and ``<...>`` forms that name a file of the tree) and the
+ordered list of include directories (``-I``) under which the compilers find exactly those files:
+
+* a quoted include is looked up first in the including file's own folder (the compilers do the
+  same, so that folder needs no ``-I``; a sibling ``common.h`` always wins);
+* otherwise, and for angle includes, among the tree's folders ``D`` with ``D/<name>`` a file; a
+  folder already chosen wins, then the folder nearest to the including file (longest common
+  path prefix), then the shorter, then the lexically smaller path;
+* the tree root (``.``) is always on the list: where it was first needed, else last.
+
+The chosen list is then checked by replaying the compilers' search over the files that will be
+laid out: an include that would find a different file than the one meant is reported as a
+conflict (a safety net: the rules above only add a folder for a name no chosen folder holds).
+Angle includes that name no file of the tree are system or library headers; quoted ones that
+name nothing are reported as unresolved. Files reached through a symlink that points
+outside the tree are never read.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\n]+)[">]', re.M)
+ROOT_DIR = "."
+
+
+@dataclass
+class TreeIndex:
+    """The regular files of a tree (symlinks resolved, never followed out of the tree)."""
+
+    root: Path
+    files: dict[str, Path]
+    outside_links: set[str]
+    by_name: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def scan(cls, root: Path) -> TreeIndex:
+        real_root = root.resolve()
+        files: dict[str, Path] = {}
+        outside: set[str] = set()
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != ".git")
+            for name in names:
+                path = Path(folder) / name
+                rel = path.relative_to(root).as_posix()
+                target = path.resolve()
+                if path.is_symlink() and not target.is_relative_to(real_root):
+                    outside.add(rel)
+                elif target.is_file():
+                    files[rel] = target
+        by_name: dict[str, list[str]] = defaultdict(list)
+        for rel in sorted(files):
+            by_name[posixpath.basename(rel)].append(rel)
+        return cls(root, files, outside, dict(by_name))
+
+    def read(self, rel: str) -> bytes:
+        return self.files[rel].read_bytes()
+
+    def folders_with(self, name: str) -> list[str]:
+        """Folders ``D`` (``.`` for the root) such that ``D/name`` is a file of the tree."""
+        found = []
+        for rel in self.by_name.get(posixpath.basename(name), ()):
+            if rel == name:
+                found.append(ROOT_DIR)
+            elif rel.endswith("/" + name):
+                found.append(rel[: -len(name) - 1])
+        return found
+
+
+@dataclass
+class Includes:
+    """What one source file needs from its tree."""
+
+    headers: list[str]
+    include_dirs: list[str]
+    unresolved: list[str]
+    conflicts: list[str]
+
+
+def _inside(rel: str) -> str | None:
+    """A normalised tree-relative path, or None if it climbs out of the tree."""
+    norm = posixpath.normpath(rel)
+    return None if norm.startswith("../") or norm == ".." or norm.startswith("/") else norm
+
+
+def _join(folder: str, name: str) -> str | None:
+    return _inside(name if folder == ROOT_DIR else f"{folder}/{name}")
+
+
+def _nearness(folder: str, includer_dir: str) -> tuple[int, int, str]:
+    a = [] if folder == ROOT_DIR else folder.split("/")
+    b = [] if includer_dir in ("", ROOT_DIR) else includer_dir.split("/")
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return (-common, len(a), folder)
+
+
+def _search(index: TreeIndex, laid_out: set[str], includer: str, quoted: bool, name: str,
+            include_dirs: list[str]) -> str | None:
+    """The file the compilers find for one include, over the files that will be laid out."""
+    folders = ([posixpath.dirname(includer) or ROOT_DIR] if quoted else []) + include_dirs
+    for folder in folders:
+        candidate = _join(folder, name)
+        if candidate in laid_out:
+            return candidate
+    return None
+
+
+def resolve_includes(index: TreeIndex, main: str) -> Includes:
+    """The headers ``main`` reaches in its tree, and the include directories that find them."""
+    include_dirs: list[str] = []
+    wanted: list[tuple[str, bool, str, str]] = []  # (includer, quoted, name, intended file)
+    unresolved: set[str] = set()
+    seen = {main}
+    queue = [main]
+    while queue:
+        current = queue.pop(0)
+        here = posixpath.dirname(current) or ROOT_DIR
+        for kind, raw in _INCLUDE.findall(index.read(current)):
+            name = raw.decode("utf-8", "replace").strip()
+            quoted = kind == b'"'
+            target = None
+            own = _join(here, name) if quoted else None
+            if own in index.files:
+                target = own
+            else:
+                folders = index.folders_with(name)
+                if folders:
+                    folder = next((d for d in include_dirs if d in folders), None) or \
+                        min(folders, key=lambda d: _nearness(d, here))
+                    if folder not in include_dirs:
+                        include_dirs.append(folder)
+                    target = _join(folder, name)
+            if target is None:
+                if quoted:
+                    unresolved.add(name)
+                continue
+            wanted.append((current, quoted, name, target))
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    if ROOT_DIR not in include_dirs:
+        include_dirs.append(ROOT_DIR)
+    laid_out = seen
+    conflicts = sorted({
+        f"{includer}: #include {name!r} finds {found or 'nothing'}, meant {target}"
+        for includer, quoted, name, target in wanted
+        if (found := _search(index, laid_out, includer, quoted, name, include_dirs)) != target
+    })
+    return Includes(sorted(seen - {main}), include_dirs, sorted(unresolved), conflicts)
