@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
-from stages.clone_repos import checkout
+from stages.clone_repos import CloneError, checkout
 from stages.common import FILES_DTYPE, StageOutput, load_params, manifest_path, open_store, sample_id
 from stages.domains import DomainLabeler
 from stages.includes import TreeIndex, resolve_includes
@@ -123,15 +123,37 @@ def stack_v2(ingest: Ingest, store: Store) -> None:
                    declared_encoding=row["src_encoding"])
 
 
+def stack_licenses() -> dict[str, dict]:
+    """Per Stack v2 repository: its most common license type, every detected license, its stars
+    (a checkout of a repository the Stack lists carries them to the files it did not list)."""
+    path = manifest_path("fetch_stack")
+    if not path.exists():
+        return {}
+    rows = pl.read_parquet(path)
+    if not rows.height:
+        return {}
+    per_repo = rows.group_by("repo_name").agg(
+        pl.col("license_type").drop_nulls().mode().sort().first().alias("license_type"),
+        pl.col("detected_licenses").list.explode(keep_nulls=False, empty_as_null=False).unique().sort()
+        .alias("detected_licenses"),
+        pl.col("star_events_count").max().alias("stars"))
+    return {r.pop("repo_name"): r for r in per_repo.iter_rows(named=True)}
+
+
 def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float) -> None:
     """The checkouts the ``clone_repos`` stage made, each at its pinned commit."""
     path = manifest_path("clone_repos")
     if not path.exists():
         return
+    licenses = stack_licenses()
     for repo in pl.read_parquet(path).iter_rows(named=True):
-        checkout(repo["url"], repo["revision"], Path(repo["checkout"]), timeout_s)  # no-op unless deleted
+        try:
+            checkout(repo["url"], repo["revision"], Path(repo["checkout"]), timeout_s)  # no-op unless deleted
+        except CloneError as exc:
+            sys.exit(f"ingest: checkout {repo['checkout']} is gone and cannot be made again: {exc}")
         ingest.tree(Path(repo["checkout"]), "repos", extensions, prefix=f"{repo['name']}/",
-                    provenance={"repository": repo["url"], "revision": repo["revision"]})
+                    provenance={"repository": repo["url"], "revision": repo["revision"],
+                                **licenses.get(repo["name"], {})})
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import logging
 import socket
 from datetime import datetime
 from pathlib import Path
@@ -59,6 +60,7 @@ def free_port() -> int:
 
 def start_moto() -> tuple[ThreadedMotoServer, str]:
     """A moto S3 server on 127.0.0.1 (stop it with ``.stop()``) and its URL."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)   # one log line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     server.start()
     host, port = server.get_host_and_port()

@@ -28,6 +28,12 @@ cuRAND and cuSOLVER to (real code fails on a missing header without them)."""
 
 AMD_ENV = {"HIP_PLATFORM": "amd"}
 
+LIBRARY_SUBDIRS = ("hipblas", "hiprand", "hipsparse", "hipfft", "hipsolver", "rocblas", "rocrand", "rocsparse")
+"""Library header folders under the toolchain's include directory. hipify-perl 6.0 rewrites
+``<cublas_v2.h>``, ``<curand.h>`` and ``<cusparse.h>`` to flat names (``<hipblas.h>``, ...)
+while Debian and ROCm 6 install those headers in per-library folders: they go on the system
+include path (``-isystem``, after the sample's own ``-I`` directories), where they exist."""
+
 
 class AmdToolchain(Toolchain):
     """hipcc and hipify-perl, in a chroot root or a native ROCm tree."""
@@ -80,13 +86,20 @@ class AmdToolchain(Toolchain):
                                       rocm / "amdgcn") if p.exists()]
         return files
 
+    def library_include_dirs(self) -> list[str]:
+        """The per-library header folders of this installation (paths as the tools see them)."""
+        include = "/usr/include" if isinstance(self.launcher, ChrootLauncher) else \
+            str((self.tool_path("hipcc") or Path("/opt/rocm/bin/hipcc")).parent.parent / "include")
+        return [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS if self._fs(f"{include}/{sub}").is_dir()]
+
     def hipify_step(self, main: str) -> Step:
         """hipify-perl with its default diagnostics; HIP text on stdout, warnings on stderr."""
         return Step("hipify-perl", (main,), ("hip",), stdout_as="hip")
 
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)
-        common = (*flags["common"], *flags["opt"], *(f"-I{d}" for d in include_dirs), "-x", "hip")
+        common = (*flags["common"], *flags["opt"], *(f"-I{d}" for d in include_dirs),
+                  *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
         host = Target(
             kind="host", arch="x86_64",
             steps=(Step("hipcc", (*common, f"--offload-arch={archs[0]}", "--cuda-host-only", "-S",
