@@ -26,7 +26,12 @@ def cmd_toolchains(_: argparse.Namespace) -> int:
                 print(f"  {tool:12s} MISSING  {status.problem} (looked at {status.path or tc.launcher})")
             else:
                 print(f"  {tool:12s} {status.path}\n  {'':12s} {status.version}")
-        if any(tc.status(t).problem for t in tc.tools()):
+        lacking = tc.missing_libraries()
+        libraries = ", ".join(f"{lib}{' MISSING' if lib in lacking else ''}" for lib, _ in tc.library_headers)
+        print(f"  {'libraries':12s} {libraries} (headers in {tc.include_root()})")
+        if lacking:
+            print(f"  files that use {', '.join(lacking)} will fail as missing_header")
+        if lacking or any(tc.status(t).problem for t in tc.tools()):
             print(f"  how to install: {tc.install_hint}")
     return 1 if missing else 0
 

@@ -174,3 +174,9 @@ def test_export_schema_is_fixed_by_the_params():
     import polars as pl
 
     assert pl.DataFrame([], schema=columns).columns == list(columns)
+
+
+def test_both_toolchains_carry_the_vendor_library_headers(toolchains):
+    """cuBLAS, cuRAND, cuFFT, cuSPARSE, cuSOLVER, thrust, CUB and their hip*/roc* translations."""
+    for tc in toolchains.values():
+        assert len(tc.library_headers) == 7 and tc.missing_libraries() == [], tc.vendor

@@ -45,6 +45,13 @@ class AmdToolchain(Toolchain):
         "inside it; needs root), or set CASS_ROCM_PATH to a ROCm install on an AMD host."
     )
 
+    library_headers = (
+        ("hipBLAS", "hipblas/hipblas.h"), ("hipRAND", "hiprand/hiprand_kernel.h"),
+        ("hipFFT", "hipfft/hipfft.h"), ("hipSPARSE", "hipsparse/hipsparse.h"),
+        ("hipSOLVER", "hipsolver/hipsolver.h"), ("rocThrust", "thrust/version.h"),
+        ("hipCUB", "hipcub/hipcub.hpp"),
+    )
+
     @classmethod
     def in_root(cls, root: Path) -> AmdToolchain:
         return cls(ChrootLauncher(root, extra_env=AMD_ENV))
@@ -86,10 +93,18 @@ class AmdToolchain(Toolchain):
                                       rocm / "amdgcn") if p.exists()]
         return files
 
+    def _include(self) -> str:
+        """The include directory as the tools see it."""
+        if isinstance(self.launcher, ChrootLauncher):
+            return "/usr/include"
+        return str((self.tool_path("hipcc") or Path("/opt/rocm/bin/hipcc")).parent.parent / "include")
+
+    def include_root(self) -> Path:
+        return self._fs(self._include())
+
     def library_include_dirs(self) -> list[str]:
         """The per-library header folders of this installation (paths as the tools see them)."""
-        include = "/usr/include" if isinstance(self.launcher, ChrootLauncher) else \
-            str((self.tool_path("hipcc") or Path("/opt/rocm/bin/hipcc")).parent.parent / "include")
+        include = self._include()
         return [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS if self._fs(f"{include}/{sub}").is_dir()]
 
     def hipify_step(self, main: str) -> Step:

@@ -106,6 +106,9 @@ class Toolchain(ABC):
 
     vendor: str
     install_hint: str
+    library_headers: tuple[tuple[str, str], ...] = ()
+    """(vendor library, a header of it), relative to :meth:`include_root` (what `cass toolchains`
+    checks: without a library's headers every file using it fails as ``missing_header``)."""
 
     def __init__(self, launcher: Launcher):
         self.launcher = launcher
@@ -126,6 +129,15 @@ class Toolchain(ABC):
     @abstractmethod
     def tools(self) -> tuple[str, ...]:
         """The tools of this toolchain the pipeline uses."""
+
+    @abstractmethod
+    def include_root(self) -> Path:
+        """The toolchain's main include directory, as seen from this machine."""
+
+    def missing_libraries(self) -> list[str]:
+        """The vendor libraries whose headers this installation lacks."""
+        root = self.include_root()
+        return [lib for lib, header in self.library_headers if not (root / header).is_file()]
 
     def require(self, tool: str) -> None:
         """Raise ToolchainMissingError (with how to install) unless ``tool`` is usable."""

@@ -65,12 +65,21 @@ class NvidiaToolchain(Toolchain):
         "bin/nvcc, bin/cuobjdump and bin/nvdisasm."
     )
 
+    library_headers = (
+        ("cuBLAS", "cublas_v2.h"), ("cuRAND", "curand_kernel.h"), ("cuFFT", "cufft.h"),
+        ("cuSPARSE", "cusparse.h"), ("cuSOLVER", "cusolverDn.h"), ("thrust", "cccl/thrust/version.h"),
+        ("CUB", "cccl/cub/cub.cuh"),
+    )
+
     def __init__(self, cuda_home: Path):
         self.cuda_home = Path(cuda_home)
         super().__init__(HostLauncher([self.cuda_home / "bin"]))
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER)
+
+    def include_root(self) -> Path:
+        return self.cuda_home / "include"
 
     def tool_path(self, tool: str) -> Path | None:
         if tool == HOST_COMPILER:
