@@ -1,8 +1,10 @@
 """Stage export: paired samples -> Parquet shards (zstd) with every text materialised.
 
-One row per pair (schema in README.md). Rows are sorted by ``sample_id`` and cut into shards of
-``export.rows_per_shard`` rows, named as ``datasets.push_to_hub`` names them. Toolchain versions
-and flags are recorded in every row, next to the artifacts they produced.
+Two tables (schemas in README.md): ``pairs`` (one row per file-level pair, raw and normalised
+device assembly, token counts) and ``kernels`` (one row per kernel matched across vendors).
+Rows are sorted by id and cut into shards of ``export.rows_per_shard`` rows, named as
+``datasets.push_to_hub`` names them. Toolchain versions and flags are recorded in every pair
+row, next to the artifacts they produced.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import shutil
 import polars as pl
 
 from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_parquet
+from stages.prompts import TASKS
+from stages.tokens import COUNT_COLUMNS
 from stages.toolchains import read_record
 from store import Store
 
 STAGE = "export"
-EXPORT_DIR = DATA_DIR / "export" / "pairs"
+EXPORT_DIR = DATA_DIR / "export"
 
 
 def line_count(text: str) -> int:
@@ -40,8 +44,10 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
         "hip_source": hip_source,
         "cuda_host_asm": store.get_text(row["nvidia_host_asm"]),
         **{f"cuda_device_sass_{a['arch']}": store.get_text(a["digest"]) for a in row["nvidia_device_asm"]},
+        **{f"cuda_device_sass_{a['arch']}_norm": store.get_text(a["digest"]) for a in row["nvidia_device_norm"]},
         "hip_host_asm": store.get_text(row["amd_host_asm"]),
         **{f"hip_device_asm_{a['arch']}": store.get_text(a["digest"]) for a in row["amd_device_asm"]},
+        **{f"hip_device_asm_{a['arch']}_norm": store.get_text(a["digest"]) for a in row["amd_device_norm"]},
     }
     return {
         "sample_id": row["sample_id"],
@@ -73,8 +79,8 @@ PROVENANCE_TOOLS = (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"
 def text_columns(params: dict) -> list[str]:
     """The text columns, in order: sources, then host and device assembly per vendor and arch."""
     return ["cuda_source", "hip_source", "cuda_host_asm",
-            *(f"cuda_device_sass_{a}" for a in params["nvidia"]["archs"]), "hip_host_asm",
-            *(f"hip_device_asm_{a}" for a in params["amd"]["archs"])]
+            *(f"cuda_device_sass_{a}{n}" for a in params["nvidia"]["archs"] for n in ("", "_norm")), "hip_host_asm",
+            *(f"hip_device_asm_{a}{n}" for a in params["amd"]["archs"] for n in ("", "_norm"))]
 
 
 def schema(params: dict) -> dict:
@@ -90,6 +96,34 @@ def schema(params: dict) -> dict:
         "cuda_source_digest": pl.String, "hip_source_digest": pl.String,
         **{f"{t}_{kind}": pl.String for t in tools for kind in ("version", "fingerprint")},
         "nvidia_flags": pl.String, "amd_flags": pl.String,
+        **TOKEN_COLUMNS,
+    }
+
+
+TOKEN_COLUMNS = {**dict.fromkeys(COUNT_COLUMNS, pl.Int64), **{f"fits_{t.name}": pl.Boolean for t in TASKS}}
+
+
+def kernel_schema(params: dict) -> dict:
+    """The kernels table's schema."""
+    return {
+        "kernel_id": pl.String, "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
+        "kernel": pl.String, "kernel_name": pl.String, "cuda_kernel_source": pl.String, "hip_kernel_source": pl.String,
+        **{f"cuda_kernel_sass_{a}": pl.String for a in params["nvidia"]["archs"]},
+        **{f"hip_kernel_asm_{a}": pl.String for a in params["amd"]["archs"]},
+        **TOKEN_COLUMNS,
+    }
+
+
+def kernel_row(store: Store, row: dict, counts: dict) -> dict:
+    """One kernel row with its texts read from the store."""
+    return {
+        "kernel_id": row["sample_id"], "sample_id": row["file_sample_id"], "origin": row["origin"],
+        "path": row["path"].rsplit("::", 1)[0], "domain": row["domain"], "kernel": row["kernel"],
+        "kernel_name": row["kernel_name"], "cuda_kernel_source": store.get_text(row["cuda_kernel_source"]),
+        "hip_kernel_source": store.get_text(row["hip_kernel_source"]),
+        **{f"cuda_kernel_sass_{a['arch']}": store.get_text(a["digest"]) for a in row["nvidia_kernel_sass"]},
+        **{f"hip_kernel_asm_{a['arch']}": store.get_text(a["digest"]) for a in row["amd_kernel_asm"]},
+        **counts,
     }
 
 
@@ -106,21 +140,32 @@ def provenance(params: dict) -> dict:
     return record
 
 
+def write_table(table: pl.DataFrame, name: str, per_shard: int) -> dict:
+    """Shards of one table under ``data/export/<name>/``; returns its rows, shards and bytes."""
+    shards = max(1, math.ceil(table.height / per_shard))
+    folder = EXPORT_DIR / name
+    for i in range(shards):
+        write_parquet(table.slice(i * per_shard, per_shard), folder / f"train-{i:05d}-of-{shards:05d}.parquet",
+                      sort_by=None)
+    return {"rows": table.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}
+
+
 def main() -> None:
     params = load_params()
     store = open_store(params)
-    pairs = read_manifest("pair")
+    pairs = read_manifest("normalize")
+    counts = {r.pop("unit_id"): r for r in pl.read_parquet(DATA_DIR / "tokens" / "counts.parquet")
+              .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
     prov = provenance(params)
-    rows = [export_row(store, r, prov) for r in pairs.sort("sample_id").iter_rows(named=True)]
-    table = pl.DataFrame(rows, schema=schema(params))
-    per_shard = params["export"]["rows_per_shard"]
-    shards = max(1, math.ceil(table.height / per_shard))
+    rows = [{**export_row(store, r, prov), **counts[r["sample_id"]]}
+            for r in pairs.sort("sample_id").iter_rows(named=True)]
+    kernels = [kernel_row(store, r, counts[r["sample_id"]])
+               for r in read_manifest("kernels").sort("sample_id").iter_rows(named=True)]
     if EXPORT_DIR.exists():
         shutil.rmtree(EXPORT_DIR)
-    for i in range(shards):
-        write_parquet(table.slice(i * per_shard, per_shard), EXPORT_DIR / f"train-{i:05d}-of-{shards:05d}.parquet")
-    metrics = {"rows": table.height, "shards": shards,
-               "bytes": sum(p.stat().st_size for p in EXPORT_DIR.iterdir())}
+    per_shard = params["export"]["rows_per_shard"]
+    metrics = {"pairs": write_table(pl.DataFrame(rows, schema=schema(params)), "pairs", per_shard),
+               "kernels": write_table(pl.DataFrame(kernels, schema=kernel_schema(params)), "kernels", per_shard)}
     write_metrics(STAGE, metrics)
     print(metrics)
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The Hub is unreachable here: fail fast instead of retrying (the tokens stage then uses its
+# documented offline fallback tokenizer). Set before any test copies the environment.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from store import Store
 from toolchains import Toolchain, ToolchainMissingError, load_toolchains

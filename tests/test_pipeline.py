@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -13,8 +14,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
+from stages.actions import ActionRunner, plan
+from toolchains import local_executor
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +73,8 @@ def test_every_sample_is_accounted_for(project):
     for stage in ("filter", "dedup", "hipify", "compile_nvidia", "compile_amd", "pair"):
         m = metrics(project, stage)
         assert m["in"] == m["kept"] + m["dropped"] == m["kept"] + sum(m["dropped_by_reason"].values())
-    assert metrics(project, "export")["rows"] == metrics(project, "pair")["kept"]
+    assert metrics(project, "export")["pairs"]["rows"] == metrics(project, "normalize")["kept"] == \
+        metrics(project, "pair")["kept"]
 
 
 def test_samples_made_to_fail_are_reported_with_their_reason(project):
@@ -105,6 +110,87 @@ def test_export_holds_real_pairs_for_both_vendors(project):
     loaded = datasets.load_dataset("parquet", data_files=[str(s) for s in shards], split="train")
     assert loaded.num_rows == df.height
     assert set(loaded.column_names) == set(df.columns)
+
+
+def test_kernel_level_pairs_outnumber_file_pairs_and_sass_normalisation_saves_tokens(project):
+    pairs = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    kernels = pl.read_parquet(sorted((project / "data" / "export" / "kernels").glob("*.parquet")))
+    assert kernels.height > pairs.height
+    assert set(kernels["sample_id"]) <= set(pairs["sample_id"])
+    assert kernels.filter(~pl.col("cuda_kernel_source").str.contains("__global__")).height == 0
+    assert metrics(project, "tokens")["sass_token_reduction"] >= 0.30   # the target tokenizer's tokens
+    raw, norm = pairs["cuda_device_sass_sm_89"], pairs["cuda_device_sass_sm_89_norm"]
+    assert not norm.str.contains("/* 0x", literal=True).any() and raw.str.contains("/* 0x", literal=True).all()
+    assert (norm.str.contains("Function : ", literal=True)).all()
+
+
+def test_every_normalised_amd_assembly_in_the_export_assembles(project, toolchains, store):
+    amd = toolchains["amd"]
+    pairs = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    runner = ActionRunner(store, local_executor({"amd": amd}), timeout_s=300)
+    texts = {sid: store.put_text(text) for sid, text in zip(pairs["sample_id"], pairs["hip_device_asm_gfx1100_norm"],
+                                                             strict=True)}
+    actions = {sid: plan(amd, amd.assemble_step("gfx1100", "device.s"), {"device.s": digest})
+               for sid, digest in texts.items()}
+    outcomes = runner.run(list(actions.values()), desc="llvm-mc")
+    failed = {sid: store.get_text(outcomes[a.key].record.stderr, "replace") for sid, a in actions.items()
+              if not outcomes[a.key].ok}
+    assert len(actions) == pairs.height and failed == {}
+
+
+def test_a_pair_over_the_token_budget_survives_as_kernels(project):
+    counts = pl.read_parquet(project / "data" / "tokens" / "counts.parquet").with_columns(
+        pl.max_horizontal(pl.col("source_prompt_tokens") + pl.col("source_answer_tokens"),
+                          pl.col("asm_prompt_tokens") + pl.col("asm_answer_tokens")).alias("need"))
+    kernels = counts.filter(pl.col("level") == "kernel").group_by("sample_id").agg(
+        pl.col("need").max().alias("kernel_need"), pl.len().alias("n"))
+    files = counts.filter(pl.col("level") == "file").join(kernels, on="sample_id").filter(
+        (pl.col("n") >= 2) & (pl.col("need") > pl.col("kernel_need"))).sort("sample_id")
+    target = files.row(0, named=True)
+    params_file = project / "params.yaml"
+    original = params_file.read_text()
+    params = yaml.safe_load(original)
+    params["tokens"]["max_tokens"] = target["kernel_need"]
+    try:
+        params_file.write_text(yaml.safe_dump(params, sort_keys=False))
+        run([sys.executable, "-m", "stages.tokens"], project)
+        dropped_units = pl.read_parquet(project / "data" / "tokens" / "dropped.parquet")
+        mine = dropped_units.filter(pl.col("sample_id") == target["unit_id"]).row(0, named=True)
+        assert mine["reason"] == "over_budget" and f"> {target['kernel_need']}" in mine["detail"]
+        kept = pl.read_parquet(project / "data" / "tokens" / "manifest.parquet")
+        survivors = kept.filter(pl.col("file_sample_id") == target["sample_id"])
+        assert survivors.height == target["n"] and set(survivors["level"]) == {"kernel"}
+    finally:
+        params_file.write_text(original)
+        run([sys.executable, "-m", "stages.tokens"], project)
+
+
+def test_the_instruct_export_trains_one_step_with_trl(project, tmp_path):
+    """The instruct configs load with `datasets` and feed TRL's SFT trainer (a tiny random Qwen2 on
+    the CPU, with the tokenizer the tokens stage used)."""
+    import datasets
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    info = json.loads((project / "data" / "instruct" / "dataset_info.json").read_text())
+    assert set(info) == {"cass_source", "cass_asm"} and info["cass_asm"]["formatting"] == "sharegpt"
+    files = sorted(str(p) for p in (project / "data" / "instruct" / "asm").glob("*.parquet"))
+    data = datasets.load_dataset("parquet", data_files=files, split="train")
+    assert data.num_rows > 0 and set(data["level"]) == {"file", "kernel"}
+    assert data[0]["messages"][0]["content"].startswith(
+        "Convert the following CUDA device assembly code to HIP device assembly:\n```cudaasm\n")
+    assert data[0]["messages"][1]["content"].startswith("```hipasm\n")
+    tokenizer = AutoTokenizer.from_pretrained(str(project / "data" / "tokens" / "fallback_tokenizer"))
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                         max_position_embeddings=1024))
+    config = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=2,
+                       max_length=512, report_to=[], use_cpu=True, save_strategy="no", logging_steps=1)
+    trainer = SFTTrainer(model=model, args=config, train_dataset=data.select(range(4)), processing_class=tokenizer)
+    result = trainer.train()
+    assert result.global_step == 1 and math.isfinite(result.training_loss)
 
 
 def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):

@@ -58,10 +58,20 @@ class AmdToolchain(Toolchain):
 
     @classmethod
     def native(cls, rocm_path: Path) -> AmdToolchain:
-        return cls(HostLauncher([rocm_path / "bin"], extra_env={**AMD_ENV, "ROCM_PATH": str(rocm_path)}))
+        return cls(HostLauncher([rocm_path / "bin", rocm_path / "llvm" / "bin"],
+                                extra_env={**AMD_ENV, "ROCM_PATH": str(rocm_path)}))
 
     def tools(self) -> tuple[str, ...]:
-        return ("hipify-perl", "hipcc")
+        return ("hipify-perl", "hipcc", self.assembler)
+
+    @property
+    def assembler(self) -> str:
+        """LLVM's assembler of this installation: ``llvm-mc`` (ROCm) or Debian's versioned name."""
+        if isinstance(self.launcher, ChrootLauncher):
+            versioned = sorted(self._fs("/usr/bin").glob("llvm-mc-*"))
+            if versioned:
+                return versioned[-1].name
+        return "llvm-mc"
 
     def _fs(self, inner: str) -> Path:
         """A path of the toolchain's filesystem, as seen from this machine."""
@@ -76,11 +86,13 @@ class AmdToolchain(Toolchain):
         return self.launcher.resolve(tool)
 
     def version_command(self, tool: str) -> list[str]:
-        return ["--version"] if tool == "hipcc" else ["-version"]
+        return ["-version"] if tool == "hipify-perl" else ["--version"]
 
     def identity_files(self, tool: str) -> list[Path]:
         tool_file = self.tool_path(tool)
         files = [tool_file] if tool_file else []
+        if tool == self.assembler and isinstance(self.launcher, ChrootLauncher):
+            files.append(self._fs("/var/lib/dpkg/status"))   # names the LLVM package version
         if tool == "hipcc":
             if isinstance(self.launcher, ChrootLauncher):
                 # The root is apt-managed: its dpkg status names every package version (compiler,
@@ -106,6 +118,11 @@ class AmdToolchain(Toolchain):
         """The per-library header folders of this installation (paths as the tools see them)."""
         include = self._include()
         return [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS if self._fs(f"{include}/{sub}").is_dir()]
+
+    def assemble_step(self, arch: str, source: str) -> Step:
+        """Assemble device assembly for ``arch`` into an object (proves the text is valid)."""
+        return Step(self.assembler, ("-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-filetype=obj", source,
+                                     "-o", "check.o"), ("check.o",))
 
     def hipify_step(self, main: str) -> Step:
         """hipify-perl with its default diagnostics; HIP text on stdout, warnings on stderr."""

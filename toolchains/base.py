@@ -150,7 +150,7 @@ class Toolchain(ABC):
         argv = self.launcher.argv(tool, tuple(self.version_command(tool)), Path("/"))
         proc = subprocess.run(argv, capture_output=True, text=True, env=self.launcher.env(),
                               timeout=60, check=False)
-        text = (proc.stdout or proc.stderr).strip()
+        text = (proc.stdout or proc.stderr).split("Registered Targets")[0].strip()  # llvm-mc lists every target
         lines = [ln for ln in text.splitlines() if ln.strip() and "pcilib" not in ln and "lspci" not in ln]
         return " | ".join(lines) if lines else f"(exit {proc.returncode})"
 

@@ -1,0 +1,65 @@
+"""Stage instruct: the training-ready configs, as chat messages in the CASS prompt formats.
+
+Two configs, one per task (:mod:`stages.prompts`), each holding the file-level and kernel-level
+units that fit the token budget (``tokens`` stage): ``data/instruct/source/`` and
+``data/instruct/asm/`` (Parquet shards ``train-XXXXX-of-XXXXX.parquet``; column ``messages`` is a
+list of ``{role, content}``, the format TRL's SFT trainer and LLaMA-Factory's ``sharegpt``
+loader read), plus ``data/instruct/dataset_info.json`` declaring both for LLaMA-Factory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import polars as pl
+
+from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_parquet
+from stages.prompts import TASKS
+from stages.tokens import units
+
+STAGE = "instruct"
+OUT_DIR = DATA_DIR / STAGE
+MESSAGES = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
+SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "kernel": pl.String, "origin": pl.String,
+          "path": pl.String, "domain": pl.String, "messages": MESSAGES}
+TEXTS = {"source": (0, 1), "asm": (2, 3)}
+"""Which of a unit's texts (CUDA source, HIP source, SASS, AMD asm) each task turns into messages."""
+
+
+def dataset_info() -> dict:
+    """LLaMA-Factory's declaration of the configs (sharegpt format with OpenAI-style messages)."""
+    tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
+    return {f"cass_{t.name}": {"file_name": t.name, "formatting": "sharegpt", "columns": {"messages": "messages"},
+                               "tags": tags} for t in TASKS}
+
+
+def main() -> None:
+    params = load_params()
+    store = open_store(params)
+    fitting = set(read_manifest("tokens")["unit_id"])
+    items = [i for i in units(store, read_manifest("normalize"), read_manifest("kernels")) if i["unit_id"] in fitting]
+    if OUT_DIR.exists():
+        shutil.rmtree(OUT_DIR)
+    per_shard = params["export"]["rows_per_shard"]
+    metrics = {}
+    for task in TASKS:
+        prompt, answer = TEXTS[task.name]
+        rows = [{"id": f"{i['unit_id']}/{task.name}", "level": i["level"], "sample_id": i["sample_id"],
+                 "kernel": i["kernel"], "origin": i["origin"], "path": i["path"], "domain": i["domain"],
+                 "messages": task.messages(i["texts"][prompt], i["texts"][answer])} for i in items]
+        table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
+        shards = max(1, math.ceil(table.height / per_shard))
+        for n in range(shards):
+            write_parquet(table.slice(n * per_shard, per_shard),
+                          OUT_DIR / task.name / f"train-{n:05d}-of-{shards:05d}.parquet", sort_by=None)
+        metrics[task.name] = {"rows": table.height, "shards": shards,
+                              "by_level": dict(sorted(table["level"].value_counts().iter_rows()))}
+    (OUT_DIR / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
+    write_metrics(STAGE, metrics)
+    print(metrics)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Stage tokens: token counts with the target model's tokenizer, and the token-budget filter.
+
+Units are the file-level pairs (``normalize``) and the kernel-level pairs (``kernels``). For each
+unit and task (:mod:`stages.prompts`: CUDA source -> HIP source; SASS -> AMD device assembly,
+both normalised, first arch of each vendor), the prompt (instruction + fenced input) and the
+answer (fenced output) are tokenised in batches. A unit is kept when prompt plus answer fit
+``tokens.max_tokens`` for every task; otherwise it is dropped as ``over_budget`` with its counts.
+``data/tokens/counts.parquet`` holds the counts of every unit, kept or not. The metrics record
+the tokenizer used and the token reduction of normalised SASS against raw SASS.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+
+from stages.common import DATA_DIR, StageOutput, load_params, open_store, read_manifest, write_parquet
+from stages.prompts import ASM, SOURCE, TASKS
+from stages.tokenizer import count_tokens, load_tokenizer
+
+STAGE = "tokens"
+FALLBACK_DIR = DATA_DIR / STAGE / "fallback_tokenizer"
+COUNT_COLUMNS = [f"{t.name}_{part}_tokens" for t in TASKS for part in ("prompt", "answer")]
+
+
+def units(store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict]:
+    """Every unit with the four texts its tasks need (first arch of each vendor)."""
+    out = []
+    for row in files.iter_rows(named=True):
+        out.append({"unit_id": row["sample_id"], "level": "file", "sample_id": row["sample_id"],
+                    "origin": row["origin"], "path": row["path"], "domain": row["domain"], "kernel": None,
+                    "texts": (store.get_text(row["files"][0]["digest"]), store.get_text(row["hip_files"][0]["digest"]),
+                              store.get_text(row["nvidia_device_norm"][0]["digest"]),
+                              store.get_text(row["amd_device_norm"][0]["digest"]))})
+    for row in kernels.iter_rows(named=True):
+        out.append({"unit_id": row["sample_id"], "level": "kernel", "sample_id": row["file_sample_id"],
+                    "origin": row["origin"], "path": row["path"], "domain": row["domain"], "kernel": row["kernel"],
+                    "texts": tuple(store.get_text(d) for d in (
+                        row["cuda_kernel_source"], row["hip_kernel_source"],
+                        row["nvidia_kernel_sass"][0]["digest"], row["amd_kernel_asm"][0]["digest"]))})
+    return out
+
+
+def main() -> None:
+    params = load_params()
+    tparams = params["tokens"]
+    store = open_store(params)
+    files, kernels = read_manifest("normalize"), read_manifest("kernels")
+    items = units(store, files, kernels)
+    corpus = [text for item in items if item["level"] == "file" for text in item["texts"]]
+    tokenizer, used = load_tokenizer(tparams, corpus, FALLBACK_DIR)
+    batch = tparams["batch_size"]
+    columns = {
+        "source_prompt_tokens": count_tokens(tokenizer, [SOURCE.prompt(i["texts"][0]) for i in items], batch),
+        "source_answer_tokens": count_tokens(tokenizer, [SOURCE.answer(i["texts"][1]) for i in items], batch),
+        "asm_prompt_tokens": count_tokens(tokenizer, [ASM.prompt(i["texts"][2]) for i in items], batch),
+        "asm_answer_tokens": count_tokens(tokenizer, [ASM.answer(i["texts"][3]) for i in items], batch),
+    }
+    limit = tparams["max_tokens"]
+    counts = pl.DataFrame({
+        "unit_id": [i["unit_id"] for i in items], "level": [i["level"] for i in items],
+        "sample_id": [i["sample_id"] for i in items], "kernel": [i["kernel"] for i in items],
+        **{name: pl.Series(values, dtype=pl.Int64) for name, values in columns.items()},
+    }, schema_overrides={"kernel": pl.String}).with_columns(
+        *((pl.col(f"{t.name}_prompt_tokens") + pl.col(f"{t.name}_answer_tokens") <= limit).alias(f"fits_{t.name}")
+          for t in TASKS))
+    write_parquet(counts, DATA_DIR / STAGE / "counts.parquet", sort_by="unit_id")
+
+    out = StageOutput(STAGE, rows_in=len(items))
+    kept = []
+    for item, row in zip(items, counts.iter_rows(named=True), strict=True):
+        identity = {"sample_id": item["unit_id"], "origin": item["origin"], "path": item["path"],
+                    "domain": item["domain"]}
+        over = [f"{t.name}: {row[f'{t.name}_prompt_tokens']} + {row[f'{t.name}_answer_tokens']} tokens > {limit}"
+                for t in TASKS if not row[f"fits_{t.name}"]]
+        if over:
+            out.drop(identity, "over_budget", f"{item['level']}: " + "; ".join(over))
+        else:
+            kept.append({**identity, "unit_id": item["unit_id"], "level": item["level"],
+                         "file_sample_id": item["sample_id"], "kernel": item["kernel"],
+                         **{c: row[c] for c in COUNT_COLUMNS}})
+    out.extra_metrics.update(tokenizer=used, max_tokens=limit,
+                             kept_by_level=dict(sorted(Counter(k["level"] for k in kept).items())),
+                             sass_token_reduction=sass_reduction(store, files, tokenizer, batch))
+    schema = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
+              "unit_id": pl.String, "level": pl.String, "file_sample_id": pl.String, "kernel": pl.String,
+              **dict.fromkeys(COUNT_COLUMNS, pl.Int64)}
+    print(out.write(pl.DataFrame(kept, schema=schema)))
+
+
+def sass_reduction(store, files: pl.DataFrame, tokenizer, batch: int) -> float:
+    """Mean fraction of tokenizer tokens removed from SASS by the normalisation (first arch)."""
+    raw = count_tokens(tokenizer, [store.get_text(r[0]["digest"]) for r in files["nvidia_device_asm"]], batch)
+    norm = count_tokens(tokenizer, [store.get_text(r[0]["digest"]) for r in files["nvidia_device_norm"]], batch)
+    fractions = [1 - n / r for r, n in zip(raw, norm, strict=True) if r]
+    return round(sum(fractions) / len(fractions), 4) if fractions else 0.0
+
+
+if __name__ == "__main__":
+    main()
