@@ -43,6 +43,7 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
         "cuda_source": cuda_source,
         "hip_source": hip_source,
         "cuda_host_asm": store.get_text(row["nvidia_host_asm"]),
+        **({"cuda_host_asm_norm": store.get_text(row["nvidia_host_norm"])} if row["nvidia_host_norm"] else {}),
         **{f"cuda_device_sass_{a['arch']}": store.get_text(a["digest"]) for a in row["nvidia_device_asm"]},
         **{f"cuda_device_sass_{a['arch']}_norm": store.get_text(a["digest"]) for a in row["nvidia_device_norm"]},
         "hip_host_asm": store.get_text(row["amd_host_asm"]),
@@ -79,6 +80,7 @@ PROVENANCE_TOOLS = (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"
 def text_columns(params: dict) -> list[str]:
     """The text columns, in order: sources, then host and device assembly per vendor and arch."""
     return ["cuda_source", "hip_source", "cuda_host_asm",
+            *(["cuda_host_asm_norm"] if params["normalize"]["strip_host_registration"] else []),
             *(f"cuda_device_sass_{a}{n}" for a in params["nvidia"]["archs"] for n in ("", "_norm")), "hip_host_asm",
             *(f"hip_device_asm_{a}{n}" for a in params["amd"]["archs"] for n in ("", "_norm"))]
 

@@ -6,7 +6,8 @@ and trailing padding dropped, whitespace collapsed) and AMD device assembly per 
 normalised AMD text is assembled for its arch with LLVM's assembler (a cached action of the AMD
 toolchain); a text that does not assemble is a bug in the normaliser and drops the pair with the
 assembler's message (``normalized_asm_rejected``). The raw texts stay in the store and in the
-export.
+export. With ``normalize.strip_host_registration`` the CUDA host assembly also gets a normalised
+copy without nvcc's registration boilerplate (:func:`stages.asm_text.strip_host_registration`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from stages.actions import ActionRunner, plan
-from stages.asm_text import normalize_amd, normalize_sass
+from stages.asm_text import normalize_amd, normalize_sass, strip_host_registration
 from stages.common import StageOutput, attach, load_params, open_store, read_manifest
 from stages.compiling import ASM_LIST
 from toolchains import load_toolchains, local_executor
@@ -30,9 +31,12 @@ def main() -> None:
     out = StageOutput(STAGE, rows_in=rows.height)
     runner = ActionRunner(store, local_executor({"amd": amd}, params["executor"]["workers"] or None),
                           params["amd"]["timeout_s"])
+    strip_host = params["normalize"]["strip_host_registration"]
     normalized = {}
     for row in rows.iter_rows(named=True):
         normalized[row["sample_id"]] = {
+            "host": store.put_text(strip_host_registration(store.get_text(row["nvidia_host_asm"])))
+            if strip_host else None,
             "nvidia": [{"arch": a["arch"], "digest": store.put_text(normalize_sass(store.get_text(a["digest"])))}
                        for a in row["nvidia_device_asm"]],
             "amd": [{"arch": a["arch"], "digest": store.put_text(normalize_amd(store.get_text(a["digest"])))}
@@ -52,11 +56,12 @@ def main() -> None:
             out.drop(row, "transient" if outcome.transient else "normalized_asm_rejected", f"{arch}: {detail}")
             continue
         added.append({"sample_id": row["sample_id"], "nvidia_device_norm": norm["nvidia"],
-                      "amd_device_norm": norm["amd"]})
+                      "amd_device_norm": norm["amd"], "nvidia_host_norm": norm["host"]})
     out.extra_metrics["actions"] = runner.counts.as_dict()
     out.action_keys = runner.keys
     out.extra_metrics["reduction"] = token_reduction(store, rows, added)
-    kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST})
+    kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST,
+                                "nvidia_host_norm": pl.String})
     print(out.write(kept))
 
 

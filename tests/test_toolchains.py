@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from stages.actions import ActionRunner, plan
+from stages.asm_text import strip_host_registration
 from stages.compiling import TargetRun, failure_reason, run_targets
 from toolchains import NvidiaToolchain, ToolchainMissingError, load_toolchains, local_executor
 from toolchains.diagnostics import categorize
@@ -51,7 +54,7 @@ def artifacts(store, toolchain, runs) -> dict[str, str]:
             for r in runs}
 
 
-def test_nvidia_host_asm_and_sass_per_arch(store, toolchains):
+def test_nvidia_host_asm_and_sass_per_arch(store, toolchains, tmp_path):
     nv = toolchains["nvidia"]
     out = artifacts(store, nv, build(store, nv, {"k/saxpy.cu": SAXPY, "k/scale.cuh": HEADER}, ["sm_80", "sm_89"]))
     assert set(out) == {"host:x86_64", "device:sm_80", "device:sm_89"}
@@ -62,6 +65,12 @@ def test_nvidia_host_asm_and_sass_per_arch(store, toolchains):
     for arch in ("sm_80", "sm_89"):
         assert f"code for {arch}" in out[f"device:{arch}"]
         assert "Function : _Z5saxpyfPKfPfi" in out[f"device:{arch}"]
+    stripped = strip_host_registration(host)
+    assert "__cudaRegisterFunction" in host and "__cudaRegisterFunction" not in stripped
+    assert "__sti____cudaRegisterAll" not in stripped and ".init_array" not in stripped
+    assert "__device_stub__Z5saxpyfPKfPfi" in stripped and "cudaLaunchKernel" in stripped
+    (tmp_path / "host.s").write_text(stripped)   # still valid assembly for GNU as
+    subprocess.run(["as", str(tmp_path / "host.s"), "-o", str(tmp_path / "host.o")], check=True)
 
 
 def test_nvidia_outputs_are_byte_identical_across_cold_builds(tmp_path, toolchains):
