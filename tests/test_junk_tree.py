@@ -117,7 +117,7 @@ def test_every_file_is_kept_or_dropped_once_with_a_reason(project):
         assert m["in"] == m["kept"] + m["dropped"], stage
         previous_kept = m["kept"]
     drops = pl.concat([pl.read_parquet(root / "data" / s / "dropped.parquet") for s in STAGES[:-1]])
-    exported = pl.read_parquet(sorted((root / "data" / "export").rglob("*.parquet")))
+    exported = pl.read_parquet(sorted((root / "data" / "export" / "pairs").glob("*.parquet")))
     assert drops.height + exported.height == len(kinds)
     assert sorted(drops["path"].to_list() + exported["path"].to_list()) == sorted(kinds)
     assert drops["reason"].null_count() == 0
@@ -141,7 +141,7 @@ def test_each_kind_of_junk_gets_its_reason(project):
 
 def test_one_copy_of_each_good_program_survives_to_the_export(project):
     root, _ = project
-    exported = pl.read_parquet(sorted((root / "data" / "export").rglob("*.parquet")))
+    exported = pl.read_parquet(sorted((root / "data" / "export" / "pairs").glob("*.parquet")))
     good = {content_key((REPO / "corpus" / rel).read_text()) for rel in GOOD}
     assert exported.height == len(GOOD)
     assert {content_key(text) for text in exported["cuda_source"]} == good

@@ -176,10 +176,13 @@ def test_identity_digest_does_not_depend_on_install_location(tmp_path):
 def test_export_schema_is_fixed_by_the_params():
     from stages.export import schema
 
-    params = {"nvidia": {"archs": ["sm_80", "sm_89"]}, "amd": {"archs": ["gfx1100"]}}
+    params = {"nvidia": {"archs": ["sm_80", "sm_89"]}, "amd": {"archs": ["gfx1100"]},
+              "normalize": {"strip_host_registration": False}}
     columns = schema(params)
     assert {"cuda_device_sass_sm_80", "cuda_device_sass_sm_89", "hip_device_asm_gfx1100",
-            "hip_device_asm_gfx1100_lines", "nvcc_fingerprint"} <= set(columns)
+            "hip_device_asm_gfx1100_lines", "nvcc_fingerprint", "hip_device_asm_gfx1100_norm"} <= set(columns)
+    assert "cuda_host_asm_norm" not in columns
+    assert "cuda_host_asm_norm" in schema({**params, "normalize": {"strip_host_registration": True}})
     import polars as pl
 
     assert pl.DataFrame([], schema=columns).columns == list(columns)
