@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from tqdm import tqdm
 
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
-from toolchains import Executor, Job, Step, Toolchain
+from toolchains import Executor, Job, Step, Toolchain, local_executor
 
 
 @dataclass(frozen=True)
@@ -128,3 +128,9 @@ class ActionRunner:
                 self.store.record(action.key, record)
                 outcomes[action.key] = Outcome(record)
         return outcomes
+
+
+def stage_runner(store: Store, toolchain: Toolchain, params: dict, timeout_s: float) -> ActionRunner:
+    """A runner on the local executor with the pipeline's worker count (``executor.workers``)."""
+    return ActionRunner(store, local_executor({toolchain.vendor: toolchain}, params["executor"]["workers"] or None),
+                        timeout_s)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from stages.actions import Action, ActionRunner, Outcome, plan
+from stages.actions import Action, ActionRunner, Outcome, plan, stage_runner
 from stages.common import StageOutput, attach, load_params, open_store, read_manifest
-from toolchains import Target, Toolchain, load_toolchains, local_executor
+from toolchains import Target, Toolchain, load_toolchains
 from toolchains.diagnostics import categorize, first_error_line
 
 ASM_LIST = pl.List(pl.Struct({"arch": pl.String, "digest": pl.String}))
@@ -70,8 +70,7 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
     vparams = params[vendor]
     rows = read_manifest(upstream)
     out = StageOutput(stage, rows_in=rows.height)
-    runner = ActionRunner(store, local_executor({vendor: toolchain}, params["executor"]["workers"] or None),
-                          vparams["timeout_s"])
+    runner = stage_runner(store, toolchain, params, vparams["timeout_s"])
     by_sample: dict[str, list[TargetRun]] = {}
     for row in rows.iter_rows(named=True):
         files = row[files_column]

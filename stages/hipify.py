@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from stages.actions import ActionRunner, plan
+from stages.actions import plan, stage_runner
 from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
-from toolchains import load_toolchains, local_executor
+from toolchains import load_toolchains
 
 STAGE = "hipify"
 
@@ -23,8 +23,7 @@ def main() -> None:
     amd = load_toolchains()["amd"]
     rows = read_manifest("dedup")
     out = StageOutput(STAGE, rows_in=rows.height)
-    runner = ActionRunner(store, local_executor({"amd": amd}, params["executor"]["workers"] or None),
-                          params["hipify"]["timeout_s"])
+    runner = stage_runner(store, amd, params, params["hipify"]["timeout_s"])
     actions = {
         (f["path"], f["digest"]): plan(amd, amd.hipify_step(f["path"]), {f["path"]: f["digest"]})
         for files in rows["files"] for f in files

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from stages.actions import ActionRunner, plan
+from stages.actions import plan, stage_runner
 from stages.asm_text import normalize_amd, normalize_sass, strip_host_registration
 from stages.common import StageOutput, attach, load_params, open_store, read_manifest
 from stages.compiling import ASM_LIST
-from toolchains import load_toolchains, local_executor
+from toolchains import load_toolchains
 
 STAGE = "normalize"
 
@@ -29,8 +29,7 @@ def main() -> None:
     amd = load_toolchains()["amd"]
     rows = read_manifest("pair")
     out = StageOutput(STAGE, rows_in=rows.height)
-    runner = ActionRunner(store, local_executor({"amd": amd}, params["executor"]["workers"] or None),
-                          params["amd"]["timeout_s"])
+    runner = stage_runner(store, amd, params, params["amd"]["timeout_s"])
     strip_host = params["normalize"]["strip_host_registration"]
     normalized = {}
     for row in rows.iter_rows(named=True):

@@ -26,9 +26,14 @@ from stages.asm_text import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "asm"
+CORPUS_SOURCES = {"chebyshev_eval_streams.cu": "math/chebyshev_eval_streams.cu",
+                  "tiled_matmul.cu": "linear_algebra/tiled_matmul.cu"}
+"""The CUDA sources of the fixtures are bundled-corpus files (their HIP translations are fixtures)."""
 
 
 def _read(name: str) -> str:
+    if name in CORPUS_SOURCES:
+        return (Path(__file__).parents[1] / "corpus" / CORPUS_SOURCES[name]).read_text()
     return (FIXTURES / name).read_text()
 
 
