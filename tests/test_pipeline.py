@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -191,6 +192,60 @@ def test_the_instruct_export_trains_one_step_with_trl(project, tmp_path):
     trainer = SFTTrainer(model=model, args=config, train_dataset=data.select(range(4)), processing_class=tokenizer)
     result = trainer.train()
     assert result.global_step == 1 and math.isfinite(result.training_loss)
+
+
+def hub_hashes(project: Path) -> dict[str, str]:
+    hub = project / "data" / "hub"
+    return {p.relative_to(hub).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(hub.rglob("*")) if p.is_file()}
+
+
+def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(project, monkeypatch, capsys):
+    """The Hub layout and card, then two publishes to an in-process stand-in of the Hub through
+    huggingface_hub's HTTP client hook: the second, after one corpus file changed, commits exactly
+    the shards whose bytes changed (one per config holding that sample) and the card."""
+    import datasets
+    import httpx2
+    import huggingface_hub
+    from hub_standin import ENDPOINT, FakeHub
+    from huggingface_hub import DatasetCard, HfApi, constants
+    from huggingface_hub.utils._http import default_client_factory
+
+    from stages.publish import publish
+
+    hub_dir = project / "data" / "hub"
+    card = DatasetCard.load(hub_dir / "README.md")
+    names = [c["config_name"] for c in card.data.configs]
+    assert {"pairs", "kernels", "instruct_source", "instruct_asm", "pairs_bundled"} == set(names)
+    for config in card.data.configs:
+        files = sorted(str(p) for p in hub_dir.glob(config["data_files"][0]["path"] + ".parquet"))
+        assert datasets.load_dataset("parquet", data_files=files, split="train").num_rows > 0, config
+    assert "@article{heakl2025cass" in card.text and "| hipcc |" in card.text
+
+    fake = FakeHub()
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(fake.handle)))
+    api = HfApi(endpoint=ENDPOINT, token="hf_test")
+    params = {"repo_id": "cass/pairs", "revision": "main", "private": False, "dry_run": False, "retries": 3}
+    try:
+        first = publish(api, hub_dir, params)
+        assert fake.commits[0]["added"] == sorted(hub_hashes(project)) == sorted(first["upload"])
+        before = hub_hashes(project)
+        changed = project / "corpus" / "graph" / "bfs_frontier.cu"
+        changed.write_text(changed.read_text() + "\n// reviewed: frontier bounds\n")
+        run(["dvc", "repro"], project)
+        after = hub_hashes(project)
+        differing = sorted(p for p in after if before.get(p) != after[p])
+        dry = publish(api, hub_dir, {**params, "dry_run": True})
+        assert dry["upload"] == differing and len(fake.commits) == 1
+        fake.fail_next = [503]      # a transient error on the way is retried
+        publish(api, hub_dir, params)
+    finally:
+        huggingface_hub.set_client_factory(default_client_factory)
+    assert fake.commits[1]["added"] == differing and fake.commits[1]["deleted"] == []
+    assert "README.md" in differing
+    per_config = Counter(p.split("/")[1] for p in differing if p.startswith("data/"))
+    assert per_config and max(per_config.values()) == 1, differing   # one shard per config, not all
 
 
 def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
