@@ -9,7 +9,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass")
+PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
+                  "analysis")
+
+BUILT_HERE = ("__pycache__", "executed", "figures", "plots", "metrics.json")
+"""What this checkout's own runs wrote into the copied folders (the copy builds its own)."""
 
 TOOL_ENV = {
     **os.environ,
@@ -34,7 +38,7 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True) -> Path:
     for name in (*PIPELINE_FILES, *(("corpus",) if with_bundled_corpus else ())):
         src = REPO / name
         if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(*BUILT_HERE))
         else:
             shutil.copy2(src, dest / name)
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):

@@ -1,0 +1,194 @@
+"""The analysis notebooks (``python -m stages.analyze``) on the exported dataset, outputs in a temporary directory.
+
+The inputs are ``$CASS_TEST_EXPORT_DIR`` (default: this repo's ``data/export``) and ``$CASS_TEST_METRICS_DIR``
+(default: ``metrics``), as built by ``dvc repro``; the tests skip when the export directory holds no Parquet file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import nbformat
+import polars as pl
+import pytest
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[1]
+EXPORT_DIR = os.environ.get("CASS_TEST_EXPORT_DIR") or str(REPO / "data" / "export")
+METRICS_DIR = os.environ.get("CASS_TEST_METRICS_DIR") or str(REPO / "metrics")
+
+FIGURES = [
+    "lengths_by_backend",
+    "source_vs_asm_lines",
+    "chrf_cuda_vs_hip",
+    "opcode_frequency",
+    "opcode_categories",
+    "opcode_tsne",
+    "domains",
+    "pipeline_funnel",
+]
+NOTEBOOKS = ["composition", "lengths", "opcodes", "similarity"]
+# CSV -> the columns dvc.yaml's `plots:` entries name (x / y fields)
+PLOT_TABLES = {
+    "lengths_by_backend": {"backend", "origin", "median_lines", "mean_lines"},
+    "source_vs_asm": {"sample_id", "cuda_source_lines", "hip_source_lines", "cuda_device_asm_lines"},
+    "chrf_by_kind": {"kind", "origin", "mean_chrf", "median_chrf"},
+    "chrf_per_sample": {"kind", "id", "chrf"},
+    "opcode_frequency": {"vendor", "rank", "opcode", "count", "share_pct"},
+    "opcode_categories": {"vendor", "category", "share_pct"},
+    "opcode_tsne": {"vendor", "tfidf_x", "tfidf_y"},
+    "domains": {"domain", "pairs"},
+    "funnel": {"stage", "in", "kept", "dropped"},
+    "funnel_reasons": {"stage", "reason", "count"},
+}
+
+
+def _has_parquet(directory: str) -> bool:
+    return "://" in directory or any(Path(directory).glob("**/*.parquet"))
+
+
+pytestmark = pytest.mark.skipif(
+    not _has_parquet(EXPORT_DIR), reason=f"no exported Parquet files in {EXPORT_DIR} (run `dvc repro export` first)"
+)
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("analysis")
+    env = {
+        **os.environ,
+        "CASS_EXPORT_DIR": EXPORT_DIR,
+        "CASS_METRICS_DIR": METRICS_DIR,
+        "CASS_FIGURES_DIR": str(out / "figures"),
+        "CASS_PLOTS_DIR": str(out / "plots"),
+        "CASS_ANALYSIS_METRICS": str(out / "metrics.json"),
+        "CASS_EXECUTED_DIR": str(out / "executed"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "stages.analyze"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, f"stages.analyze failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def metrics(outputs: Path) -> dict:
+    return json.loads((outputs / "metrics.json").read_text())
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_is_a_readable_png(outputs: Path, name: str) -> None:
+    path = outputs / "figures" / f"{name}.png"
+    assert path.is_file(), f"missing figure {path.name}"
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        width, height = image.size
+        image.load()
+        extrema = image.convert("L").getextrema()
+    assert width >= 600 and height >= 400, f"{name}.png is only {width}x{height}"
+    assert extrema[0] < 100 < extrema[1], f"{name}.png looks blank"
+    assert path.stat().st_size > 20_000, f"{name}.png is suspiciously small"
+
+
+def test_executed_notebooks_have_no_errors(outputs: Path) -> None:
+    for name in NOTEBOOKS:
+        nb = nbformat.read(outputs / "executed" / f"{name}.ipynb", as_version=4)
+        assert nb.cells[0].cell_type == "markdown"
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code and all(c.get("execution_count") for c in code), f"{name}: not every cell ran"
+        errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+        assert not errors, f"{name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+
+
+@pytest.mark.parametrize("name", sorted(PLOT_TABLES))
+def test_plot_tables(outputs: Path, name: str) -> None:
+    table = pl.read_csv(outputs / "plots" / f"{name}.csv")
+    assert table.height > 0
+    assert PLOT_TABLES[name] <= set(table.columns), f"{name}.csv lacks {PLOT_TABLES[name] - set(table.columns)}"
+
+
+def test_metrics_sections_and_values(metrics: dict) -> None:
+    assert set(metrics) == {"composition", "lengths", "opcodes", "similarity"}
+    pairs = metrics["lengths"]["pairs"]
+    assert pairs > 0
+
+    lengths = metrics["lengths"]
+    assert set(lengths["median_lines"]) == {"cuda_host", "cuda_device", "hip_host", "hip_device"}
+    assert all(v > 0 for v in lengths["median_lines"].values())
+
+    similarity = metrics["similarity"]
+    assert {"source", "host asm", "device asm"} <= set(similarity["mean_chrf"])
+    for kind, value in similarity["mean_chrf"].items():
+        assert 0 <= value <= 100, (kind, value)
+        assert 0 <= similarity["median_chrf"][kind] <= 100
+    # the paper's finding, and a sanity check of which text is compared with which
+    chrf = similarity["mean_chrf"]
+    assert chrf["source"] > chrf["host asm"] > chrf["device asm"]
+    assert similarity["n"]["source"] == min(pairs, similarity["max_samples"] or pairs)
+
+    opcodes = metrics["opcodes"]
+    for vendor in ("nvidia", "amd"):
+        assert opcodes["instructions"][vendor] > 0
+        assert len(opcodes["top_opcodes"][vendor]) == min(10, opcodes["distinct_opcodes"][vendor])
+        assert sum(opcodes["category_share_pct"][vendor].values()) == pytest.approx(100, abs=0.01)
+    top_sass = [op for op, _ in opcodes["top_opcodes"]["nvidia"]]
+    top_amd = [op for op, _ in opcodes["top_opcodes"]["amd"]]
+    assert all(op.isupper() and "." not in op for op in top_sass), top_sass
+    assert all(op[:2] in {"s_", "v_"} or op.split("_")[0] in {"ds", "global", "buffer", "flat"} for op in top_amd)
+    assert opcodes["tsne"]["points"] == 2 * opcodes["samples"]
+    assert 2 <= opcodes["tsne"]["perplexity"] < opcodes["tsne"]["points"]
+
+    composition = metrics["composition"]
+    assert sum(composition["domains"].values()) == pairs == composition["pairs"]
+    for stage, counts in composition["funnel"].items():
+        assert counts["kept"] + counts["dropped"] == counts["in"], stage
+
+
+def test_metrics_file_is_sorted_and_stable(outputs: Path) -> None:
+    text = (outputs / "metrics.json").read_text()
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def _common() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cass_analysis_common", REPO / "analysis" / "_common.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_published_layout_and_metrics_merge(tmp_path: Path) -> None:
+    common = _common()
+    source = next(Path(EXPORT_DIR).glob("pairs/*.parquet"), None) if "://" not in EXPORT_DIR else None
+    if source is None:
+        pytest.skip("needs a local pairs table")
+    published = tmp_path / "repo" / "data" / "pairs"
+    published.mkdir(parents=True)
+    (published / "train-00000-of-00001.parquet").symlink_to(source)
+    for base in (tmp_path / "repo", tmp_path / "repo" / "data"):  # <repo>/data/pairs/* and <dir>/pairs/*
+        frame = common.scan_table("pairs", export_dir=str(base))
+        assert "sample_id" in frame.collect_schema().names()
+    assert common.scan_table("kernels", export_dir=str(tmp_path / "repo"), required=False) is None
+
+    target = tmp_path / "metrics.json"
+    common.merge_metrics("b", {"x": 1 / 3}, target)
+    common.merge_metrics("a", {"y": [1.0, float("nan")]}, target)
+    assert json.loads(target.read_text()) == {"a": {"y": [1.0, None]}, "b": {"x": 0.3333}}
+
+
+def test_failing_cell_names_notebook_and_error(tmp_path: Path) -> None:
+    from stages.analyze import AnalysisError, analysis_environment, execute_notebook
+
+    notebook = tmp_path / "broken.py"
+    notebook.write_text('# %% [markdown]\n# broken\n\n# %%\nx = 1\n\n# %%\nraise ValueError("boom")\n')
+    with pytest.raises(AnalysisError) as error:
+        execute_notebook(notebook, tmp_path / "executed", analysis_environment(), timeout=60)
+    message = str(error.value)
+    assert "broken.py" in message and "cell 2" in message and "ValueError: boom" in message
+    assert (tmp_path / "executed" / "broken.ipynb").is_file()
