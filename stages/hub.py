@@ -59,6 +59,11 @@ def write_config(table: pl.DataFrame, key: str, name: str, shard_bytes: int) -> 
     return paths
 
 
+def content_digest(paths: list[str]) -> str:
+    """BLAKE3 over the bytes of a config's shard files (16 hex digits)."""
+    return digest_bytes(b"".join(digest_bytes((HUB_DIR / p).read_bytes()).encode() for p in paths))[:16]
+
+
 def dtype_name(dtype: pl.DataType) -> str:
     """A schema table's type name (Arrow-like)."""
     return str(dtype).replace("String", "string").replace("Int64", "int64").replace("Boolean", "bool")
@@ -92,8 +97,11 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
              "Aligned CUDA sources, their HIPIFY translations and the assemblies both vendors' compilers make of "
              "them (NVIDIA host x86 + SASS, AMD host x86 + RDNA3), built by an open, reproducible pipeline in the "
              "manner of the CASS paper. Every text comes from real tools; versions and flags are below.", "",
-             "## Configs", "", "| config | rows | shards |", "|---|---:|---:|"]
-    lines += [f"| `{name}` | {table.height} | {len(files[name])} |" for name, table in configs.items()]
+             "## Configs", "", "The content digest is BLAKE3 over the config's shard files, in name order: it changes "
+             "exactly when the config's data does.", "",
+             "| config | rows | shards | content digest |", "|---|---:|---:|---|"]
+    lines += [f"| `{name}` | {table.height} | {len(files[name])} | `{content_digest(files[name])}` |"
+              for name, table in configs.items()]
     for name, table in configs.items():
         lines += ["", f"### `{name}` schema", "", "| column | type |", "|---|---|"]
         lines += [f"| `{col}` | {dtype_name(dtype)} |" for col, dtype in table.schema.items()]

@@ -258,7 +258,7 @@ def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(pro
     finally:
         huggingface_hub.set_client_factory(default_client_factory)
     assert fake.commits[1]["added"] == differing and fake.commits[1]["deleted"] == []
-    # the card changes only when what it reports changes (a comment edit keeps every count)
+    assert "README.md" in differing    # the card's content digests name the data it describes
     per_config = Counter(p.split("/")[1] for p in differing if p.startswith("data/"))
     assert per_config and max(per_config.values()) == 1, differing   # one shard per config, not all
 
