@@ -8,7 +8,9 @@ Manifests are written deterministically: sorted rows, fixed compression, no time
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
 import sys
 from collections import Counter
@@ -34,6 +36,18 @@ DROPPED_SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
     "stage": pl.String, "reason": pl.String, "detail": pl.String,
 }
+
+
+def backoff_s(attempt: int, base_s: float = 0.5, cap_s: float = 30.0) -> float:
+    """Delay before retry ``attempt`` (1-based) of a network call: exponential, capped, with
+    jitter over its upper half."""
+    ceiling = min(cap_s, base_s * 2 ** (attempt - 1))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def git_blob_id(data: bytes) -> str:
+    """git's object id of a file's bytes (how Software Heritage and the Hub name plain files)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def sample_id(origin: str, path: str) -> str:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
-import random
 import re
 import sys
 import threading
@@ -57,7 +56,16 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from stages.common import StageOutput, load_params, manifest_path, open_store, sample_id, write_parquet
+from stages.common import (
+    StageOutput,
+    backoff_s,
+    git_blob_id,
+    load_params,
+    manifest_path,
+    open_store,
+    sample_id,
+    write_parquet,
+)
 from store import ActionRecord, Store
 
 STAGE = "fetch_stack"
@@ -65,8 +73,6 @@ ORIGIN = "stack_v2"
 ENDPOINT_ENV = "CASS_S3_ENDPOINT"
 SIGNED_ENV = "CASS_S3_SIGNED"
 
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 30.0
 BREAKER = 50
 """Blobs in a row that fail after all retries before the stage gives up (the service is down)."""
 
@@ -250,19 +256,12 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def backoff_s(attempt: int) -> float:
-    """Delay before retry ``attempt`` (1-based): exponential, capped, with jitter over its upper half."""
-    ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
 def matches_name(blob_id: str, data: bytes) -> bool:
     """Whether ``data`` hashes to ``blob_id`` under SHA-1 or git's blob SHA-1 (other names are not checked)."""
     if len(blob_id) != 40:
         return True
     blob_id = blob_id.lower()
-    return blob_id in (hashlib.sha1(data).hexdigest(),
-                       hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest())
+    return blob_id in (hashlib.sha1(data).hexdigest(), git_blob_id(data))
 
 
 class BlobFetcher:

@@ -13,7 +13,6 @@ records the plan and the commit.
 from __future__ import annotations
 
 import hashlib
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,17 +23,12 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 from huggingface_hub.hf_api import RepoFile
 
-from stages.common import load_params, write_metrics
+from stages.common import backoff_s, git_blob_id, load_params, write_metrics
 from stages.hub import HUB_DIR, hub_files
 
 STAGE = "publish"
 T = TypeVar("T")
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
-
-
-def git_blob_id(data: bytes) -> str:
-    """The git object id the Hub reports for a regular (non-LFS) file."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def with_retries(call: Callable[[], T], attempts: int, what: str) -> T:
@@ -49,7 +43,7 @@ def with_retries(call: Callable[[], T], attempts: int, what: str) -> T:
         except OSError:
             if attempt == attempts:
                 raise
-        time.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+        time.sleep(backoff_s(attempt))
     raise AssertionError(f"{what}: unreachable")
 
 
