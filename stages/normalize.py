@@ -36,47 +36,51 @@ def main() -> None:
         normalized[row["sample_id"]] = {
             "host": store.put_text(strip_host_registration(store.get_text(row["nvidia_host_asm"])))
             if strip_host else None,
-            "nvidia": [{"arch": a["arch"], "digest": store.put_text(normalize_sass(store.get_text(a["digest"])))}
-                       for a in row["nvidia_device_asm"]],
-            "amd": [{"arch": a["arch"], "digest": store.put_text(normalize_amd(store.get_text(a["digest"])))}
-                    for a in row["amd_device_asm"]],
+            "nvidia": normalize_all(store, row["nvidia_device_asm"], normalize_sass),
+            "amd": normalize_all(store, row["amd_device_asm"], normalize_amd),
         }
     checks = {(a["arch"], a["digest"]): plan(amd, amd.assemble_step(a["arch"], "device.s"), {"device.s": a["digest"]})
-              for n in normalized.values() for a in n["amd"]}
+              for n in normalized.values() for a in n["amd"][0]}
     outcomes = runner.run(list(checks.values()), desc=f"{amd.assembler} (normalised AMD asm)")
     added = []
+    words: dict[str, list[tuple[int, int]]] = {"sass": [], "amd": []}
     for row in rows.iter_rows(named=True):
         norm = normalized[row["sample_id"]]
-        failed = [(a["arch"], outcomes[checks[(a["arch"], a["digest"])].key]) for a in norm["amd"]]
+        failed = [(a["arch"], outcomes[checks[(a["arch"], a["digest"])].key]) for a in norm["amd"][0]]
         failed = [(arch, o) for arch, o in failed if not o.ok]
         if failed:
             arch, outcome = failed[0]
             detail = outcome.transient or store.get_text(outcome.record.stderr, "replace")
             out.drop(row, "transient" if outcome.transient else "normalized_asm_rejected", f"{arch}: {detail}")
             continue
-        added.append({"sample_id": row["sample_id"], "nvidia_device_norm": norm["nvidia"],
-                      "amd_device_norm": norm["amd"], "nvidia_host_norm": norm["host"]})
+        added.append({"sample_id": row["sample_id"], "nvidia_device_norm": norm["nvidia"][0],
+                      "amd_device_norm": norm["amd"][0], "nvidia_host_norm": norm["host"]})
+        words["sass"].append(norm["nvidia"][1])
+        words["amd"].append(norm["amd"][1])
     out.extra_metrics["actions"] = runner.counts.as_dict()
     out.action_keys = runner.keys
-    out.extra_metrics["reduction"] = token_reduction(store, rows, added)
+    out.extra_metrics["reduction"] = {vendor: mean_reduction(counts) for vendor, counts in words.items()}
     kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST,
                                 "nvidia_host_norm": pl.String})
     print(out.write(kept))
 
 
-def token_reduction(store, rows: pl.DataFrame, added: list[dict]) -> dict:
-    """Mean fraction of whitespace-separated tokens the normalisation removed, per vendor."""
-    raw = {r["sample_id"]: r for r in rows.iter_rows(named=True)}
-    result = {}
-    for vendor, raw_col, norm_col in (("sass", "nvidia_device_asm", "nvidia_device_norm"),
-                                      ("amd", "amd_device_asm", "amd_device_norm")):
-        fractions = []
-        for a in added:
-            before = sum(len(store.get_text(x["digest"]).split()) for x in raw[a["sample_id"]][raw_col])
-            after = sum(len(store.get_text(x["digest"]).split()) for x in a[norm_col])
-            fractions.append(1 - after / before if before else 0.0)
-        result[vendor] = round(sum(fractions) / len(fractions), 4) if fractions else 0.0
-    return result
+def normalize_all(store, pieces: list[dict], normalize) -> tuple[list[dict], tuple[int, int]]:
+    """One vendor's assembly per arch normalised and stored, with the whitespace-separated token
+    counts (raw, normalised) over all its archs."""
+    stored, before, after = [], 0, 0
+    for asm in pieces:
+        raw = store.get_text(asm["digest"])
+        text = normalize(raw)
+        before, after = before + len(raw.split()), after + len(text.split())
+        stored.append({"arch": asm["arch"], "digest": store.put_text(text)})
+    return stored, (before, after)
+
+
+def mean_reduction(counts: list[tuple[int, int]]) -> float:
+    """Mean fraction of tokens the normalisation removed, over samples of (raw, normalised) counts."""
+    fractions = [1 - after / before if before else 0.0 for before, after in counts]
+    return round(sum(fractions) / len(fractions), 4) if fractions else 0.0
 
 
 if __name__ == "__main__":
