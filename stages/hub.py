@@ -105,8 +105,9 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
     for name, table in configs.items():
         lines += ["", f"### `{name}` schema", "", "| column | type |", "|---|---|"]
         lines += [f"| `{col}` | {dtype_name(dtype)} |" for col, dtype in table.schema.items()]
+    counts = stage_counts()
     lines += ["", "## Pipeline counts", "", "| stage | in | kept | dropped by reason |", "|---|---:|---:|---|"]
-    for stage, m in stage_counts():
+    for stage, m in counts:
         reasons = ", ".join(f"{r}: {n}" for r, n in m.get("dropped_by_reason", {}).items()) or "-"
         lines.append(f"| {stage} | {m.get('in', '-')} | {m.get('kept', '-')} | {reasons} |")
     tools = read_record()
@@ -114,8 +115,8 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
     for vendor, by_tool in sorted(tools.items()):
         for tool, info in sorted(by_tool.items()):
             lines.append(f"| {vendor} | {tool} | {info['version'].split(' | ')[0]} | `{info['fingerprint'][:16]}` |")
-    dedup = dict(stage_counts()).get("dedup", {}).get("parameters", {})
-    tokens = dict(stage_counts()).get("tokens", {})
+    dedup = dict(counts).get("dedup", {}).get("parameters", {})
+    tokens = dict(counts).get("tokens", {})
     lines += ["", "## Parameters", "", "```yaml", yaml.safe_dump({
         "nvidia": params["nvidia"], "amd": params["amd"], "filter": params["filter"], "dedup": dedup,
         "tokens": {"tokenizer": tokens.get("tokenizer", params["tokens"]["tokenizer"]),

@@ -16,6 +16,7 @@ from collections import Counter
 import polars as pl
 
 from stages.common import DATA_DIR, StageOutput, load_params, open_store, read_manifest, write_parquet
+from stages.normalize import mean_reduction
 from stages.prompts import ASM, SOURCE, TASKS
 from stages.tokenizer import count_tokens, load_tokenizer
 
@@ -82,19 +83,20 @@ def main() -> None:
                          **{c: row[c] for c in COUNT_COLUMNS}})
     out.extra_metrics.update(tokenizer=used, max_tokens=limit,
                              kept_by_level=dict(sorted(Counter(k["level"] for k in kept).items())),
-                             sass_token_reduction=sass_reduction(store, files, tokenizer, batch))
+                             sass_token_reduction=sass_reduction(store, files, items[:files.height], tokenizer,
+                                                                 batch))
     schema = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
               "unit_id": pl.String, "level": pl.String, "file_sample_id": pl.String, "kernel": pl.String,
               **dict.fromkeys(COUNT_COLUMNS, pl.Int64)}
     print(out.write(pl.DataFrame(kept, schema=schema)))
 
 
-def sass_reduction(store, files: pl.DataFrame, tokenizer, batch: int) -> float:
-    """Mean fraction of tokenizer tokens removed from SASS by the normalisation (first arch)."""
+def sass_reduction(store, files: pl.DataFrame, file_units: list[dict], tokenizer, batch: int) -> float:
+    """Mean fraction of tokenizer tokens removed from SASS by the normalisation (first arch);
+    ``file_units`` are the file-level units of ``files``, in order, holding the normalised text."""
     raw = count_tokens(tokenizer, [store.get_text(r[0]["digest"]) for r in files["nvidia_device_asm"]], batch)
-    norm = count_tokens(tokenizer, [store.get_text(r[0]["digest"]) for r in files["nvidia_device_norm"]], batch)
-    fractions = [1 - n / r for r, n in zip(raw, norm, strict=True) if r]
-    return round(sum(fractions) / len(fractions), 4) if fractions else 0.0
+    norm = count_tokens(tokenizer, [unit["texts"][2] for unit in file_units], batch)
+    return mean_reduction(list(zip(raw, norm, strict=True)))
 
 
 if __name__ == "__main__":
