@@ -41,6 +41,7 @@ class TreeIndex:
     files: dict[str, Path]
     outside_links: set[str]
     by_name: dict[str, list[str]] = field(default_factory=dict)
+    _read: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
     def scan(cls, root: Path) -> TreeIndex:
@@ -63,7 +64,10 @@ class TreeIndex:
         return cls(root, files, outside, dict(by_name))
 
     def read(self, rel: str) -> bytes:
-        return self.files[rel].read_bytes()
+        """A file's bytes, read once per tree (headers are shared by many sources)."""
+        if rel not in self._read:
+            self._read[rel] = self.files[rel].read_bytes()
+        return self._read[rel]
 
     def folders_with(self, name: str) -> list[str]:
         """Folders ``D`` (``.`` for the root) such that ``D/name`` is a file of the tree."""

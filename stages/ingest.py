@@ -25,7 +25,7 @@ from tqdm import tqdm
 from stages.clone_repos import CloneError, checkout
 from stages.common import FILES_DTYPE, StageOutput, load_params, manifest_path, open_store, sample_id
 from stages.domains import DomainLabeler
-from stages.includes import TreeIndex, resolve_includes
+from stages.includes import Includes, TreeIndex, resolve_includes
 from stages.screen import Rejected, check_size, screen
 from store import Store
 
@@ -51,32 +51,25 @@ class Ingest:
         self.out = out
         self.rows: list[dict] = []
 
-    def add(self, identity: dict, files: list[tuple[str, bytes | Path]], provenance: dict,
-            declared_encoding: str | None = None, **includes) -> None:
-        """One sample: ``files`` are (layout path, bytes or file) pairs, the main file first."""
+    def add(self, identity: dict, files: list[tuple[str, str, bytes]], provenance: dict,
+            declared_encoding: str | None = None, includes: Includes | None = None) -> None:
+        """One sample: ``files`` are (layout path, name for messages, bytes), the main file first."""
         self.out.rows_in += 1
         try:
-            stored, texts = [], []
-            for layout_path, content in files:
-                name = f"{identity['origin']}:{identity['path']}" if isinstance(content, bytes) else str(content)
-                if isinstance(content, Path):
-                    check_size(content.stat().st_size, name, self.screen_params)
-                    content = content.read_bytes()
-                texts.append(screen(content, name, self.screen_params, declared_encoding))
-                stored.append({"path": layout_path, "digest": self.store.put(texts[-1].data)})
+            texts = [screen(data, name, self.screen_params, declared_encoding) for _, name, data in files]
         except Rejected as rejected:
             self.out.drop(identity, rejected.reason, str(rejected))
             return
-        except OSError as exc:
-            self.out.drop(identity, "unreadable", f"{exc.filename}: {exc.strerror}")
-            return
+        stored = [{"path": layout_path, "digest": self.store.put(text.data)}
+                  for (layout_path, _, _), text in zip(files, texts, strict=True)]
+        includes = includes or Includes(headers=[], include_dirs=["."], unresolved=[], conflicts=[])
         self.rows.append({
             **identity, **dict.fromkeys(PROVENANCE), **provenance,
             "domain": self.labeler.label(texts[0].data.decode()),
             "files": stored,
-            "include_dirs": includes.get("include_dirs", ["."]),
-            "unresolved_includes": includes.get("unresolved", []),
-            "include_conflicts": includes.get("conflicts", []),
+            "include_dirs": includes.include_dirs,
+            "unresolved_includes": includes.unresolved,
+            "include_conflicts": includes.conflicts,
             "bytes": len(texts[0].data),
             "source_encoding": texts[0].encoding,
         })
@@ -96,13 +89,16 @@ class Ingest:
             try:
                 check_size(index.files[rel].stat().st_size, str(root / rel), self.screen_params)
                 found = resolve_includes(index, rel)
+                files = [(path, str(root / path), index.read(path)) for path in (rel, *found.headers)]
             except Rejected as rejected:
                 self.out.rows_in += 1
                 self.out.drop(identity, rejected.reason, str(rejected))
                 continue
-            files = [(rel, index.files[rel]), *((h, index.files[h]) for h in found.headers)]
-            self.add(identity, files, provenance or {}, include_dirs=found.include_dirs,
-                     unresolved=found.unresolved, conflicts=found.conflicts)
+            except OSError as exc:
+                self.out.rows_in += 1
+                self.out.drop(identity, "unreadable", f"{exc.filename}: {exc.strerror}")
+                continue
+            self.add(identity, files, provenance or {}, includes=found)
 
     @staticmethod
     def _identity(origin: str, path: str) -> dict:
@@ -119,8 +115,8 @@ def stack_v2(ingest: Ingest, store: Store) -> None:
                       "license_type": row["license_type"], "detected_licenses": row["detected_licenses"],
                       "stars": row["star_events_count"]}
         ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
-                   [(row["repo_path"].lstrip("/"), store.get(row["digest"]))], provenance,
-                   declared_encoding=row["src_encoding"])
+                   [(row["repo_path"].lstrip("/"), f"stack_v2:{row['path']}", store.get(row["digest"]))],
+                   provenance, declared_encoding=row["src_encoding"])
 
 
 def stack_licenses() -> dict[str, dict]:
