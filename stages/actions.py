@@ -5,17 +5,24 @@ digest of the canonical description (tool, arguments, expected outputs, the tool
 fingerprint, the input names and digests; the store adds its schema version). A hit costs one
 lookup; a miss is sent to the executor with the input bytes, and its outputs, its stderr and
 then its record are written to the store. Transient failures are returned but never recorded.
+
+The executor is local by default; with a Dask scheduler configured (``CASS_SCHEDULER`` or
+``executor.scheduler``) the toolchains are the connected vendor hosts' and misses run there.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
-from toolchains import Executor, Job, Step, Toolchain, local_executor
+from toolchains import Executor, Job, Step, Toolchain, load_toolchains, local_executor
+from toolchains.cluster import Cluster, scheduler_address
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class Action:
     step: Step
     inputs: tuple[tuple[str, str], ...]
     key: str
+    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -43,31 +51,35 @@ class Outcome:
 def plan(toolchain: Toolchain, step: Step, inputs: Mapping[str, str]) -> Action:
     """Bind ``step`` to its inputs and compute its action key."""
     frozen = tuple(sorted(inputs.items()))
+    fingerprint = toolchain.fingerprint(step.tool)
     description = {
         "vendor": toolchain.vendor,
         "tool": step.tool,
         "args": list(step.args),
         "outputs": list(step.outputs),
         "stdout_as": step.stdout_as,
-        "toolchain": toolchain.fingerprint(step.tool),
+        "toolchain": fingerprint,
         "inputs": [list(p) for p in frozen],
     }
-    return Action(toolchain.vendor, step, frozen, Store.action_key(description))
+    return Action(toolchain.vendor, step, frozen, Store.action_key(description), fingerprint)
 
 
 @dataclass
 class ActionCounts:
-    """How many actions were store hits, ran, or failed transiently."""
+    """How many actions were store hits, ran, or failed transiently; jobs sent to the executor
+    and how many of them each host ran."""
 
     hits: int = 0
     misses: int = 0
     transient: int = 0
-
     corrupt: int = 0
+    sent: int = 0
+    by_host: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict:
         return {"hits": self.hits, "misses": self.misses, "transient_failures": self.transient,
-                "corrupt_recomputed": self.corrupt}
+                "corrupt_recomputed": self.corrupt, "jobs_sent": self.sent,
+                "jobs_by_host": dict(sorted(self.by_host.items()))}
 
 
 class ActionRunner:
@@ -106,13 +118,17 @@ class ActionRunner:
             return outcomes
         jobs = [
             Job(vendor=a.vendor, tool=a.step.tool, args=a.step.args, inputs=self._inputs(a),
-                outputs=a.step.outputs, timeout_s=self.timeout_s, stdout_as=a.step.stdout_as)
+                outputs=a.step.outputs, timeout_s=self.timeout_s, stdout_as=a.step.stdout_as,
+                fingerprint=a.fingerprint, action=a.key)
             for a in misses
         ]
+        self.counts.sent += len(jobs)
         with tqdm(total=len(jobs), desc=desc, unit="run", disable=None) as bar:
             for index, result in self.executor.run(jobs):
                 action = misses[index]
                 bar.update()
+                if result.host:
+                    self.counts.by_host[result.host] += 1
                 if result.transient:
                     self.counts.transient += 1
                     outcomes[action.key] = Outcome(None, result.transient)
@@ -130,7 +146,31 @@ class ActionRunner:
         return outcomes
 
 
+@functools.cache
+def _cluster(address: str) -> Cluster:
+    cluster = Cluster(address)
+    atexit.register(cluster.close)
+    return cluster
+
+
+def pipeline_toolchains(params: dict, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:
+    """The toolchains actions are planned with: this machine's, or the cluster hosts' when a
+    scheduler is configured (a vendor no connected host serves is an error naming the fix)."""
+    address = scheduler_address(params["executor"])
+    if address is None:
+        local = load_toolchains()
+        return {v: local[v] for v in vendors}
+    cluster = _cluster(address)
+    hosts = cluster.hosts()
+    return {v: cluster.toolchain(v, hosts) for v in vendors}
+
+
 def stage_runner(store: Store, toolchain: Toolchain, params: dict, timeout_s: float) -> ActionRunner:
-    """A runner on the local executor with the pipeline's worker count (``executor.workers``)."""
-    return ActionRunner(store, local_executor({toolchain.vendor: toolchain}, params["executor"]["workers"] or None),
-                        timeout_s)
+    """A runner on the cluster when a scheduler is configured, else on the local executor with the
+    pipeline's worker count (``executor.workers``)."""
+    address = scheduler_address(params["executor"])
+    if address is None:
+        executor = local_executor({toolchain.vendor: toolchain}, params["executor"]["workers"] or None)
+    else:
+        executor = _cluster(address).executor(params["executor"]["host_wait_s"])
+    return ActionRunner(store, executor, timeout_s)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from stages.actions import Action, ActionRunner, Outcome, plan, stage_runner
+from stages.actions import Action, ActionRunner, Outcome, pipeline_toolchains, plan, stage_runner
 from stages.common import StageOutput, attach, load_params, open_store, read_manifest
-from toolchains import Target, Toolchain, load_toolchains
+from toolchains import Target, Toolchain
 from toolchains.diagnostics import categorize, first_error_line
 
 ASM_LIST = pl.List(pl.Struct({"arch": pl.String, "digest": pl.String}))
@@ -66,7 +66,7 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
     """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain."""
     params = load_params()
     store = open_store(params)
-    toolchain = load_toolchains()[vendor]
+    toolchain = pipeline_toolchains(params, (vendor,))[vendor]
     vparams = params[vendor]
     rows = read_manifest(upstream)
     out = StageOutput(stage, rows_in=rows.height)

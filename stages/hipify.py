@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from stages.actions import plan, stage_runner
+from stages.actions import pipeline_toolchains, plan, stage_runner
 from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
-from toolchains import load_toolchains
 
 STAGE = "hipify"
 
@@ -20,7 +19,7 @@ STAGE = "hipify"
 def main() -> None:
     params = load_params()
     store = open_store(params)
-    amd = load_toolchains()["amd"]
+    amd = pipeline_toolchains(params, ("amd",))["amd"]
     rows = read_manifest("dedup")
     out = StageOutput(STAGE, rows_in=rows.height)
     runner = stage_runner(store, amd, params, params["hipify"]["timeout_s"])

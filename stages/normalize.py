@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from stages.actions import plan, stage_runner
+from stages.actions import pipeline_toolchains, plan, stage_runner
 from stages.asm_text import normalize_amd, normalize_sass, strip_host_registration
 from stages.common import StageOutput, attach, load_params, open_store, read_manifest
 from stages.compiling import ASM_LIST
-from toolchains import load_toolchains
 
 STAGE = "normalize"
 
@@ -26,7 +25,7 @@ STAGE = "normalize"
 def main() -> None:
     params = load_params()
     store = open_store(params)
-    amd = load_toolchains()["amd"]
+    amd = pipeline_toolchains(params, ("amd",))["amd"]
     rows = read_manifest("pair")
     out = StageOutput(STAGE, rows_in=rows.height)
     runner = stage_runner(store, amd, params, params["amd"]["timeout_s"])

@@ -1,4 +1,5 @@
-"""Stage toolchains: record which compilers this machine has (versions and fingerprints).
+"""Stage toolchains: record which compilers build the dataset (versions and fingerprints): this
+machine's, or the connected vendor hosts' when a Dask scheduler is configured.
 
 It runs on every `dvc repro` (``always_changed``) because a compiler can change outside the
 repository; its output changes only when a toolchain does, and the stages that run tools depend
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from stages.common import DATA_DIR
-from toolchains import load_toolchains
+from stages.actions import pipeline_toolchains
+from stages.common import DATA_DIR, load_params
 
 STAGE = "toolchains"
 RECORD = DATA_DIR / STAGE / "toolchains.json"
@@ -25,7 +26,7 @@ def read_record() -> dict:
 def main() -> None:
     record = {
         vendor: {tool: {"version": tc.version(tool), "fingerprint": tc.fingerprint(tool)} for tool in tc.tools()}
-        for vendor, tc in load_toolchains().items()
+        for vendor, tc in pipeline_toolchains(load_params()).items()
     }
     RECORD.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"

@@ -12,11 +12,13 @@ import os
 from pathlib import Path
 
 from toolchains.amd import AmdToolchain
-from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, ToolStatus
+from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, ToolchainReport, ToolStatus
 from toolchains.executor import Executor, Job, JobResult, LocalExecutor
 from toolchains.nvidia import NvidiaToolchain, default_cuda_home
 
 DEFAULT_AMD_ROOT = Path("/opt/cass-amd-root")
+
+TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd": AmdToolchain}
 
 
 def load_toolchains() -> dict[str, Toolchain]:
@@ -35,6 +37,7 @@ def local_executor(toolchains: dict[str, Toolchain], workers: int | None = None)
 
 
 __all__ = [
+    "TOOLCHAIN_CLASSES",
     "AmdToolchain",
     "Executor",
     "Job",
@@ -46,6 +49,7 @@ __all__ = [
     "ToolStatus",
     "Toolchain",
     "ToolchainMissingError",
+    "ToolchainReport",
     "load_toolchains",
     "local_executor",
 ]

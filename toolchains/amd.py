@@ -67,11 +67,18 @@ class AmdToolchain(Toolchain):
     @property
     def assembler(self) -> str:
         """LLVM's assembler of this installation: ``llvm-mc`` (ROCm) or Debian's versioned name."""
+        return self.layout()["assembler"]
+
+    def local_layout(self) -> dict:
+        assembler = "llvm-mc"
         if isinstance(self.launcher, ChrootLauncher):
             versioned = sorted(self._fs("/usr/bin").glob("llvm-mc-*"))
             if versioned:
-                return versioned[-1].name
-        return "llvm-mc"
+                assembler = versioned[-1].name
+        include = self._include()
+        return {"assembler": assembler,
+                "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
+                                         if self._fs(f"{include}/{sub}").is_dir()]}
 
     def _fs(self, inner: str) -> Path:
         """A path of the toolchain's filesystem, as seen from this machine."""
@@ -116,8 +123,7 @@ class AmdToolchain(Toolchain):
 
     def library_include_dirs(self) -> list[str]:
         """The per-library header folders of this installation (paths as the tools see them)."""
-        include = self._include()
-        return [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS if self._fs(f"{include}/{sub}").is_dir()]
+        return self.layout()["library_include_dirs"]
 
     def assemble_step(self, arch: str, source: str) -> Step:
         """Assemble device assembly for ``arch`` into an object (proves the text is valid)."""

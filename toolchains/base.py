@@ -12,7 +12,7 @@ import os
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import blake3
@@ -80,6 +80,23 @@ def require_archs(archs: list[str], vendor: str) -> None:
         raise ValueError(f"params.yaml {vendor}.archs is empty: list at least one arch")
 
 
+@dataclass(frozen=True)
+class ToolchainReport:
+    """One host's installation of a vendor toolchain, as facts: what a driver elsewhere needs to
+    plan and key that host's actions (tool statuses with fingerprints, the installation's layout,
+    its library headers) without having the toolchain itself."""
+
+    vendor: str
+    tools: dict[str, dict] = field(default_factory=dict)
+    """tool -> {"path", "version", "fingerprint", "problem"}"""
+    layout: dict = field(default_factory=dict)
+    include_root: str = ""
+    missing_libraries: tuple[str, ...] = ()
+
+    def fingerprints(self) -> dict[str, str | None]:
+        return {tool: t["fingerprint"] for tool, t in self.tools.items()}
+
+
 class ToolchainMissingError(RuntimeError):
     """A tool the pipeline needs is not installed; the message says how to install it."""
 
@@ -110,9 +127,40 @@ class Toolchain(ABC):
     """(vendor library, a header of it), relative to :meth:`include_root` (what `cass toolchains`
     checks: without a library's headers every file using it fails as ``missing_header``)."""
 
-    def __init__(self, launcher: Launcher):
+    def __init__(self, launcher: Launcher | None):
         self.launcher = launcher
         self._fingerprints: dict[str, str] = {}
+        self._layout: dict | None = None
+
+    @classmethod
+    def from_report(cls, report: ToolchainReport) -> Toolchain:
+        """The toolchain of another host, known from its report: it plans targets and keys
+        actions exactly as that host's own toolchain object would, and runs nothing here."""
+        reported = type(f"Reported{cls.__name__}", (ReportedToolchain, cls), {"__module__": cls.__module__})
+        tc = reported.__new__(reported)
+        Toolchain.__init__(tc, None)
+        tc.reported = report
+        return tc
+
+    def layout(self) -> dict:
+        """Facts of this installation that planning needs (JSON values), looked up once."""
+        if self._layout is None:
+            self._layout = self.local_layout()
+        return self._layout
+
+    def local_layout(self) -> dict:
+        """Look up the installation's planning facts (default: none)."""
+        return {}
+
+    def report(self) -> ToolchainReport:
+        """This installation as facts, for a driver on another host (fingerprints every tool)."""
+        tools = {}
+        for tool in self.tools():
+            status = self.status(tool)
+            tools[tool] = {**{k: v for k, v in asdict(status).items() if k in ("path", "version", "problem")},
+                           "fingerprint": None if status.problem else self.fingerprint(tool)}
+        return ToolchainReport(self.vendor, tools, self.layout(), str(self.include_root()),
+                               tuple(self.missing_libraries()))
 
     @abstractmethod
     def tool_path(self, tool: str) -> Path | None:
@@ -188,3 +236,40 @@ class Toolchain(ABC):
     def finish(self, target: Target, artifact: bytes) -> bytes:
         """Deterministic post-processing of a target's artifact (default: none)."""
         return artifact
+
+
+class ReportedToolchain:
+    """Mixin placed before a vendor class by :meth:`Toolchain.from_report`: everything that
+    would look at the installation answers from the host's report instead."""
+
+    reported: ToolchainReport
+
+    def tools(self) -> tuple[str, ...]:
+        return tuple(self.reported.tools)
+
+    def layout(self) -> dict:
+        return self.reported.layout
+
+    def include_root(self) -> Path:
+        return Path(self.reported.include_root)
+
+    def missing_libraries(self) -> list[str]:
+        return list(self.reported.missing_libraries)
+
+    def tool_path(self, tool: str) -> Path | None:
+        path = self.reported.tools.get(tool, {}).get("path")
+        return Path(path) if path else None
+
+    def status(self, tool: str) -> ToolStatus:
+        t = self.reported.tools.get(tool)
+        if t is None:
+            return ToolStatus(self.reported.vendor, tool, None, None, "not reported by any connected host")
+        return ToolStatus(self.reported.vendor, tool, t["path"], t["version"], t["problem"])
+
+    def version(self, tool: str) -> str:
+        self.require(tool)
+        return self.reported.tools[tool]["version"]
+
+    def fingerprint(self, tool: str) -> str:
+        self.require(tool)
+        return self.reported.tools[tool]["fingerprint"]

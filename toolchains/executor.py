@@ -4,7 +4,8 @@ A :class:`Job` is hermetic: the tool's name, arguments that use only relative pa
 files as bytes, and the names of the files it should produce. An executor runs jobs and returns
 :class:`JobResult` objects; nothing above this interface may assume the job ran locally. The
 local executor runs jobs in parallel in a fresh scratch directory each, in the job's own process
-group, and kills the whole group on timeout.
+group, and kills the whole group on timeout or cancellation; the cluster executor
+(:mod:`toolchains.cluster`) sends them to vendor hosts, which run them the same way.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +31,9 @@ class Job:
     """One hermetic tool invocation.
 
     ``vendor`` names the toolchain that provides ``tool`` (``"nvidia"`` or ``"amd"``).
-    ``stdout_as`` names an output that receives the tool's standard output.
+    ``stdout_as`` names an output that receives the tool's standard output. ``fingerprint`` is
+    the tool's fingerprint the job's action key was computed with (a host whose own differs
+    refuses the job); ``action`` is that key (for names and logs).
     """
 
     vendor: str
@@ -38,16 +43,20 @@ class Job:
     outputs: tuple[str, ...]
     timeout_s: float
     stdout_as: str | None = None
+    fingerprint: str | None = None
+    action: str | None = None
 
 
 @dataclass
 class JobResult:
-    """What a job produced. ``transient`` marks failures that must never be cached."""
+    """What a job produced. ``transient`` marks failures that must never be cached; ``host``
+    names where it ran."""
 
     exit_code: int
     outputs: dict[str, bytes] = field(default_factory=dict)
     stderr: bytes = b""
     transient: str | None = None
+    host: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -87,8 +96,29 @@ TRANSIENT_STDERR = re.compile(
 memory: such a run says nothing about the source and is never cached."""
 
 
-def run_in_scratch(launcher: Launcher, job: Job) -> JobResult:
-    """Run one job in a fresh scratch directory created by ``launcher``; always cleans up."""
+POLL_S = 0.2
+"""How often a running tool is checked for cancellation."""
+
+_running: set[int] = set()
+_running_lock = threading.Lock()
+
+
+def kill_running() -> int:
+    """Kill the process group of every tool this process is running now (a host shutting down
+    must not leave compilers behind); returns how many groups were killed."""
+    with _running_lock:
+        groups = list(_running)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    return len(groups)
+
+
+def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
+    """Run one job in a fresh scratch directory created by ``launcher``; always cleans up.
+
+    ``cancelled`` is polled while the tool runs; when it says so the tool's process group is
+    killed and the job returns as a transient failure."""
     parent = launcher.scratch_parent()
     parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="job-", dir=parent))
@@ -113,16 +143,18 @@ def run_in_scratch(launcher: Launcher, job: Job) -> JobResult:
         except OSError as exc:
             return JobResult(exit_code=-1, stderr=f"cannot start {argv[0]}: {exc}".encode(),
                              transient=f"tool not startable: {exc}")
+        with _running_lock:
+            _running.add(proc.pid)
         try:
-            stdout, stderr = proc.communicate(timeout=job.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            stdout, stderr = proc.communicate()
-            return JobResult(exit_code=-1, stderr=stderr,
-                             transient=f"timeout after {job.timeout_s:g} s")
+            stdout, stderr, stopped = _communicate(proc, job.timeout_s, cancelled)
         except BaseException:
             _kill_group(proc)
             raise
+        finally:
+            with _running_lock:
+                _running.discard(proc.pid)
+        if stopped:
+            return JobResult(exit_code=-1, stderr=stderr, transient=stopped)
         if proc.returncode < 0:
             return JobResult(exit_code=proc.returncode, stderr=stderr,
                              transient=f"killed by signal {signal.Signals(-proc.returncode).name}")
@@ -141,6 +173,25 @@ def run_in_scratch(launcher: Launcher, job: Job) -> JobResult:
         return JobResult(exit_code=proc.returncode, outputs=outputs, stderr=stderr)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _communicate(proc: subprocess.Popen, timeout_s: float,
+                 cancelled: Callable[[], bool] | None) -> tuple[bytes, bytes, str | None]:
+    """``proc``'s stdout and stderr, and why it was stopped (its group killed) or None."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        stop = (f"timeout after {timeout_s:g} s" if left <= 0
+                else "cancelled" if cancelled is not None and cancelled() else None)
+        if stop:
+            _kill_group(proc)
+            stdout, stderr = proc.communicate()
+            return stdout, stderr, stop
+        try:
+            stdout, stderr = proc.communicate(timeout=min(left, POLL_S) if cancelled is not None else left)
+            return stdout, stderr, None
+        except subprocess.TimeoutExpired:
+            continue  # communicate() keeps what it has read so far
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -163,11 +214,15 @@ class LocalExecutor(Executor):
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, JobResult]]:
         launchers = [self._launcher(job.vendor) for job in jobs]
+        stop = threading.Event()
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            futures = {pool.submit(run_in_scratch, launchers[i], job): i for i, job in enumerate(jobs)}
+            futures = {pool.submit(run_in_scratch, launchers[i], job, stop.is_set): i for i, job in enumerate(jobs)}
             try:
                 for fut in as_completed(futures):
-                    yield futures[fut], fut.result()
-            finally:
+                    result = fut.result()
+                    result.host = "local"
+                    yield futures[fut], result
+            finally:  # the caller stopped early (an error, Ctrl-C): kill what still runs
+                stop.set()
                 for fut in futures:
                     fut.cancel()
