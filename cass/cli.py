@@ -1,6 +1,7 @@
 """`cass` command line.
 
     cass toolchains           what toolchains were found, their versions, and why a piece is missing
+    cass toolchains --cluster the Dask cluster's hosts: resources, tools and fingerprints
     cass store stats          object and action counts and sizes
     cass store verify         re-hash every stored object; report (and set aside) corrupt ones
     cass store gc             remove objects and actions no current manifest needs
@@ -12,28 +13,66 @@ import argparse
 import sys
 
 from stages.common import live_set, load_params, open_store
-from toolchains import load_toolchains
+from toolchains import Toolchain, load_toolchains
+from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
 
 
-def cmd_toolchains(_: argparse.Namespace) -> int:
+def print_toolchain(vendor: str, tc: Toolchain, fingerprints: bool = False) -> int:
+    """Print one toolchain's tools and library headers; return how many tools are missing."""
     missing = 0
-    for vendor, tc in load_toolchains().items():
-        print(f"{vendor}:")
-        for tool in tc.tools():
-            status = tc.status(tool)
-            if status.problem:
-                missing += 1
-                print(f"  {tool:12s} MISSING  {status.problem} (looked at {status.path or tc.launcher})")
-            else:
-                print(f"  {tool:12s} {status.path}\n  {'':12s} {status.version}")
-        lacking = tc.missing_libraries()
-        libraries = ", ".join(f"{lib}{' MISSING' if lib in lacking else ''}" for lib, _ in tc.library_headers)
-        print(f"  {'libraries':12s} {libraries} (headers in {tc.include_root()})")
-        if lacking:
-            print(f"  files that use {', '.join(lacking)} will fail as missing_header")
-        if lacking or any(tc.status(t).problem for t in tc.tools()):
-            print(f"  how to install: {tc.install_hint}")
+    print(f"{vendor}:")
+    for tool in tc.tools():
+        status = tc.status(tool)
+        if status.problem:
+            missing += 1
+            where = status.path or tc.launcher or "the connected hosts"
+            print(f"  {tool:12s} MISSING  {status.problem} (looked at {where})")
+        else:
+            print(f"  {tool:12s} {status.path}\n  {'':12s} {status.version}")
+            if fingerprints:
+                print(f"  {'':12s} fingerprint {tc.fingerprint(tool)}")
+    lacking = tc.missing_libraries()
+    libraries = ", ".join(f"{lib}{' MISSING' if lib in lacking else ''}" for lib, _ in tc.library_headers)
+    print(f"  {'libraries':12s} {libraries} (headers in {tc.include_root()})")
+    if lacking:
+        print(f"  files that use {', '.join(lacking)} will fail as missing_header")
+    if lacking or missing:
+        print(f"  how to install: {tc.install_hint}")
+    return missing
+
+
+def cmd_toolchains(args: argparse.Namespace) -> int:
+    if args.cluster is not None:
+        return cluster_toolchains(args.cluster or scheduler_address(load_params()["executor"]))
+    missing = sum(print_toolchain(vendor, tc) for vendor, tc in load_toolchains().items())
     return 1 if missing else 0
+
+
+def cluster_toolchains(address: str | None) -> int:
+    """List the cluster's hosts (resources, fingerprints) and the toolchains they make up."""
+    if not address:
+        print("no scheduler: pass --cluster tcp://HOST:PORT, set CASS_SCHEDULER or params.yaml executor.scheduler")
+        return 2
+    cluster = Cluster(address)
+    try:
+        hosts = cluster.hosts()
+        print(f"scheduler {address}: {len(hosts)} host(s)")
+        for h in hosts:
+            resources = ", ".join(f"{r}={n:g}" for r, n in sorted(h.resources.items())) or "none"
+            print(f"  {h.name}  {h.address}  threads {h.nthreads}  resources {resources}")
+            for vendor, report in sorted(h.reports.items()):
+                for tool, fp in report.fingerprints().items():
+                    print(f"    {vendor:7s} {tool:12s} {fp or 'MISSING'}")
+        problems = 0
+        for vendor in ("nvidia", "amd"):
+            try:
+                problems += print_toolchain(f"{vendor} (as the hosts have it)", cluster.toolchain(vendor, hosts), True)
+            except (NoHostError, ToolchainMismatchError) as exc:
+                problems += 1
+                print(f"{vendor}: {exc}")
+        return 1 if problems else 0
+    finally:
+        cluster.close()
 
 
 def cmd_store_stats(_: argparse.Namespace) -> int:
@@ -67,7 +106,10 @@ def cmd_store_gc(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cass", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("toolchains", help="check the NVIDIA and AMD toolchains").set_defaults(func=cmd_toolchains)
+    toolchains = sub.add_parser("toolchains", help="check the NVIDIA and AMD toolchains")
+    toolchains.add_argument("--cluster", nargs="?", const="", metavar="ADDRESS",
+                            help="list the hosts of a Dask cluster (default: CASS_SCHEDULER / executor.scheduler)")
+    toolchains.set_defaults(func=cmd_toolchains)
     store = sub.add_parser("store", help="inspect the artifact store").add_subparsers(dest="store_command",
                                                                                         required=True)
     store.add_parser("stats", help="counts and sizes").set_defaults(func=cmd_store_stats)

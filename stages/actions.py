@@ -100,6 +100,12 @@ class ActionRunner:
                 f"{action.step.tool}: input {exc} was produced by an earlier stage; rebuild it with "
                 "`dvc repro --force` (every intact result is a store hit)") from exc
 
+    def job(self, action: Action) -> Job:
+        """The hermetic job of ``action``: its step, its input bytes from the store, its fingerprint."""
+        return Job(vendor=action.vendor, tool=action.step.tool, args=action.step.args, inputs=self._inputs(action),
+                   outputs=action.step.outputs, timeout_s=self.timeout_s, stdout_as=action.step.stdout_as,
+                   fingerprint=action.fingerprint, action=action.key)
+
     def run(self, actions: list[Action], desc: str) -> dict[str, Outcome]:
         """Outcomes of ``actions`` by key (duplicates run once)."""
         unique = {a.key: a for a in actions}
@@ -116,12 +122,7 @@ class ActionRunner:
         self.counts.corrupt = len(self.store.corrupt_found)  # damaged outputs found by lookups: rerun
         if not misses:
             return outcomes
-        jobs = [
-            Job(vendor=a.vendor, tool=a.step.tool, args=a.step.args, inputs=self._inputs(a),
-                outputs=a.step.outputs, timeout_s=self.timeout_s, stdout_as=a.step.stdout_as,
-                fingerprint=a.fingerprint, action=a.key)
-            for a in misses
-        ]
+        jobs = [self.job(a) for a in misses]
         self.counts.sent += len(jobs)
         with tqdm(total=len(jobs), desc=desc, unit="run", disable=None) as bar:
             for index, result in self.executor.run(jobs):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ import pytest
 # documented offline fallback tokenizer). Set before any test copies the environment.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from cass.scaffold import copy_pipeline, run_in
 from store import Store
 from toolchains import Toolchain, ToolchainMissingError, load_toolchains
 
@@ -29,3 +31,16 @@ def toolchains() -> dict[str, Toolchain]:
 @pytest.fixture
 def store(tmp_path) -> Store:
     return Store(tmp_path / "store")
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory, toolchains) -> Path:
+    """The bundled corpus built locally with `dvc repro` in a copy of the pipeline (shared by the
+    pipeline tests, which change it, and the cluster tests, which only compare with it and run
+    first)."""
+    root = copy_pipeline(tmp_path_factory.mktemp("build") / "project")
+    try:
+        run_in(["dvc", "repro"], root)
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    return root

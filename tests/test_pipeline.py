@@ -41,13 +41,6 @@ def dropped(project: Path, stage: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory, toolchains) -> Path:
-    root = copy_pipeline(tmp_path_factory.mktemp("build") / "project")
-    run(["dvc", "repro"], root)
-    return root
-
-
-@pytest.fixture(scope="module")
 def clean_hashes(project) -> dict[str, str]:
     """sha256 of every Parquet file of the first, uninterrupted build."""
     return parquet_hashes(project)

@@ -136,7 +136,9 @@ class Toolchain(ABC):
     def from_report(cls, report: ToolchainReport) -> Toolchain:
         """The toolchain of another host, known from its report: it plans targets and keys
         actions exactly as that host's own toolchain object would, and runs nothing here."""
-        reported = type(f"Reported{cls.__name__}", (ReportedToolchain, cls), {"__module__": cls.__module__})
+        vendor_class = next(c for c in cls.__mro__ if not issubclass(c, ReportedToolchain))
+        reported = type(f"Reported{vendor_class.__name__}", (ReportedToolchain, vendor_class),
+                        {"__module__": vendor_class.__module__})
         tc = reported.__new__(reported)
         Toolchain.__init__(tc, None)
         tc.reported = report

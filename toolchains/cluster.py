@@ -65,8 +65,26 @@ _toolchains: dict[str, Toolchain] = {}
 _reports: dict[str, ToolchainReport] = {}
 
 
+class HostSetupError(SystemExit):
+    """This host cannot serve a resource it advertises. A SystemExit, because Dask logs and
+    ignores ordinary exceptions of a preload hook and would start a worker that fails every job."""
+
+
 def dask_setup(worker) -> None:
     """Preload hook: load and fingerprint this host's toolchains for the advertised resources."""
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s - cass.worker - %(levelname)s - %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    try:
+        _load_toolchains(worker)
+    except Exception as exc:
+        log.error("host %s cannot start: %s", worker.name, exc)
+        raise HostSetupError(f"cass: host {worker.name} cannot start: {exc}") from exc
+
+
+def _load_toolchains(worker) -> None:
     from toolchains import load_toolchains
 
     resources = {r for r, n in worker.state.total_resources.items() if n > 0 and r in RESOURCE_VENDOR}
@@ -81,11 +99,6 @@ def dask_setup(worker) -> None:
         _toolchains[tc.vendor] = tc
     for vendor, tc in _toolchains.items():
         _reports[vendor] = tc.report()
-    if not log.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s - cass.worker - %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
     for vendor, report in _reports.items():
         tools = ", ".join(f"{t} {(r['fingerprint'] or 'missing')[:16]}" for t, r in report.tools.items())
         log.info("host %s serves %s: %s", worker.name, vendor, tools)

@@ -1,0 +1,233 @@
+"""Vendor hosts on Dask: a real scheduler, an NVIDIA worker and an AMD worker on 127.0.0.1.
+
+The NVIDIA host has no AMD toolchain and the AMD host no CUDA; the AMD host's tools run inside
+the Debian trixie root (the worker enters it per call). See tests/vendor_hosts.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cass.hosts import NO_AMD, VendorHosts
+from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
+from stages.actions import ActionRunner, plan
+from store import Store
+from toolchains import load_toolchains
+from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
+
+SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+SLOW = b"""#include <cub/cub.cuh>
+template <typename T> void sort(T *d, int n) {
+    void *tmp = nullptr; size_t bytes = 0;
+    cub::DeviceRadixSort::SortKeys(tmp, bytes, d, d, n);
+    cub::DeviceRadixSort::SortPairs(tmp, bytes, d, d, d, d, n);
+}
+template void sort<int>(int *, int);
+template void sort<float>(float *, int);
+template void sort<double>(double *, int);
+template void sort<long long>(long long *, int);
+template void sort<unsigned>(unsigned *, int);
+template void sort<short>(short *, int);
+"""
+"""A real compile that runs for several seconds (CUB's radix sort for six key types)."""
+
+
+def amd_root_problem() -> str | None:
+    amd = load_toolchains()["amd"]
+    return next((f"{t}: {p}" for t in amd.tools() if (p := amd.status(t).problem)), None)
+
+
+pytestmark = pytest.mark.skipif(amd_root_problem() is not None,
+                                reason=f"the AMD host needs the trixie root: {amd_root_problem()}")
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory):
+    cluster = VendorHosts(tmp_path_factory.mktemp("hosts"))
+    try:
+        cluster.nvidia()
+        cluster.amd()
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def cluster(hosts):
+    c = Cluster(hosts.address)
+    yield c
+    c.close()
+
+
+def put_sample(store: Store, name: str, text: bytes) -> dict[str, str]:
+    return {name: store.put(text)}
+
+
+def test_cass_toolchains_lists_every_host_with_resources_and_fingerprints(hosts, toolchains):
+    proc = subprocess.run([sys.executable, "-m", "cass.cli", "toolchains", "--cluster", hosts.address],
+                          capture_output=True, text=True, env=TOOL_ENV, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert re.search(r"nvidia-1 .* resources nvidia=2\n", out)
+    assert re.search(r"amd-1 .* resources amd=2, hipify=2\n", out)
+    for vendor, tc in toolchains.items():   # the same installations: the same fingerprints
+        for tool in tc.tools():
+            assert re.search(rf"{vendor}\s+{re.escape(tool)}\s+{tc.fingerprint(tool)}", out), tool
+
+
+def test_jobs_run_only_on_their_vendors_host_and_hits_never_leave_the_driver(cluster, store):
+    nvidia, amd = cluster.toolchain("nvidia"), cluster.toolchain("amd")
+    inputs = put_sample(store, "saxpy.cu", SAXPY)
+    actions = [plan(nvidia, nvidia.targets("saxpy.cu", ["sm_90"], {"common": [], "host": []})[1].steps[0], inputs),
+               plan(amd, amd.hipify_step("saxpy.cu"), inputs)]
+    runner = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
+    outcomes = runner.run(actions, desc="cluster")
+    assert all(o.ok for o in outcomes.values())
+    assert runner.counts.by_host == {"nvidia-1": 1, "amd-1": 1}
+    assert b"saxpy" in store.get(outcomes[actions[1].key].record.outputs["hip"])
+    again = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
+    again.run(actions, desc="cluster")
+    assert again.counts.as_dict()["jobs_sent"] == 0 and again.counts.hits == 2
+
+
+def test_a_host_refuses_a_job_keyed_for_another_compiler(cluster, store):
+    nvidia = cluster.toolchain("nvidia")
+    other = dataclasses.replace(nvidia.reported, tools={
+        **nvidia.reported.tools, "nvcc": {**nvidia.reported.tools["nvcc"], "fingerprint": "0" * 64}})
+    stale = type(nvidia).from_report(other)
+    action = plan(stale, stale.targets("saxpy.cu", ["sm_90"], {"common": [], "host": []})[1].steps[0],
+                  put_sample(store, "saxpy.cu", SAXPY))
+    runner = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
+    with pytest.raises(ToolchainMismatchError, match=r"host nvidia-1 .* refuses nvcc job .* fingerprint"):
+        runner.run([action], desc="stale")
+    assert store.lookup(action.key) is None
+
+
+def test_a_job_no_host_can_run_fails_fast_and_names_the_fix(tmp_path, store):
+    only_nvidia = VendorHosts(tmp_path / "hosts")
+    try:
+        only_nvidia.nvidia()
+        cluster = Cluster(only_nvidia.address)
+        with pytest.raises(NoHostError, match=r"resource 'amd'.*connected: nvidia-1 \(nvidia=2\).*dask worker"):
+            cluster.toolchain("amd")
+        amd = load_toolchains()["amd"]
+        action = plan(amd, amd.hipify_step("saxpy.cu"), put_sample(store, "saxpy.cu", SAXPY))
+        with pytest.raises(NoHostError, match=r"1 job\(s\) \(hipify-perl\) need .*resource 'hipify'"):
+            ActionRunner(store, cluster.executor(host_wait_s=600), timeout_s=300).run([action], desc="no host")
+        cluster.close()
+    finally:
+        only_nvidia.close()
+
+
+def test_a_host_without_the_toolchain_it_advertises_does_not_start(hosts):
+    proc = hosts.start_worker("false-amd", {"amd": 1}, NO_AMD, wait=False)
+    assert proc.wait(timeout=120) != 0
+    assert "host false-amd cannot start: amd tool hipcc: not found" in hosts.log("false-amd")
+    assert "scripts/setup.sh" in hosts.log("false-amd")
+
+
+def running(marker: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_stopping_a_run_kills_the_compiler_on_its_host(cluster, store):
+    nvidia = cluster.toolchain("nvidia")
+    marker = f"slow_{uuid.uuid4().hex[:12]}.cu"
+    actions = [plan(nvidia, nvidia.targets(name, ["sm_90"], {"common": [], "host": []})[1].steps[0],
+                    put_sample(store, name, text)) for name, text in (("saxpy.cu", SAXPY), (marker, SLOW))]
+    runner = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
+    jobs = [runner.job(a) for a in actions]
+    results = cluster.executor(host_wait_s=30).run(jobs)
+    first, result = next(results)
+    assert first == 0 and result.ok and result.host == "nvidia-1"
+    deadline = time.monotonic() + 60
+    while not running(marker):
+        assert time.monotonic() < deadline, "the slow compile never started"
+        time.sleep(0.1)
+    results.close()   # the driver stops (an error, Ctrl-C): its jobs are cancelled on the hosts
+    deadline = time.monotonic() + 15
+    while running(marker):
+        assert time.monotonic() < deadline, f"nvcc still runs on the host: {running(marker)}"
+        time.sleep(0.1)
+
+
+# ----------------------------------------------------------------------------- the pipeline
+
+
+def finished_actions(log: str, tool: str) -> set[str]:
+    return set(re.findall(rf"finished {re.escape(tool)} action=(\w+)", log))
+
+
+def started_actions(log: str, tool: str) -> list[str]:
+    return re.findall(rf"started {re.escape(tool)} action=(\w+)", log)
+
+
+def export_hashes(project: Path) -> dict[str, str]:
+    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((project / "data" / "export").rglob("*.parquet"))}
+
+
+def stage_actions(project: Path, stage: str) -> dict:
+    return json.loads((project / "metrics" / f"{stage}.json").read_text())["actions"]
+
+
+@pytest.mark.slow
+def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(project, tmp_path):
+    hosts = VendorHosts(tmp_path / "hosts")
+    try:
+        hosts.nvidia()
+        hosts.amd()
+        build = copy_pipeline(tmp_path / "project")
+        env = {**TOOL_ENV, "CASS_SCHEDULER": hosts.address}
+        log = (tmp_path / "repro.log").open("w")
+        repro = subprocess.Popen(["dvc", "repro", "export"], cwd=build, env=env, stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 600
+        while len(finished_actions(hosts.log("amd-1"), "hipcc")) < 8:   # the AMD compile is under way
+            assert repro.poll() is None, (tmp_path / "repro.log").read_text()
+            assert time.monotonic() < deadline, "compile_amd never started"
+            time.sleep(0.05)
+        hosts.kill("amd-1")
+        store = Store(build / ".cass" / "store")
+        delivered = {k for k in finished_actions(hosts.log("amd-1"), "hipcc") if store.lookup(k) is not None}
+        hosts.amd()   # the host comes back (a new process, a new address)
+        assert repro.wait(timeout=900) == 0, (tmp_path / "repro.log").read_text()[-5000:]
+
+        assert export_hashes(build) == export_hashes(project)   # byte-identical to the local build
+        rerun = started_actions(hosts.log("amd-1", 2), "hipcc")
+        assert delivered and not delivered & set(rerun), "a finished job was computed again"
+        for stage, host in (("hipify", "amd-1"), ("compile_nvidia", "nvidia-1"), ("compile_amd", "amd-1"),
+                            ("normalize", "amd-1")):
+            actions = stage_actions(build, stage)
+            assert set(actions["jobs_by_host"]) == {host}, (stage, actions)
+            assert actions["transient_failures"] == 0 and actions["jobs_sent"] == actions["misses"] > 0
+        assert stage_actions(build, "compile_amd")["jobs_by_host"]["amd-1"] == \
+            stage_actions(project, "compile_amd")["misses"]
+
+        forced = ["hipify", "compile_nvidia", "compile_amd", "normalize"]
+        run_in_env = subprocess.run(["dvc", "repro", "--force", "--single-item", *forced], cwd=build, env=env,
+                                    capture_output=True, text=True, check=False)
+        assert run_in_env.returncode == 0, run_in_env.stdout + run_in_env.stderr
+        for stage in forced:   # every action is a store hit: nothing is sent to any host
+            actions = stage_actions(build, stage)
+            assert actions["jobs_sent"] == 0 and actions["hits"] > 0 and actions["jobs_by_host"] == {}, stage
+        assert export_hashes(build) == export_hashes(project)
+        run_in(["dvc", "status"], build)
+    finally:
+        hosts.close()
