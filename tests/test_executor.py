@@ -36,6 +36,16 @@ def test_failure_is_deterministic_not_transient(executor):
     assert result.exit_code == 1 and result.transient is None and result.outputs == {}
 
 
+def assert_gone(pid: int, what: str) -> None:
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{what} {pid} survived")
+
+
 def test_timeout_kills_the_whole_process_group(executor, tmp_path):
     pidfile = tmp_path / "grandchild.pid"
     job = sh(f"sleep 60 & echo $! > {pidfile}; wait", timeout=1.0)
@@ -43,15 +53,18 @@ def test_timeout_kills_the_whole_process_group(executor, tmp_path):
     [(_, result)] = list(executor.run([job]))
     assert time.monotonic() - start < 20
     assert result.transient == "timeout after 1 s"
-    grandchild = int(pidfile.read_text())
-    for _ in range(50):
-        try:
-            os.kill(grandchild, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"grandchild {grandchild} survived the timeout")
+    assert_gone(int(pidfile.read_text()), "the grandchild of a timed-out job")
+
+
+def test_a_caller_that_stops_early_kills_the_jobs_still_running(executor, tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    results = executor.run([sh("true"), sh(f"sleep 60 & echo $! > {pidfile}; wait", timeout=120)])
+    index, result = next(results)
+    assert index == 0 and result.ok and result.host == "local"
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        time.sleep(0.05)
+    results.close()   # an error or Ctrl-C in the caller
+    assert_gone(int(pidfile.read_text()), "the grandchild of a job whose caller stopped")
 
 
 def test_killed_by_signal_is_transient(executor):

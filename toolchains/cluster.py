@@ -259,7 +259,7 @@ class DaskExecutor(Executor):
         run_id = uuid.uuid4().hex[:8]
         futures = {}
         for i, (job, resource) in enumerate(zip(jobs, resources, strict=True)):
-            future = self.cluster.client.submit(run_job, job, key=f"{job.tool}-{job.action or i}-{run_id}",
+            future = self.cluster.client.submit(run_job, job, key=f"{job.tool}-{(job.action or '')[:16]}-{run_id}-{i}",
                                                 resources={resource: 1}, pure=False)
             future.add_done_callback(lambda _, i=i: done.put(i))
             futures[i] = future
