@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -23,7 +25,7 @@ from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
 from stages.actions import ActionRunner, plan
 from store import Store
 from toolchains import load_toolchains
-from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
+from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, run_job
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -43,8 +45,10 @@ template void sort<double>(double *, int);
 template void sort<long long>(long long *, int);
 template void sort<unsigned>(unsigned *, int);
 template void sort<short>(short *, int);
+template void sort<unsigned long long>(unsigned long long *, int);
+template void sort<unsigned short>(unsigned short *, int);
 """
-"""A real compile that runs for several seconds (CUB's radix sort for six key types)."""
+"""A real compile that runs for several seconds (CUB's radix sort for eight key types)."""
 
 
 def amd_root_problem() -> str | None:
@@ -165,6 +169,32 @@ def test_stopping_a_run_kills_the_compiler_on_its_host(cluster, store):
     while running(marker):
         assert time.monotonic() < deadline, f"nvcc still runs on the host: {running(marker)}"
         time.sleep(0.1)
+
+
+def test_a_host_being_stopped_kills_its_running_compiler(tmp_path, store):
+    one = VendorHosts(tmp_path / "hosts")
+    try:
+        one.nvidia()
+        cluster = Cluster(one.address)
+        nvidia = cluster.toolchain("nvidia")
+        marker = f"slow_{uuid.uuid4().hex[:12]}.cu"
+        action = plan(nvidia, nvidia.targets(marker, ["sm_90"], {"common": [], "host": []})[1].steps[0],
+                      put_sample(store, marker, SLOW))
+        job = ActionRunner(store, cluster.executor(host_wait_s=1), timeout_s=300).job(action)
+        future = cluster.client.submit(run_job, job, resources={"nvidia": 1}, pure=False)
+        deadline = time.monotonic() + 60
+        while not running(marker):
+            assert time.monotonic() < deadline, "the slow compile never started"
+            time.sleep(0.05)
+        os.killpg(one.procs["nvidia-1"].pid, signal.SIGTERM)   # what `systemctl stop` or Ctrl-C does
+        deadline = time.monotonic() + 3   # the compile alone runs several seconds longer
+        while running(marker):
+            assert time.monotonic() < deadline, f"nvcc outlived its host: {running(marker)}"
+            time.sleep(0.05)
+        future.cancel()
+        cluster.close()
+    finally:
+        one.close()
 
 
 # ----------------------------------------------------------------------------- the pipeline

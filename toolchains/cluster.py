@@ -21,6 +21,8 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import signal
+import threading
 import time
 import uuid
 from collections import Counter
@@ -77,6 +79,9 @@ def dask_setup(worker) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s - cass.worker - %(levelname)s - %(message)s"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            _kill_tools_on(signum)
     try:
         _load_toolchains(worker)
     except Exception as exc:
@@ -108,6 +113,23 @@ def dask_teardown(worker) -> None:
     """Preload hook: a worker that shuts down kills the tools it still runs."""
     if killed := kill_running():
         log.info("host %s shutting down: killed %d running tool(s)", worker.name, killed)
+
+
+def _kill_tools_on(signum: int) -> None:
+    """Make ``signum`` (SIGTERM, SIGINT: a host being stopped) kill the running tools' process
+    groups before the worker process goes (they run in their own groups, so the signal that
+    stops the worker never reaches them)."""
+    previous = signal.getsignal(signum)
+
+    def handler(sig, frame):
+        kill_running()
+        if callable(previous):
+            previous(sig, frame)
+        else:
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+
+    signal.signal(signum, handler)
 
 
 def host_reports(dask_worker=None) -> dict[str, ToolchainReport]:
