@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -25,7 +26,7 @@ from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
 from stages.actions import ActionRunner, plan
 from store import Store
 from toolchains import load_toolchains
-from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, run_job
+from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -171,7 +172,7 @@ def test_stopping_a_run_kills_the_compiler_on_its_host(cluster, store):
         time.sleep(0.1)
 
 
-def test_a_host_being_stopped_kills_its_running_compiler(tmp_path, store):
+def test_a_host_being_stopped_kills_its_compiler_and_the_job_is_transient_not_cached(tmp_path, store):
     one = VendorHosts(tmp_path / "hosts")
     try:
         one.nvidia()
@@ -180,8 +181,10 @@ def test_a_host_being_stopped_kills_its_running_compiler(tmp_path, store):
         marker = f"slow_{uuid.uuid4().hex[:12]}.cu"
         action = plan(nvidia, nvidia.targets(marker, ["sm_90"], {"common": [], "host": []})[1].steps[0],
                       put_sample(store, marker, SLOW))
-        job = ActionRunner(store, cluster.executor(host_wait_s=1), timeout_s=300).job(action)
-        future = cluster.client.submit(run_job, job, resources={"nvidia": 1}, pure=False)
+        runner = ActionRunner(store, cluster.executor(host_wait_s=2), timeout_s=300)
+        outcomes = {}
+        driver = threading.Thread(target=lambda: outcomes.update(runner.run([action], desc="slow")))
+        driver.start()
         deadline = time.monotonic() + 60
         while not running(marker):
             assert time.monotonic() < deadline, "the slow compile never started"
@@ -191,7 +194,9 @@ def test_a_host_being_stopped_kills_its_running_compiler(tmp_path, store):
         while running(marker):
             assert time.monotonic() < deadline, f"nvcc outlived its host: {running(marker)}"
             time.sleep(0.05)
-        future.cancel()
+        driver.join(timeout=60)
+        assert "no host with the resource 'nvidia' for 2 s" in outcomes[action.key].transient
+        assert runner.counts.transient == 1 and store.lookup(action.key) is None   # never cached
         cluster.close()
     finally:
         one.close()

@@ -137,7 +137,8 @@ def test_second_build_is_all_store_hits(store, toolchains):
     inputs = {"saxpy.cu": store.put(SAXPY), "scale.cuh": store.put(HEADER)}
     runs = [TargetRun(t, dict(inputs)) for t in nv.targets("saxpy.cu", ["sm_89"], FLAGS["nvidia"])]
     run_targets(nv, runner, runs)
-    assert runner.counts.as_dict() == {"hits": 3, "misses": 0, "transient_failures": 0, "corrupt_recomputed": 0}
+    assert runner.counts.as_dict() == {"hits": 3, "misses": 0, "transient_failures": 0, "corrupt_recomputed": 0,
+                                       "jobs_sent": 0, "jobs_by_host": {}}
 
 
 def test_missing_toolchain_says_how_to_install(tmp_path):
