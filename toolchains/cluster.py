@@ -203,7 +203,7 @@ class Cluster:
     def hosts(self) -> list[Host]:
         """Every connected worker with its toolchain reports, by name."""
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
-        reports = self.client.run(host_reports) if workers else {}
+        reports = self.client.run(host_reports, on_error="ignore") if workers else {}  # a host leaving now is skipped
         return sorted((Host(str(w.get("name", addr)), addr, dict(w.get("resources", {})), int(w.get("nthreads", 0)),
                             reports.get(addr, {})) for addr, w in workers.items()), key=lambda h: h.name)
 
