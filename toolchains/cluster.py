@@ -230,17 +230,13 @@ class Cluster:
             tools[tool] = next(iter(entries.values())) if entries else {
                 "path": None, "version": None, "fingerprint": None,
                 "problem": f"no connected host has the resource {resource!r}"}
-        layouts = {h.name: h.reports[vendor].layout for h in serving}
+        compiling = [h for h in serving if h.resources.get(vendor, 0) > 0] or serving   # the layout is theirs
+        layouts = {h.name: h.reports[vendor].layout for h in compiling}
         if len({repr(sorted(v.items())) for v in layouts.values()}) > 1:
             raise ToolchainMismatchError(f"hosts serving {vendor} have different installations: {layouts}")
-        first = serving[0].reports[vendor]
+        first = compiling[0].reports[vendor]
         report = ToolchainReport(vendor, tools, first.layout, first.include_root, first.missing_libraries)
         return TOOLCHAIN_CLASSES[vendor].from_report(report)
-
-    def toolchains(self) -> dict[str, Toolchain]:
-        """Every vendor's toolchain from the connected hosts (a vendor without a host is an error)."""
-        hosts = self.hosts()
-        return {vendor: self.toolchain(vendor, hosts) for vendor in sorted(set(RESOURCE_VENDOR.values()))}
 
     def _no_host(self, resource: str, hosts: list[Host]) -> str:
         connected = "; ".join(f"{h.name} ({', '.join(f'{r}={n:g}' for r, n in sorted(h.resources.items()))})"
