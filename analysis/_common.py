@@ -216,18 +216,6 @@ def amd_opcodes(text: str | None) -> list[str]:
     return out
 
 
-def x86_opcodes(text: str | None) -> list[str]:
-    """x86-64 host mnemonics (AT&T syntax): the first word of each indented line that is not a directive."""
-    out: list[str] = []
-    for line in (text or "").splitlines():
-        if not line[:1].isspace():
-            continue
-        token = line.split("#", 1)[0].strip().split(None, 1)
-        if token and re.fullmatch(r"[a-z][a-z0-9]*", token[0]):
-            out.append(token[0])
-    return out
-
-
 OPCODE_PARSERS = {"nvidia": sass_opcodes, "amd": amd_opcodes}
 
 
@@ -276,7 +264,6 @@ def write_plot_csv(frame: pl.DataFrame, name: str) -> Path:
 
 VENDOR_COLORS = {"nvidia": "#5a8f00", "amd": "#c8102e"}
 BACKEND_COLORS = {"cuda_host": "#a6d65a", "cuda_device": "#5a8f00", "hip_host": "#f08a8a", "hip_device": "#c8102e"}
-VENDOR_LABELS = {"nvidia": "NVIDIA (SASS)", "amd": "AMD (RDNA3)"}
 
 plt.rcParams.update(
     {

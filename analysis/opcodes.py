@@ -38,6 +38,7 @@
 # `opcode_frequency.csv`, `opcode_categories.csv`, `opcode_tsne.csv`; numbers under the key `opcodes`.
 
 # %%
+import functools
 import re
 import sys
 from collections import Counter
@@ -110,8 +111,10 @@ CATEGORY_RULES: list[tuple[str, str, str]] = [
 _RULES = [(vendor, category, re.compile(regex)) for vendor, category, regex in CATEGORY_RULES]
 
 
+@functools.cache
 def opcode_category(vendor: str, opcode: str) -> str:
-    """Category of one mnemonic under ``CATEGORY_RULES``; ``other`` when no rule matches."""
+    """Category of one mnemonic under ``CATEGORY_RULES``; ``other`` when no rule matches (cached:
+    a corpus has a few hundred distinct mnemonics and millions of occurrences)."""
     name = "v_" + opcode[len("v_dual_") :] if vendor == "amd" and opcode.startswith("v_dual_") else opcode
     for rule_vendor, category, regex in _RULES:
         if rule_vendor == vendor and regex.fullmatch(name):

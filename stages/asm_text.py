@@ -59,6 +59,7 @@ function's full text in a CUDA or HIP source.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -384,11 +385,12 @@ def match_kernels(cuda_names: Iterable[str], hip_names: Iterable[str]) -> dict[s
 # ------------------------------------------------------------------------------- CUDA source
 
 
+@functools.lru_cache(maxsize=4)
 def _mask_source(source: str) -> str:
     """``source`` with comments, string/char literals and preprocessor lines blanked to spaces.
 
     Newlines are kept and every other masked character becomes a space, so indices agree with
-    ``source``.
+    ``source``. Cached: every kernel of a file is cut from the same masked text.
     """
     out = list(source)
     n = len(source)

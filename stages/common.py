@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import sys
@@ -125,6 +126,16 @@ def write_parquet(df: pl.DataFrame, path: Path, sort_by: str | None = "sample_id
     tmp = path.with_suffix(".tmp")
     df.write_parquet(tmp, compression="zstd", compression_level=9, statistics=True)
     tmp.replace(path)
+
+
+def write_shards(table: pl.DataFrame, folder: Path, per_shard: int) -> int:
+    """``table`` as ``train-XXXXX-of-XXXXX.parquet`` shards of ``per_shard`` rows in its order; returns
+    the shard count (at least one, so an empty table still has its schema on disk)."""
+    shards = max(1, math.ceil(table.height / per_shard))
+    for i in range(shards):
+        write_parquet(table.slice(i * per_shard, per_shard), folder / f"train-{i:05d}-of-{shards:05d}.parquet",
+                      sort_by=None)
+    return shards
 
 
 def write_metrics(stage: str, metrics: dict) -> None:

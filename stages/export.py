@@ -10,12 +10,11 @@ row, next to the artifacts they produced.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 
 import polars as pl
 
-from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_parquet
+from stages.common import DATA_DIR, load_params, manifest_path, open_store, read_manifest, write_metrics, write_shards
 from stages.prompts import TASKS
 from stages.tokens import COUNT_COLUMNS
 from stages.toolchains import read_record
@@ -144,11 +143,8 @@ def provenance(params: dict) -> dict:
 
 def write_table(table: pl.DataFrame, name: str, per_shard: int) -> dict:
     """Shards of one table under ``data/export/<name>/``; returns its rows, shards and bytes."""
-    shards = max(1, math.ceil(table.height / per_shard))
     folder = EXPORT_DIR / name
-    for i in range(shards):
-        write_parquet(table.slice(i * per_shard, per_shard), folder / f"train-{i:05d}-of-{shards:05d}.parquet",
-                      sort_by=None)
+    shards = write_shards(table, folder, per_shard)
     return {"rows": table.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}
 
 
@@ -156,7 +152,7 @@ def main() -> None:
     params = load_params()
     store = open_store(params)
     pairs = read_manifest("normalize")
-    counts = {r.pop("unit_id"): r for r in pl.read_parquet(DATA_DIR / "tokens" / "counts.parquet")
+    counts = {r.pop("unit_id"): r for r in pl.read_parquet(manifest_path("tokens", "counts"))
               .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
     prov = provenance(params)
     rows = [{**export_row(store, r, prov), **counts[r["sample_id"]]}

@@ -111,8 +111,7 @@ def _nearness(folder: str, includer_dir: str) -> tuple[int, int, str]:
     return (-common, len(a), folder)
 
 
-def _search(index: TreeIndex, laid_out: set[str], includer: str, quoted: bool, name: str,
-            include_dirs: list[str]) -> str | None:
+def _search(laid_out: set[str], includer: str, quoted: bool, name: str, include_dirs: list[str]) -> str | None:
     """The file the compilers find for one include, over the files that will be laid out."""
     folders = ([posixpath.dirname(includer) or ROOT_DIR] if quoted else []) + include_dirs
     for folder in folders:
@@ -157,10 +156,9 @@ def resolve_includes(index: TreeIndex, main: str) -> Includes:
                 queue.append(target)
     if ROOT_DIR not in include_dirs:
         include_dirs.append(ROOT_DIR)
-    laid_out = seen
-    conflicts = sorted({
+    conflicts = sorted({   # replay the compilers' search over the files that will be laid out
         f"{includer}: #include {name!r} finds {found or 'nothing'}, meant {target}"
         for includer, quoted, name, target in wanted
-        if (found := _search(index, laid_out, includer, quoted, name, include_dirs)) != target
+        if (found := _search(seen, includer, quoted, name, include_dirs)) != target
     })
     return Includes(sorted(seen - {main}), include_dirs, sorted(unresolved), conflicts)

@@ -105,12 +105,17 @@ class Ingest:
         return {"sample_id": sample_id(origin, path), "origin": origin, "path": path}
 
 
-def stack_v2(ingest: Ingest, store: Store) -> None:
-    """The files ``fetch_stack`` downloaded (single files with their Stack v2 provenance)."""
+def fetched_stack() -> pl.DataFrame | None:
+    """The manifest of the files ``fetch_stack`` downloaded, if that stage ran."""
     path = manifest_path("fetch_stack")
-    if not path.exists():
+    return pl.read_parquet(path) if path.exists() else None
+
+
+def stack_v2(ingest: Ingest, store: Store, fetched: pl.DataFrame | None) -> None:
+    """The files ``fetch_stack`` downloaded (single files with their Stack v2 provenance)."""
+    if fetched is None:
         return
-    for row in pl.read_parquet(path).iter_rows(named=True):
+    for row in fetched.iter_rows(named=True):
         provenance = {"repository": row["repo_name"], "revision": row["revision_id"],
                       "license_type": row["license_type"], "detected_licenses": row["detected_licenses"],
                       "stars": row["star_events_count"]}
@@ -119,16 +124,12 @@ def stack_v2(ingest: Ingest, store: Store) -> None:
                    provenance, declared_encoding=row["src_encoding"])
 
 
-def stack_licenses() -> dict[str, dict]:
+def stack_licenses(fetched: pl.DataFrame | None) -> dict[str, dict]:
     """Per Stack v2 repository: its most common license type, every detected license, its stars
     (a checkout of a repository the Stack lists carries them to the files it did not list)."""
-    path = manifest_path("fetch_stack")
-    if not path.exists():
+    if fetched is None or not fetched.height:
         return {}
-    rows = pl.read_parquet(path)
-    if not rows.height:
-        return {}
-    per_repo = rows.group_by("repo_name").agg(
+    per_repo = fetched.group_by("repo_name").agg(
         pl.col("license_type").drop_nulls().mode().sort().first().alias("license_type"),
         pl.col("detected_licenses").list.explode(keep_nulls=False, empty_as_null=False).unique().sort()
         .alias("detected_licenses"),
@@ -136,12 +137,13 @@ def stack_licenses() -> dict[str, dict]:
     return {r.pop("repo_name"): r for r in per_repo.iter_rows(named=True)}
 
 
-def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float) -> None:
-    """The checkouts the ``clone_repos`` stage made, each at its pinned commit."""
+def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float,
+                        licenses: dict[str, dict]) -> None:
+    """The checkouts the ``clone_repos`` stage made, each at its pinned commit (with the Stack v2
+    license fields of their repository, ``licenses``)."""
     path = manifest_path("clone_repos")
     if not path.exists():
         return
-    licenses = stack_licenses()
     for repo in pl.read_parquet(path).iter_rows(named=True):
         try:
             checkout(repo["url"], repo["revision"], Path(repo["checkout"]), timeout_s)  # no-op unless deleted
@@ -163,8 +165,9 @@ def main() -> None:
         if not root.is_dir():
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
         ingest.tree(root, tree["origin"], extensions)
-    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"])
-    stack_v2(ingest, store)
+    fetched = fetched_stack()
+    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched))
+    stack_v2(ingest, store, fetched)
     kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
     duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
     if duplicate_ids.height:

@@ -10,12 +10,11 @@ loader read), plus ``data/instruct/dataset_info.json`` declaring both for LLaMA-
 from __future__ import annotations
 
 import json
-import math
 import shutil
 
 import polars as pl
 
-from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_parquet
+from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_shards
 from stages.prompts import TASKS
 from stages.tokens import units
 
@@ -38,8 +37,9 @@ def dataset_info() -> dict:
 def main() -> None:
     params = load_params()
     store = open_store(params)
-    fitting = set(read_manifest("tokens")["unit_id"])
-    items = [i for i in units(store, read_manifest("normalize"), read_manifest("kernels")) if i["unit_id"] in fitting]
+    fitting = read_manifest("tokens")["unit_id"]   # a unit's id is its row's sample_id at both levels
+    items = units(store, read_manifest("normalize").filter(pl.col("sample_id").is_in(fitting)),
+                  read_manifest("kernels").filter(pl.col("sample_id").is_in(fitting)))
     if OUT_DIR.exists():
         shutil.rmtree(OUT_DIR)
     per_shard = params["export"]["rows_per_shard"]
@@ -50,10 +50,7 @@ def main() -> None:
                  "kernel": i["kernel"], "origin": i["origin"], "path": i["path"], "domain": i["domain"],
                  "messages": task.messages(i["texts"][prompt], i["texts"][answer])} for i in items]
         table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
-        shards = max(1, math.ceil(table.height / per_shard))
-        for n in range(shards):
-            write_parquet(table.slice(n * per_shard, per_shard),
-                          OUT_DIR / task.name / f"train-{n:05d}-of-{shards:05d}.parquet", sort_by=None)
+        shards = write_shards(table, OUT_DIR / task.name, per_shard)
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows()))}
     (OUT_DIR / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")

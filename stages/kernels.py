@@ -66,8 +66,9 @@ def main() -> None:
         cuda_source = store.get_text(row["files"][0]["digest"])
         hip_source = store.get_text(row["hip_files"][0]["digest"])
         matched = match_kernels(sass, amd)
+        hip_matched = set(matched.values())
         unmatched = [(k, "only_nvidia") for k in sass if k not in matched] + \
-            [(k, "only_amd") for k in amd if k not in set(matched.values())]
+            [(k, "only_amd") for k in amd if k not in hip_matched]
         for kernel, reason in unmatched:
             out.rows_in += 1
             out.drop(identity(row, kernel), reason, kernel)

@@ -77,7 +77,8 @@ def make_plan(root: Path, remote: dict[str, str]) -> Plan:
         data = (root / path).read_bytes()
         ids = {hashlib.sha256(data).hexdigest(), git_blob_id(data)}
         (plan.unchanged if remote.get(path) in ids else plan.upload).append(path)
-    plan.delete = sorted(p for p in remote if p.startswith("data/") and p not in set(local))
+    kept = set(local)
+    plan.delete = sorted(p for p in remote if p.startswith("data/") and p not in kept)
     return plan
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 
 import polars as pl
 
-from stages.common import DATA_DIR, StageOutput, load_params, open_store, read_manifest, write_parquet
+from stages.common import DATA_DIR, StageOutput, load_params, manifest_path, open_store, read_manifest, write_parquet
 from stages.normalize import mean_reduction
 from stages.prompts import ASM, SOURCE, TASKS
 from stages.tokenizer import count_tokens, load_tokenizer
@@ -66,7 +66,7 @@ def main() -> None:
     }, schema_overrides={"kernel": pl.String}).with_columns(
         *((pl.col(f"{t.name}_prompt_tokens") + pl.col(f"{t.name}_answer_tokens") <= limit).alias(f"fits_{t.name}")
           for t in TASKS))
-    write_parquet(counts, DATA_DIR / STAGE / "counts.parquet", sort_by="unit_id")
+    write_parquet(counts, manifest_path(STAGE, "counts"), sort_by="unit_id")
 
     out = StageOutput(STAGE, rows_in=len(items))
     kept = []
