@@ -95,6 +95,12 @@ class AmdToolchain(Toolchain):
     def version_command(self, tool: str) -> list[str]:
         return ["-version"] if tool == "hipify-perl" else ["--version"]
 
+    def clean_version(self, text: str) -> str:
+        """Without llvm-mc's list of every registered target and the pcilib/lspci warnings hipcc
+        prints where it finds no PCI bus."""
+        text = text.split("Registered Targets")[0].strip()
+        return "\n".join(ln for ln in text.splitlines() if "pcilib" not in ln and "lspci" not in ln)
+
     def identity_files(self, tool: str) -> list[Path]:
         tool_file = self.tool_path(tool)
         files = [tool_file] if tool_file else []

@@ -12,7 +12,7 @@ import os
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import blake3
@@ -130,6 +130,7 @@ class Toolchain(ABC):
     def __init__(self, launcher: Launcher | None):
         self.launcher = launcher
         self._fingerprints: dict[str, str] = {}
+        self._versions: dict[str, str] = {}
         self._layout: dict | None = None
 
     @classmethod
@@ -159,7 +160,7 @@ class Toolchain(ABC):
         tools = {}
         for tool in self.tools():
             status = self.status(tool)
-            tools[tool] = {**{k: v for k, v in asdict(status).items() if k in ("path", "version", "problem")},
+            tools[tool] = {"path": status.path, "version": status.version, "problem": status.problem,
                            "fingerprint": None if status.problem else self.fingerprint(tool)}
         return ToolchainReport(self.vendor, tools, self.layout(), str(self.include_root()),
                                tuple(self.missing_libraries()))
@@ -196,13 +197,18 @@ class Toolchain(ABC):
             raise ToolchainMissingError(f"{self.vendor} tool {tool}: {problem}. {self.install_hint}")
 
     def version(self, tool: str) -> str:
-        """The tool's own version text (its version output, one line, noise removed)."""
-        argv = self.launcher.argv(tool, tuple(self.version_command(tool)), Path("/"))
-        proc = subprocess.run(argv, capture_output=True, text=True, env=self.launcher.env(),
-                              timeout=60, check=False)
-        text = (proc.stdout or proc.stderr).split("Registered Targets")[0].strip()  # llvm-mc lists every target
-        lines = [ln for ln in text.splitlines() if ln.strip() and "pcilib" not in ln and "lspci" not in ln]
-        return " | ".join(lines) if lines else f"(exit {proc.returncode})"
+        """The tool's own version text (its version output, one line, noise removed), run once."""
+        if tool not in self._versions:
+            argv = self.launcher.argv(tool, tuple(self.version_command(tool)), Path("/"))
+            proc = subprocess.run(argv, capture_output=True, text=True, env=self.launcher.env(),
+                                  timeout=60, check=False)
+            lines = [ln for ln in self.clean_version(proc.stdout or proc.stderr).splitlines() if ln.strip()]
+            self._versions[tool] = " | ".join(lines) if lines else f"(exit {proc.returncode})"
+        return self._versions[tool]
+
+    def clean_version(self, text: str) -> str:
+        """Remove what is not version information from a tool's version output (default: nothing)."""
+        return text.strip()
 
     def status(self, tool: str) -> ToolStatus:
         path = self.tool_path(tool)

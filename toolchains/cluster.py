@@ -200,10 +200,11 @@ class Cluster:
         """The resources of every connected worker, by address."""
         return {addr: w.get("resources", {}) for addr, w in self.client.scheduler_info(n_workers=-1)["workers"].items()}
 
-    def hosts(self) -> list[Host]:
-        """Every connected worker with its toolchain reports, by name."""
+    def hosts(self, with_reports: bool = True) -> list[Host]:
+        """Every connected worker, by name, with its toolchain reports (asked of every worker)."""
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
-        reports = self.client.run(host_reports, on_error="ignore") if workers else {}  # a host leaving now is skipped
+        ask = workers and with_reports
+        reports = self.client.run(host_reports, on_error="ignore") if ask else {}  # a host leaving now is skipped
         return sorted((Host(str(w.get("name", addr)), addr, dict(w.get("resources", {})), int(w.get("nthreads", 0)),
                             reports.get(addr, {})) for addr, w in workers.items()), key=lambda h: h.name)
 
@@ -272,7 +273,7 @@ class DaskExecutor(Executor):
             resource = sorted(lacking)[0]
             need = Counter(j.tool for j, r in zip(jobs, resources, strict=True) if r == resource)
             raise NoHostError(f"{sum(need.values())} job(s) ({', '.join(sorted(need))}) need "
-                              + self.cluster._no_host(resource, self.cluster.hosts()))
+                              + self.cluster._no_host(resource, self.cluster.hosts(with_reports=False)))
         done: queue.SimpleQueue[int] = queue.SimpleQueue()
         run_id = uuid.uuid4().hex[:8]
         futures = {}
