@@ -31,9 +31,9 @@ from bench.gen_corpus import generate  # noqa: E402
 from cass.hosts import VendorHosts  # noqa: E402
 from stages.actions import ActionRunner, plan  # noqa: E402
 from store import Store  # noqa: E402
-from toolchains import LocalExecutor, load_toolchains  # noqa: E402
+from toolchains import load_toolchains, local_executor  # noqa: E402
 from toolchains.cluster import Cluster  # noqa: E402
-from toolchains.executor import Executor, Job  # noqa: E402
+from toolchains.executor import Executor, Job, run_in_scratch  # noqa: E402
 
 SECTION = "## Vendor hosts on Dask (issue 8)"
 ARCH = "sm_90"
@@ -63,15 +63,14 @@ def throughput(executor: Executor, sources: list[Path], work: Path, nvidia) -> t
     return seconds, dict(runner.counts.by_host)
 
 
-def small_job(nvidia, work: Path) -> Job:
+def small_job(nvidia) -> Job:
     """``cuobjdump -elf`` of the cubin of a one-kernel program: a real job of about a millisecond."""
-    src = work / "axpy.cu"
-    src.write_text("__global__ void axpy(float a, float *x) { x[threadIdx.x] *= a; }\n")
-    home = Path(nvidia.tool_path("nvcc")).parent
-    subprocess.run([str(home / "nvcc"), f"-arch={ARCH}", "-cubin", str(src), "-o", str(work / "axpy.cubin")],
-                   check=True, env={**os.environ, "PATH": f"{home}:{os.environ['PATH']}"})
+    axpy = b"__global__ void axpy(float a, float *x) { x[threadIdx.x] *= a; }\n"
+    nvcc = Job("nvidia", "nvcc", (f"-arch={ARCH}", "-cubin", "axpy.cu", "-o", "axpy.cubin"), {"axpy.cu": axpy},
+               ("axpy.cubin",), 120)
+    cubin = run_in_scratch(nvidia.launcher, nvcc)
     return Job(vendor="nvidia", tool="cuobjdump", args=("-elf", "axpy.cubin"),
-               inputs={"axpy.cubin": (work / "axpy.cubin").read_bytes()}, outputs=("elf",), timeout_s=60,
+               inputs={"axpy.cubin": cubin.outputs["axpy.cubin"]}, outputs=("elf",), timeout_s=60,
                stdout_as="elf", fingerprint=nvidia.fingerprint("cuobjdump"), action="bench")
 
 
@@ -93,7 +92,7 @@ def per_hit(executor: Executor, work: Path, nvidia, sources: list[Path]) -> tupl
     """Seconds per action of a run where every action is a hit; jobs sent (must be 0)."""
     store = Store(work / "store-hits")
     actions = cubin_actions(store, nvidia, sources)
-    ActionRunner(store, LocalExecutor({"nvidia": nvidia.launcher}), timeout_s=600).run(actions, desc="warm")
+    ActionRunner(store, local_executor({"nvidia": nvidia}), timeout_s=600).run(actions, desc="warm")
     repeats = 200
     runner = ActionRunner(store, executor, timeout_s=600)
     start = time.perf_counter()
@@ -117,7 +116,7 @@ def main() -> None:
 
     rows = []
     for n in args.workers:
-        local_s, _ = throughput(LocalExecutor({"nvidia": nvidia.launcher}, workers=n), sources, work, nvidia)
+        local_s, _ = throughput(local_executor({"nvidia": nvidia}, n), sources, work, nvidia)
         hosts = VendorHosts(work / f"hosts-{n}")
         try:
             for i in range(n):
@@ -135,11 +134,11 @@ def main() -> None:
     try:
         hosts.nvidia("nvidia-1", nthreads=1)
         cluster = Cluster(hosts.address)
-        job = small_job(nvidia, work)
-        local_batch, local_single = per_job(LocalExecutor({"nvidia": nvidia.launcher}, workers=1), job, args.jobs)
+        job = small_job(nvidia)
+        local_batch, local_single = per_job(local_executor({"nvidia": nvidia}, 1), job, args.jobs)
         cluster_batch, cluster_single = per_job(cluster.executor(60), job, args.jobs)
         hit_sources = sources[:8]
-        local_hit, _ = per_hit(LocalExecutor({"nvidia": nvidia.launcher}), work, nvidia, hit_sources)
+        local_hit, _ = per_hit(local_executor({"nvidia": nvidia}), work, nvidia, hit_sources)
         cluster_hit, sent = per_hit(cluster.executor(60), work, cluster.toolchain("nvidia"), hit_sources)
         cluster.close()
     finally:

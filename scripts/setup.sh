@@ -26,18 +26,21 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
 
-# The AMD packages (keep in sync with toolchains/amd.py TRIXIE_PACKAGES): compiler, HIPIFY and the
-# hip* library headers (7 GB with the rocBLAS kernels they pull in; about 2 min).
-AMD_PACKAGES="hipcc hipify-perl libhipblas-dev libhipfft-dev libhipcub-dev librocthrust-dev libhipsparse-dev libhiprand-dev libhipsolver-dev"
-amd_missing() {
-  for f in usr/bin/hipcc usr/bin/hipify-perl usr/include/hipblas/hipblas.h usr/include/hipfft/hipfft.h \
-           usr/include/hipcub/hipcub.hpp usr/include/thrust/version.h usr/include/hipsparse/hipsparse.h \
-           usr/include/hiprand/hiprand_kernel.h usr/include/hipsolver/hipsolver.h; do
-    [ -e "$AMD_ROOT/$f" ] || return 0
-  done
-  return 1
+# The AMD packages and what must exist in the root come from toolchains/amd.py (the compiler,
+# HIPIFY and the hip* library headers; 7 GB with the rocBLAS kernels they pull in; about 2 min).
+AMD_PACKAGES=$(.venv/bin/python -c 'from toolchains.amd import TRIXIE_PACKAGES; print(TRIXIE_PACKAGES)')
+amd_complete() {   # any error counts as incomplete: the install below then runs (it is idempotent)
+  .venv/bin/python - "$AMD_ROOT" <<'PY'
+import sys
+from pathlib import Path
+
+from toolchains import AmdToolchain
+
+amd = AmdToolchain.in_root(Path(sys.argv[1]))
+sys.exit(1 if amd.missing_libraries() or any(amd.tool_path(t) is None for t in ("hipcc", "hipify-perl")) else 0)
+PY
 }
-if [ -z "${CASS_ROCM_PATH:-}" ] && amd_missing; then
+if [ -z "${CASS_ROCM_PATH:-}" ] && ! amd_complete; then
   if [ ! -x "$AMD_ROOT/usr/bin/apt-get" ]; then
     echo "setup: debootstrap Debian trixie into $AMD_ROOT (about 30 s)"
     rm -rf "$AMD_ROOT.partial"

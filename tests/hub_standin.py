@@ -16,12 +16,9 @@ from dataclasses import dataclass, field
 
 import httpx2
 import yaml
+from stack_v2_standin import git_sha1
 
 ENDPOINT = "https://hub.test"
-
-
-def git_blob_id(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 @dataclass
@@ -92,7 +89,7 @@ class FakeHub:
                                    json={"error": "Repository not found"})
         entries = []
         for path, data in sorted(self.repos[repo_id].items()):
-            entry = {"type": "file", "oid": git_blob_id(data), "size": len(data), "path": path}
+            entry = {"type": "file", "oid": git_sha1(data), "size": len(data), "path": path}
             if not path.endswith(".md"):
                 entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
             entries.append(entry)

@@ -19,7 +19,8 @@ import polars as pl
 import pytest
 from PIL import Image
 
-REPO = Path(__file__).resolve().parents[1]
+from cass.scaffold import REPO
+
 EXPORT_DIR = os.environ.get("CASS_TEST_EXPORT_DIR") or str(REPO / "data" / "export")
 METRICS_DIR = os.environ.get("CASS_TEST_METRICS_DIR") or str(REPO / "metrics")
 

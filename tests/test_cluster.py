@@ -1,14 +1,12 @@
 """Vendor hosts on Dask: a real scheduler, an NVIDIA worker and an AMD worker on 127.0.0.1.
 
 The NVIDIA host has no AMD toolchain and the AMD host no CUDA; the AMD host's tools run inside
-the Debian trixie root (the worker enters it per call). See tests/vendor_hosts.py.
+the Debian trixie root (the worker enters it per call). See cass/hosts.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import re
 import signal
@@ -17,9 +15,9 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+from project_helpers import metrics, parquet_hashes
 
 from cass.hosts import NO_AMD, VendorHosts
 from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
@@ -57,8 +55,9 @@ def amd_root_problem() -> str | None:
     return next((f"{t}: {p}" for t in amd.tools() if (p := amd.status(t).problem)), None)
 
 
-pytestmark = pytest.mark.skipif(amd_root_problem() is not None,
-                                reason=f"the AMD host needs the trixie root: {amd_root_problem()}")
+AMD_ROOT_PROBLEM = amd_root_problem()
+pytestmark = pytest.mark.skipif(AMD_ROOT_PROBLEM is not None,
+                                reason=f"the AMD host needs the trixie root: {AMD_ROOT_PROBLEM}")
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +76,19 @@ def cluster(hosts):
     c = Cluster(hosts.address)
     yield c
     c.close()
+
+
+@pytest.fixture
+def nvidia_only(tmp_path):
+    """A cluster of its own with one NVIDIA host (for tests that stop it or need AMD absent)."""
+    hosts = VendorHosts(tmp_path / "hosts")
+    try:
+        hosts.nvidia()
+        cluster = Cluster(hosts.address)
+        yield hosts, cluster
+        cluster.close()
+    finally:
+        hosts.close()
 
 
 def put_sample(store: Store, name: str, text: bytes) -> dict[str, str]:
@@ -123,20 +135,14 @@ def test_a_host_refuses_a_job_keyed_for_another_compiler(cluster, store):
     assert store.lookup(action.key) is None
 
 
-def test_a_job_no_host_can_run_fails_fast_and_names_the_fix(tmp_path, store):
-    only_nvidia = VendorHosts(tmp_path / "hosts")
-    try:
-        only_nvidia.nvidia()
-        cluster = Cluster(only_nvidia.address)
-        with pytest.raises(NoHostError, match=r"resource 'amd'.*connected: nvidia-1 \(nvidia=2\).*dask worker"):
-            cluster.toolchain("amd")
-        amd = load_toolchains()["amd"]
-        action = plan(amd, amd.hipify_step("saxpy.cu"), put_sample(store, "saxpy.cu", SAXPY))
-        with pytest.raises(NoHostError, match=r"1 job\(s\) \(hipify-perl\) need .*resource 'hipify'"):
-            ActionRunner(store, cluster.executor(host_wait_s=600), timeout_s=300).run([action], desc="no host")
-        cluster.close()
-    finally:
-        only_nvidia.close()
+def test_a_job_no_host_can_run_fails_fast_and_names_the_fix(nvidia_only, store, toolchains):
+    _, cluster = nvidia_only
+    with pytest.raises(NoHostError, match=r"resource 'amd'.*connected: nvidia-1 \(nvidia=2\).*dask worker"):
+        cluster.toolchain("amd")
+    amd = toolchains["amd"]
+    action = plan(amd, amd.hipify_step("saxpy.cu"), put_sample(store, "saxpy.cu", SAXPY))
+    with pytest.raises(NoHostError, match=r"1 job\(s\) \(hipify-perl\) need .*resource 'hipify'"):
+        ActionRunner(store, cluster.executor(host_wait_s=600), timeout_s=300).run([action], desc="no host")
 
 
 def test_a_host_without_the_toolchain_it_advertises_does_not_start(hosts):
@@ -172,34 +178,28 @@ def test_stopping_a_run_kills_the_compiler_on_its_host(cluster, store):
         time.sleep(0.1)
 
 
-def test_a_host_being_stopped_kills_its_compiler_and_the_job_is_transient_not_cached(tmp_path, store):
-    one = VendorHosts(tmp_path / "hosts")
-    try:
-        one.nvidia()
-        cluster = Cluster(one.address)
-        nvidia = cluster.toolchain("nvidia")
-        marker = f"slow_{uuid.uuid4().hex[:12]}.cu"
-        action = plan(nvidia, nvidia.targets(marker, ["sm_90"], {"common": [], "host": []})[1].steps[0],
-                      put_sample(store, marker, SLOW))
-        runner = ActionRunner(store, cluster.executor(host_wait_s=2), timeout_s=300)
-        outcomes = {}
-        driver = threading.Thread(target=lambda: outcomes.update(runner.run([action], desc="slow")))
-        driver.start()
-        deadline = time.monotonic() + 60
-        while not running(marker):
-            assert time.monotonic() < deadline, "the slow compile never started"
-            time.sleep(0.05)
-        os.killpg(one.procs["nvidia-1"].pid, signal.SIGTERM)   # what `systemctl stop` or Ctrl-C does
-        deadline = time.monotonic() + 3   # the compile alone runs several seconds longer
-        while running(marker):
-            assert time.monotonic() < deadline, f"nvcc outlived its host: {running(marker)}"
-            time.sleep(0.05)
-        driver.join(timeout=60)
-        assert "no host with the resource 'nvidia' for 2 s" in outcomes[action.key].transient
-        assert runner.counts.transient == 1 and store.lookup(action.key) is None   # never cached
-        cluster.close()
-    finally:
-        one.close()
+def test_a_host_being_stopped_kills_its_compiler_and_the_job_is_transient_not_cached(nvidia_only, store):
+    hosts, cluster = nvidia_only
+    nvidia = cluster.toolchain("nvidia")
+    marker = f"slow_{uuid.uuid4().hex[:12]}.cu"
+    action = plan(nvidia, nvidia.targets(marker, ["sm_90"], {"common": [], "host": []})[1].steps[0],
+                  put_sample(store, marker, SLOW))
+    runner = ActionRunner(store, cluster.executor(host_wait_s=2), timeout_s=300)
+    outcomes = {}
+    driver = threading.Thread(target=lambda: outcomes.update(runner.run([action], desc="slow")))
+    driver.start()
+    deadline = time.monotonic() + 60
+    while not running(marker):
+        assert time.monotonic() < deadline, "the slow compile never started"
+        time.sleep(0.05)
+    os.killpg(hosts.procs["nvidia-1"].pid, signal.SIGTERM)   # what `systemctl stop` or Ctrl-C does
+    deadline = time.monotonic() + 3   # the compile alone runs several seconds longer
+    while running(marker):
+        assert time.monotonic() < deadline, f"nvcc outlived its host: {running(marker)}"
+        time.sleep(0.05)
+    driver.join(timeout=60)
+    assert "no host with the resource 'nvidia' for 2 s" in outcomes[action.key].transient
+    assert runner.counts.transient == 1 and store.lookup(action.key) is None   # never cached
 
 
 # ----------------------------------------------------------------------------- the pipeline
@@ -211,15 +211,6 @@ def finished_actions(log: str, tool: str) -> set[str]:
 
 def started_actions(log: str, tool: str) -> list[str]:
     return re.findall(rf"started {re.escape(tool)} action=(\w+)", log)
-
-
-def export_hashes(project: Path) -> dict[str, str]:
-    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((project / "data" / "export").rglob("*.parquet"))}
-
-
-def stage_actions(project: Path, stage: str) -> dict:
-    return json.loads((project / "metrics" / f"{stage}.json").read_text())["actions"]
 
 
 @pytest.mark.slow
@@ -244,25 +235,26 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
         hosts.amd()   # the host comes back (a new process, a new address)
         assert repro.wait(timeout=900) == 0, (tmp_path / "repro.log").read_text()[-5000:]
 
-        assert export_hashes(build) == export_hashes(project)   # byte-identical to the local build
+        local_export = parquet_hashes(project, "data/export")
+        assert parquet_hashes(build, "data/export") == local_export   # byte-identical to the local build
         rerun = started_actions(hosts.log("amd-1", 2), "hipcc")
         assert delivered and not delivered & set(rerun), "a finished job was computed again"
         for stage, host in (("hipify", "amd-1"), ("compile_nvidia", "nvidia-1"), ("compile_amd", "amd-1"),
                             ("normalize", "amd-1")):
-            actions = stage_actions(build, stage)
+            actions = metrics(build, stage)["actions"]
             assert set(actions["jobs_by_host"]) == {host}, (stage, actions)
             assert actions["transient_failures"] == 0 and actions["jobs_sent"] == actions["misses"] > 0
-        assert stage_actions(build, "compile_amd")["jobs_by_host"]["amd-1"] == \
-            stage_actions(project, "compile_amd")["misses"]
+        assert metrics(build, "compile_amd")["actions"]["jobs_by_host"]["amd-1"] == \
+            metrics(project, "compile_amd")["actions"]["misses"]
 
         forced = ["hipify", "compile_nvidia", "compile_amd", "normalize"]
         run_in_env = subprocess.run(["dvc", "repro", "--force", "--single-item", *forced], cwd=build, env=env,
                                     capture_output=True, text=True, check=False)
         assert run_in_env.returncode == 0, run_in_env.stdout + run_in_env.stderr
         for stage in forced:   # every action is a store hit: nothing is sent to any host
-            actions = stage_actions(build, stage)
+            actions = metrics(build, stage)["actions"]
             assert actions["jobs_sent"] == 0 and actions["hits"] > 0 and actions["jobs_by_host"] == {}, stage
-        assert export_hashes(build) == export_hashes(project)
+        assert parquet_hashes(build, "data/export") == local_export
         run_in(["dvc", "status"], build)
     finally:
         hosts.close()

@@ -29,11 +29,11 @@ import pytest
 import yaml
 from stack_v2_standin import git_sha1, meta_row, s3_admin, sha1, start_moto, write_metadata
 
+from cass.scaffold import REPO
 from stages.common import sample_id
 from stages.fetch_stack import MANIFEST_SCHEMA, REPOS_SCHEMA
 from store import Store
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 BUCKET = "softwareheritage"
 PRIVATE_BUCKET = "swh-private"
 """The same objects, not public: moto refuses unsigned reads of them (403 AccessDenied), as S3 does."""
@@ -193,7 +193,7 @@ class Project:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CASS_", "HF_"))}
         host, port = self.proxy.server_address[:2]
         env.update({
-            "PYTHONPATH": str(REPO_ROOT), "CASS_S3_ENDPOINT": f"http://{host}:{port}",
+            "PYTHONPATH": str(REPO), "CASS_S3_ENDPOINT": f"http://{host}:{port}",
             "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true",
             "AWS_CONFIG_FILE": str(self.root / "no-aws-config"),
             "AWS_SHARED_CREDENTIALS_FILE": str(self.root / "no-aws-credentials"),
@@ -227,7 +227,7 @@ class Project:
         return Store(self.root / ".cass" / "store")
 
     def recorded(self) -> int:
-        return sum(1 for _ in (self.root / ".cass" / "store" / "actions").glob("*/*"))
+        return self.store().stats().actions
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from project_helpers import metrics
 
 from cass.scaffold import REPO, copy_pipeline, run_in
 from stages.neardup import content_key
@@ -104,15 +104,11 @@ def project(tmp_path_factory, toolchains) -> tuple[Path, dict[str, str]]:
     return root, kinds
 
 
-def stage_metrics(root: Path, stage: str) -> dict:
-    return json.loads((root / "metrics" / f"{stage}.json").read_text())
-
-
 def test_every_file_is_kept_or_dropped_once_with_a_reason(project):
     root, kinds = project
     previous_kept = len(kinds)
     for stage in STAGES:
-        m = stage_metrics(root, stage)
+        m = metrics(root, stage)
         assert m["in"] == previous_kept, stage
         assert m["in"] == m["kept"] + m["dropped"], stage
         previous_kept = m["kept"]
@@ -135,7 +131,7 @@ def test_each_kind_of_junk_gets_its_reason(project):
     for path, kind in kinds.items():
         if kind in expected:
             assert reason.get(path) in expected[kind], (path, kind, reason.get(path))
-    ingest = stage_metrics(root, "ingest")["dropped_by_reason"]
+    ingest = metrics(root, "ingest")["dropped_by_reason"]
     assert ingest == {"binary": 200, "too_large": 50, "undecodable": 150}
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from cass.scaffold import REPO
 from stages import dedup
 from stages.common import FILES_DTYPE, write_parquet
 from stages.neardup import (
@@ -24,7 +25,6 @@ from stages.neardup import (
 )
 from store import Store
 
-REPO = Path(__file__).resolve().parents[1]
 PARAMS = MinHashParams(ngram=5, num_perm=256, seed=1, threshold=0.7)
 KERNEL = (REPO / "corpus" / "physics_simulation" / "nbody_tiled.cu").read_text()
 OTHER = (REPO / "corpus" / "cryptography" / "sha256_blocks.cu").read_text()

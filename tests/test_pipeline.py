@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from project_helpers import metrics, parquet_hashes
 
 from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
 from stages.actions import ActionRunner, plan
@@ -31,10 +32,6 @@ def run(cmd: list[str], cwd: Path) -> str:
         pytest.fail(str(exc), pytrace=False)
 
 
-def metrics(project: Path, stage: str) -> dict:
-    return json.loads((project / "metrics" / f"{stage}.json").read_text())
-
-
 def dropped(project: Path, stage: str) -> dict[str, str]:
     df = pl.read_parquet(project / "data" / stage / "dropped.parquet")
     return dict(zip(df["path"], df["reason"], strict=True))
@@ -44,11 +41,6 @@ def dropped(project: Path, stage: str) -> dict[str, str]:
 def clean_hashes(project) -> dict[str, str]:
     """sha256 of every Parquet file of the first, uninterrupted build."""
     return parquet_hashes(project)
-
-
-def parquet_hashes(project: Path) -> dict[str, str]:
-    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((project / "data").rglob("*.parquet"))}
 
 
 def action_counts(project: Path, stage: str) -> dict:

@@ -7,7 +7,6 @@ stacks; a clone that fails and a moving revision are dropped with their reasons.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from project_helpers import metrics
 from stack_v2_standin import git_sha1, meta_row, start_moto, upload_blobs, write_metadata
 
 from cass.scaffold import REPO, TOOL_ENV, copy_pipeline
@@ -89,10 +89,6 @@ def project(tmp_path_factory, toolchains, bare_repo, stack_v2) -> Path:
     proc = subprocess.run(["dvc", "repro"], cwd=root, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return root
-
-
-def metrics(root: Path, stage: str) -> dict:
-    return json.loads((root / "metrics" / f"{stage}.json").read_text())
 
 
 def table(root: Path, stage: str, name: str = "manifest") -> pl.DataFrame:
