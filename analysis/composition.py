@@ -39,11 +39,13 @@ import polars as pl
 
 STAGES = [
     "fetch_stack",
+    "fetch_debian",
     "clone_repos",
     "ingest",
     "filter",
     "dedup",
     "hipify",
+    "repair",
     "compile_nvidia",
     "compile_amd",
     "pair",

@@ -13,8 +13,9 @@ import argparse
 import sys
 
 from stages.common import live_set, load_params, open_store
-from toolchains import Toolchain, load_toolchains
+from toolchains import AMD_SUITES, Toolchain, load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
+from toolchains.system import header_parity
 
 
 def print_toolchain(vendor: str, tc: Toolchain, fingerprints: bool = False) -> int:
@@ -41,10 +42,25 @@ def print_toolchain(vendor: str, tc: Toolchain, fingerprints: bool = False) -> i
     return missing
 
 
+def print_header_parity(toolchains: dict[str, Toolchain]) -> int:
+    """Print which system libraries' headers each side finds; return how many one side lacks."""
+    parity = header_parity(toolchains["nvidia"].system_include_dirs(), toolchains["amd"].system_include_dirs())
+    lacking = {name: [v for v, ok in sides.items() if not ok] for name, sides in parity.items()}
+    lacking = {name: sides for name, sides in lacking.items() if sides}
+    print(f"system libraries: {len(parity) - len(lacking)}/{len(parity)} on both sides"
+          + "".join(f"\n  {name}: missing on {' and '.join(sides)}" for name, sides in sorted(lacking.items())))
+    if lacking:
+        print("  how to install: bash scripts/setup.sh (toolchains/system.py lists the packages of both sides)")
+    return len(lacking)
+
+
 def cmd_toolchains(args: argparse.Namespace) -> int:
     if args.cluster is not None:
         return cluster_toolchains(args.cluster or scheduler_address(load_params()["executor"]))
-    missing = sum(print_toolchain(vendor, tc) for vendor, tc in load_toolchains().items())
+    toolchains = load_toolchains(args.amd_suite or load_params()["amd"]["toolchain"])
+    missing = sum(print_toolchain(vendor, tc) for vendor, tc in toolchains.items())
+    if not missing:
+        print_header_parity(toolchains)
     return 1 if missing else 0
 
 
@@ -107,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cass", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     toolchains = sub.add_parser("toolchains", help="check the NVIDIA and AMD toolchains")
+    toolchains.add_argument("--amd-suite", choices=sorted(AMD_SUITES),
+                            help="the AMD root to check (default: params.yaml amd.toolchain)")
     toolchains.add_argument("--cluster", nargs="?", const="", metavar="ADDRESS",
                             help="list the hosts of a Dask cluster (default: CASS_SCHEDULER / executor.scheduler)")
     toolchains.set_defaults(func=cmd_toolchains)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Set up everything on a fresh Debian 12 machine (as root): the Python environment with the
-# pinned NVIDIA compiler wheels, and the AMD toolchain root (Debian trixie + ROCm 5.7 hipcc and
-# hipify-perl, entered with chroot). Safe to run again: finished pieces are kept.
+# pinned NVIDIA compiler wheels, the system library headers real CUDA code includes (on this
+# machine and in the AMD root: toolchains/system.py), and the AMD toolchain root of params.yaml
+# amd.toolchain (Debian trixie + ROCm 5.7, or Debian sid + ROCm 6.4), entered per tool call.
+# CASS_AMD_SUITES="trixie sid" builds both roots. Safe to run again: finished pieces are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-AMD_ROOT=${CASS_AMD_ROOT:-/opt/cass-amd-root}
 MIRROR=${CASS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=python3
@@ -25,31 +26,61 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
+py() { .venv/bin/python -c "$1" "${@:2}"; }
 
-# The AMD packages and what must exist in the root come from toolchains/amd.py (the compiler,
-# HIPIFY and the hip* library headers; 7 GB with the rocBLAS kernels they pull in; about 2 min).
-AMD_PACKAGES=$(.venv/bin/python -c 'from toolchains.amd import TRIXIE_PACKAGES; print(TRIXIE_PACKAGES)')
+# The system library headers of the NVIDIA side (this machine): one list with the AMD side's.
+HOST_PACKAGES=$(py 'from toolchains.system import host_packages; print(" ".join(host_packages()))')
+# shellcheck disable=SC2086
+installed=$(dpkg-query -W -f='${db:Status-Abbrev}\n' $HOST_PACKAGES 2>/dev/null | grep -c '^ii' || true)
+if [ "$installed" -lt "$(wc -w <<<"$HOST_PACKAGES")" ]; then
+  echo "setup: installing the system library headers of the NVIDIA side: $HOST_PACKAGES"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $HOST_PACKAGES >/dev/null
+fi
+
+# The AMD roots: the packages and what must exist in a root come from toolchains/amd.py and
+# toolchains/system.py (the compiler, HIPIFY, the hip* library headers and the system library
+# headers; 9-11 GB with the rocBLAS kernels they pull in; 3-6 minutes per root).
+SUITES=${CASS_AMD_SUITES:-$(py 'import yaml; print(yaml.safe_load(open("params.yaml"))["amd"]["toolchain"])')}
+AMD_PACKAGES=$(py 'from toolchains.amd import AMD_PACKAGES; print(AMD_PACKAGES)')
+if [ -n "${CASS_AMD_ROOT:-}" ] && [ "$(wc -w <<<"$SUITES")" -gt 1 ]; then
+  echo "setup: CASS_AMD_ROOT names one root, but CASS_AMD_SUITES asks for $SUITES; build them one at a time" >&2
+  exit 2
+fi
 amd_complete() {   # any error counts as incomplete: the install below then runs (it is idempotent)
-  .venv/bin/python - "$AMD_ROOT" <<'PY'
+  .venv/bin/python - "$1" <<'PY'
 import sys
 from pathlib import Path
 
 from toolchains import AmdToolchain
+from toolchains.system import header_parity
 
 amd = AmdToolchain.in_root(Path(sys.argv[1]))
-sys.exit(1 if amd.missing_libraries() or any(amd.tool_path(t) is None for t in ("hipcc", "hipify-perl")) else 0)
+if amd.missing_libraries() or any(amd.tool_path(t) is None for t in ("hipcc", "hipify-perl")):
+    sys.exit(1)
+sys.exit(1 if any(not sides["amd"] for sides in header_parity([], amd.system_include_dirs()).values()) else 0)
 PY
 }
-if [ -z "${CASS_ROCM_PATH:-}" ] && ! amd_complete; then
-  if [ ! -x "$AMD_ROOT/usr/bin/apt-get" ]; then
-    echo "setup: debootstrap Debian trixie into $AMD_ROOT (about 30 s)"
-    rm -rf "$AMD_ROOT.partial"
-    debootstrap --variant=minbase trixie "$AMD_ROOT.partial" "$MIRROR" >/dev/null
-    mv "$AMD_ROOT.partial" "$AMD_ROOT"
+for suite in $SUITES; do
+  [ -n "${CASS_ROCM_PATH:-}" ] && break
+  root=${CASS_AMD_ROOT:-$(py 'import sys; from toolchains.amd import amd_suite; print(amd_suite(sys.argv[1]).default_root)' "$suite")}
+  apt_options=$(py 'import sys; from toolchains.amd import amd_suite; print(" ".join(amd_suite(sys.argv[1]).apt_options))' "$suite")
+  amd_complete "$root" && continue
+  if [ ! -x "$root/usr/bin/apt-get" ]; then
+    echo "setup: debootstrap Debian $suite into $root (about 30 s)"
+    rm -rf "$root.partial"
+    debootstrap --variant=minbase "$suite" "$root.partial" "$MIRROR" >/dev/null
+    mv "$root.partial" "$root"
   fi
-  echo "setup: installing hipcc, hipify-perl and the hip* library headers (ROCm 5.7, clang 17) inside $AMD_ROOT"
-  chroot "$AMD_ROOT" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq --no-install-recommends $AMD_PACKAGES >/dev/null"
-fi
+  echo "setup: installing hipcc, hipify-perl and the hip* library headers inside $root ($suite)"
+  # shellcheck disable=SC2086
+  chroot "$root" sh -c "apt-get $apt_options update -qq && DEBIAN_FRONTEND=noninteractive \
+    apt-get $apt_options install -y -qq --no-install-recommends $AMD_PACKAGES >/dev/null"
+  clang=$(py 'import sys; from pathlib import Path; from toolchains import AmdToolchain; print(AmdToolchain.in_root(Path(sys.argv[1])).clang_major())' "$root")
+  system=$(py 'import sys; from toolchains.system import amd_packages; print(" ".join(amd_packages(int(sys.argv[1]))))' "$clang")
+  echo "setup: installing the system library headers of the AMD side inside $root: $system"
+  chroot "$root" sh -c "DEBIAN_FRONTEND=noninteractive apt-get $apt_options install -y -qq --no-install-recommends \
+    $system >/dev/null"
+done
 
 .venv/bin/cass toolchains

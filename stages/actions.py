@@ -159,7 +159,7 @@ def pipeline_toolchains(params: dict, vendors: tuple[str, ...] = ("nvidia", "amd
     scheduler is configured (a vendor no connected host serves is an error naming the fix)."""
     address = scheduler_address(params["executor"])
     if address is None:
-        local = load_toolchains()
+        local = load_toolchains(params["amd"]["toolchain"])
         return {v: local[v] for v in vendors}
     cluster = _cluster(address)
     hosts = cluster.hosts()

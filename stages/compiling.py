@@ -8,6 +8,8 @@ Every step is an action of its own, so adding an arch runs only that arch's acti
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import polars as pl
 
 from stages.actions import Action, ActionRunner, Outcome, pipeline_toolchains, plan, stage_runner
@@ -49,8 +51,9 @@ def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun
                 run.failure = outcome
 
 
-def failure_reason(toolchain: Toolchain, run: TargetRun, store) -> tuple[str, str]:
-    """(reason, detail) of a failed target run."""
+def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str] = ()) -> tuple[str, str]:
+    """(reason, detail) of a failed target run; ``unresolved`` are the sample's includes of project
+    headers its tree does not hold."""
     outcome = run.failure
     if outcome.transient:
         kind = "timeout" if outcome.transient.startswith("timeout") else "transient"
@@ -58,7 +61,7 @@ def failure_reason(toolchain: Toolchain, run: TargetRun, store) -> tuple[str, st
     stderr = store.get_text(outcome.record.stderr, "replace")
     if outcome.record.exit_code == 0:
         return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
-    category = categorize(stderr, toolchain.vendor)
+    category = categorize(stderr, toolchain.vendor, unresolved)
     return f"compile_failed:{category}", f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
 
 
@@ -84,7 +87,7 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
         runs = by_sample[row["sample_id"]]
         failed = [r for r in runs if r.failure is not None]
         if failed:
-            out.drop(row, *failure_reason(toolchain, failed[0], store))
+            out.drop(row, *failure_reason(toolchain, failed[0], store, row["unresolved_includes"]))
             continue
         artifacts = {}
         for r in runs:

@@ -2,7 +2,9 @@
 
 * ``too_short`` / ``too_long``: line count of the main file outside [min_lines, max_lines]
   (the paper: 10..7000);
-* ``no_kernel``: no ``__global__`` function outside comments and strings;
+* ``no_kernel``: no ``__global__`` function outside comments and strings, in the file or in the local
+  headers it includes (real libraries define their kernels as templates in headers that a ``.cu``
+  file instantiates; that file compiles to device code as much as one with its own kernels);
 * ``trivial``: hello-world boilerplate: a short file (under ``TRIVIAL_CODE_LINES`` lines of code)
   that prints a greeting, or one whose every kernel body is empty.
 """
@@ -23,8 +25,14 @@ TRIVIAL_CODE_LINES = 30
 _KERNEL_BODY = re.compile(r"__global__[^{;]*\{\s*\}")
 
 
-def drop_reason(source: str, params: dict) -> tuple[str, str] | None:
-    """Why a source fails the filters (reason, detail), or None if it passes."""
+def defines_kernel(text: str) -> bool:
+    """Whether a text defines a ``__global__`` function outside comments and strings."""
+    return "__global__" in text and bool(_KERNEL.search(strip_comments_and_strings(text)))
+
+
+def drop_reason(source: str, params: dict, kernel_in_headers: bool = False) -> tuple[str, str] | None:
+    """Why a source fails the filters (reason, detail), or None if it passes;
+    ``kernel_in_headers``: a local header it includes defines a kernel."""
     lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
     if lines < params["min_lines"]:
         return "too_short", f"{lines} lines < {params['min_lines']}"
@@ -32,8 +40,8 @@ def drop_reason(source: str, params: dict) -> tuple[str, str] | None:
         return "too_long", f"{lines} lines > {params['max_lines']}"
     code = strip_comments_and_strings(source)
     kernels = len(_KERNEL.findall(code))
-    if params["require_kernel"] and kernels == 0:
-        return "no_kernel", "no __global__ function"
+    if params["require_kernel"] and kernels == 0 and not kernel_in_headers:
+        return "no_kernel", "no __global__ function in the file or its local headers"
     if params["drop_trivial"]:
         code_without_comments = strip_comments(source)
         code_lines = sum(1 for ln in code_without_comments.splitlines() if ln.strip())
@@ -50,9 +58,13 @@ def main() -> None:
     rows = read_manifest("ingest")
     out = StageOutput(STAGE, rows_in=rows.height)
     keep = []
+    header_kernels: dict[str, bool] = {}   # headers are shared by many samples: look at each once
     for row in rows.iter_rows(named=True):
         source = store.get_text(row["files"][0]["digest"])
-        reason = drop_reason(source, params["filter"])
+        for f in row["files"][1:]:
+            if f["digest"] not in header_kernels:
+                header_kernels[f["digest"]] = defines_kernel(store.get_text(f["digest"]))
+        reason = drop_reason(source, params["filter"], any(header_kernels[f["digest"]] for f in row["files"][1:]))
         if reason:
             out.drop(row, *reason)
         else:

@@ -15,9 +15,12 @@ ordered list of include directories (``-I``) under which the compilers find exac
 The chosen list is then checked by replaying the compilers' search over the files that will be
 laid out: an include that would find a different file than the one meant is reported as a
 conflict (a safety net: the rules above only add a folder for a name no chosen folder holds).
-Angle includes that name no file of the tree are system or library headers; quoted ones that
-name nothing are reported as unresolved. Files reached through a symlink that points
-outside the tree are never read.
+Angle includes of standard C, C++ and POSIX headers always name the system's (a project's
+compatibility copy of ``pthread.h`` does not shadow it). Angle includes that name no file of the
+tree are system or library headers, unless their first
+folder is one of the tree's (``<ATen/ops/add.h>`` in a tree with an ``ATen`` folder: a header the
+build generates); those and quoted ones that name nothing are reported as unresolved. Files
+reached through a symlink that points outside the tree are never read.
 """
 
 from __future__ import annotations
@@ -28,6 +31,27 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+_C_HEADERS = """assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign
+stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath threads time uchar wchar wctype"""
+_CXX_HEADERS = """algorithm any array atomic barrier bit bitset charconv chrono codecvt compare complex concepts
+condition_variable coroutine deque exception execution expected filesystem format forward_list fstream functional
+future initializer_list iomanip ios iosfwd iostream istream iterator latch limits list locale map memory
+memory_resource mutex new numbers numeric optional ostream queue random ranges ratio regex scoped_allocator
+semaphore set shared_mutex source_location span sstream stack stdexcept stop_token streambuf string string_view
+syncstream system_error thread tuple type_traits typeindex typeinfo unordered_map unordered_set utility valarray
+variant vector version"""
+_POSIX_HEADERS = """aio arpa/inet cpio dirent dlfcn fcntl fmtmsg fnmatch ftw glob grp iconv langinfo libgen monetary
+mqueue ndbm net/if netdb netinet/in netinet/tcp nl_types poll pthread pwd regex sched search semaphore spawn strings
+stropts sys/ipc sys/mman sys/msg sys/resource sys/select sys/sem sys/shm sys/socket sys/stat sys/statvfs sys/time
+sys/times sys/types sys/uio sys/un sys/utsname sys/wait syslog tar termios ulimit unistd utime utmpx wordexp
+malloc alloca execinfo sys/syscall sys/sysinfo sys/ioctl sys/param cpuid immintrin x86intrin emmintrin xmmintrin"""
+SYSTEM_HEADERS = frozenset(
+    [f"{h}.h" for h in _C_HEADERS.split()] + [f"c{h}" for h in _C_HEADERS.split()] + _CXX_HEADERS.split()
+    + [f"{h}.h" for h in _POSIX_HEADERS.split()])
+"""Standard C, C++ and POSIX headers: an angle include of one of these names the system's header
+even where the tree holds a file of that name (a compatibility copy such as
+``pthread_win32/pthread.h`` must not shadow the real one)."""
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\n]+)[">]', re.M)
 ROOT_DIR = "."
@@ -41,6 +65,9 @@ class TreeIndex:
     files: dict[str, Path]
     outside_links: set[str]
     by_name: dict[str, list[str]] = field(default_factory=dict)
+    folder_names: set[str] = field(default_factory=set)
+    generated: dict[str, str] = field(default_factory=dict)
+    """configured headers: path -> the template they were made from"""
     _read: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -61,13 +88,21 @@ class TreeIndex:
         by_name: dict[str, list[str]] = defaultdict(list)
         for rel in sorted(files):
             by_name[posixpath.basename(rel)].append(rel)
-        return cls(root, files, outside, dict(by_name))
+        return cls(root, files, outside, dict(by_name), {posixpath.basename(d) for rel in files for d in _parents(rel)})
 
     def read(self, rel: str) -> bytes:
         """A file's bytes, read once per tree (headers are shared by many sources)."""
         if rel not in self._read:
             self._read[rel] = self.files[rel].read_bytes()
         return self._read[rel]
+
+    def add_generated(self, rel: str, data: bytes, template: str) -> None:
+        """A file made from another one of the tree (a configured header from its template)."""
+        self.files[rel] = self.files[template]
+        self._read[rel] = data
+        self.generated[rel] = template
+        self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
+        self.folder_names.update(posixpath.basename(d) for d in _parents(rel))
 
     def folders_with(self, name: str) -> list[str]:
         """Folders ``D`` (``.`` for the root) such that ``D/name`` is a file of the tree."""
@@ -78,6 +113,19 @@ class TreeIndex:
             elif rel.endswith("/" + name):
                 found.append(rel[: -len(name) - 1])
         return found
+
+
+def _parents(rel: str) -> list[str]:
+    """The folders above a tree-relative path (``a/b/c.h`` -> ``a``, ``a/b``)."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def project_folder(index: TreeIndex, name: str) -> bool:
+    """Whether an angle include names a path under one of the tree's own folders (``<ATen/ops/x.h>``
+    where the tree has an ``.../ATen`` folder): a project header the tree does not hold, such as one
+    generated by the build."""
+    return "/" in name and name.split("/")[0] in index.folder_names
 
 
 @dataclass
@@ -138,6 +186,8 @@ def resolve_includes(index: TreeIndex, main: str) -> Includes:
             own = _join(here, name) if quoted else None
             if own in index.files:
                 target = own
+            elif not quoted and name in SYSTEM_HEADERS:
+                continue
             else:
                 folders = index.folders_with(name)
                 if folders:
@@ -147,7 +197,7 @@ def resolve_includes(index: TreeIndex, main: str) -> Includes:
                         include_dirs.append(folder)
                     target = _join(folder, name)
             if target is None:
-                if quoted:
+                if quoted or project_folder(index, name):
                     unresolved.add(name)
                 continue
             wanted.append((current, quoted, name, target))

@@ -16,14 +16,28 @@ sample gets a domain label from :mod:`stages.domains`.
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 from tqdm import tqdm
 
+from cass.sources.configure import configure_tree
+from cass.sources.copyright import Copyright, license_type
+from cass.sources.debian import COMPLETE_MARK, DebianArchive, FetchError
 from stages.clone_repos import CloneError, checkout
-from stages.common import FILES_DTYPE, StageOutput, load_params, manifest_path, open_store, sample_id
+from stages.common import (
+    FILES_DTYPE,
+    StageOutput,
+    load_params,
+    manifest_path,
+    open_store,
+    sample_id,
+    write_parquet,
+)
 from stages.domains import DomainLabeler
 from stages.includes import Includes, TreeIndex, resolve_includes
 from stages.screen import Rejected, check_size, screen
@@ -34,10 +48,17 @@ STAGE = "ingest"
 SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
     "files": FILES_DTYPE, "include_dirs": pl.List(pl.String), "unresolved_includes": pl.List(pl.String),
-    "include_conflicts": pl.List(pl.String), "bytes": pl.Int64, "source_encoding": pl.String,
+    "include_conflicts": pl.List(pl.String), "configured_headers": pl.List(pl.String), "bytes": pl.Int64,
+    "source_encoding": pl.String,
     "repository": pl.String, "revision": pl.String, "license_type": pl.String,
     "detected_licenses": pl.List(pl.String), "stars": pl.Int64,
 }
+CONFIGURED_SCHEMA = {
+    "origin": pl.String, "path": pl.String, "template": pl.String, "style": pl.String, "digest": pl.String,
+    "set": pl.List(pl.String), "unset": pl.List(pl.String),
+}
+"""``data/ingest/configured.parquet``: every configured header, its template and the variables
+it used (set by the parameters, or left off/empty)."""
 PROVENANCE = ("repository", "revision", "license_type", "detected_licenses", "stars")
 
 
@@ -50,9 +71,12 @@ class Ingest:
         self.labeler = DomainLabeler.load(Path(params["domains"]["keywords_file"]))
         self.out = out
         self.rows: list[dict] = []
+        self.configured: list[dict] = []
+        self.not_selected: dict[str, int] = {}
 
     def add(self, identity: dict, files: list[tuple[str, str, bytes]], provenance: dict,
-            declared_encoding: str | None = None, includes: Includes | None = None) -> None:
+            declared_encoding: str | None = None, includes: Includes | None = None,
+            configured: list[str] | tuple[str, ...] = ()) -> None:
         """One sample: ``files`` are (layout path, name for messages, bytes), the main file first."""
         self.out.rows_in += 1
         try:
@@ -70,26 +94,38 @@ class Ingest:
             "include_dirs": includes.include_dirs,
             "unresolved_includes": includes.unresolved,
             "include_conflicts": includes.conflicts,
+            "configured_headers": list(configured),
             "bytes": len(texts[0].data),
             "source_encoding": texts[0].encoding,
         })
 
     def tree(self, root: Path, origin: str, extensions: list[str], prefix: str = "",
-             provenance: dict | None = None) -> None:
-        """Every file of a tree with one of ``extensions``, with its headers and include dirs."""
+             provenance: dict | Callable[[str], dict] | None = None, select: Sequence[str] = (), limit: int = 0,
+             configure: Mapping[str, object] | None = None) -> None:
+        """Every file of a tree with one of ``extensions`` (those matching a ``select`` glob, the
+        first ``limit`` by path when set), with its headers and include dirs; ``provenance`` is
+        fixed or a function of the file's path; the tree's configure-time headers are made from
+        their templates with ``configure`` values (None: no configuring)."""
         index = TreeIndex.scan(root)
+        if configure is not None:
+            self._configure(index, origin, prefix, configure)
         for rel in sorted(index.outside_links):
             if Path(rel).suffix in extensions:
                 self.out.rows_in += 1
                 self.out.drop(self._identity(origin, prefix + rel), "symlink_outside",
                               f"{root / rel} points outside {root}; not followed")
-        mains = sorted(r for r in index.files if Path(r).suffix in extensions)
+        candidates = sorted(r for r in index.files if Path(r).suffix in extensions and r not in index.generated)
+        mains = [r for r in candidates if not select or any(fnmatch.fnmatchcase(r, g) for g in select)]
+        mains = mains[:limit] if limit else mains
+        if len(mains) < len(candidates):
+            self.not_selected[origin] = self.not_selected.get(origin, 0) + len(candidates) - len(mains)
         for rel in tqdm(mains, desc=f"ingest {origin}:{prefix or root}", unit="file", disable=len(mains) < 200):
             identity = self._identity(origin, prefix + rel)
             try:
                 check_size(index.files[rel].stat().st_size, str(root / rel), self.screen_params)
                 found = resolve_includes(index, rel)
-                files = [(path, str(root / path), index.read(path)) for path in (rel, *found.headers)]
+                files = [(path, str(root / index.generated.get(path, path)), index.read(path))
+                         for path in (rel, *found.headers)]
             except Rejected as rejected:
                 self.out.rows_in += 1
                 self.out.drop(identity, rejected.reason, str(rejected))
@@ -98,7 +134,19 @@ class Ingest:
                 self.out.rows_in += 1
                 self.out.drop(identity, "unreadable", f"{exc.filename}: {exc.strerror}")
                 continue
-            self.add(identity, files, provenance or {}, includes=found)
+            fixed = provenance(rel) if callable(provenance) else provenance or {}
+            configured = [h for h in found.headers if h in index.generated]
+            self.add(identity, files, fixed, includes=found, configured=configured)
+
+    def _configure(self, index: TreeIndex, origin: str, prefix: str, values: Mapping[str, object]) -> None:
+        """Add the tree's configured headers to ``index`` and record how each was made."""
+        for header, (template, made) in configure_tree(index.files.keys(), index.read, values).items():
+            data = made.text.encode()
+            index.add_generated(header, data, template)
+            self.configured.append({
+                "origin": origin, "path": prefix + header, "template": prefix + template, "style": made.style,
+                "digest": self.store.put(data), "set": list(made.used_set), "unset": list(made.used_unset),
+            })
 
     @staticmethod
     def _identity(origin: str, path: str) -> dict:
@@ -138,7 +186,7 @@ def stack_licenses(fetched: pl.DataFrame | None) -> dict[str, dict]:
 
 
 def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float,
-                        licenses: dict[str, dict]) -> None:
+                        licenses: dict[str, dict], configure: Callable[[dict | None], dict | None]) -> None:
     """The checkouts the ``clone_repos`` stage made, each at its pinned commit (with the Stack v2
     license fields of their repository, ``licenses``)."""
     path = manifest_path("clone_repos")
@@ -151,7 +199,32 @@ def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float,
             sys.exit(f"ingest: checkout {repo['checkout']} is gone and cannot be made again: {exc}")
         ingest.tree(Path(repo["checkout"]), "repos", extensions, prefix=f"{repo['name']}/",
                     provenance={"repository": repo["url"], "revision": repo["revision"],
-                                **licenses.get(repo["name"], {})})
+                                **licenses.get(repo["name"], {})}, configure=configure(None))
+
+
+def debian_packages(ingest: Ingest, store: Store, params: dict, extensions: list[str],
+                    configure: Callable[[dict | None], dict | None]) -> None:
+    """The source packages ``fetch_debian`` unpacked: each file's license from the package's
+    copyright file, the package's sample selection and configure values."""
+    path = manifest_path("fetch_debian")
+    if not path.exists():
+        return
+    for pkg in pl.read_parquet(path).iter_rows(named=True):
+        tree = Path(pkg["tree"])
+        if not (tree / COMPLETE_MARK).is_file():   # the unpacked tree is a cache: make it again
+            try:
+                DebianArchive.from_params(params["debian_sources"]).fetch(pkg["name"], pkg["version"])
+            except FetchError as exc:
+                sys.exit(f"ingest: {tree} is gone and cannot be made again: {exc}")
+        copyright_file = Copyright.parse(store.get_text(pkg["copyright"]))
+
+        def provenance(rel: str, pkg: dict = pkg, copyright_file: Copyright = copyright_file) -> dict:
+            name = copyright_file.license_of(rel)
+            return {"repository": pkg["dsc_url"], "revision": pkg["version"], "license_type": license_type(name),
+                    "detected_licenses": [name]}
+
+        ingest.tree(tree, pkg["origin"], extensions, prefix=f"{pkg['name']}/", provenance=provenance,
+                    select=pkg["paths"], limit=pkg["limit"], configure=configure(json.loads(pkg["configure"])))
 
 
 def main() -> None:
@@ -160,22 +233,36 @@ def main() -> None:
     out = StageOutput(STAGE)
     ingest = Ingest(store, params, out)
     extensions = params["corpus"]["extensions"]
+    cparams = params["configure"]
+
+    def configure(values: dict | None) -> dict | None:
+        """A tree's configure values (the global ones, then its own), or None when configuring is off."""
+        return {**cparams["values"], **(values or {})} if cparams["enabled"] else None
+
     for tree in params["corpus"]["trees"]:
         root = Path(tree["path"])
         if not root.is_dir():
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
-        ingest.tree(root, tree["origin"], extensions)
+        ingest.tree(root, tree["origin"], extensions, configure=configure(tree.get("configure")))
     fetched = fetched_stack()
-    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched))
+    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched), configure)
+    debian_packages(ingest, store, params, extensions, configure)
     stack_v2(ingest, store, fetched)
     kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
     duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
     if duplicate_ids.height:
         sys.exit(f"ingest: two sources produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
+    configured = pl.DataFrame(ingest.configured, schema=CONFIGURED_SCHEMA)
+    write_parquet(configured, manifest_path(STAGE, "configured"), sort_by="path")
     out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
     out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
     out.extra_metrics["transcoded"] = kept.filter(pl.col("source_encoding") != "utf-8").height
     out.extra_metrics["with_include_conflicts"] = kept.filter(pl.col("include_conflicts").list.len() > 0).height
+    out.extra_metrics["configured_headers"] = configured.height
+    out.extra_metrics["with_configured_headers"] = dict(sorted(
+        kept.filter(pl.col("configured_headers").list.len() > 0)["origin"].value_counts().iter_rows()))
+    out.extra_metrics["with_unresolved_includes"] = kept.filter(pl.col("unresolved_includes").list.len() > 0).height
+    out.extra_metrics["not_selected"] = dict(sorted(ingest.not_selected.items()))
     print(out.write(kept))
 
 

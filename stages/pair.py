@@ -16,7 +16,8 @@ def main() -> None:
     cuda = read_manifest("dedup")
     nvidia = read_manifest("compile_nvidia").select("sample_id", "nvidia_host_asm", "nvidia_device_asm")
     amd = read_manifest("compile_amd").select(
-        "sample_id", "hip_files", "hipify_warnings", "hipify_warning_count", "amd_host_asm", "amd_device_asm")
+        "sample_id", "hip_files", "hip_files_hipify", "repair_rules", "hip_repaired", "hipify_warnings",
+        "hipify_warning_count", "amd_host_asm", "amd_device_asm")
     out = StageOutput(STAGE, rows_in=cuda.height)
     ok_nvidia, ok_amd = set(nvidia["sample_id"]), set(amd["sample_id"])
     for row in cuda.iter_rows(named=True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stages.cuda_text import strip_comments_and_strings
-from stages.filter import drop_reason
+from stages.filter import defines_kernel, drop_reason
 
 PARAMS = {"min_lines": 10, "max_lines": 7000, "require_kernel": True, "drop_trivial": True}
 BODY = "\n".join(f"    y[i] += {k}.0f * x[i];" for k in range(12))
@@ -21,8 +21,15 @@ def test_line_bounds():
 
 def test_kernel_in_a_comment_or_string_does_not_count():
     text = "// __global__ void k()\nconst char *s = \"__global__\";\n" + "int x;\n" * 12
-    assert drop_reason(text, PARAMS) == ("no_kernel", "no __global__ function")
+    assert drop_reason(text, PARAMS) == ("no_kernel", "no __global__ function in the file or its local headers")
     assert "__global__" not in strip_comments_and_strings(text)
+
+
+def test_a_file_that_instantiates_kernels_of_its_headers_is_kept():
+    instantiation = "#include \"scan.cuh\"\ntemplate void scan<float>(float *, int);\n" + "int x;\n" * 12
+    assert not defines_kernel("// __global__ in a comment\n") and defines_kernel("__global__ void k() {}")
+    assert drop_reason(instantiation, PARAMS, kernel_in_headers=True) is None
+    assert drop_reason(instantiation, PARAMS)[0] == "no_kernel"
 
 
 def test_hello_world_and_empty_kernels_are_trivial():

@@ -1,9 +1,10 @@
 """Vendor toolchains behind one interface, and the executors that run their tools.
 
-Where the toolchains are is configuration of this machine, not of the dataset, so it comes from
-the environment: ``CASS_CUDA_HOME`` (default: the PyPI CUDA wheels of this Python environment),
-``CASS_ROCM_PATH`` (a native ROCm tree) or ``CASS_AMD_ROOT`` (an OS root entered with chroot;
-default ``/opt/cass-amd-root``). Which compiler was used is recorded through its fingerprint.
+Which AMD toolchain builds the dataset is a parameter (``amd.toolchain``: a suite of
+:data:`toolchains.amd.AMD_SUITES`); where the toolchains are is configuration of this machine:
+``CASS_CUDA_HOME`` (default: the PyPI CUDA wheels of this Python environment), ``CASS_ROCM_PATH``
+(a native ROCm tree) or ``CASS_AMD_ROOT`` (the OS root of the chosen suite; default its
+``/opt/cass-amd-root[-sid]``). Which compiler was used is recorded through its fingerprint.
 """
 
 from __future__ import annotations
@@ -11,23 +12,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toolchains.amd import AmdToolchain
+from toolchains.amd import AMD_SUITES, AmdToolchain
+from toolchains.amd import amd_suite as amd_suite_named
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, ToolchainReport, ToolStatus
 from toolchains.executor import Executor, Job, JobResult, LocalExecutor
 from toolchains.nvidia import NvidiaToolchain, default_cuda_home
 
-DEFAULT_AMD_ROOT = Path("/opt/cass-amd-root")
-
 TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd": AmdToolchain}
 
 
-def load_toolchains() -> dict[str, Toolchain]:
-    """The NVIDIA and AMD toolchains of this machine, as configured by the environment."""
+def load_toolchains(amd_suite: str | None = None) -> dict[str, Toolchain]:
+    """The NVIDIA and AMD toolchains of this machine, the AMD one for ``amd_suite`` (params.yaml
+    ``amd.toolchain``; a vendor host without the parameters takes ``CASS_AMD_SUITE``, else trixie)."""
     cuda_home = Path(os.environ.get("CASS_CUDA_HOME") or default_cuda_home())
     if os.environ.get("CASS_ROCM_PATH"):
         amd = AmdToolchain.native(Path(os.environ["CASS_ROCM_PATH"]))
     else:
-        amd = AmdToolchain.in_root(Path(os.environ.get("CASS_AMD_ROOT") or DEFAULT_AMD_ROOT))
+        suite = amd_suite_named(amd_suite or os.environ.get("CASS_AMD_SUITE") or "trixie")
+        amd = AmdToolchain.in_root(Path(os.environ.get("CASS_AMD_ROOT") or suite.default_root))
     return {"nvidia": NvidiaToolchain(cuda_home), "amd": amd}
 
 
@@ -37,6 +39,7 @@ def local_executor(toolchains: dict[str, Toolchain], workers: int | None = None)
 
 
 __all__ = [
+    "AMD_SUITES",
     "TOOLCHAIN_CLASSES",
     "AmdToolchain",
     "Executor",

@@ -1,9 +1,11 @@
 """AMD toolchain: hipify-perl for CUDA -> HIP, hipcc for host x86 and gfx device assembly.
 
-Two installations are supported behind the same class:
+Two kinds of installation are supported behind the same class:
 
-* a Debian trixie OS root with ROCm 5.7 (hipcc 5.7.1, clang 17, device libraries with native
-  gfx1100 bitcode, hipify-perl 6.0.2), entered with chroot; built by ``scripts/setup.sh``;
+* a Debian OS root, entered per tool call (:class:`ChrootLauncher`), built by ``scripts/setup.sh``
+  for one of :data:`AMD_SUITES`: ``trixie`` (ROCm 5.7: hipcc 5.7.1, clang 17, device libraries with
+  native gfx1100 bitcode, hipify-perl 6.0.2) or ``sid`` (ROCm 6.4: hipcc 7.0.2 with HIP 6.4, clang
+  21, hipify-perl 7.0.2; a moving target, its versions are in the fingerprints);
 * a native ROCm install (``/opt/rocm``) on a real AMD vendor host.
 
 Device assembly comes from ``--cuda-device-only -S`` and host assembly from
@@ -13,20 +15,49 @@ sees nvcc on PATH).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from toolchains.base import Step, Target, Toolchain, require_archs
+from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, require_archs
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
-TRIXIE_PACKAGES = (
+AMD_PACKAGES = (
     "hipcc hipify-perl libhipblas-dev libhipfft-dev libhipcub-dev librocthrust-dev libhipsparse-dev "
     "libhiprand-dev libhipsolver-dev"
 )
 """The compiler, HIPIFY and the library headers HIPIFY maps cuBLAS, cuFFT, CUB, thrust, cuSPARSE,
-cuRAND and cuSOLVER to (real code fails on a missing header without them)."""
+cuRAND and cuSOLVER to (real code fails on a missing header without them); the same names in
+every suite."""
+
+
+@dataclass(frozen=True)
+class AmdSuite:
+    """A Debian suite the AMD root can be built from: where its root lives by default and the apt
+    options it needs (sid's Release file is past its Valid-Until date on these machines)."""
+
+    name: str
+    default_root: Path
+    apt_options: tuple[str, ...] = ()
+
+
+AMD_SUITES = {
+    "trixie": AmdSuite("trixie", Path("/opt/cass-amd-root")),
+    "sid": AmdSuite("sid", Path("/opt/cass-amd-root-sid"), ("-o", "Acquire::Check-Valid-Until=false")),
+}
+"""The AMD toolchains ``amd.toolchain`` in params.yaml can name."""
+
+
+def amd_suite(name: str) -> AmdSuite:
+    if name not in AMD_SUITES:
+        raise ValueError(f"params.yaml amd.toolchain is {name!r}; choose one of {sorted(AMD_SUITES)}")
+    return AMD_SUITES[name]
 
 AMD_ENV = {"HIP_PLATFORM": "amd"}
+
+WARP_SYNC_HIP = (6, 2)
+"""The first HIP version that declares the ``_sync`` warp builtins (opt-in, 64-bit masks)."""
 
 LIBRARY_SUBDIRS = ("hipblas", "hiprand", "hipsparse", "hipfft", "hipsolver", "rocblas", "rocrand", "rocsparse")
 """Library header folders under the toolchain's include directory. hipify-perl 6.0 rewrites
@@ -40,9 +71,10 @@ class AmdToolchain(Toolchain):
 
     vendor = "amd"
     install_hint = (
-        "Build the AMD toolchain root with `bash scripts/setup.sh` (debootstrap of Debian trixie "
-        f"into CASS_AMD_ROOT, default /opt/cass-amd-root, then apt-get install {TRIXIE_PACKAGES} "
-        "inside it; needs root), or set CASS_ROCM_PATH to a ROCm install on an AMD host."
+        "Build the AMD toolchain root of params.yaml amd.toolchain with `bash scripts/setup.sh` (debootstrap "
+        "of that Debian suite into CASS_AMD_ROOT, default /opt/cass-amd-root for trixie and /opt/cass-amd-root-sid "
+        f"for sid, then apt-get install {AMD_PACKAGES} inside it; needs root; CASS_AMD_SUITES='trixie sid' "
+        "builds both), or set CASS_ROCM_PATH to a ROCm install on an AMD host."
     )
 
     library_headers = (
@@ -127,6 +159,30 @@ class AmdToolchain(Toolchain):
     def include_root(self) -> Path:
         return self._fs(self._include())
 
+    def hip_version(self) -> tuple[int, int]:
+        """HIP's (major, minor) version, from hipcc's version output."""
+        m = re.search(r"HIP version:? (\d+)\.(\d+)", self.version("hipcc"))
+        if m is None:
+            raise ToolchainMissingError(f"hipcc printed no HIP version: {self.version('hipcc')!r}")
+        return int(m.group(1)), int(m.group(2))
+
+    def clang_major(self) -> int:
+        """The major version of the clang hipcc drives."""
+        m = re.search(r"clang version (\d+)", self.version("hipcc"))
+        if m is None:
+            raise ToolchainMissingError(f"hipcc printed no clang version: {self.version('hipcc')!r}")
+        return int(m.group(1))
+
+    def system_include_dirs(self) -> list[Path]:
+        """The system header folders hipcc searches (as seen from this machine): the OS's and clang's."""
+        if isinstance(self.launcher, ChrootLauncher):
+            major = self.clang_major()
+            clang = f"/usr/lib/llvm-{major}/lib/clang/{major}/include"
+            return [self._fs(d) for d in ("/usr/include", "/usr/include/x86_64-linux-gnu", clang)]
+        rocm = Path(self._include()).parent
+        return [Path("/usr/include"), Path("/usr/include/x86_64-linux-gnu"),
+                *sorted(rocm.glob("llvm/lib/clang/*/include"))]
+
     def library_include_dirs(self) -> list[str]:
         """The per-library header folders of this installation (paths as the tools see them)."""
         return self.layout()["library_include_dirs"]
@@ -140,9 +196,14 @@ class AmdToolchain(Toolchain):
         """hipify-perl with its default diagnostics; HIP text on stdout, warnings on stderr."""
         return Step("hipify-perl", (main,), ("hip",), stdout_as="hip")
 
+    def platform_defines(self) -> tuple[str, ...]:
+        """Defines this HIP needs for code CUDA compilers accept: from HIP 6.2 the warp-sync
+        builtins (``__shfl_down_sync``, ...) are declared only with ``HIP_ENABLE_WARP_SYNC_BUILTINS``."""
+        return ("-DHIP_ENABLE_WARP_SYNC_BUILTINS",) if self.hip_version() >= WARP_SYNC_HIP else ()
+
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)
-        common = (*flags["common"], *flags["opt"], *(f"-I{d}" for d in include_dirs),
+        common = (*flags["common"], *flags["opt"], *self.platform_defines(), *(f"-I{d}" for d in include_dirs),
                   *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
         host = Target(
             kind="host", arch="x86_64",

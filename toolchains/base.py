@@ -118,6 +118,23 @@ def digest_paths(paths: list[Path]) -> str:
     return h.hexdigest()
 
 
+def digest_listing(paths: list[Path]) -> str:
+    """BLAKE3 over the relative names, sizes and modification times of every file under ``paths``
+    (dpkg gives installed files their package's times, so equal package sets list the same)."""
+    h = blake3.blake3()
+    for top in paths:
+        for folder, dirs, names in sorted(os.walk(top)):
+            dirs.sort()
+            for name in sorted(names):
+                path = Path(folder) / name
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                h.update(f"{path.relative_to(top).as_posix()}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+    return h.hexdigest()
+
+
 class Toolchain(ABC):
     """A vendor's compilers and tools, as installed on one host."""
 
@@ -173,6 +190,11 @@ class Toolchain(ABC):
     def identity_files(self, tool: str) -> list[Path]:
         """Files and directories whose bytes decide what ``tool`` produces."""
 
+    def identity_listings(self, tool: str) -> list[Path]:
+        """Large folders whose files decide what ``tool`` produces, fingerprinted by their listing
+        (names, sizes, times) instead of their bytes (default: none)."""
+        return []
+
     @abstractmethod
     def version_command(self, tool: str) -> list[str]:
         """Arguments that make ``tool`` print its version."""
@@ -184,6 +206,10 @@ class Toolchain(ABC):
     @abstractmethod
     def include_root(self) -> Path:
         """The toolchain's main include directory, as seen from this machine."""
+
+    @abstractmethod
+    def system_include_dirs(self) -> list[Path]:
+        """The system header folders its compiler searches, as seen from this machine."""
 
     def missing_libraries(self) -> list[str]:
         """The vendor libraries whose headers this installation lacks."""
@@ -232,6 +258,8 @@ class Toolchain(ABC):
                 self.require(name)
                 h.update(self.version(name).encode())
             h.update(digest_paths(self.identity_files(tool)).encode())
+            if listings := self.identity_listings(tool):
+                h.update(digest_listing(listings).encode())
             h.update(repr(sorted(passed_env().items())).encode())
             self._fingerprints[tool] = h.hexdigest()
         return self._fingerprints[tool]

@@ -1,6 +1,8 @@
 """Failure categories from compiler diagnostics, so every failed sample says why it failed.
 
-Categories: ``missing_header``, ``hipify_gap`` (a CUDA identifier or header left untranslated in
+Categories: ``generated_header`` (a project header the tree does not hold, such as one its build
+generates from code: ingest lists them per sample as ``unresolved_includes``), ``missing_header``
+(a system or library header the toolchain lacks), ``hipify_gap`` (a CUDA identifier or header left untranslated in
 HIP code), ``unsupported_construct`` (the compiler rejects a language/arch feature),
 ``syntax``, ``undeclared``, ``no_output``, ``compile_error`` (anything else), and ``timeout`` or
 ``transient`` for runs that never finished.
@@ -9,9 +11,12 @@ HIP code), ``unsupported_construct`` (the compiler rejects a language/arch featu
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 _MISSING_HEADER = re.compile(
     r"fatal error: .*(?:No such file or directory|file not found)|cannot open source file", re.I)
+_MISSING_NAME = re.compile(r"fatal error: '?([^':\n]+?)'?(?:: No such file or directory| file not found)|"
+                           r"cannot open source file \"([^\"]+)\"")
 _CUDA_HEADER = re.compile(
     r"['\"<](?:cu\w*|nv\w*|mma|thrust|cub|cooperative_groups|sm_\d+_\w+|device_\w+|(?:texture|surface)_\w+)"
     r"[/\w.]*['\">]? file not found|(?:cu\w*|nv\w*|mma|thrust|cub)[/\w.]*: No such file")
@@ -33,9 +38,18 @@ def first_error_line(stderr: str) -> str:
     return lines[0] if lines else ""
 
 
-def categorize(stderr: str, vendor: str) -> str:
-    """The failure category of a failed compile from its stderr."""
+def missing_header(stderr: str) -> str | None:
+    """The name of the first header a compiler could not find, as the source spelled it."""
+    m = _MISSING_NAME.search(stderr)
+    return (m.group(1) or m.group(2)).strip() if m else None
+
+
+def categorize(stderr: str, vendor: str, unresolved: Collection[str] = ()) -> str:
+    """The failure category of a failed compile from its stderr; ``unresolved`` are the sample's
+    includes of project headers its tree does not hold."""
     if _MISSING_HEADER.search(stderr):
+        if missing_header(stderr) in unresolved:
+            return "generated_header"
         return "hipify_gap" if vendor == "amd" and _CUDA_HEADER.search(stderr) else "missing_header"
     for match in _UNDECLARED.finditer(stderr):
         if vendor == "amd" and _CUDA_NAME.match(match.group(1)):

@@ -47,7 +47,9 @@ class HostLauncher(Launcher):
 
 
 class ChrootLauncher(Launcher):
-    """Runs tools inside the OS root ``root`` through chroot(8) (needs root privileges)."""
+    """Runs tools inside the OS root ``root`` (needs root privileges): util-linux's unshare(1)
+    enters the root in a private mount namespace with its own ``/proc`` mounted there (ROCm 6's
+    hipcc finds itself through ``/proc/self/exe``); nothing is mounted on the machine itself."""
 
     SCRATCH_IN_ROOT = "/var/tmp/cass-jobs"
 
@@ -67,8 +69,8 @@ class ChrootLauncher(Launcher):
             inner = "/" + str(scratch.relative_to(self.root))
         except ValueError:
             inner = "/"
-        chroot = shutil.which("chroot") or "/usr/sbin/chroot"
-        return [chroot, str(self.root), "/bin/sh", "-c", 'cd "$0" && exec "$@"', inner, tool, *args]
+        unshare = shutil.which("unshare") or "/usr/bin/unshare"
+        return [unshare, "--mount", "--mount-proc", f"--root={self.root}", f"--wd={inner}", tool, *args]
 
     def env(self) -> dict[str, str]:
         return {**BASE_ENV, "PATH": "/usr/bin:/bin", **passed_env(), **self.extra_env}

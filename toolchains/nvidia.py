@@ -81,6 +81,11 @@ class NvidiaToolchain(Toolchain):
     def include_root(self) -> Path:
         return self.cuda_home / "include"
 
+    def system_include_dirs(self) -> list[Path]:
+        """The system header folders nvcc's host compiler searches: the OS's and g++'s own."""
+        return [Path("/usr/include"), Path("/usr/include/x86_64-linux-gnu"),
+                *sorted(Path("/usr/lib/gcc").glob("x86_64-linux-gnu/*/include"))]
+
     def tool_path(self, tool: str) -> Path | None:
         if tool == HOST_COMPILER:
             found = shutil.which(HOST_COMPILER, path=self.launcher.env()["PATH"])
@@ -107,6 +112,11 @@ class NvidiaToolchain(Toolchain):
         else:
             candidates = [home / "bin" / "cuobjdump", home / "bin" / "nvdisasm"]
         return [p for p in candidates if p.exists()]
+
+    def identity_listings(self, tool: str) -> list[Path]:
+        """The system headers nvcc's host compiler finds (installing a -dev package changes what
+        compiles): listed, not read, since /usr/include holds hundreds of MB."""
+        return [Path("/usr/include")] if tool == "nvcc" else []
 
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)

@@ -1,0 +1,115 @@
+"""The yield report: per corpus (origin), how many files compile for NVIDIA, for AMD, for both,
+and why the others failed.
+
+``both / nvidia_ok`` is the share of NVIDIA-compilable files that survive the AMD side (HIPIFY,
+repairs, hipcc): a failure there is a translation or environment gap, while a file that fails
+NVIDIA too never was a candidate pair. Failures are counted by category and by cause, the first
+error line without file names, line numbers and target prefixes, so the same gap in many files
+counts as one cause.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import polars as pl
+
+from toolchains.diagnostics import first_error_line
+
+TOP_CAUSES = 10
+
+_TARGET_PREFIX = re.compile(r"^(?:host|device):[\w.-]+: ")
+_LOCATION = re.compile(r"^(?:[^\s:()]+(?::\d+)+: |[^\s:()]+\(\d+\): )")
+_IN_FILE = re.compile(r"(?:In file included from|in file) \S+", re.I)
+
+
+def cause(detail: str) -> str:
+    """A failure's cause: its first error line without the target, file and line prefix."""
+    line = first_error_line(detail.split("\n", 1)[0] if detail else "")
+    line = _TARGET_PREFIX.sub("", line.strip())
+    line = _LOCATION.sub("", line)
+    line = _IN_FILE.sub("", line)
+    return re.sub(r"\s+", " ", line).strip()[:200]
+
+
+FAILURES_SCHEMA = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "vendor": pl.String,
+                   "stage": pl.String, "category": pl.String, "cause": pl.String, "nvidia_ok": pl.Boolean}
+
+
+def failures(candidates: pl.DataFrame, dropped: dict[str, pl.DataFrame], nvidia_ok: set[str]) -> pl.DataFrame:
+    """One row per failed (sample, vendor): ``dropped`` maps a vendor to the dropped rows of its
+    tool stages (reason ``compile_failed:<category>``, ``hipify_failed``, ``timeout``, ...)."""
+    wanted = set(candidates["sample_id"])
+    rows = []
+    for vendor, table in dropped.items():
+        for r in table.filter(pl.col("sample_id").is_in(wanted)).iter_rows(named=True):
+            category = r["reason"].removeprefix("compile_failed:")
+            rows.append({"sample_id": r["sample_id"], "origin": r["origin"], "path": r["path"], "vendor": vendor,
+                         "stage": r["stage"], "category": category, "cause": cause(r["detail"] or "") or category,
+                         "nvidia_ok": r["sample_id"] in nvidia_ok})
+    return pl.DataFrame(rows, schema=FAILURES_SCHEMA).sort("origin", "vendor", "sample_id")
+
+
+def _top(counter: Counter, n: int = TOP_CAUSES) -> list[dict]:
+    return [{"cause": c, "files": k} for c, k in sorted(counter.items(), key=lambda x: (-x[1], x[0]))[:n]]
+
+
+def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
+                 repaired: set[str]) -> dict:
+    """The report of one corpus (or all): counts, ratios, failure categories and top causes."""
+    ids = set(candidates["sample_id"])
+    nv, amd = ids & nvidia_ok, ids & amd_ok
+    both = nv & amd
+    configured = set(candidates.filter(pl.col("configured_headers").list.len() > 0)["sample_id"])
+    failed = failed.filter(pl.col("sample_id").is_in(ids))
+    amd_gaps = failed.filter((pl.col("vendor") == "amd") & pl.col("nvidia_ok"))
+    nvidia_failed = failed.filter(pl.col("vendor") == "nvidia")
+    return {
+        "files": len(ids),
+        "nvidia_ok": len(nv),
+        "amd_ok": len(amd),
+        "both": len(both),
+        "both_over_nvidia_ok": round(len(both) / len(nv), 4) if nv else None,
+        "nvidia_ok_with_configured_headers": len(nv & configured),
+        "pairs_repaired": len(both & repaired),
+        "nvidia_failures": dict(Counter(nvidia_failed["category"]).most_common()),
+        "amd_failures": dict(Counter(failed.filter(pl.col("vendor") == "amd")["category"]).most_common()),
+        "amd_failures_of_nvidia_ok": dict(Counter(amd_gaps["category"]).most_common()),
+        "top_amd_causes_of_nvidia_ok": _top(Counter(amd_gaps["cause"])),
+        "top_nvidia_causes": _top(Counter(nvidia_failed["cause"])),
+    }
+
+
+def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
+           repaired: set[str]) -> dict:
+    """Per corpus (origin) and over all of them."""
+    by_origin = {origin: corpus_yield(candidates.filter(pl.col("origin") == origin), nvidia_ok, amd_ok,
+                                      failed, repaired)
+                 for origin in sorted(set(candidates["origin"]))}
+    return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired)}
+
+
+def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
+    """The report as Markdown tables: one summary row per corpus, then each corpus's categories
+    and top causes of AMD failures among NVIDIA-compilable files."""
+    title_of = title_of or {}
+    lines = ["| corpus | files | NVIDIA ok | AMD ok | both | both / NVIDIA ok | NVIDIA ok with configured headers "
+             "| pairs repaired |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    items = [*yields["corpora"].items(), ("all", yields["all"])]
+    for origin, y in items:
+        ratio = "-" if y["both_over_nvidia_ok"] is None else f"{100 * y['both_over_nvidia_ok']:.1f}%"
+        lines.append(f"| {title_of.get(origin, origin)} | {y['files']} | {y['nvidia_ok']} | {y['amd_ok']} | "
+                     f"{y['both']} | {ratio} | {y['nvidia_ok_with_configured_headers']} | {y['pairs_repaired']} |")
+    for origin, y in yields["corpora"].items():
+        lines += ["", f"**{title_of.get(origin, origin)}**: AMD failures of NVIDIA-compilable files by category: "
+                  + (", ".join(f"{c} {n}" for c, n in y["amd_failures_of_nvidia_ok"].items()) or "none")
+                  + "; NVIDIA failures by category: "
+                  + (", ".join(f"{c} {n}" for c, n in y["nvidia_failures"].items()) or "none") + "."]
+        if y["top_amd_causes_of_nvidia_ok"]:
+            lines += ["", "| AMD cause (NVIDIA ok) | files |", "|---|---:|"]
+            lines += [f"| `{t['cause'].replace('|', '/')}` | {t['files']} |" for t in y["top_amd_causes_of_nvidia_ok"]]
+        if y["top_nvidia_causes"]:
+            lines += ["", "| NVIDIA cause | files |", "|---|---:|"]
+            lines += [f"| `{t['cause'].replace('|', '/')}` | {t['files']} |" for t in y["top_nvidia_causes"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,111 @@
+"""Small, exact helpers for rewriting C/C++ text: calls with balanced arguments, preprocessor lines.
+
+They skip string and character literals and comments where it matters (inside an argument list,
+a ``)`` or ``,`` in a literal or comment is not a delimiter), and leave every byte they do not
+rewrite as it was.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def _skip_literal(text: str, i: int) -> int:
+    """Index after the string/char literal or comment starting at ``i`` (``i`` if none starts there)."""
+    c = text[i]
+    if c == "'" and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
+        return i   # a digit separator (1'000) or the prefix of a literal (u8'x') is no literal start
+    if c in "\"'":
+        j = i + 1
+        while j < len(text) and text[j] != c:
+            j += 2 if text[j] == "\\" else 1
+        return j + 1
+    if text.startswith("//", i):
+        end = text.find("\n", i)
+        return len(text) if end < 0 else end
+    if text.startswith("/*", i):
+        end = text.find("*/", i + 2)
+        return len(text) if end < 0 else end + 2
+    return i
+
+
+def literal_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of every comment and string or character literal, in order."""
+    spans, i = [], 0
+    starts = re.compile(r"[\"']|//|/\*")
+    while (m := starts.search(text, i)) is not None:
+        end = _skip_literal(text, m.start())
+        if end == m.start():
+            i = m.end()
+            continue
+        spans.append((m.start(), end))
+        i = end
+    return spans
+
+
+def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
+    k = bisect.bisect_right(spans, (pos, math.inf)) - 1
+    return k >= 0 and spans[k][0] <= pos < spans[k][1]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call ``name(args)`` found in a text: the span of the whole call and of each argument."""
+
+    start: int
+    end: int
+    args: tuple[tuple[int, int], ...]
+
+
+def find_calls(text: str, name: str) -> list[Call]:
+    """Every call of ``name`` (an identifier followed by ``(``, not part of a longer identifier or a
+    member access) outside comments and literals, with its top-level arguments; calls whose
+    parentheses do not balance are skipped."""
+    calls = []
+    spans = literal_spans(text) if name in text else []
+    for m in re.finditer(rf"(?<![\w.>:]){re.escape(name)}\s*\(", text):
+        if _inside(spans, m.start()):
+            continue
+        depth, i, arg_start, args = 1, m.end(), m.end(), []
+        while i < len(text) and depth:
+            j = _skip_literal(text, i)
+            if j != i:
+                i = j
+                continue
+            c = text[i]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    args.append((arg_start, i))
+            elif c == "," and depth == 1:
+                args.append((arg_start, i))
+                arg_start = i + 1
+            i += 1
+        if depth == 0:
+            if len(args) == 1 and not text[args[0][0]:args[0][1]].strip():
+                args = []
+            calls.append(Call(m.start(), i, tuple(args)))
+    return calls
+
+
+def rewrite_calls(text: str, name: str, rewrite: Callable[[list[str], str], str]) -> str:
+    """``text`` with each call of ``name`` replaced by ``rewrite(arguments, call text)``; calls
+    nested in an argument are rewritten first (the arguments passed are already rewritten)."""
+    out, pos = [], 0
+    for call in find_calls(text, name):
+        if call.start < pos:   # nested in a call already handled
+            continue
+        args = [rewrite_calls(text[s:e], name, rewrite) for s, e in call.args]
+        out += [text[pos:call.start], rewrite(args, text[call.start:call.end])]
+        pos = call.end
+    return "".join(out) + text[pos:]
+
+
+PREPROCESSOR_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b((?:\\\n|\\.|[^\\\n])*)$", re.M)
+"""A conditional directive with its continuation lines: group 1 the directive, group 2 the rest."""

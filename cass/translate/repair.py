@@ -1,0 +1,167 @@
+"""The post-HIPIFY repair layer: named, versioned rewrite rules for documented gaps of hipify-perl
+and HIP, applied to the HIP text of every file (main file and headers).
+
+Each rule fixes one gap that has a HIP equivalent and changes nothing a correct program computes:
+
+* ``cuda_header_guards``: a helper header tests a CUDA header's include guard
+  (``#ifdef __CUDA_RUNTIME_H__``, ``#ifdef CUBLAS_API_H_``, ...) before it defines its error-check
+  macros; hipify-perl maps the ``#include`` but not the guard, so after translation the test
+  never holds and every user of the macro fails as ``undeclared``. In conditional directives
+  only, the guard becomes the guard of the HIP header hipify-perl maps that CUDA header to (the
+  question stays "was that header included?").
+* ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
+  ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
+  argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
+  full-warp mask names; gfx10+ archs such as gfx1100 run wave32, so widths and ballot bits match
+  a CUDA warp), ``__activemask()`` is the ballot of all active lanes and ``__syncwarp()`` the
+  wavefront barrier with fences that HIP 6 defines it as. HIP 6.2 and later declare the
+  ``_sync`` forms (with ``HIP_ENABLE_WARP_SYNC_BUILTINS``, which the AMD toolchain then passes)
+  but demand a 64-bit mask: the mask is widened to ``unsigned long long``.
+
+A rule's ``version`` is bumped whenever its output can change; the rule set's id (every rule's
+name and version) enters the repair action's key, with the HIP version the rules were chosen for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
+from store import ActionRecord, Store
+from toolchains.amd import WARP_SYNC_HIP
+
+HipVersion = tuple[int, int]
+
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rewrite: ``apply(text, hip_version)`` returns the repaired text (the same text when
+    nothing matched)."""
+
+    name: str
+    version: int
+    gap: str
+    apply: Callable[[str, HipVersion], str]
+
+
+CUDA_HEADER_GUARDS = {
+    "__CUDA_RUNTIME_H__": "HIP_INCLUDE_HIP_HIP_RUNTIME_H",
+    "__cuda_cuda_h__": "HIP_INCLUDE_HIP_HIP_RUNTIME_H",
+    "__CUDA_RUNTIME_API_H__": "HIP_INCLUDE_HIP_HIP_RUNTIME_API_H",
+    "CUBLAS_API_H_": "HIPBLAS_H",
+    "CUBLAS_V2_H_": "HIPBLAS_H",
+    "CUBLAS_H_": "HIPBLAS_H",
+    "_CUFFT_H_": "HIPFFT_H_",
+    "CURAND_H_": "HIPRAND_H_",
+    "CURAND_KERNEL_H_": "HIPRAND_KERNEL_H_",
+    "CUSPARSE_H_": "HIPSPARSE_H",
+    "CUSPARSEAPI": "HIPSPARSE_H",
+    "CUSOLVER_COMMON_H_": "HIPSOLVER_H",
+    "CUSOLVERDN_H_": "HIPSOLVER_H",
+    "__CUDA_FP16_H__": "HIP_INCLUDE_HIP_HIP_FP16_H",
+    "CU_COMPLEX_H_": "HIP_INCLUDE_HIP_HIP_COMPLEX_H",
+    "_COOPERATIVE_GROUPS_H_": "HIP_INCLUDE_HIP_HIP_COOPERATIVE_GROUP_H",
+}
+"""CUDA header include guards (and marker macros helper headers test for) -> the include guard of
+the HIP header hipify-perl maps that header to."""
+
+_GUARD = re.compile(r"\b(" + "|".join(map(re.escape, CUDA_HEADER_GUARDS)) + r")\b")
+
+
+def cuda_header_guards(text: str, hip: HipVersion) -> str:
+    return PREPROCESSOR_LINE.sub(
+        lambda m: m.group(0)[: m.start(2) - m.start(0)]
+        + _GUARD.sub(lambda g: CUDA_HEADER_GUARDS[g.group(1)], m.group(2)), text)
+
+
+SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
+VOTES = ("__ballot_sync", "__any_sync", "__all_sync")
+SYNCWARP = ("(__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"wavefront\"), __builtin_amdgcn_wave_barrier(), "
+            "__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"wavefront\"))")
+
+
+def _drop_mask(maskless: str) -> Callable[[list[str], str], str]:
+    def rewrite(args: list[str], original: str) -> str:
+        return f"{maskless}({','.join(args[1:]).strip()})" if len(args) >= 2 else original
+    return rewrite
+
+
+def _widen_mask(name: str) -> Callable[[list[str], str], str]:
+    def rewrite(args: list[str], original: str) -> str:
+        if not args or args[0].strip().startswith("(unsigned long long)"):
+            return original
+        return f"{name}((unsigned long long)({args[0].strip()}),{','.join(args[1:])})"
+    return rewrite
+
+
+def warp_sync_builtins(text: str, hip: HipVersion) -> str:
+    if hip >= WARP_SYNC_HIP:
+        for name in (*SHUFFLES, *VOTES):
+            text = rewrite_calls(text, name, _widen_mask(name))
+        return text
+    for name in (*SHUFFLES, *VOTES):
+        text = rewrite_calls(text, name, _drop_mask(name.removesuffix("_sync")))
+    text = rewrite_calls(text, "__activemask", lambda args, original: "__ballot(1)")
+    return rewrite_calls(text, "__syncwarp", lambda args, original: SYNCWARP)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("cuda_header_guards", 1, "CUDA header include guards tested in conditionals are not mapped by hipify-perl",
+         cuda_header_guards),
+    Rule("warp_sync_builtins", 1, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
+         warp_sync_builtins),
+)
+
+
+def ruleset_id(rules: tuple[Rule, ...] = RULES) -> str:
+    """The rule set's identity: every rule's name and version, in order."""
+    return ",".join(f"{r.name}@{r.version}" for r in rules)
+
+
+def repair(text: str, hip: HipVersion, rules: tuple[Rule, ...] = RULES) -> tuple[str, list[str]]:
+    """The repaired text and the names of the rules that changed it, in rule order."""
+    fired = []
+    for rule in rules:
+        new = rule.apply(text, hip)
+        if new != text:
+            fired.append(rule.name)
+            text = new
+    return text, fired
+
+
+def repair_bytes(data: bytes, hip: HipVersion, rules: tuple[Rule, ...] = RULES) -> tuple[bytes, list[str]]:
+    """:func:`repair` on a file's bytes (bytes that are not UTF-8 pass through unchanged)."""
+    text, fired = repair(data.decode("utf-8", "surrogateescape"), hip, rules)
+    return text.encode("utf-8", "surrogateescape"), fired
+
+
+class CachedRepair:
+    """Repairs stored HIP files as cached actions: the key holds the rule set's id, the HIP version
+    and the input digest; the record names the repaired file and the rules that fired."""
+
+    def __init__(self, store: Store, hip: HipVersion, rules: tuple[Rule, ...] = RULES):
+        self.store = store
+        self.hip = hip
+        self.rules = rules
+        self.action = {"tool": "cass-repair", "rules": ruleset_id(rules), "hip_version": f"{hip[0]}.{hip[1]}"}
+        self.hits = self.misses = 0
+        self.keys: set[str] = set()
+
+    def __call__(self, digest: str) -> tuple[str, list[str]]:
+        """(digest of the repaired file, names of the rules that changed it)."""
+        key = Store.action_key({**self.action, "input": digest})
+        self.keys.add(key)
+        record = self.store.lookup(key)
+        if record is None:
+            repaired, fired = repair_bytes(self.store.get(digest), self.hip, self.rules)
+            record = ActionRecord("ok", 0, {"hip": self.store.put(repaired),
+                                            "fired": self.store.put_text(json.dumps(fired))}, self.store.put(b""))
+            self.store.record(key, record)
+            self.misses += 1
+        else:
+            self.hits += 1
+        return record.outputs["hip"], json.loads(self.store.get_text(record.outputs["fired"]))

@@ -1,0 +1,63 @@
+"""Stage repair: the post-HIPIFY repair layer (:mod:`cass.translate.repair`) on every HIP file.
+
+Each distinct hipified file is one cached action keyed by the rule set's id, the AMD toolchain's
+HIP version and the file's digest. The manifest keeps hipify-perl's own files
+(``hip_files_hipify``) next to the repaired ones (``hip_files``, what compile_amd builds), the
+rules that fired per sample (``repair_rules``) and whether any file changed (``hip_repaired``).
+``repair.enabled: false`` passes hipify-perl's files on unchanged. Nothing is dropped here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+
+from cass.translate.repair import CachedRepair, ruleset_id
+from stages.actions import pipeline_toolchains
+from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
+
+STAGE = "repair"
+
+
+def main() -> None:
+    params = load_params()
+    store = open_store(params)
+    rows = read_manifest("hipify").rename({"hip_files": "hip_files_hipify"})
+    out = StageOutput(STAGE, rows_in=rows.height)
+    repairer = None
+    if params["repair"]["enabled"]:
+        amd = pipeline_toolchains(params, ("amd",))["amd"]
+        repairer = CachedRepair(store, amd.hip_version())
+    samples_by_rule: Counter = Counter()
+    files_by_rule: dict[str, set[str]] = {}
+    added = []
+    for row in rows.iter_rows(named=True):
+        files, fired = [], set()
+        for f in row["hip_files_hipify"]:
+            digest, rules = repairer(f["digest"]) if repairer else (f["digest"], [])
+            files.append({"path": f["path"], "digest": digest})
+            fired.update(rules)
+            for rule in rules:
+                files_by_rule.setdefault(rule, set()).add(f["digest"])
+        samples_by_rule.update(fired)
+        added.append({"sample_id": row["sample_id"], "hip_files": files, "repair_rules": sorted(fired),
+                      "hip_repaired": files != row["hip_files_hipify"]})
+    kept = attach(rows, added, {"hip_files": FILES_DTYPE, "repair_rules": pl.List(pl.String),
+                                "hip_repaired": pl.Boolean})
+    out.extra_metrics.update({
+        "enabled": bool(repairer),
+        "ruleset": ruleset_id() if repairer else None,
+        "hip_version": ".".join(map(str, repairer.hip)) if repairer else None,
+        "samples_repaired": sum(a["hip_repaired"] for a in added),
+        "samples_by_rule": dict(sorted(samples_by_rule.items())),
+        "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},
+        "actions": {"hits": repairer.hits, "misses": repairer.misses} if repairer else {"hits": 0, "misses": 0},
+    })
+    if repairer:
+        out.action_keys = repairer.keys
+    print(out.write(kept))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""The post-HIPIFY repair rules: each with its before/after text for both HIP generations, the
+cached action, and real hipify-perl + hipcc on code that fails without the rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from cass.translate.ctext import find_calls, rewrite_calls
+from cass.translate.repair import RULES, CachedRepair, cuda_header_guards, repair, ruleset_id, warp_sync_builtins
+from stages.actions import ActionRunner, plan
+from toolchains import local_executor
+
+HIP57, HIP64 = (5, 7), (6, 4)
+
+GUARDED_BEFORE = """#ifdef __CUDA_RUNTIME_H__
+#define checkErrors(v) check((v), #v)
+#endif
+#if defined(CUBLAS_API_H_) || defined _CUFFT_H_
+static const char *name = "__CUDA_RUNTIME_H__";
+#elif defined(CURAND_H_) && \\
+      defined(CUSPARSEAPI)
+#endif
+int __CUDA_RUNTIME_H__guard_lookalike;
+"""
+GUARDED_AFTER = """#ifdef HIP_INCLUDE_HIP_HIP_RUNTIME_H
+#define checkErrors(v) check((v), #v)
+#endif
+#if defined(HIPBLAS_H) || defined HIPFFT_H_
+static const char *name = "__CUDA_RUNTIME_H__";
+#elif defined(HIPRAND_H_) && \\
+      defined(HIPSPARSE_H)
+#endif
+int __CUDA_RUNTIME_H__guard_lookalike;
+"""
+
+
+def test_cuda_header_guards_map_to_the_hip_headers_guards_in_conditionals_only():
+    assert cuda_header_guards(GUARDED_BEFORE, HIP57) == GUARDED_AFTER
+    assert cuda_header_guards(GUARDED_BEFORE, HIP64) == GUARDED_AFTER
+
+
+WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
+  unsigned lanes = __ballot_sync(__activemask(), v > 0.f);   // __shfl_sync(m, v, 0) in a comment
+  bool any = __any_sync(mask, v > 1.f), all = __all_sync(mask, v < 2.f);
+  __syncwarp();
+  return __shfl_sync(0xffffffff, __shfl_xor_sync(mask, v, 1, 16), 0) + __shfl_up_sync(mask, v, 1) + lanes;
+}
+"""
+WARP_AFTER_HIP57 = """__device__ float reduce(float v, unsigned mask) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down(v, o);
+  unsigned lanes = __ballot(v > 0.f);   // __shfl_sync(m, v, 0) in a comment
+  bool any = __any(v > 1.f), all = __all(v < 2.f);
+  (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
+__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
+  return __shfl(__shfl_xor(v, 1, 16), 0) + __shfl_up(v, 1) + lanes;
+}
+"""
+WARP_AFTER_HIP64 = """__device__ float reduce(float v, unsigned mask) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync((unsigned long long)(0xffffffff), v, o);
+  unsigned lanes = __ballot_sync((unsigned long long)(__activemask()), v > 0.f);   // __shfl_sync(m, v, 0) in a comment
+  bool any = __any_sync((unsigned long long)(mask), v > 1.f), all = __all_sync((unsigned long long)(mask), v < 2.f);
+  __syncwarp();
+  return __shfl_sync((unsigned long long)(0xffffffff), __shfl_xor_sync((unsigned long long)(mask), v, 1, 16), 0) \
++ __shfl_up_sync((unsigned long long)(mask), v, 1) + lanes;
+}
+"""
+
+
+def test_warp_sync_builtins_drop_the_mask_before_hip_6_2():
+    assert warp_sync_builtins(WARP_BEFORE, HIP57) == WARP_AFTER_HIP57
+
+
+def test_warp_sync_builtins_widen_the_mask_from_hip_6_2():
+    assert warp_sync_builtins(WARP_BEFORE, HIP64) == WARP_AFTER_HIP64
+    assert warp_sync_builtins(WARP_AFTER_HIP64, HIP64) == WARP_AFTER_HIP64   # idempotent
+
+
+def test_calls_are_found_with_balanced_arguments_outside_comments_and_literals():
+    text = 'f(a, g(b, c), "x,)", \')\', 1\'000) /* f(z) */ obj.f(q) h->f(r) ns::f(s) xf(t)'
+    [call] = find_calls(text, "f")
+    assert [text[s:e].strip() for s, e in call.args] == ["a", "g(b, c)", '"x,)"', "')'", "1'000"]
+    assert rewrite_calls(text, "f", lambda args, original: "F()") == \
+        "F() /* f(z) */ obj.f(q) h->f(r) ns::f(s) xf(t)"
+    assert find_calls("f(unbalanced, ", "f") == []
+
+
+def test_repair_reports_the_rules_that_fired_and_leaves_other_text_alone():
+    text, fired = repair(GUARDED_BEFORE + WARP_BEFORE, HIP57)
+    assert fired == ["cuda_header_guards", "warp_sync_builtins"]
+    assert text == GUARDED_AFTER + WARP_AFTER_HIP57
+    assert repair("__global__ void k(int *x) { x[0] = 1; }\n", HIP57) == \
+        ("__global__ void k(int *x) { x[0] = 1; }\n", [])
+    assert ruleset_id() == ",".join(f"{r.name}@{r.version}" for r in RULES)
+
+
+def test_repairs_are_cached_actions_keyed_by_rule_set_and_hip_version(store):
+    digest = store.put(WARP_BEFORE.encode())
+    first = CachedRepair(store, HIP57)
+    out, fired = first(digest)
+    assert store.get_text(out) == WARP_AFTER_HIP57 and fired == ["warp_sync_builtins"]
+    again = CachedRepair(store, HIP57)
+    assert again(digest) == (out, fired) and (again.hits, again.misses) == (1, 0)
+    newer = CachedRepair(store, HIP64)
+    assert store.get_text(newer(digest)[0]) == WARP_AFTER_HIP64 and newer.misses == 1
+    assert newer.keys.isdisjoint(first.keys)
+
+
+HELPER = """#pragma once
+#include <cuda_runtime.h>
+#include <cstdio>
+#ifdef __CUDA_RUNTIME_H__
+#define CHECK(call) \\
+  do { cudaError_t e = (call); if (e != cudaSuccess) printf("%s\\n", cudaGetErrorString(e)); } while (0)
+#endif
+"""
+KERNEL = """#include "helper.cuh"
+__global__ void warp_sum(const float *in, float *out) {
+  float v = in[threadIdx.x];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
+  if (threadIdx.x == 0) out[blockIdx.x] = v;
+}
+int main() { float *d; CHECK(cudaMalloc(&d, 4)); warp_sum<<<1, 32>>>(d, d); CHECK(cudaFree(d)); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def hipified(toolchains, tmp_path_factory):
+    """The helper header and kernel through the real hipify-perl (cached actions)."""
+    from store import Store
+
+    amd = toolchains["amd"]
+    store = Store(tmp_path_factory.mktemp("repair") / "store")
+    runner = ActionRunner(store, local_executor({"amd": amd}), 120)
+    sources = {"helper.cuh": store.put(HELPER.encode()), "kernel.cu": store.put(KERNEL.encode())}
+    actions = {p: plan(amd, amd.hipify_step(p), {p: d}) for p, d in sources.items()}
+    outcomes = runner.run(list(actions.values()), desc="hipify")
+    return store, runner, {p: outcomes[a.key].record.outputs["hip"] for p, a in actions.items()}
+
+
+def compile_amd(toolchains, store, runner, files: dict[str, str]):
+    amd = toolchains["amd"]
+    step = amd.targets("kernel.cu", ["gfx1100"], {"common": ["-std=c++17"], "opt": ["-O1"]})[1].steps[0]
+    action = plan(amd, step, files)
+    return runner.run([action], desc="hipcc")[action.key]
+
+
+def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchains, hipified):
+    store, runner, hip = hipified
+    raw = compile_amd(toolchains, store, runner, hip)
+    assert not raw.ok   # hipify-perl keeps the guard (CHECK undeclared) and the warp-sync call
+    stderr = store.get_text(raw.record.stderr)
+    assert "CHECK" in stderr or "__shfl_down_sync" in stderr
+    repairer = CachedRepair(store, toolchains["amd"].hip_version())
+    repaired = {p: repairer(d) for p, d in hip.items()}
+    assert repaired["helper.cuh"][1] == ["cuda_header_guards"] and repaired["kernel.cu"][1] == ["warp_sync_builtins"]
+    fixed = compile_amd(toolchains, store, runner, {p: d for p, (d, _) in repaired.items()})
+    assert fixed.ok, store.get_text(fixed.record.stderr)
+    assert "v_add_f32" in store.get_text(fixed.record.outputs["device.s"])

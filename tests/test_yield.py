@@ -1,0 +1,67 @@
+"""The yield report: causes without locations, counts and ratios per corpus, and the Markdown
+tables bench/RESULTS.md carries."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from cass.report.yields import cause, failures, markdown, report
+from stages.common import DROPPED_SCHEMA
+from toolchains.diagnostics import categorize
+
+
+def test_causes_drop_targets_files_and_line_numbers():
+    assert cause("host:x86_64: include/starpu.h:38:10: fatal error: starpu_config.h: No such file or directory\n"
+                 "In file included from ...") == "fatal error: starpu_config.h: No such file or directory"
+    assert cause('device:sm_89: src/a.cu(15): error: identifier "foo" is undefined\nmore') == \
+        'error: identifier "foo" is undefined'
+    assert cause("device:gfx1100: ./x.cuh:3:1: error: use of undeclared identifier 'checkCudaErrors'") == \
+        "error: use of undeclared identifier 'checkCudaErrors'"
+
+
+def test_a_missing_project_header_is_a_generated_header_not_a_translation_gap():
+    stderr = "a.cu:2:10: fatal error: 'ATen/ops/empty.h' file not found"
+    assert categorize(stderr, "amd", ["ATen/ops/empty.h"]) == "generated_header"
+    assert categorize(stderr, "amd", []) == "missing_header"
+    assert categorize("a.cu:2:10: fatal error: fftw3.h: No such file or directory", "nvidia", ["x.h"]) == \
+        "missing_header"
+
+
+def test_counts_ratios_and_top_causes_per_corpus():
+    ids = [f"s{i}" for i in range(6)]
+    candidates = pl.DataFrame({"sample_id": ids, "origin": ["a"] * 4 + ["b"] * 2, "path": ids,
+                               "configured_headers": [["c.h"], [], ["c.h"], [], [], []]})
+    nvidia_ok, amd_ok = {"s0", "s1", "s2", "s4"}, {"s0", "s1", "s5"}
+
+    def drop(sample, stage, reason, detail):
+        return {"sample_id": sample, "origin": "a" if sample < "s4" else "b", "path": sample, "domain": None,
+                "stage": stage, "reason": reason, "detail": detail}
+
+    dropped = {
+        "nvidia": pl.DataFrame([drop("s3", "compile_nvidia", "compile_failed:generated_header",
+                                     "host:x86_64: k.cu:1:10: fatal error: gen.h: No such file or directory"),
+                                drop("s5", "compile_nvidia", "compile_failed:syntax", "host:x86_64: e.cu(2): error: "
+                                     "expected a \";\"")], schema=DROPPED_SCHEMA),
+        "amd": pl.DataFrame([drop("s2", "compile_amd", "compile_failed:hipify_gap",
+                                  "device:gfx1100: k.cu:4:3: error: use of undeclared identifier '__ldg_x'"),
+                             drop("s3", "hipify", "hipify_failed", "k.cu: perl died"),
+                             drop("s4", "compile_amd", "compile_failed:hipify_gap",
+                                  "device:gfx1100: z.cu:9:3: error: use of undeclared identifier '__ldg_x'")],
+                            schema=DROPPED_SCHEMA),
+    }
+    failed = failures(candidates, dropped, nvidia_ok)
+    assert failed.height == 5 and failed.filter(pl.col("nvidia_ok")).height == 2
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"})
+    a = yields["corpora"]["a"]
+    assert (a["files"], a["nvidia_ok"], a["amd_ok"], a["both"], a["both_over_nvidia_ok"]) == (4, 3, 2, 2, 0.6667)
+    assert a["nvidia_ok_with_configured_headers"] == 2 and a["pairs_repaired"] == 1
+    assert a["amd_failures_of_nvidia_ok"] == {"hipify_gap": 1}
+    assert a["amd_failures"] == {"hipify_gap": 1, "hipify_failed": 1}
+    assert a["top_nvidia_causes"] == [{"cause": "fatal error: gen.h: No such file or directory", "files": 1}]
+    assert yields["all"]["top_amd_causes_of_nvidia_ok"] == [
+        {"cause": "error: use of undeclared identifier '__ldg_x'", "files": 2}]
+    assert yields["corpora"]["b"]["both_over_nvidia_ok"] == 0.0
+    table = markdown(yields, {"a": "corpus A"})
+    assert "| corpus A | 4 | 3 | 2 | 2 | 66.7% | 2 | 1 |" in table
+    assert "| all | 6 | 4 | 3 | 2 | 50.0% | 2 | 1 |" in table
+    assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
