@@ -1,16 +1,25 @@
 """Stage hipify: translate every CUDA file of every sample (main file and local headers) to HIP
-with AMD's hipify-perl, one cached action per distinct (path, content).
+with AMD's hipify-perl, cached actions per distinct (path, content).
 
-hipify-perl writes the HIP text on stdout and its diagnostics (identifiers it cannot map, such as
-``unsupported device function "__shfl_down_sync"``) on stderr; those warnings are kept per
-sample. The HIP files keep the CUDA files' relative paths, so ``#include "..."`` still resolves.
+The HIP text comes from ``hipify-perl -quiet-warnings`` (the same text as its default mode, far
+faster). Its diagnostics (identifiers it cannot map, such as ``unsupported device function
+"__shfl_down_sync"``) are rebuilt as :mod:`cass.translate.hipify_warnings` describes: the real
+hipify-perl's per-line checks on the lines that can warn, plus its check of the translated text;
+they are kept per sample. The HIP files keep the CUDA files' relative paths, so
+``#include "..."`` still resolves.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from stages.actions import pipeline_toolchains, plan, stage_runner
+from cass.translate.hipify_warnings import (
+    candidate_lines,
+    map_line_numbers,
+    reduced_input,
+    translated_text_warnings,
+)
+from stages.actions import Action, pipeline_toolchains, plan, stage_runner
 from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
 
 STAGE = "hipify"
@@ -20,18 +29,40 @@ def main() -> None:
     params = load_params()
     store = open_store(params)
     amd = pipeline_toolchains(params, ("amd",))["amd"]
+    tables = amd.hipify_warning_tables()
     rows = read_manifest("dedup")
     out = StageOutput(STAGE, rows_in=rows.height)
     runner = stage_runner(store, amd, params, params["hipify"]["timeout_s"])
-    actions = {
-        (f["path"], f["digest"]): plan(amd, amd.hipify_step(f["path"]), {f["path"]: f["digest"]})
-        for files in rows["files"] for f in files
-    }
-    outcomes = runner.run(list(actions.values()), desc="hipify-perl")
+    files = {(f["path"], f["digest"]) for fs in rows["files"] for f in fs}
+    translate = {pd: plan(amd, amd.hipify_step(pd[0]), {pd[0]: pd[1]}) for pd in files}
+    checked: dict[tuple[str, str], tuple[list[int], Action]] = {}
+    for path, digest in files:
+        cuda_text = store.get_text(digest, "replace")
+        if lines := candidate_lines(cuda_text, tables):
+            reduced = store.put(reduced_input(cuda_text, lines))
+            checked[(path, digest)] = (lines, plan(amd, amd.hipify_warnings_step(path), {path: reduced}))
+    outcomes = runner.run([*translate.values(), *(a for _, a in checked.values())], desc="hipify-perl")
+
+    warnings_of: dict[tuple[str, str], str] = {}
+    for (path, digest), action in translate.items():
+        outcome = outcomes[action.key]
+        if not outcome.ok:
+            continue
+        text = ""
+        if (path, digest) in checked:
+            lines, check = checked[(path, digest)]
+            if (c := outcomes[check.key]).record is not None:
+                text = map_line_numbers(store.get_text(c.record.stderr, "replace"), path, lines)
+        text += translated_text_warnings(path, store.get_text(digest, "replace"),
+                                         store.get_text(outcome.record.outputs["hip"], "replace"), tables)
+        warnings_of[(path, digest)] = text
+
     added = []
     for row in rows.iter_rows(named=True):
-        results = [(f["path"], outcomes[actions[(f["path"], f["digest"])].key]) for f in row["files"]]
-        failed = [(p, o) for p, o in results if not o.ok]
+        keys = [(f["path"], f["digest"]) for f in row["files"]]
+        failed = [(k[0], outcomes[translate[k].key]) for k in keys if not outcomes[translate[k].key].ok]
+        failed += [(k[0], outcomes[checked[k][1].key]) for k in keys if k in checked
+                   and outcomes[checked[k][1].key].transient]
         if failed:
             path, outcome = failed[0]
             if outcome.transient:
@@ -39,14 +70,17 @@ def main() -> None:
             else:
                 out.drop(row, "hipify_failed", f"{path}: {store.get_text(outcome.record.stderr, 'replace')}")
             continue
-        text = "".join(store.get_text(o.record.stderr, "replace") for _, o in results)
+        text = "".join(warnings_of[k] for k in keys)
         added.append({
             "sample_id": row["sample_id"],
-            "hip_files": [{"path": p, "digest": o.record.outputs["hip"]} for p, o in results],
+            "hip_files": [{"path": p, "digest": outcomes[translate[(p, d)].key].record.outputs["hip"]}
+                          for p, d in keys],
             "hipify_warnings": store.put_text(text),
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })
     out.extra_metrics["actions"] = runner.counts.as_dict()
+    out.extra_metrics["files"] = {"translated": len(translate), "checked_for_warnings": len(checked),
+                                  "lines_checked": sum(len(lines) for lines, _ in checked.values())}
     out.action_keys = runner.keys
     out.extra_metrics["samples_with_hipify_warnings"] = sum(1 for a in added if a["hipify_warning_count"])
     kept = attach(rows, added, {"hip_files": FILES_DTYPE, "hipify_warnings": pl.String,

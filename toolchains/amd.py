@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cass.translate.hipify_warnings import WarningTables
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, require_archs
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
@@ -54,7 +55,9 @@ def amd_suite(name: str) -> AmdSuite:
         raise ValueError(f"params.yaml amd.toolchain is {name!r}; choose one of {sorted(AMD_SUITES)}")
     return AMD_SUITES[name]
 
-AMD_ENV = {"HIP_PLATFORM": "amd"}
+AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
+"""hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
+of some warnings) is fixed."""
 
 WARP_SYNC_HIP = (6, 2)
 """The first HIP version that declares the ``_sync`` warp builtins (opt-in, 64-bit masks)."""
@@ -108,7 +111,9 @@ class AmdToolchain(Toolchain):
             if versioned:
                 assembler = versioned[-1].name
         include = self._include()
-        return {"assembler": assembler,
+        script = self.tool_path("hipify-perl")
+        tables = WarningTables.from_script(script.read_text(errors="replace")) if script else WarningTables((), ())
+        return {"assembler": assembler, "hipify_warning_tables": [list(tables.names), list(tables.whitelist)],
                 "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
                                          if self._fs(f"{include}/{sub}").is_dir()]}
 
@@ -193,8 +198,18 @@ class AmdToolchain(Toolchain):
                                      "-o", "check.o"), ("check.o",))
 
     def hipify_step(self, main: str) -> Step:
-        """hipify-perl with its default diagnostics; HIP text on stdout, warnings on stderr."""
-        return Step("hipify-perl", (main,), ("hip",), stdout_as="hip")
+        """hipify-perl without its per-line diagnostics (``-quiet-warnings``: the same HIP text,
+        far faster); HIP text on stdout."""
+        return Step("hipify-perl", ("-quiet-warnings", main), ("hip",), stdout_as="hip")
+
+    def hipify_warnings_step(self, main: str) -> Step:
+        """hipify-perl's per-line diagnostics alone (``-no-output``), on stderr; run on the lines
+        that can warn (:mod:`cass.translate.hipify_warnings`)."""
+        return Step("hipify-perl", ("-no-output", main), ())
+
+    def hipify_warning_tables(self) -> WarningTables:
+        """The identifiers hipify-perl's diagnostics look for, read from the installed script."""
+        return WarningTables(*map(tuple, self.layout()["hipify_warning_tables"]))
 
     def platform_defines(self) -> tuple[str, ...]:
         """Defines this HIP needs for code CUDA compilers accept: from HIP 6.2 the warp-sync

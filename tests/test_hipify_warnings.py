@@ -1,0 +1,108 @@
+"""hipify-perl's warnings rebuilt from its fast mode: equal to its default mode's on real files
+(the real tool both ways), and the pieces on their own."""
+
+from __future__ import annotations
+
+import pytest
+
+from cass.scaffold import REPO
+from cass.translate.hipify_warnings import (
+    WarningTables,
+    candidate_lines,
+    map_line_numbers,
+    reduced_input,
+    translated_text_warnings,
+)
+from stages.actions import ActionRunner, plan
+from store import Store
+from toolchains import Step, local_executor
+
+SCRIPT_6 = """
+my %deprecated_funcs = (
+    "cudaThreadExit" => "10.0",
+);
+sub warnUnsupportedFunctions {
+    foreach $func (
+        "nvrtcGetSupportedArchs",
+        "CUB_CAT"
+    )
+    { print STDERR "  warning: $fileName:$line_num: unsupported identifier \\"$func\\"\\n"; }
+}
+sub warnDeprecatedFunctions { while (my($func, $val) = each %deprecated_funcs) { } }
+@whitelist = (
+      "cudaDevice"
+    , "cudaInput"
+);
+"""
+SCRIPT_7 = """
+@HipOnlyUnsupportedFunctions = (
+    "cudaGraphInstantiateWithParams",
+);
+sub warnHipOnlyUnsupportedFunctions { foreach $func (@HipOnlyUnsupportedFunctions) { } }
+@whitelist = ("cudaDevice");
+@statNames = ("error", "init");
+"""
+
+
+def test_tables_come_from_the_scripts_warn_subs_and_the_tables_they_loop_over():
+    six = WarningTables.from_script(SCRIPT_6)
+    assert six.names == ("CUB_CAT", "cudaThreadExit", "nvrtcGetSupportedArchs")
+    assert six.whitelist == ("cudaDevice", "cudaInput")
+    seven = WarningTables.from_script(SCRIPT_7)
+    assert seven.names == ("cudaGraphInstantiateWithParams",)   # not @statNames, which no warn sub reads
+
+
+def test_lines_numbers_and_translated_text_checks():
+    tables = WarningTables.from_script(SCRIPT_6)
+    text = "int a;\nx = CUB_CATX(1);\n\ncudaThreadExit();\n\n"
+    assert candidate_lines(text, tables) == [2, 4]
+    assert reduced_input(text, [2, 4]) == b"x = CUB_CATX(1);\ncudaThreadExit();\n"
+    stderr = ("  warning: k.cu:2: deprecated identifier \"cudaThreadExit\" since CUDA 10.0\n"
+              "  k.cu:1: warning: unsupported HIP identifier: CUB_CAT\n  warning: other.cu:1: x\n")
+    assert map_line_numbers(stderr, "k.cu", [2, 4]) == (
+        "  warning: k.cu:4: deprecated identifier \"cudaThreadExit\" since CUDA 10.0\n"
+        "  k.cu:2: warning: unsupported HIP identifier: CUB_CAT\n  warning: other.cu:1: x\n")
+    cuda = "cudaDevice d;\nint cudaFooBar(void);\nint x;\n"
+    hip = '#include "hip/hip_runtime.h"\ncudaDevice d;\nint cudaFooBar(void);\nint x;\n'
+    assert translated_text_warnings("k.cu", cuda, hip, tables) == "  warning: k.cu:#2 : int cudaFooBar(void);\n"
+
+
+LEFTOVERS = """// no include: hipify-perl adds one on top
+__global__ void scale(float *x) { x[threadIdx.x] *= 2.0f; }
+int cudaDeviceCount;                        // whitelisted names are never flagged
+void run(float *d) {
+  cudaThreadSynchronize();
+  cudaMemcpyToArray(0, 0, 0, d, 4, cudaMemcpyHostToDevice);
+  int lanes = cudaMyOwnHelper(d);           // a cuda[A-Z] name hipify-perl does not know
+  float v = __shfl_down_sync(0xffffffff, 1.0f, 1) + __umul24(2, 3);
+  scale<<<1, 32>>>(d);
+}
+"""
+REAL_FILES = ["corpus/reduction_scan/warp_shuffle_reduce.cu", "tests/fixtures/library_tree/src/sparse/spmv_csr.cu",
+              "tests/fixtures/library_tree/src/primitives/warp_reduce.cu",
+              "tests/fixtures/library_tree/include/ltk/check.cuh"]
+
+
+@pytest.mark.slow
+def test_rebuilt_warnings_equal_the_default_modes(toolchains, tmp_path):
+    amd = toolchains["amd"]
+    tables = amd.hipify_warning_tables()
+    store = Store(tmp_path / "store")
+    runner = ActionRunner(store, local_executor({"amd": amd}), 600)
+    files = {p.rsplit("/", 1)[-1]: (REPO / p).read_text() for p in REAL_FILES} | {"leftovers.cu": LEFTOVERS}
+    plans = {}
+    for name, text in files.items():
+        digest = store.put(text.encode())
+        lines = candidate_lines(text, tables)
+        plans[name] = (plan(amd, Step("hipify-perl", (name,), ("hip",), stdout_as="hip"), {name: digest}),
+                       plan(amd, amd.hipify_step(name), {name: digest}), lines,
+                       plan(amd, amd.hipify_warnings_step(name), {name: store.put(reduced_input(text, lines))}))
+    outcomes = runner.run([a for full, quiet, _, check in plans.values() for a in (full, quiet, check)], desc="hipify")
+    for name, (full, quiet, lines, check) in plans.items():
+        default = outcomes[full.key].record
+        assert outcomes[quiet.key].record.outputs["hip"] == default.outputs["hip"]   # the same HIP text
+        rebuilt = map_line_numbers(store.get_text(outcomes[check.key].record.stderr), name, lines) + \
+            translated_text_warnings(name, files[name], store.get_text(default.outputs["hip"]), tables)
+        assert rebuilt == store.get_text(default.stderr), name
+        assert rebuilt or name == "check.cuh"
+    assert "cudaMyOwnHelper" in rebuilt and "cudaThreadSynchronize" in rebuilt and "__umul24" in rebuilt
