@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.gen_corpus import generate  # noqa: E402
+from bench.results import replace_section  # noqa: E402
 from cass.hosts import VendorHosts  # noqa: E402
 from stages.actions import ActionRunner, plan  # noqa: E402
 from store import Store  # noqa: E402
@@ -176,14 +177,7 @@ def main() -> None:
     ]
     section = "\n".join(lines)
     print(section)
-    text = args.out.read_text() if args.out.exists() else "# Benchmark results\n"
-    if SECTION in text:
-        head, _, tail = text.partition(SECTION)
-        rest = tail.split("\n## ", 1)
-        text = head + section + ("\n## " + rest[1] if len(rest) > 1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    args.out.write_text(text)
+    replace_section(args.out, SECTION, section)
 
 
 if __name__ == "__main__":

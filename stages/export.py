@@ -59,6 +59,10 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
         "cuda_headers": cuda_headers,
         "hip_headers": hip_headers,
         "hipify_warnings": store.get_text(row["hipify_warnings"]),
+        "repair_rules": row["repair_rules"],
+        "hip_repaired": row["hip_repaired"],
+        "hip_source_hipify": store.get_text(raw_main) if (raw_main := row["hip_files_hipify"][0]["digest"])
+        != row["hip_files"][0]["digest"] else None,
         **{f"{name}_lines": line_count(text) for name, text in texts.items()},
         "cuda_source_digest": row["files"][0]["digest"],
         "hip_source_digest": row["hip_files"][0]["digest"],
@@ -93,6 +97,7 @@ def schema(params: dict) -> dict:
         **SOURCE_COLUMNS,
         **dict.fromkeys(texts, pl.String),
         "cuda_headers": HEADERS, "hip_headers": HEADERS, "hipify_warnings": pl.String,
+        "repair_rules": pl.List(pl.String), "hip_repaired": pl.Boolean, "hip_source_hipify": pl.String,
         **dict.fromkeys((f"{t}_lines" for t in texts), pl.Int64),
         "cuda_source_digest": pl.String, "hip_source_digest": pl.String,
         **{f"{t}_{kind}": pl.String for t in tools for kind in ("version", "fingerprint")},

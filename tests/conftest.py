@@ -11,14 +11,15 @@ import pytest
 # documented offline fallback tokenizer). Set before any test copies the environment.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from cass.scaffold import copy_pipeline, run_in
+from cass.scaffold import REPO, copy_pipeline, run_in
+from stages.common import load_params
 from store import Store
 from toolchains import Toolchain, ToolchainMissingError, load_toolchains
 
 
 @pytest.fixture(scope="session")
 def toolchains() -> dict[str, Toolchain]:
-    tcs = load_toolchains()
+    tcs = load_toolchains(load_params(REPO / "params.yaml")["amd"]["toolchain"])
     for tc in tcs.values():
         for tool in tc.tools():
             try:

@@ -49,14 +49,15 @@ def action_counts(project: Path, stage: str) -> dict:
 
 def test_dag_has_every_stage(project, clean_hashes):
     dag = run(["dvc", "dag"], project)
-    for stage in ("ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd", "pair", "export"):
+    for stage in ("fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia", "compile_amd",
+                  "pair", "yield_report", "export"):
         assert stage in dag
 
 
 def test_every_sample_is_accounted_for(project):
     ingest = metrics(project, "ingest")
     assert ingest["in"] == len(list((project / "corpus").rglob("*.cu")))
-    for stage in ("filter", "dedup", "hipify", "compile_nvidia", "compile_amd", "pair"):
+    for stage in ("filter", "dedup", "hipify", "repair", "compile_nvidia", "compile_amd", "pair"):
         m = metrics(project, stage)
         assert m["in"] == m["kept"] + m["dropped"] == m["kept"] + sum(m["dropped_by_reason"].values())
     assert metrics(project, "export")["pairs"]["rows"] == metrics(project, "normalize")["kept"] == \
@@ -72,10 +73,25 @@ def test_samples_made_to_fail_are_reported_with_their_reason(project):
     assert dropped(project, "dedup") == {"linear_algebra/tiled_matmul_copy.cu": "exact_duplicate",
                                          "linear_algebra/tiled_matmul_tile32.cu": "near_duplicate"}
     assert dropped(project, "compile_nvidia") == {"math/broken_polynomial_eval.cu": "compile_failed:syntax"}
-    amd = dropped(project, "compile_amd")
-    assert amd["machine_learning/wmma_tensor_core_gemm.cu"] == "compile_failed:hipify_gap"
-    assert amd["reduction_scan/warp_shuffle_reduce.cu"] == "compile_failed:hipify_gap"
-    assert amd["math/broken_polynomial_eval.cu"] == "compile_failed:syntax"
+    assert dropped(project, "compile_amd") == {"machine_learning/wmma_tensor_core_gemm.cu": "compile_failed:hipify_gap",
+                                               "math/broken_polynomial_eval.cu": "compile_failed:syntax"}
+
+
+WARP_SYNC_FILES = ("reduction_scan/warp_shuffle_reduce.cu", "signal_processing/stft_warp_peaks.cu",
+                   "machine_learning/softmax_warp_reduce.cu", "statistics_random/warp_moments.cu")
+
+
+def test_repaired_warp_shuffle_files_pair_and_say_so(project):
+    pairs = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    repaired = pairs.filter(pl.col("hip_repaired"))
+    assert sorted(repaired["path"]) == sorted(WARP_SYNC_FILES)
+    assert (repaired["repair_rules"].list.join(",") == "warp_sync_builtins").all()
+    assert repaired["hip_source_hipify"].str.contains("_sync(", literal=True).all()
+    assert not repaired["hip_source"].str.contains("__shfl_down_sync", literal=True).any()
+    assert pairs.filter(~pl.col("hip_repaired"))["hip_source_hipify"].is_null().all()
+    assert metrics(project, "repair")["samples_by_rule"] == {"warp_sync_builtins": 4}
+    bundled = metrics(project, "yield")["corpora"]["bundled"]
+    assert (bundled["nvidia_ok"], bundled["both"], bundled["pairs_repaired"]) == (49, 48, 4)
 
 
 def test_export_holds_real_pairs_for_both_vendors(project):
@@ -293,7 +309,8 @@ def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(clean_hashes, tmp_
 
 def test_rerun_is_up_to_date_and_one_changed_file_recompiles_only_that_file(project):
     out = run(["dvc", "repro"], project)
-    for stage in ("ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd", "pair", "export"):
+    for stage in ("fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia", "compile_amd",
+                  "pair", "yield_report", "export"):
         assert f"Stage '{stage}' didn't change, skipping" in out
     changed = project / "corpus" / "graph" / "pagerank_pull.cu"
     changed.write_text(changed.read_text() + "\n// a comment added by a contributor\n")

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from cass.translate.ctext import find_calls, rewrite_calls
-from cass.translate.repair import RULES, CachedRepair, cuda_header_guards, repair, ruleset_id, warp_sync_builtins
+from cass.translate.repair import (
+    RULES,
+    CachedRepair,
+    cuda_header_guards,
+    repair,
+    ruleset_id,
+    unmapped_headers,
+    warp_sync_builtins,
+)
 from stages.actions import ActionRunner, plan
 from toolchains import local_executor
 
@@ -37,6 +45,29 @@ int __CUDA_RUNTIME_H__guard_lookalike;
 def test_cuda_header_guards_map_to_the_hip_headers_guards_in_conditionals_only():
     assert cuda_header_guards(GUARDED_BEFORE, HIP57) == GUARDED_AFTER
     assert cuda_header_guards(GUARDED_BEFORE, HIP64) == GUARDED_AFTER
+
+
+HEADERS_BEFORE = """#include <cub/block/block_reduce.cuh>
+#include "cub/warp/warp_scan.cuh"
+#include <hipcub/hipcub.hpp>
+#include <math_constants.h>
+__device__ float angle(float t) { return t * CUDART_PI_F + CUDART_INF_F * 0.0f; }
+#if CUDART_VERSION >= 9000
+#endif
+"""
+HEADERS_AFTER = """#include <hipcub/hipcub.hpp>
+#include <hipcub/hipcub.hpp>
+#include <hipcub/hipcub.hpp>
+#include <hip/hip_math_constants.h>
+__device__ float angle(float t) { return t * HIP_PI_F + HIP_INF_F * 0.0f; }
+#if CUDART_VERSION >= 9000
+#endif
+"""
+
+
+def test_unmapped_headers_become_their_hip_equivalents():
+    assert unmapped_headers(HEADERS_BEFORE, HIP57) == HEADERS_AFTER   # CUDART_VERSION is no math constant
+    assert unmapped_headers(HEADERS_AFTER, HIP64) == HEADERS_AFTER
 
 
 WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
@@ -115,10 +146,18 @@ HELPER = """#pragma once
 #endif
 """
 KERNEL = """#include "helper.cuh"
+#include <cub/block/block_reduce.cuh>
+#include <math_constants.h>
 __global__ void warp_sum(const float *in, float *out) {
-  float v = in[threadIdx.x];
+  float v = in[threadIdx.x] * CUDART_PI_F;
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
   if (threadIdx.x == 0) out[blockIdx.x] = v;
+}
+__global__ void block_sum(const float *in, float *out) {
+  using Reduce = cub::BlockReduce<float, 64>;
+  __shared__ typename Reduce::TempStorage scratch;
+  float total = Reduce(scratch).Sum(in[threadIdx.x]);
+  if (threadIdx.x == 0) out[blockIdx.x] = total;
 }
 int main() { float *d; CHECK(cudaMalloc(&d, 4)); warp_sum<<<1, 32>>>(d, d); CHECK(cudaFree(d)); return 0; }
 """
@@ -150,10 +189,11 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     raw = compile_amd(toolchains, store, runner, hip)
     assert not raw.ok   # hipify-perl keeps the guard (CHECK undeclared) and the warp-sync call
     stderr = store.get_text(raw.record.stderr)
-    assert "CHECK" in stderr or "__shfl_down_sync" in stderr
+    assert "cub/block/block_reduce.cuh" in stderr or "math_constants.h" in stderr
     repairer = CachedRepair(store, toolchains["amd"].hip_version())
     repaired = {p: repairer(d) for p, d in hip.items()}
-    assert repaired["helper.cuh"][1] == ["cuda_header_guards"] and repaired["kernel.cu"][1] == ["warp_sync_builtins"]
+    assert repaired["helper.cuh"][1] == ["cuda_header_guards"]
+    assert repaired["kernel.cu"][1] == ["unmapped_headers", "warp_sync_builtins"]
     fixed = compile_amd(toolchains, store, runner, {p: d for p, (d, _) in repaired.items()})
     assert fixed.ok, store.get_text(fixed.record.stderr)
     assert "v_add_f32" in store.get_text(fixed.record.outputs["device.s"])

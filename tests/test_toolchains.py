@@ -9,8 +9,9 @@ import pytest
 from stages.actions import ActionRunner, plan
 from stages.asm_text import strip_host_registration
 from stages.compiling import TargetRun, failure_reason, run_targets
-from toolchains import NvidiaToolchain, ToolchainMissingError, load_toolchains, local_executor
+from toolchains import NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor
 from toolchains.diagnostics import categorize
+from toolchains.system import SYSTEM_LIBRARIES, header_parity
 
 SAXPY = b"""#include <cstdio>
 #include "scale.cuh"
@@ -105,10 +106,28 @@ def test_hipify_then_amd_host_and_gfx1100_device_asm(store, toolchains):
 def test_hipify_keeps_its_unsupported_warnings(store, toolchains):
     amd = toolchains["amd"]
     runner = ActionRunner(store, local_executor({"amd": amd}), timeout_s=300)
-    action = plan(amd, amd.hipify_step("warp.cu"), {"warp.cu": store.put(WARP)})
-    outcome = runner.run([action], desc="hipify")[action.key]
-    assert outcome.ok
-    assert "__shfl_down_sync" in store.get_text(outcome.record.stderr)
+    translate = plan(amd, amd.hipify_step("warp.cu"), {"warp.cu": store.put(WARP)})
+    check = plan(amd, amd.hipify_warnings_step("warp.cu"), {"warp.cu": store.put(WARP)})
+    outcomes = runner.run([translate, check], desc="hipify")
+    assert outcomes[translate.key].ok and store.get_text(outcomes[translate.key].record.stderr) == ""
+    assert "hipLaunch" not in store.get_text(outcomes[translate.key].record.outputs["hip"])
+    assert "__shfl_down_sync" in store.get_text(outcomes[check.key].record.stderr)
+
+
+def test_every_system_library_header_is_found_on_both_sides(store, toolchains):
+    """The packages of toolchains/system.py give both compilers the same system headers."""
+    source = "".join(f"#include <{lib.header}>\n" for lib in SYSTEM_LIBRARIES).encode()
+    steps = {"nvidia": Step("nvcc", ("-std=c++17", "-E", "-x", "cu", "all.cu", "-o", "all.i"), ("all.i",)),
+             "amd": Step("hipcc", ("-std=c++17", "-E", "-x", "hip", "--cuda-host-only", "all.cu", "-o", "all.i"),
+                         ("all.i",))}
+    for vendor, step in steps.items():
+        tc = toolchains[vendor]
+        runner = ActionRunner(store, local_executor({vendor: tc}), timeout_s=300)
+        action = plan(tc, step, {"all.cu": store.put(source)})
+        outcome = runner.run([action], desc=vendor)[action.key]
+        assert outcome.ok, f"{vendor}: {store.get_text(outcome.record.stderr)[:2000]}"
+        assert header_parity(toolchains["nvidia"].system_include_dirs(), toolchains["amd"].system_include_dirs()) \
+            == {lib.name: {"nvidia": True, "amd": True} for lib in SYSTEM_LIBRARIES}
 
 
 @pytest.mark.parametrize(

@@ -33,11 +33,11 @@ class SystemLibrary:
 SYSTEM_LIBRARIES: tuple[SystemLibrary, ...] = (
     # gcc's own omp.h serves nvcc's host compiler; hipcc's clang needs LLVM's, for its version
     SystemLibrary("OpenMP", "omp.h", "libgcc-12-dev", "libomp-{clang}-dev"),
+    SystemLibrary("GLEW", "GL/glew.h", "libglew-dev"),   # before gl.h, as GLEW requires
     SystemLibrary("OpenGL", "GL/gl.h", "libgl-dev"),
     SystemLibrary("GLU", "GL/glu.h", "libglu1-mesa-dev"),
     SystemLibrary("EGL", "EGL/egl.h", "libegl-dev"),
     SystemLibrary("GLFW", "GLFW/glfw3.h", "libglfw3-dev"),
-    SystemLibrary("GLEW", "GL/glew.h", "libglew-dev"),
     SystemLibrary("GLUT", "GL/glut.h", "freeglut3-dev", "libglut-dev"),
     SystemLibrary("X11", "X11/Xlib.h", "libx11-dev"),
     SystemLibrary("FFTW", "fftw3.h", "libfftw3-dev"),

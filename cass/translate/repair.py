@@ -9,6 +9,12 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   never holds and every user of the macro fails as ``undeclared``. In conditional directives
   only, the guard becomes the guard of the HIP header hipify-perl maps that CUDA header to (the
   question stays "was that header included?").
+* ``unmapped_headers``: headers with a HIP equivalent that hipify-perl 6.0 leaves as they are:
+  CUB's sub-headers (``<cub/block/block_reduce.cuh>``; it maps only ``<cub/cub.cuh>``) become
+  hipCUB's umbrella header ``<hipcub/hipcub.hpp>`` (hipCUB's own sub-headers need its config
+  header first; hipify-perl already renames ``cub::`` to ``hipcub::``), and ``<math_constants.h>`` becomes
+  ``<hip/hip_math_constants.h>`` with its ``CUDART_*`` constants renamed to the same-valued
+  ``HIP_*`` ones (HIP defines the same 95 names; hipify-perl 7.0 does both itself).
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -78,6 +84,29 @@ def cuda_header_guards(text: str, hip: HipVersion) -> str:
         + _GUARD.sub(lambda g: CUDA_HEADER_GUARDS[g.group(1)], m.group(2)), text)
 
 
+_CUB_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]cub/[\w/]+\.cuh[>"]', re.M)
+_MATH_CONSTANTS_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]math_constants\.h[>"]', re.M)
+MATH_CONSTANTS = """2_OVER_PI 2_OVER_PI_F 3PIO4 3PIO4_F DBL2INT_CVT INF INF_F L2E L2E_F L2E_HI L2E_LO L2T L2T_F LG2
+LG2_F LG2_HI LG2_LO LG2_X_1024 LG2_X_1075 LGE LGE_F LGE_HI LGE_LO LN2 LN2_F LN2_HI LN2_LO LN2_X_1024 LN2_X_1025
+LN2_X_1075 LNPI LNPI_F LNT LNT_F LNT_HI LNT_LO MAX_NORMAL_F MIN_DENORM MIN_DENORM_F NAN NAN_F NEG_ZERO NEG_ZERO_F
+NORM_HUGE_F ONE ONE_F PI PIO2 PIO2_F PIO2_HI PIO2_LO PIO4 PIO4_F PIO4_HI PIO4_LO PI_F PI_HI PI_LO REMQUO_BITS_F
+REMQUO_MASK_F SQRT_2OPI SQRT_2PI SQRT_2PI_HI SQRT_2PI_LO SQRT_2_OVER_PI_F SQRT_HALF SQRT_HALF_F SQRT_HALF_HI
+SQRT_HALF_HI_F SQRT_HALF_LO SQRT_HALF_LO_F SQRT_PIO2 SQRT_PIO2_HI SQRT_PIO2_LO SQRT_TWO SQRT_TWO_F THIRD THIRD_F
+TRIG_PLOSS TRIG_PLOSS_F TWOTHIRD TWO_TO_126_F TWO_TO_23 TWO_TO_23_F TWO_TO_24_F TWO_TO_31_F TWO_TO_32_F TWO_TO_52
+TWO_TO_53 TWO_TO_54 TWO_TO_M1022 TWO_TO_M126_F TWO_TO_M54 ZERO ZERO_F"""
+"""The suffixes of the constants CUDA's math_constants.h (``CUDART_``) and HIP's
+hip_math_constants.h (``HIP_``) both define, with the same values."""
+_CUDART_CONSTANT = re.compile(r"\bCUDART_(" + "|".join(sorted(MATH_CONSTANTS.split(), key=len, reverse=True)) + r")\b")
+
+
+def unmapped_headers(text: str, hip: HipVersion) -> str:
+    text = _CUB_INCLUDE.sub(lambda m: f"{m.group(1)}<hipcub/hipcub.hpp>", text)
+    if _MATH_CONSTANTS_INCLUDE.search(text) or "CUDART_" in text:
+        text = _MATH_CONSTANTS_INCLUDE.sub(lambda m: f"{m.group(1)}<hip/hip_math_constants.h>", text)
+        text = _CUDART_CONSTANT.sub(lambda m: f"HIP_{m.group(1)}", text)
+    return text
+
+
 SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
 VOTES = ("__ballot_sync", "__any_sync", "__all_sync")
 SYNCWARP = ("(__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"wavefront\"), __builtin_amdgcn_wave_barrier(), "
@@ -112,6 +141,8 @@ def warp_sync_builtins(text: str, hip: HipVersion) -> str:
 RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 1, "CUDA header include guards tested in conditionals are not mapped by hipify-perl",
          cuda_header_guards),
+    Rule("unmapped_headers", 1, "CUB sub-headers and math_constants.h have HIP equivalents hipify-perl 6.0 misses",
+         unmapped_headers),
     Rule("warp_sync_builtins", 1, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
@@ -150,9 +181,15 @@ class CachedRepair:
         self.action = {"tool": "cass-repair", "rules": ruleset_id(rules), "hip_version": f"{hip[0]}.{hip[1]}"}
         self.hits = self.misses = 0
         self.keys: set[str] = set()
+        self._done: dict[str, tuple[str, list[str]]] = {}
 
     def __call__(self, digest: str) -> tuple[str, list[str]]:
         """(digest of the repaired file, names of the rules that changed it)."""
+        if digest not in self._done:
+            self._done[digest] = self._run(digest)
+        return self._done[digest]
+
+    def _run(self, digest: str) -> tuple[str, list[str]]:
         key = Store.action_key({**self.action, "input": digest})
         self.keys.add(key)
         record = self.store.lookup(key)

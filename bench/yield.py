@@ -1,0 +1,122 @@
+"""Benchmark: how much real code survives the AMD side, per development corpus.
+
+Builds the Debian source packages of params.yaml ``debian_sources`` (real trees nobody here
+wrote) up to the ``yield_report`` stage with real tools and real `dvc repro`, in several
+variants of the pipeline, one project copy each, all in the same run and sharing one store (an
+action two variants share runs once):
+
+* ``stock``: the stock tools only: no configured headers, no repair layer (hipify-perl, then
+  hipcc, as a user would run them), on each AMD toolchain;
+* ``configured``: configured headers, no repair layer;
+* ``pipeline``: configured headers and the repair layer, on each AMD toolchain.
+
+Writes the per-corpus yield tables (files, NVIDIA ok, AMD ok, both, both / NVIDIA ok), the
+failure categories and top causes of the default toolchain's pipeline variant into
+bench/RESULTS.md, with the commit and the exact parameters.
+
+    python bench/yield.py [--suites trixie sid] [--work DIR] [--out bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.results import replace_section  # noqa: E402
+from cass.report.yields import markdown  # noqa: E402
+from cass.scaffold import copy_pipeline, run_in  # noqa: E402
+
+SECTION = "## Yield on real code (issue 13)"
+
+
+def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, configure: bool, repair: bool) -> dict:
+    params = json.loads(json.dumps(base))
+    params["corpus"]["trees"] = []
+    params["store"]["dir"] = str(store)
+    params["debian_sources"].update(enabled=True, dir=str(debian_dir))
+    params["configure"]["enabled"] = configure
+    params["repair"]["enabled"] = repair
+    params["amd"]["toolchain"] = suite
+    return params
+
+
+def build(project: Path, params: dict) -> tuple[dict, float]:
+    """A project copy with these parameters, built to the yield report; its yields and wall time."""
+    if not project.exists():
+        copy_pipeline(project, with_bundled_corpus=False)
+        (project / "corpus").mkdir()
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    start = time.perf_counter()
+    run_in(["dvc", "repro", "yield_report"], project)
+    elapsed = time.perf_counter() - start
+    return json.loads((project / "metrics" / "yield.json").read_text()), elapsed
+
+
+def summary_rows(name: str, yields: dict, titles: dict[str, str]) -> list[str]:
+    rows = []
+    for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:
+        ratio = "-" if y["both_over_nvidia_ok"] is None else f"{100 * y['both_over_nvidia_ok']:.1f}%"
+        rows.append(f"| {name} | {titles.get(origin, origin)} | {y['files']} | {y['nvidia_ok']} | {y['amd_ok']} | "
+                    f"{y['both']} | {ratio} |")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suites", nargs="+", default=["trixie", "sid"])
+    parser.add_argument("--work", type=Path, default=Path("/var/tmp/cass-bench-yield"))
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
+    args = parser.parse_args()
+    base = yaml.safe_load((REPO / "params.yaml").read_text())
+    store, debian_dir = args.work / "store", args.work / "debian"
+    variants = [(f"stock-{s}", s, False, False) for s in args.suites]
+    variants += [(f"configured-{args.suites[0]}", args.suites[0], True, False)]
+    variants += [(f"pipeline-{s}", s, True, True) for s in args.suites]
+    results = {}
+    for name, suite, configure, repair in variants:
+        params = variant_params(base, store, debian_dir, suite, configure, repair)
+        results[name] = build(args.work / name, params)
+        print(f"{name}: {results[name][1]:.0f} s", file=sys.stderr)
+
+    titles = {f"debian_{p['name']}": f"{p['name']} {p['version']} ({p['flavour']})"
+              for p in base["debian_sources"]["packages"]}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=False).stdout.strip()
+    default = base["amd"]["toolchain"]
+    lines = [
+        SECTION, "",
+        f"`python bench/yield.py --suites {' '.join(args.suites)}` on {os.cpu_count()} cores ({platform.machine()}), "
+        f"{date.today()}, commit {commit}. Debian bookworm source packages (`debian_sources` in params.yaml: "
+        + ", ".join(f"{p['name']} {p['version']}" for p in base["debian_sources"]["packages"])
+        + "), every `.cu` file, real tools, `dvc repro yield_report` per variant in one run with one shared "
+        "store. Files are the samples after the filters and deduplication; NVIDIA: nvcc 13.5 (host + sm_89); "
+        "AMD: hipify-perl then hipcc (host + gfx1100) in the named Debian root. `stock`: no configured headers "
+        "and no repair layer (the stock tools); `configured`: configured headers only; `pipeline`: both.", "",
+        "| variant | corpus | files | NVIDIA ok | AMD ok | both | both / NVIDIA ok |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, (yields, _) in results.items():
+        lines += summary_rows(name, yields, titles)
+    lines += ["", "| variant | wall time (s) |", "|---|---:|"]
+    lines += [f"| {name} | {elapsed:.0f} |" for name, (_, elapsed) in results.items()]
+    lines += ["", f"Failure categories and top causes, `pipeline-{default}` (the default toolchain):", "",
+              markdown(results[f"pipeline-{default}"][0], titles)]
+    section = "\n".join(lines)
+    print(section)
+    replace_section(args.out, SECTION, section)
+
+
+if __name__ == "__main__":
+    main()
