@@ -10,6 +10,8 @@ from cass.translate.repair import (
     RULES,
     CachedRepair,
     cuda_header_guards,
+    cuda_runtime_overloads,
+    hip_vector_compound_operators,
     repair,
     ruleset_id,
     unmapped_headers,
@@ -68,6 +70,42 @@ __device__ float angle(float t) { return t * HIP_PI_F + HIP_INF_F * 0.0f; }
 def test_unmapped_headers_become_their_hip_equivalents():
     assert unmapped_headers(HEADERS_BEFORE, HIP57) == HEADERS_AFTER   # CUDART_VERSION is no math constant
     assert unmapped_headers(HEADERS_AFTER, HIP64) == HEADERS_AFTER
+
+
+def test_cuda_runtime_overloads_call_what_cudas_own_overload_calls():
+    before = 'CHECK(hipEventCreate(&start, hipEventDisableTiming), "timer");\nhipEventCreate(&stop);\n'
+    after = 'CHECK(hipEventCreateWithFlags(&start, hipEventDisableTiming), "timer");\nhipEventCreate(&stop);\n'
+    assert cuda_runtime_overloads(before, HIP57) == after
+
+
+OPERATORS_BEFORE = """static __forceinline__ __host__ __device__ void operator+=(float3& a, float3 b)
+{
+    a.x += b.x;
+    a.y += b.y;
+    a.z += b.z;
+}
+__host__ __device__ inline void operator+=(float3& a, float4 b) { a.x += b.x; a.y += b.y; a.z += b.z; }
+__device__ void operator*=(int2 &p, const int2 &q) { p.x *= q.x; p.y *= q.y; }
+__device__ void operator-=(float2& a, float2 b) { a.x -= b.y; a.y -= b.x; }
+__device__ void operator/=(float4& a, float4 b) { a.x /= b.x; a.y /= b.y; a.z /= b.z; }
+"""
+OPERATORS_AFTER = """/* operator+=(float3&, float3): HIP's float3 has it as a member */
+
+
+
+
+
+__host__ __device__ inline void operator+=(float3& a, float4 b) { a.x += b.x; a.y += b.y; a.z += b.z; }
+/* operator*=(int2&, int2): HIP's int2 has it as a member */
+__device__ void operator-=(float2& a, float2 b) { a.x -= b.y; a.y -= b.x; }
+__device__ void operator/=(float4& a, float4 b) { a.x /= b.x; a.y /= b.y; a.z /= b.z; }
+"""
+
+
+def test_only_component_wise_vector_compound_operators_give_way_to_hips():
+    # kept: a float4 right operand (no HIP member), a swapped body, a body missing the w component
+    assert hip_vector_compound_operators(OPERATORS_BEFORE, HIP57) == OPERATORS_AFTER
+    assert OPERATORS_AFTER.count("\n") == OPERATORS_BEFORE.count("\n")
 
 
 WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
@@ -159,7 +197,14 @@ __global__ void block_sum(const float *in, float *out) {
   float total = Reduce(scratch).Sum(in[threadIdx.x]);
   if (threadIdx.x == 0) out[blockIdx.x] = total;
 }
-int main() { float *d; CHECK(cudaMalloc(&d, 4)); warp_sum<<<1, 32>>>(d, d); CHECK(cudaFree(d)); return 0; }
+__host__ __device__ void operator+=(float3 &a, const float3 &b) { a.x += b.x; a.y += b.y; a.z += b.z; }
+__global__ void shift(float3 *p, float3 by) { p[threadIdx.x] += by; }
+int main() {
+  float *d; cudaEvent_t ev;
+  CHECK(cudaEventCreate(&ev, cudaEventDisableTiming));
+  CHECK(cudaMalloc(&d, 4)); warp_sum<<<1, 32>>>(d, d); CHECK(cudaFree(d));
+  return 0;
+}
 """
 
 
@@ -193,7 +238,8 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     repairer = CachedRepair(store, toolchains["amd"].hip_version())
     repaired = {p: repairer(d) for p, d in hip.items()}
     assert repaired["helper.cuh"][1] == ["cuda_header_guards"]
-    assert repaired["kernel.cu"][1] == ["unmapped_headers", "warp_sync_builtins"]
+    assert repaired["kernel.cu"][1] == ["unmapped_headers", "cuda_runtime_overloads", "hip_vector_compound_operators",
+                                        "warp_sync_builtins"]
     fixed = compile_amd(toolchains, store, runner, {p: d for p, (d, _) in repaired.items()})
     assert fixed.ok, store.get_text(fixed.record.stderr)
     assert "v_add_f32" in store.get_text(fixed.record.outputs["device.s"])

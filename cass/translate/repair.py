@@ -15,6 +15,14 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   header first; hipify-perl already renames ``cub::`` to ``hipcub::``), and ``<math_constants.h>`` becomes
   ``<hip/hip_math_constants.h>`` with its ``CUDART_*`` constants renamed to the same-valued
   ``HIP_*`` ones (HIP defines the same 95 names; hipify-perl 7.0 does both itself).
+* ``cuda_runtime_overloads``: the C++ convenience overloads of CUDA's runtime header that HIP lacks,
+  replaced by the call they make there: ``cudaEventCreate(event, flags)`` (hipified to a
+  two-argument ``hipEventCreate``) is ``cudaEventCreateWithFlags(event, flags)``.
+* ``hip_vector_compound_operators``: CUDA's vector types (``float3``, ``int2``, ...) have no
+  operators, so projects define their own; HIP's vector types have member compound assignments
+  (``+=``, ``-=``, ``*=``, ``/=`` with the same vector type), which make a project's free
+  ``operator+=(float3&, float3)`` ambiguous. A project's definition is removed only where its body
+  is exactly the component-wise one HIP's member computes (``a.x += b.x; a.y += b.y; ...``).
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -107,6 +115,30 @@ def unmapped_headers(text: str, hip: HipVersion) -> str:
     return text
 
 
+def cuda_runtime_overloads(text: str, hip: HipVersion) -> str:
+    return rewrite_calls(text, "hipEventCreate",
+                         lambda args, original: f"hipEventCreateWithFlags({','.join(args)})" if len(args) == 2
+                         else original)
+
+
+_VECTOR_TYPE = r"(?:u?char|u?short|u?int|u?long|(?:u?longlong)|float|double)([1-4])"
+_COMPOUND_OPERATOR = re.compile(
+    r"^[ \t]*(?:(?:static|inline|__inline__|__forceinline__|__host__|__device__|__HOST_DEVICE__)\s+)*void\s+"
+    rf"operator\s*([-+*/])=\s*\(\s*({_VECTOR_TYPE})\s*&\s*(\w+)\s*,\s*(?:const\s+)?(\w+)\s*&?\s*(\w+)\s*\)\s*"
+    r"\{([^{}]*)\}[ \t]*\n?", re.M)
+
+
+def hip_vector_compound_operators(text: str, hip: HipVersion) -> str:
+    def drop(m: re.Match) -> str:
+        op, vtype, width, a, btype, b, body = m.groups()
+        expected = [f"{a}.{c}{op}={b}.{c};" for c in "xyzw"[: int(width)]]
+        if btype != vtype or re.sub(r"\s+", "", body) != "".join(expected):
+            return m.group(0)
+        note = f"/* operator{op}=({vtype}&, {vtype}): HIP's {vtype} has it as a member */"
+        return note + "\n" * (m.group(0).count("\n") or 1)   # the same line count
+    return _COMPOUND_OPERATOR.sub(drop, text)
+
+
 SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
 VOTES = ("__ballot_sync", "__any_sync", "__all_sync")
 SYNCWARP = ("(__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"wavefront\"), __builtin_amdgcn_wave_barrier(), "
@@ -143,6 +175,10 @@ RULES: tuple[Rule, ...] = (
          cuda_header_guards),
     Rule("unmapped_headers", 1, "CUB sub-headers and math_constants.h have HIP equivalents hipify-perl 6.0 misses",
          unmapped_headers),
+    Rule("cuda_runtime_overloads", 1, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
+    Rule("hip_vector_compound_operators", 1,
+         "a project's component-wise vector compound assignments clash with HIP's member ones",
+         hip_vector_compound_operators),
     Rule("warp_sync_builtins", 1, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
