@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from cass.translate.hipify_warnings import (
+    WarningTables,
     candidate_lines,
     map_line_numbers,
     reduced_input,
@@ -25,6 +26,34 @@ from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_st
 STAGE = "hipify"
 
 
+FileKey = tuple[str, str]
+"""(path, digest) of a CUDA file: one translation per distinct pair."""
+
+
+def plan_files(store, amd, tables: WarningTables, files: set[FileKey]) -> tuple[dict, dict]:
+    """Per file: its translation action, and (where some line can warn) the lines to check and
+    the action checking them."""
+    translate = {key: plan(amd, amd.hipify_step(key[0]), {key[0]: key[1]}) for key in files}
+    checked: dict[FileKey, tuple[list[int], Action]] = {}
+    for path, digest in files:
+        cuda_text = store.get_text(digest, "replace")
+        if lines := candidate_lines(cuda_text, tables):
+            reduced = store.put(reduced_input(cuda_text, lines))
+            checked[(path, digest)] = (lines, plan(amd, amd.hipify_warnings_step(path), {path: reduced}))
+    return translate, checked
+
+
+def file_warnings(store, tables: WarningTables, key: FileKey, hip_digest: str, check: tuple | None,
+                  outcomes: dict) -> str:
+    """hipify-perl's default-mode warnings of one translated file."""
+    path, digest = key
+    text = ""
+    if check is not None and (record := outcomes[check[1].key].record) is not None:
+        text = map_line_numbers(store.get_text(record.stderr, "replace"), path, check[0])
+    return text + translated_text_warnings(path, store.get_text(digest, "replace"),
+                                           store.get_text(hip_digest, "replace"), tables)
+
+
 def main() -> None:
     params = load_params()
     store = open_store(params)
@@ -33,36 +62,17 @@ def main() -> None:
     rows = read_manifest("dedup")
     out = StageOutput(STAGE, rows_in=rows.height)
     runner = stage_runner(store, amd, params, params["hipify"]["timeout_s"])
-    files = {(f["path"], f["digest"]) for fs in rows["files"] for f in fs}
-    translate = {pd: plan(amd, amd.hipify_step(pd[0]), {pd[0]: pd[1]}) for pd in files}
-    checked: dict[tuple[str, str], tuple[list[int], Action]] = {}
-    for path, digest in files:
-        cuda_text = store.get_text(digest, "replace")
-        if lines := candidate_lines(cuda_text, tables):
-            reduced = store.put(reduced_input(cuda_text, lines))
-            checked[(path, digest)] = (lines, plan(amd, amd.hipify_warnings_step(path), {path: reduced}))
+    translate, checked = plan_files(store, amd, tables, {(f["path"], f["digest"]) for fs in rows["files"] for f in fs})
     outcomes = runner.run([*translate.values(), *(a for _, a in checked.values())], desc="hipify-perl")
-
-    warnings_of: dict[tuple[str, str], str] = {}
-    for (path, digest), action in translate.items():
-        outcome = outcomes[action.key]
-        if not outcome.ok:
-            continue
-        text = ""
-        if (path, digest) in checked:
-            lines, check = checked[(path, digest)]
-            if (c := outcomes[check.key]).record is not None:
-                text = map_line_numbers(store.get_text(c.record.stderr, "replace"), path, lines)
-        text += translated_text_warnings(path, store.get_text(digest, "replace"),
-                                         store.get_text(outcome.record.outputs["hip"], "replace"), tables)
-        warnings_of[(path, digest)] = text
+    hip = {key: o.record.outputs["hip"] for key, a in translate.items() if (o := outcomes[a.key]).ok}
+    warnings = {key: file_warnings(store, tables, key, d, checked.get(key), outcomes) for key, d in hip.items()}
 
     added = []
     for row in rows.iter_rows(named=True):
         keys = [(f["path"], f["digest"]) for f in row["files"]]
-        failed = [(k[0], outcomes[translate[k].key]) for k in keys if not outcomes[translate[k].key].ok]
-        failed += [(k[0], outcomes[checked[k][1].key]) for k in keys if k in checked
-                   and outcomes[checked[k][1].key].transient]
+        failed = [(k[0], outcomes[translate[k].key]) for k in keys if k not in hip]
+        failed += [(k[0], outcomes[checked[k][1].key]) for k in keys
+                   if k in checked and outcomes[checked[k][1].key].transient]
         if failed:
             path, outcome = failed[0]
             if outcome.transient:
@@ -70,11 +80,10 @@ def main() -> None:
             else:
                 out.drop(row, "hipify_failed", f"{path}: {store.get_text(outcome.record.stderr, 'replace')}")
             continue
-        text = "".join(warnings_of[k] for k in keys)
+        text = "".join(warnings[k] for k in keys)
         added.append({
             "sample_id": row["sample_id"],
-            "hip_files": [{"path": p, "digest": outcomes[translate[(p, d)].key].record.outputs["hip"]}
-                          for p, d in keys],
+            "hip_files": [{"path": k[0], "digest": hip[k]} for k in keys],
             "hipify_warnings": store.put_text(text),
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })

@@ -1,7 +1,7 @@
 """Stage repair: the post-HIPIFY repair layer (:mod:`cass.translate.repair`) on every HIP file.
 
 Each distinct hipified file is one cached action keyed by the rule set's id, the AMD toolchain's
-HIP version and the file's digest. The manifest keeps hipify-perl's own files
+HIP version, the NVIDIA toolchain's CUDA version and the file's digest. The manifest keeps hipify-perl's own files
 (``hip_files_hipify``) next to the repaired ones (``hip_files``, what compile_amd builds), the
 rules that fired per sample (``repair_rules``) and whether any file changed (``hip_repaired``).
 ``repair.enabled: false`` passes hipify-perl's files on unchanged. Nothing is dropped here.
@@ -13,7 +13,7 @@ from collections import Counter
 
 import polars as pl
 
-from cass.translate.repair import CachedRepair, ruleset_id
+from cass.translate.repair import CachedRepair, RepairTarget, ruleset_id
 from stages.actions import pipeline_toolchains
 from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
 
@@ -27,8 +27,9 @@ def main() -> None:
     out = StageOutput(STAGE, rows_in=rows.height)
     repairer = None
     if params["repair"]["enabled"]:
-        amd = pipeline_toolchains(params, ("amd",))["amd"]
-        repairer = CachedRepair(store, amd.hip_version())
+        toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
+        target = RepairTarget(hip=toolchains["amd"].hip_version(), cuda=toolchains["nvidia"].cuda_version())
+        repairer = CachedRepair(store, target)
     samples_by_rule: Counter = Counter()
     files_by_rule: dict[str, set[str]] = {}
     added = []
@@ -48,7 +49,7 @@ def main() -> None:
     out.extra_metrics.update({
         "enabled": bool(repairer),
         "ruleset": ruleset_id() if repairer else None,
-        "hip_version": ".".join(map(str, repairer.hip)) if repairer else None,
+        "target": repairer.target.key() if repairer else None,
         "samples_repaired": sum(a["hip_repaired"] for a in added),
         "samples_by_rule": dict(sorted(samples_by_rule.items())),
         "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},

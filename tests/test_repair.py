@@ -3,24 +3,31 @@ cached action, and real hipify-perl + hipcc on code that fails without the rules
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from cass.translate.ctext import find_calls, rewrite_calls
+from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
     RULES,
     CachedRepair,
+    RepairTarget,
     cuda_header_guards,
     cuda_runtime_overloads,
+    cuda_version_macros,
     hip_vector_compound_operators,
+    ptx_inline_asm,
     repair,
     ruleset_id,
+    thrust_cuda_backend,
     unmapped_headers,
     warp_sync_builtins,
 )
 from stages.actions import ActionRunner, plan
 from toolchains import local_executor
 
-HIP57, HIP64 = (5, 7), (6, 4)
+HIP57, HIP64 = RepairTarget(hip=(5, 7), cuda=(13, 5)), RepairTarget(hip=(6, 4), cuda=(13, 5))
 
 GUARDED_BEFORE = """#ifdef __CUDA_RUNTIME_H__
 #define checkErrors(v) check((v), #v)
@@ -106,6 +113,104 @@ def test_only_component_wise_vector_compound_operators_give_way_to_hips():
     # kept: a float4 right operand (no HIP member), a swapped body, a body missing the w component
     assert hip_vector_compound_operators(OPERATORS_BEFORE, HIP57) == OPERATORS_AFTER
     assert OPERATORS_AFTER.count("\n") == OPERATORS_BEFORE.count("\n")
+
+
+VERSIONS_BEFORE = """#if CUDA_VERSION < 8000
+#error "CUDA >= 8.0 is required"
+#endif
+#ifdef CUDART_VERSION
+#if defined(CUDA_VERSION) && CUDA_VERSION >= 11000 || defined __CUDACC_VER_MAJOR__
+#elif __CUDACC_VER_MAJOR__ >= 12
+#endif
+#endif
+#ifndef CUDA_VERSION
+#endif
+int runtime = CUDART_VERSION;
+"""
+VERSIONS_AFTER = """#if 13050 < 8000
+#error "CUDA >= 8.0 is required"
+#endif
+#if 1
+#if 1 && 13050 >= 11000 || 1
+#elif 13 >= 12
+#endif
+#endif
+#if 0
+#endif
+int runtime = CUDART_VERSION;
+"""
+
+
+def test_cuda_version_macros_take_the_nvidia_sides_values_in_conditionals():
+    assert cuda_version_macros(VERSIONS_BEFORE, HIP57) == VERSIONS_AFTER
+
+
+def test_thrust_cuda_backend_becomes_rocthrusts_hip_backend():
+    before = ("#include <thrust/system/cuda/execution_policy.h>\n"
+              "thrust::sort(thrust::cuda::par.on(stream), a, b); thrust::cuda_cub::tag t; thrust::system::cuda::x y;\n")
+    after = ("#include <thrust/system/hip/execution_policy.h>\n"
+             "thrust::sort(thrust::hip::par.on(stream), a, b); thrust::hip_rocprim::tag t; thrust::system::hip::x y;\n")
+    assert thrust_cuda_backend(before, HIP57) == after
+
+
+PTX_BEFORE = """#define LD_NC_V1 "ld.global.cs.nc.u32"
+__device__ unsigned lane() { unsigned id; asm("mov.u32 %0, %%laneid;" : "=r"(id)); return id; }
+__device__ unsigned ge() { unsigned m; asm volatile("mov.u32 %0, %%lanemask_ge;" : "=r"(m)); return m; }
+__device__ unsigned field(unsigned v, int p, int l) {
+  unsigned r; asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(p), "r"(l)); return r;
+}
+__device__ void load(unsigned c[2], const void *p) {
+  asm("ld.global.cs.v2.u32 {%0, %1}, [%2];" : "=r"(c[0]), "=r"(c[1]) : "l"(p));
+  asm(LD_NC_V1 " {%0}, [%1 + 8];" : "=r"(c[0]) : "l"(p));
+}
+__device__ void store(void *p, unsigned a) { asm("st.u32 [%0], {%1};" : : "l"(p), "r"(a)); }
+__device__ void wait() { asm volatile("bar.sync %0, %1;" : : "r"(1), "r"(64) : "memory"); }
+"""
+LOAD = "((const unsigned int *)((const char *)(p) + {}))[{}]"
+PTX_AFTER = f"""#define LD_NC_V1 "ld.global.cs.nc.u32"
+__device__ unsigned lane() {{ unsigned id; (id = __lane_id()); return id; }}
+__device__ unsigned ge() {{ unsigned m; (m = (unsigned)~__lanemask_lt()); return m; }}
+__device__ unsigned field(unsigned v, int p, int l) {{
+  unsigned r; (r = {BFE[32].format("(v)", "(p)", "(l)")}); return r;
+}}
+__device__ void load(unsigned c[2], const void *p) {{
+  (c[0] = {LOAD.format(0, 0)}, c[1] = {LOAD.format(0, 1)});
+  (c[0] = {LOAD.format(8, 0)});
+}}
+__device__ void store(void *p, unsigned a) {{ (((unsigned int *)((char *)(p) + 0))[0] = (unsigned int)(a)); }}
+__device__ void wait() {{ asm volatile("bar.sync %0, %1;" : : "r"(1), "r"(64) : "memory"); }}
+"""
+
+
+def test_ptx_inline_asm_idioms_become_the_cpp_they_compute():
+    assert ptx_inline_asm(PTX_BEFORE, HIP57) == PTX_AFTER   # named barriers have no equivalent: kept
+
+
+def ptx_bfe(value: int, pos: int, length: int) -> int:
+    """bfe.u32 as the PTX ISA defines it."""
+    pos, length = pos & 0xFF, length & 0xFF
+    return 0 if pos >= 32 or length == 0 else (value >> pos) & ((1 << min(length, 32)) - 1)
+
+
+def ptx_bfi(a: int, b: int, pos: int, length: int) -> int:
+    """bfi.b32 as the PTX ISA defines it."""
+    pos, length = pos & 0xFF, length & 0xFF
+    if pos >= 32 or length == 0:
+        return b
+    mask = (((1 << min(length, 32)) - 1) << pos) & 0xFFFFFFFF
+    return (b & ~mask & 0xFFFFFFFF) | ((a << pos) & mask)
+
+
+def test_bit_field_expressions_compute_what_ptx_defines(tmp_path):
+    """The rule's expressions, compiled by a real C++ compiler and run, against the PTX ISA."""
+    cases = [(0xDEADBEEF, 0xCAFE, p, n) for p in (0, 3, 4, 28, 31, 32, 40, 260) for n in (0, 1, 4, 8, 31, 32, 40)]
+    lines = [f'printf("%u %u\\n", {BFE[32].format(f"{v}u", p, n)}, {BFI.format(f"{a}u", f"{v}u", p, n)});'
+             for v, a, p, n in cases]
+    (tmp_path / "t.cpp").write_text("#include <cstdio>\nint main() {\n" + "\n".join(lines) + "\n}\n")
+    subprocess.run(["g++", "-w", "-o", str(tmp_path / "t"), str(tmp_path / "t.cpp")], check=True)
+    got = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True).stdout.split("\n")
+    for (v, a, p, n), line in zip(cases, got, strict=False):
+        assert line == f"{ptx_bfe(v, p, n)} {ptx_bfi(a, v, p, n)}", (v, a, p, n)
 
 
 WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
@@ -235,7 +340,7 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     assert not raw.ok   # hipify-perl keeps the guard (CHECK undeclared) and the warp-sync call
     stderr = store.get_text(raw.record.stderr)
     assert "cub/block/block_reduce.cuh" in stderr or "math_constants.h" in stderr
-    repairer = CachedRepair(store, toolchains["amd"].hip_version())
+    repairer = CachedRepair(store, RepairTarget(toolchains["amd"].hip_version(), toolchains["nvidia"].cuda_version()))
     repaired = {p: repairer(d) for p, d in hip.items()}
     assert repaired["helper.cuh"][1] == ["cuda_header_guards"]
     assert repaired["kernel.cu"][1] == ["unmapped_headers", "cuda_runtime_overloads", "hip_vector_compound_operators",

@@ -16,7 +16,7 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolchains.base import Step, Target, Toolchain, require_archs
+from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, require_archs
 from toolchains.launchers import HostLauncher
 
 PIP_PACKAGES = (
@@ -80,6 +80,13 @@ class NvidiaToolchain(Toolchain):
 
     def include_root(self) -> Path:
         return self.cuda_home / "include"
+
+    def cuda_version(self) -> tuple[int, int]:
+        """CUDA's (major, minor) version, from nvcc's version output (``release 13.5``)."""
+        m = re.search(r"release (\d+)\.(\d+)", self.version("nvcc"))
+        if m is None:
+            raise ToolchainMissingError(f"nvcc printed no CUDA release: {self.version('nvcc')!r}")
+        return int(m.group(1)), int(m.group(2))
 
     def system_include_dirs(self) -> list[Path]:
         """The system header folders nvcc's host compiler searches: the OS's and g++'s own."""

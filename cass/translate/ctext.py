@@ -61,13 +61,19 @@ class Call:
     args: tuple[tuple[int, int], ...]
 
 
-def find_calls(text: str, name: str) -> list[Call]:
+def find_calls(text: str, name: str, separator: str = ",") -> list[Call]:
     """Every call of ``name`` (an identifier followed by ``(``, not part of a longer identifier or a
-    member access) outside comments and literals, with its top-level arguments; calls whose
-    parentheses do not balance are skipped."""
+    member access; or a regex ``head`` ending in ``(``, see :func:`find_heads`) outside comments and
+    literals, with its top-level arguments split at ``separator`` (a ``:`` separator skips ``::``);
+    calls whose parentheses do not balance are skipped."""
+    return find_heads(text, rf"(?<![\w.>:]){re.escape(name)}\s*\(", separator) if name in text else []
+
+
+def find_heads(text: str, head: str, separator: str = ",") -> list[Call]:
+    """Like :func:`find_calls` for every match of the regex ``head``, which ends at an ``(``."""
     calls = []
-    spans = literal_spans(text) if name in text else []
-    for m in re.finditer(rf"(?<![\w.>:]){re.escape(name)}\s*\(", text):
+    spans = literal_spans(text)
+    for m in re.finditer(head, text):
         if _inside(spans, m.start()):
             continue
         depth, i, arg_start, args = 1, m.end(), m.end(), []
@@ -83,7 +89,7 @@ def find_calls(text: str, name: str) -> list[Call]:
                 depth -= 1
                 if depth == 0:
                     args.append((arg_start, i))
-            elif c == "," and depth == 1:
+            elif c == separator and depth == 1 and not (c == ":" and ":" in (text[i - 1], text[i + 1:i + 2])):
                 args.append((arg_start, i))
                 arg_start = i + 1
             i += 1

@@ -9,6 +9,12 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   never holds and every user of the macro fails as ``undeclared``. In conditional directives
   only, the guard becomes the guard of the HIP header hipify-perl maps that CUDA header to (the
   question stays "was that header included?").
+* ``cuda_version_macros``: ``CUDA_VERSION``, ``CUDART_VERSION``, ``__CUDACC_VER_MAJOR__`` and
+  ``__CUDACC_VER_MINOR__`` are undefined in HIP code, so ``#if CUDA_VERSION >= 9000`` picks the
+  oldest branch and ``#if CUDA_VERSION < 8000 #error ...`` stops the build. In conditional
+  directives only, they take the values of the CUDA the NVIDIA side compiles with (``defined``
+  tests hold), so the HIP text follows the branches the CUDA build took: the pair's two sides are
+  the same program.
 * ``unmapped_headers``: headers with a HIP equivalent that hipify-perl 6.0 leaves as they are:
   CUB's sub-headers (``<cub/block/block_reduce.cuh>``; it maps only ``<cub/cub.cuh>``) become
   hipCUB's umbrella header ``<hipcub/hipcub.hpp>`` (hipCUB's own sub-headers need its config
@@ -23,6 +29,12 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   (``+=``, ``-=``, ``*=``, ``/=`` with the same vector type), which make a project's free
   ``operator+=(float3&, float3)`` ambiguous. A project's definition is removed only where its body
   is exactly the component-wise one HIP's member computes (``a.x += b.x; a.y += b.y; ...``).
+* ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
+  ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``<thrust/system/cuda/...>``) become
+  rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy.
+* ``ptx_inline_asm``: PTX inline assembly idioms (lane id and lane masks, ``bfe``/``bfi`` bit
+  fields, ``ld``/``st`` with cache hints) become the C++ they compute (:mod:`cass.translate.ptx`);
+  other PTX is left as it is.
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -44,10 +56,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
+from cass.translate.ptx import rewrite_asm
 from store import ActionRecord, Store
 from toolchains.amd import WARP_SYNC_HIP
 
-HipVersion = tuple[int, int]
+Version = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class RepairTarget:
+    """What the rules are chosen for: the AMD toolchain's HIP version and the CUDA version the
+    NVIDIA side compiles with (the HIP text follows the same version-dependent branches)."""
+
+    hip: Version
+    cuda: Version
+
+    def key(self) -> dict:
+        return {"hip_version": f"{self.hip[0]}.{self.hip[1]}", "cuda_version": f"{self.cuda[0]}.{self.cuda[1]}"}
 
 
 
@@ -59,7 +84,7 @@ class Rule:
     name: str
     version: int
     gap: str
-    apply: Callable[[str, HipVersion], str]
+    apply: Callable[[str, RepairTarget], str]
 
 
 CUDA_HEADER_GUARDS = {
@@ -86,10 +111,34 @@ the HIP header hipify-perl maps that header to."""
 _GUARD = re.compile(r"\b(" + "|".join(map(re.escape, CUDA_HEADER_GUARDS)) + r")\b")
 
 
-def cuda_header_guards(text: str, hip: HipVersion) -> str:
+def cuda_header_guards(text: str, target: RepairTarget) -> str:
     return PREPROCESSOR_LINE.sub(
         lambda m: m.group(0)[: m.start(2) - m.start(0)]
         + _GUARD.sub(lambda g: CUDA_HEADER_GUARDS[g.group(1)], m.group(2)), text)
+
+
+VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__")
+_VERSION_DEFINED = re.compile(r"\bdefined\s*(?:\(\s*(" + "|".join(VERSION_MACROS) + r")\s*\)|(" +
+                              "|".join(VERSION_MACROS) + r")\b)")
+_VERSION_NAME = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
+
+
+def cuda_version_macros(text: str, target: RepairTarget) -> str:
+    major, minor = target.cuda
+    values = {"CUDA_VERSION": major * 1000 + minor * 10, "CUDART_VERSION": major * 1000 + minor * 10,
+              "__CUDACC_VER_MAJOR__": major, "__CUDACC_VER_MINOR__": minor}
+
+    def directive(m: re.Match) -> str:
+        kind, rest = m.group(1), m.group(2)
+        name = rest.strip()
+        if kind in ("ifdef", "ifndef") and name in values:
+            return f"{m.group(0)[: m.start(1) - m.start(0)]}if {int(kind == 'ifdef')}"
+        if kind in ("if", "elif"):
+            rest = _VERSION_DEFINED.sub("1", rest)
+            rest = _VERSION_NAME.sub(lambda v: str(values[v.group(1)]), rest)
+        return m.group(0)[: m.start(2) - m.start(0)] + rest
+
+    return PREPROCESSOR_LINE.sub(directive, text) if _VERSION_NAME.search(text) else text
 
 
 _CUB_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]cub/[\w/]+\.cuh[>"]', re.M)
@@ -107,7 +156,7 @@ hip_math_constants.h (``HIP_``) both define, with the same values."""
 _CUDART_CONSTANT = re.compile(r"\bCUDART_(" + "|".join(sorted(MATH_CONSTANTS.split(), key=len, reverse=True)) + r")\b")
 
 
-def unmapped_headers(text: str, hip: HipVersion) -> str:
+def unmapped_headers(text: str, target: RepairTarget) -> str:
     text = _CUB_INCLUDE.sub(lambda m: f"{m.group(1)}<hipcub/hipcub.hpp>", text)
     if _MATH_CONSTANTS_INCLUDE.search(text) or "CUDART_" in text:
         text = _MATH_CONSTANTS_INCLUDE.sub(lambda m: f"{m.group(1)}<hip/hip_math_constants.h>", text)
@@ -115,7 +164,7 @@ def unmapped_headers(text: str, hip: HipVersion) -> str:
     return text
 
 
-def cuda_runtime_overloads(text: str, hip: HipVersion) -> str:
+def cuda_runtime_overloads(text: str, target: RepairTarget) -> str:
     return rewrite_calls(text, "hipEventCreate",
                          lambda args, original: f"hipEventCreateWithFlags({','.join(args)})" if len(args) == 2
                          else original)
@@ -128,7 +177,7 @@ _COMPOUND_OPERATOR = re.compile(
     r"\{([^{}]*)\}[ \t]*\n?", re.M)
 
 
-def hip_vector_compound_operators(text: str, hip: HipVersion) -> str:
+def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
     def drop(m: re.Match) -> str:
         op, vtype, width, a, btype, b, body = m.groups()
         expected = [f"{a}.{c}{op}={b}.{c};" for c in "xyzw"[: int(width)]]
@@ -137,6 +186,26 @@ def hip_vector_compound_operators(text: str, hip: HipVersion) -> str:
         note = f"/* operator{op}=({vtype}&, {vtype}): HIP's {vtype} has it as a member */"
         return note + "\n" * (m.group(0).count("\n") or 1)   # the same line count
     return _COMPOUND_OPERATOR.sub(drop, text)
+
+
+_THRUST_CUDA = (
+    (re.compile(r"\bthrust::cuda_cub::"), "thrust::hip_rocprim::"),
+    (re.compile(r"\bthrust::system::cuda::"), "thrust::system::hip::"),
+    (re.compile(r"\bthrust::cuda::"), "thrust::hip::"),
+    (re.compile(r"([<\"])thrust/system/cuda/"), r"\1thrust/system/hip/"),
+)
+
+
+def thrust_cuda_backend(text: str, target: RepairTarget) -> str:
+    if "thrust" not in text:
+        return text
+    for pattern, hip_name in _THRUST_CUDA:
+        text = pattern.sub(hip_name, text)
+    return text
+
+
+def ptx_inline_asm(text: str, target: RepairTarget) -> str:
+    return rewrite_asm(text)
 
 
 SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
@@ -159,8 +228,8 @@ def _widen_mask(name: str) -> Callable[[list[str], str], str]:
     return rewrite
 
 
-def warp_sync_builtins(text: str, hip: HipVersion) -> str:
-    if hip >= WARP_SYNC_HIP:
+def warp_sync_builtins(text: str, target: RepairTarget) -> str:
+    if target.hip >= WARP_SYNC_HIP:
         for name in (*SHUFFLES, *VOTES):
             text = rewrite_calls(text, name, _widen_mask(name))
         return text
@@ -173,12 +242,15 @@ def warp_sync_builtins(text: str, hip: HipVersion) -> str:
 RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 1, "CUDA header include guards tested in conditionals are not mapped by hipify-perl",
          cuda_header_guards),
+    Rule("cuda_version_macros", 1, "CUDA version macros are undefined in HIP code", cuda_version_macros),
     Rule("unmapped_headers", 1, "CUB sub-headers and math_constants.h have HIP equivalents hipify-perl 6.0 misses",
          unmapped_headers),
     Rule("cuda_runtime_overloads", 1, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
     Rule("hip_vector_compound_operators", 1,
          "a project's component-wise vector compound assignments clash with HIP's member ones",
          hip_vector_compound_operators),
+    Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
+    Rule("ptx_inline_asm", 1, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("warp_sync_builtins", 1, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
@@ -189,20 +261,20 @@ def ruleset_id(rules: tuple[Rule, ...] = RULES) -> str:
     return ",".join(f"{r.name}@{r.version}" for r in rules)
 
 
-def repair(text: str, hip: HipVersion, rules: tuple[Rule, ...] = RULES) -> tuple[str, list[str]]:
+def repair(text: str, target: RepairTarget, rules: tuple[Rule, ...] = RULES) -> tuple[str, list[str]]:
     """The repaired text and the names of the rules that changed it, in rule order."""
     fired = []
     for rule in rules:
-        new = rule.apply(text, hip)
+        new = rule.apply(text, target)
         if new != text:
             fired.append(rule.name)
             text = new
     return text, fired
 
 
-def repair_bytes(data: bytes, hip: HipVersion, rules: tuple[Rule, ...] = RULES) -> tuple[bytes, list[str]]:
+def repair_bytes(data: bytes, target: RepairTarget, rules: tuple[Rule, ...] = RULES) -> tuple[bytes, list[str]]:
     """:func:`repair` on a file's bytes (bytes that are not UTF-8 pass through unchanged)."""
-    text, fired = repair(data.decode("utf-8", "surrogateescape"), hip, rules)
+    text, fired = repair(data.decode("utf-8", "surrogateescape"), target, rules)
     return text.encode("utf-8", "surrogateescape"), fired
 
 
@@ -210,11 +282,11 @@ class CachedRepair:
     """Repairs stored HIP files as cached actions: the key holds the rule set's id, the HIP version
     and the input digest; the record names the repaired file and the rules that fired."""
 
-    def __init__(self, store: Store, hip: HipVersion, rules: tuple[Rule, ...] = RULES):
+    def __init__(self, store: Store, target: RepairTarget, rules: tuple[Rule, ...] = RULES):
         self.store = store
-        self.hip = hip
+        self.target = target
         self.rules = rules
-        self.action = {"tool": "cass-repair", "rules": ruleset_id(rules), "hip_version": f"{hip[0]}.{hip[1]}"}
+        self.action = {"tool": "cass-repair", "rules": ruleset_id(rules), **target.key()}
         self.hits = self.misses = 0
         self.keys: set[str] = set()
         self._done: dict[str, tuple[str, list[str]]] = {}
@@ -230,7 +302,7 @@ class CachedRepair:
         self.keys.add(key)
         record = self.store.lookup(key)
         if record is None:
-            repaired, fired = repair_bytes(self.store.get(digest), self.hip, self.rules)
+            repaired, fired = repair_bytes(self.store.get(digest), self.target, self.rules)
             record = ActionRecord("ok", 0, {"hip": self.store.put(repaired),
                                             "fired": self.store.put_text(json.dumps(fired))}, self.store.put(b""))
             self.store.record(key, record)

@@ -1,0 +1,145 @@
+"""PTX inline assembly idioms of real CUDA code, as the C++ they stand for.
+
+CUDA code embeds PTX with ``asm("..." : outputs : inputs)`` for things the language did not
+offer: lane ids and lane masks, bit-field extract and insert, loads and stores with cache hints.
+AMD compilers cannot assemble PTX. Each idiom below is rewritten to an expression with the same
+value on every input PTX defines it for (the PTX ISA's definitions; cache hints such as ``.cs``
+and ``.nc`` change no value a correct program reads). Anything else is left as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cass.translate.ctext import find_heads
+
+ASM_HEAD = r"(?<![\w.])(?:asm|__asm__|__asm)(?:\s+(?:volatile|__volatile__))?\s*\("
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_OPERAND = re.compile(r'^\s*"([^"]*)"\s*\((.*)\)\s*$', re.S)
+C_TYPES = {"u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
+           "s8": "signed char", "s16": "short", "s32": "int", "s64": "long long", "b8": "unsigned char",
+           "b16": "unsigned short", "b32": "unsigned int", "b64": "unsigned long long", "f32": "float",
+           "f64": "double"}
+_TYPE = r"(u8|u16|u32|u64|s8|s16|s32|s64|b8|b16|b32|b64|f32|f64)"
+_REGS = r"\{?\s*(%\d+(?:\s*,\s*%\d+)*)\s*\}?"
+_ADDRESS = r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]"
+_HINTS = r"(?:\.(?:cs|nc|ca|cg|lu|cv|wb|wt|relaxed|weak))*"
+_LOAD = re.compile(rf"^ld(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_REGS}\s*,\s*{_ADDRESS}\s*;?$")
+_STORE = re.compile(rf"^st(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_ADDRESS}\s*,\s*{_REGS}\s*;?$")
+_LANE_MASKS = {
+    "lt": "(unsigned)__lanemask_lt()", "gt": "(unsigned)__lanemask_gt()",
+    "le": "(unsigned)(__lanemask_lt() | __lanemask_eq())", "ge": "(unsigned)~__lanemask_lt()",
+}
+BFE = {
+    32: "({{ unsigned __v = {0}, __p = ({1}) & 0xff, __l = ({2}) & 0xff; "
+        "(__p >= 32 || __l == 0) ? 0u : (__v >> __p) & (__l >= 32 ? ~0u : (1u << __l) - 1u); }})",
+    64: "({{ unsigned long long __v = {0}; unsigned __p = ({1}) & 0xff, __l = ({2}) & 0xff; "
+        "(__p >= 64 || __l == 0) ? 0ull : (__v >> __p) & (__l >= 64 ? ~0ull : (1ull << __l) - 1ull); }})",
+}
+"""PTX ``bfe.u32``/``bfe.u64``: position and length use their low 8 bits; a zero length or a
+position past the top gives 0; bits past the top are zero."""
+BFI = ("({{ unsigned __a = {0}, __b = {1}, __p = ({2}) & 0xff, __l = ({3}) & 0xff; "
+       "unsigned __m = (__p >= 32 || __l == 0) ? 0u : (__l >= 32 ? ~0u : (1u << __l) - 1u) << __p; "
+       "__m ? (__b & ~__m) | ((__a << __p) & __m) : __b; }})")
+"""PTX ``bfi.b32 f, a, b, pos, len``: ``b`` with the field at ``pos`` of width ``len`` taken from
+``a`` (truncated at bit 31); a zero length or a position past the top gives ``b``."""
+
+
+@dataclass(frozen=True)
+class AsmStatement:
+    template: str
+    outputs: list[str]
+    inputs: list[str]
+
+
+def _template(text: str, macros: dict[str, str]) -> str | None:
+    """The asm template: its string literals (and string macros of the file) joined."""
+    pieces, rest = [], text.strip()
+    while rest:
+        if m := _STRING.match(rest):
+            pieces.append(m.group(1))
+        elif (m := re.match(r"[A-Za-z_]\w*", rest)) and m.group(0) in macros:
+            pieces.append(macros[m.group(0)])
+        else:
+            return None
+        rest = rest[m.end():].lstrip()
+    return re.sub(r"\s+", " ", "".join(pieces).replace("\\n", " ").replace("\\t", " ")).strip()
+
+
+def _operands(text: str) -> list[str] | None:
+    """The expressions of ``"constraint"(expr), ...`` operands (None if one does not parse)."""
+    if not text.strip():
+        return []
+    found = []
+    depth, start = 0, 0
+    parts = []
+    for i, c in enumerate(text):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    for part in parts:
+        m = _OPERAND.match(part)
+        if m is None:
+            return None
+        found.append(m.group(2).strip())
+    return found
+
+
+def translate(statement: AsmStatement) -> str | None:
+    """The C++ expression an asm statement stands for, or None if it is no known idiom."""
+    t, outs, ins = statement.template, statement.outputs, statement.inputs
+    ops = [*outs, *ins]
+
+    def op(ref: str) -> str:
+        return f"({ops[int(ref.strip().lstrip('%'))]})"
+
+    if m := re.fullmatch(r"mov\.u32 %0, %laneid;?", t.replace("%%", "%")):
+        return f"({outs[0]} = __lane_id())"
+    if m := re.fullmatch(r"mov\.u32 %0, %lanemask_(lt|le|gt|ge);?", t.replace("%%", "%")):
+        return f"({outs[0]} = {_LANE_MASKS[m.group(1)]})"
+    if m := re.fullmatch(r"bfe\.u(32|64) %0, %1, %2, %3;?", t):
+        return f"({outs[0]} = {BFE[int(m.group(1))].format(op('1'), op('2'), op('3'))})"
+    if re.fullmatch(r"bfi\.b32 %0, %1, %2, %3, %4;?", t):
+        return f"({outs[0]} = {BFI.format(op('1'), op('2'), op('3'), op('4'))})"
+    if m := _LOAD.match(t):
+        width, ptype, regs, addr, offset = m.groups()
+        regs = re.findall(r"%\d+", regs)
+        if len(regs) != int(width or 1) or any(int(r[1:]) >= len(outs) for r in regs):
+            return None
+        ctype = C_TYPES[ptype]
+        base = f"((const {ctype} *)((const char *){op(addr)} + {offset or 0}))"
+        return "(" + ", ".join(f"{outs[int(r[1:])]} = {base}[{i}]" for i, r in enumerate(regs)) + ")"
+    if m := _STORE.match(t):
+        width, ptype, addr, offset, regs = m.groups()
+        regs = re.findall(r"%\d+", regs)
+        if len(regs) != int(width or 1):
+            return None
+        ctype = C_TYPES[ptype]
+        base = f"(({ctype} *)((char *){op(addr)} + {offset or 0}))"
+        return "(" + ", ".join(f"{base}[{i}] = ({ctype}){op(r)}" for i, r in enumerate(regs)) + ")"
+    return None
+
+
+def rewrite_asm(text: str) -> str:
+    """``text`` with every asm statement of a known PTX idiom replaced by its C++ expression."""
+    if "asm" not in text:
+        return text
+    macros = dict(re.findall(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+"([^"\\\n]*)"[ \t]*$', text, re.M)[::-1])
+    out, pos = [], 0
+    for call in find_heads(text, ASM_HEAD, separator=":"):
+        if call.start < pos or not 2 <= len(call.args) <= 4:
+            continue
+        parts = [text[s:e] for s, e in call.args]
+        template = _template(parts[0], macros)
+        outputs, inputs = _operands(parts[1]), _operands(parts[2] if len(parts) > 2 else "")
+        if template is None or outputs is None or inputs is None:
+            continue
+        new = translate(AsmStatement(template, outputs, inputs))
+        if new is not None:
+            out += [text[pos:call.start], new]
+            pos = call.end
+    return "".join(out) + text[pos:]
