@@ -13,10 +13,12 @@ from cass.translate.repair import (
     RULES,
     CachedRepair,
     RepairTarget,
+    cublas_gemm_ex,
     cuda_header_guards,
     cuda_runtime_overloads,
     cuda_version_macros,
     hip_vector_compound_operators,
+    implicit_fp16,
     ptx_inline_asm,
     repair,
     ruleset_id,
@@ -77,6 +79,24 @@ __device__ float angle(float t) { return t * HIP_PI_F + HIP_INF_F * 0.0f; }
 def test_unmapped_headers_become_their_hip_equivalents():
     assert unmapped_headers(HEADERS_BEFORE, HIP57) == HEADERS_AFTER   # CUDART_VERSION is no math constant
     assert unmapped_headers(HEADERS_AFTER, HIP64) == HEADERS_AFTER
+
+
+def test_implicit_fp16_declares_the_half_types_nvcc_brings_along():
+    uses = "#pragma once\nvoid broadcast(Tensor<half, 1>& in);   // half of it\n"
+    assert implicit_fp16(uses, HIP57) == "#include <hip/hip_fp16.h>\n" + uses
+    for kept in ("#include <hip/hip_fp16.h>\nhalf x;\n", "// half\nconst char *s = \"half\";\n"):
+        assert implicit_fp16(kept, HIP57) == kept
+
+
+def test_cublas_sgemmex_is_gemmex_with_fp32_compute():
+    call = "cublasSgemmEx(h, ta, tb, m, n, k, &one, A, HIP_R_16F, lda, B, HIP_R_16F, ldb, &zero, C, HIP_R_32F, ldc)"
+    args = call.removeprefix("cublasSgemmEx(").removesuffix(")")
+    assert cublas_gemm_ex(call, HIP64) == f"hipblasGemmEx({args}, HIPBLAS_COMPUTE_32F, HIPBLAS_GEMM_DEFAULT)"
+    assert cublas_gemm_ex(call, HIP57) == f"hipblasGemmEx({args}, HIPBLAS_R_32F, HIPBLAS_GEMM_DEFAULT)"
+    strided = ("hipblasGemmStridedBatchedEx(h, ta, tb, m, n, k, &one, A, HIP_R_32F, lda, sa, B, HIP_R_32F, ldb, sb, "
+               "&zero, C, HIP_R_32F, ldc, sc, count, {}, HIPBLAS_GEMM_DEFAULT)")
+    assert cublas_gemm_ex(strided.format("HIP_R_32F"), HIP64) == strided.format("HIPBLAS_COMPUTE_32F")
+    assert cublas_gemm_ex(strided.format("HIP_R_32F"), HIP57) == strided.format("HIP_R_32F")
 
 
 def test_cuda_runtime_overloads_call_what_cudas_own_overload_calls():
@@ -234,7 +254,8 @@ WARP_AFTER_HIP64 = """__device__ float reduce(float v, unsigned mask) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync((unsigned long long)(0xffffffff), v, o);
   unsigned lanes = __ballot_sync((unsigned long long)(__activemask()), v > 0.f);   // __shfl_sync(m, v, 0) in a comment
   bool any = __any_sync((unsigned long long)(mask), v > 1.f), all = __all_sync((unsigned long long)(mask), v < 2.f);
-  __syncwarp();
+  (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
+__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
   return __shfl_sync((unsigned long long)(0xffffffff), __shfl_xor_sync((unsigned long long)(mask), v, 1, 16), 0) \
 + __shfl_up_sync((unsigned long long)(mask), v, 1) + lanes;
 }

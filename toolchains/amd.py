@@ -113,7 +113,9 @@ class AmdToolchain(Toolchain):
         include = self._include()
         script = self.tool_path("hipify-perl")
         tables = WarningTables.from_script(script.read_text(errors="replace")) if script else WarningTables((), ())
+        hipblas = self._fs(f"{include}/hipblas/hipblas.h")
         return {"assembler": assembler, "hipify_warning_tables": [list(tables.names), list(tables.whitelist)],
+                "hipblas_v2": hipblas.is_file() and "HIPBLAS_V2" in hipblas.read_text(errors="replace"),
                 "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
                                          if self._fs(f"{include}/{sub}").is_dir()]}
 
@@ -212,9 +214,12 @@ class AmdToolchain(Toolchain):
         return WarningTables(*map(tuple, self.layout()["hipify_warning_tables"]))
 
     def platform_defines(self) -> tuple[str, ...]:
-        """Defines this HIP needs for code CUDA compilers accept: from HIP 6.2 the warp-sync
-        builtins (``__shfl_down_sync``, ...) are declared only with ``HIP_ENABLE_WARP_SYNC_BUILTINS``."""
-        return ("-DHIP_ENABLE_WARP_SYNC_BUILTINS",) if self.hip_version() >= WARP_SYNC_HIP else ()
+        """Defines this installation needs for what CUDA compilers accept and hipify-perl writes: from
+        HIP 6.2 the warp-sync builtins (``__shfl_down_sync``, ...) are declared only with
+        ``HIP_ENABLE_WARP_SYNC_BUILTINS``; hipBLAS 2 declares the API hipify-perl 7 maps cuBLAS to
+        (``hipDataType``, ``hipblasComputeType_t``) only with ``HIPBLAS_V2``."""
+        defines = ["-DHIP_ENABLE_WARP_SYNC_BUILTINS"] if self.hip_version() >= WARP_SYNC_HIP else []
+        return (*defines, *(["-DHIPBLAS_V2"] if self.layout().get("hipblas_v2") else []))
 
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)

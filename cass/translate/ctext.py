@@ -115,3 +115,15 @@ def rewrite_calls(text: str, name: str, rewrite: Callable[[list[str], str], str]
 
 PREPROCESSOR_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b((?:\\\n|\\.|[^\\\n])*)$", re.M)
 """A conditional directive with its continuation lines: group 1 the directive, group 2 the rest."""
+
+PREPROCESSOR_ANY = re.compile(r"^[ \t]*#.*(?:\\\n.*)*$", re.M)
+"""Any preprocessor directive with its continuation lines."""
+
+
+def strip_literals(text: str) -> str:
+    """``text`` with every comment and string or character literal blanked (same length)."""
+    out, pos = [], 0
+    for start, end in literal_spans(text):
+        out += [text[pos:start], " " * (end - start)]
+        pos = end
+    return "".join(out) + text[pos:]

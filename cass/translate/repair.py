@@ -21,9 +21,18 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   header first; hipify-perl already renames ``cub::`` to ``hipcub::``), and ``<math_constants.h>`` becomes
   ``<hip/hip_math_constants.h>`` with its ``CUDART_*`` constants renamed to the same-valued
   ``HIP_*`` ones (HIP defines the same 95 names; hipify-perl 7.0 does both itself).
+* ``implicit_fp16``: nvcc includes ``cuda_runtime.h`` in every file, which brings ``half``,
+  ``__half`` and ``half2`` along; hipcc's implicit ``hip_runtime.h`` does not. A file that uses
+  them and includes no fp16 header gets ``#include <hip/hip_fp16.h>`` as its first line.
 * ``cuda_runtime_overloads``: the C++ convenience overloads of CUDA's runtime header that HIP lacks,
   replaced by the call they make there: ``cudaEventCreate(event, flags)`` (hipified to a
   two-argument ``hipEventCreate``) is ``cudaEventCreateWithFlags(event, flags)``.
+* ``cublas_gemm_ex``: ``cublasSgemmEx`` (a single-precision-compute GEMM on inputs of given data
+  types), which hipify-perl leaves unmapped, is hipBLAS's ``hipblasGemmEx`` with a 32-bit float
+  compute type and the default algorithm (``HIPBLAS_COMPUTE_32F`` from HIP 6, whose hipBLAS takes
+  compute types; ``HIPBLAS_R_32F`` before); and from HIP 6, a data type given as the compute type
+  of ``hipblasGemmEx``/``...BatchedEx``/``...StridedBatchedEx`` (``HIP_R_32F``, which cuBLAS's
+  backward-compatible overloads accept and map) becomes the compute type cuBLAS maps it to.
 * ``hip_vector_compound_operators``: CUDA's vector types (``float3``, ``int2``, ...) have no
   operators, so projects define their own; HIP's vector types have member compound assignments
   (``+=``, ``-=``, ``*=``, ``/=`` with the same vector type), which make a project's free
@@ -39,10 +48,12 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
   full-warp mask names; gfx10+ archs such as gfx1100 run wave32, so widths and ballot bits match
-  a CUDA warp), ``__activemask()`` is the ballot of all active lanes and ``__syncwarp()`` the
-  wavefront barrier with fences that HIP 6 defines it as. HIP 6.2 and later declare the
-  ``_sync`` forms (with ``HIP_ENABLE_WARP_SYNC_BUILTINS``, which the AMD toolchain then passes)
-  but demand a 64-bit mask: the mask is widened to ``unsigned long long``.
+  a CUDA warp) and ``__activemask()`` is the ballot of all active lanes. HIP 6.2 and later declare
+  the ``_sync`` forms and ``__activemask`` (with ``HIP_ENABLE_WARP_SYNC_BUILTINS``, which the AMD
+  toolchain then passes) but demand a 64-bit mask: the mask is widened to ``unsigned long long``.
+  No HIP declares ``__syncwarp()``: it becomes a wavefront barrier between release and acquire
+  fences at wavefront scope (lanes of a wavefront run in lockstep; the fences order their memory
+  operations as ``__syncwarp`` does).
 
 A rule's ``version`` is bumped whenever its output can change; the rule set's id (every rule's
 name and version) enters the repair action's key, with the HIP version the rules were chosen for.
@@ -55,7 +66,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
+from cass.translate.ctext import PREPROCESSOR_ANY, PREPROCESSOR_LINE, rewrite_calls, strip_literals
 from cass.translate.ptx import rewrite_asm
 from store import ActionRecord, Store
 from toolchains.amd import WARP_SYNC_HIP
@@ -164,10 +175,54 @@ def unmapped_headers(text: str, target: RepairTarget) -> str:
     return text
 
 
+_HALF_TYPE = re.compile(r"\b(?:half|half2|__half|__half2)\b")
+_FP16_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:hip/hip_fp16\.h|cuda_fp16\.h)[>"]', re.M)
+
+
+def implicit_fp16(text: str, target: RepairTarget) -> str:
+    code = PREPROCESSOR_ANY.sub("", strip_literals(text)) if _HALF_TYPE.search(text) else ""
+    if not _HALF_TYPE.search(code) or _FP16_INCLUDE.search(text):
+        return text
+    return "#include <hip/hip_fp16.h>\n" + text
+
+
 def cuda_runtime_overloads(text: str, target: RepairTarget) -> str:
     return rewrite_calls(text, "hipEventCreate",
                          lambda args, original: f"hipEventCreateWithFlags({','.join(args)})" if len(args) == 2
                          else original)
+
+
+COMPUTE_TYPES = {"HIP_R_16F": "HIPBLAS_COMPUTE_16F", "HIP_R_32F": "HIPBLAS_COMPUTE_32F",
+                 "HIP_R_64F": "HIPBLAS_COMPUTE_64F", "HIP_R_32I": "HIPBLAS_COMPUTE_32I"}
+"""cuBLAS's mapping of a data type given as a GEMM's compute type (its backward-compatible
+overloads accept ``CUDA_R_32F`` where CUDA 11 takes ``CUBLAS_COMPUTE_32F``)."""
+COMPUTE_ARGUMENT = {"hipblasGemmEx": (19, 17), "hipblasGemmBatchedEx": (20, 18),
+                    "hipblasGemmStridedBatchedEx": (23, 21)}
+"""hipBLAS GEMM calls: (argument count, index of the compute type)."""
+
+
+def cublas_gemm_ex(text: str, target: RepairTarget) -> str:
+    v2 = target.hip >= (6, 0)
+    text = rewrite_calls(text, "cublasSgemmEx", lambda args, original: (
+        f"hipblasGemmEx({','.join(args)}, {'HIPBLAS_COMPUTE_32F' if v2 else 'HIPBLAS_R_32F'}, HIPBLAS_GEMM_DEFAULT)"
+        if len(args) == 17 else original))
+    if not v2:
+        return text
+
+    def compute_type(name: str):
+        count, index = COMPUTE_ARGUMENT[name]
+
+        def rewrite(args: list[str], original: str) -> str:
+            if len(args) != count or args[index].strip() not in COMPUTE_TYPES:
+                return original
+            value = args[index]
+            args[index] = value.replace(value.strip(), COMPUTE_TYPES[value.strip()])
+            return f"{name}({','.join(args)})"
+        return rewrite
+
+    for name in COMPUTE_ARGUMENT:
+        text = rewrite_calls(text, name, compute_type(name))
+    return text
 
 
 _VECTOR_TYPE = r"(?:u?char|u?short|u?int|u?long|(?:u?longlong)|float|double)([1-4])"
@@ -232,11 +287,11 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
     if target.hip >= WARP_SYNC_HIP:
         for name in (*SHUFFLES, *VOTES):
             text = rewrite_calls(text, name, _widen_mask(name))
-        return text
-    for name in (*SHUFFLES, *VOTES):
-        text = rewrite_calls(text, name, _drop_mask(name.removesuffix("_sync")))
-    text = rewrite_calls(text, "__activemask", lambda args, original: "__ballot(1)")
-    return rewrite_calls(text, "__syncwarp", lambda args, original: SYNCWARP)
+    else:
+        for name in (*SHUFFLES, *VOTES):
+            text = rewrite_calls(text, name, _drop_mask(name.removesuffix("_sync")))
+        text = rewrite_calls(text, "__activemask", lambda args, original: "__ballot(1)")
+    return rewrite_calls(text, "__syncwarp", lambda args, original: SYNCWARP)   # no HIP declares it
 
 
 RULES: tuple[Rule, ...] = (
@@ -245,13 +300,17 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_version_macros", 1, "CUDA version macros are undefined in HIP code", cuda_version_macros),
     Rule("unmapped_headers", 1, "CUB sub-headers and math_constants.h have HIP equivalents hipify-perl 6.0 misses",
          unmapped_headers),
+    Rule("implicit_fp16", 1, "nvcc's implicit runtime header declares the half types, hipcc's does not",
+         implicit_fp16),
     Rule("cuda_runtime_overloads", 1, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
+    Rule("cublas_gemm_ex", 2, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
+         cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 1,
          "a project's component-wise vector compound assignments clash with HIP's member ones",
          hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 1, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
-    Rule("warp_sync_builtins", 1, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
+    Rule("warp_sync_builtins", 2, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
 
