@@ -14,7 +14,7 @@ Writes the per-corpus yield tables (files, NVIDIA ok, AMD ok, both, both / NVIDI
 failure categories and top causes of the default toolchain's pipeline variant into
 bench/RESULTS.md, with the commit and the exact parameters.
 
-    python bench/yield.py [--suites trixie sid] [--work DIR] [--out bench/RESULTS.md]
+    python bench/yield.py [--suites trixie sid] [--work DIR] [--store DIR] [--out bench/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -75,10 +75,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suites", nargs="+", default=["trixie", "sid"])
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/cass-bench-yield"))
+    parser.add_argument("--store", type=Path, help="the store to share (default: WORK/store); the yields do not "
+                        "depend on which actions it already holds, only the time to get them does")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
     args = parser.parse_args()
     base = yaml.safe_load((REPO / "params.yaml").read_text())
-    store, debian_dir = args.work / "store", args.work / "debian"
+    store, debian_dir = args.store or args.work / "store", args.work / "debian"
     variants = [(f"stock-{s}", s, False, False) for s in args.suites]
     variants += [(f"configured-{args.suites[0]}", args.suites[0], True, False)]
     variants += [(f"pipeline-{s}", s, True, True) for s in args.suites]

@@ -176,6 +176,7 @@ def test_thrust_cuda_backend_becomes_rocthrusts_hip_backend():
 PTX_BEFORE = """#define LD_NC_V1 "ld.global.cs.nc.u32"
 __device__ unsigned lane() { unsigned id; asm("mov.u32 %0, %%laneid;" : "=r"(id)); return id; }
 __device__ unsigned ge() { unsigned m; asm volatile("mov.u32 %0, %%lanemask_ge;" : "=r"(m)); return m; }
+__device__ unsigned sm() { unsigned s; asm("mov.u32 %0, %smid;" : "=r"(s)); return s; }
 __device__ unsigned field(unsigned v, int p, int l) {
   unsigned r; asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(p), "r"(l)); return r;
 }
@@ -190,6 +191,7 @@ LOAD = "((const unsigned int *)((const char *)(p) + {}))[{}]"
 PTX_AFTER = f"""#define LD_NC_V1 "ld.global.cs.nc.u32"
 __device__ unsigned lane() {{ unsigned id; (id = __lane_id()); return id; }}
 __device__ unsigned ge() {{ unsigned m; (m = (unsigned)~__lanemask_lt()); return m; }}
+__device__ unsigned sm() {{ unsigned s; (s = __smid()); return s; }}
 __device__ unsigned field(unsigned v, int p, int l) {{
   unsigned r; (r = {BFE[32].format("(v)", "(p)", "(l)")}); return r;
 }}

@@ -1,7 +1,7 @@
 """PTX inline assembly idioms of real CUDA code, as the C++ they stand for.
 
 CUDA code embeds PTX with ``asm("..." : outputs : inputs)`` for things the language did not
-offer: lane ids and lane masks, bit-field extract and insert, loads and stores with cache hints.
+offer: lane ids, multiprocessor ids and lane masks, bit-field extract and insert, loads and stores with cache hints.
 AMD compilers cannot assemble PTX. Each idiom below is rewritten to an expression with the same
 value on every input PTX defines it for (the PTX ISA's definitions; cache hints such as ``.cs``
 and ``.nc`` change no value a correct program reads). Anything else is left as it is.
@@ -97,8 +97,8 @@ def translate(statement: AsmStatement) -> str | None:
     def op(ref: str) -> str:
         return f"({ops[int(ref.strip().lstrip('%'))]})"
 
-    if m := re.fullmatch(r"mov\.u32 %0, %laneid;?", t.replace("%%", "%")):
-        return f"({outs[0]} = __lane_id())"
+    if m := re.fullmatch(r"mov\.u32 %0, %(laneid|smid);?", t.replace("%%", "%")):
+        return f"({outs[0]} = {'__lane_id()' if m.group(1) == 'laneid' else '__smid()'})"
     if m := re.fullmatch(r"mov\.u32 %0, %lanemask_(lt|le|gt|ge);?", t.replace("%%", "%")):
         return f"({outs[0]} = {_LANE_MASKS[m.group(1)]})"
     if m := re.fullmatch(r"bfe\.u(32|64) %0, %1, %2, %3;?", t):

@@ -309,7 +309,7 @@ RULES: tuple[Rule, ...] = (
          "a project's component-wise vector compound assignments clash with HIP's member ones",
          hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
-    Rule("ptx_inline_asm", 1, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
+    Rule("ptx_inline_asm", 2, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("warp_sync_builtins", 2, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
