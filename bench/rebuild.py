@@ -122,7 +122,7 @@ def lookup_throughput(project: Path, seconds: float = 3.0) -> tuple[int, float]:
 
     params = load_params()
     store = open_store(params)
-    tcs = load_toolchains()
+    tcs = load_toolchains(params["amd"]["toolchain"])
     nv, amd = tcs["nvidia"], tcs["amd"]
     rows = read_manifest("dedup").to_dicts()
     items = 0

@@ -20,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+from cass.scaffold import REPO
+from stages.common import load_params
+
 DASK = str(Path(sys.executable).parent / "dask")
 NO_AMD = {"CASS_AMD_ROOT": "/nonexistent/amd-root", "CASS_ROCM_PATH": ""}
 NO_CUDA = {"CASS_CUDA_HOME": "/nonexistent/cuda"}
@@ -74,8 +77,11 @@ class VendorHosts:
     def nvidia(self, name: str = "nvidia-1", nthreads: int = 2) -> subprocess.Popen:
         return self.start_worker(name, {"nvidia": nthreads}, NO_AMD, nthreads)
 
-    def amd(self, name: str = "amd-1", nthreads: int = 2) -> subprocess.Popen:
-        return self.start_worker(name, {"amd": nthreads, "hipify": nthreads}, NO_CUDA, nthreads)
+    def amd(self, name: str = "amd-1", nthreads: int = 2, suite: str | None = None) -> subprocess.Popen:
+        """An AMD host on the root of ``suite`` (default: this checkout's params.yaml amd.toolchain)."""
+        suite = suite or load_params(REPO / "params.yaml")["amd"]["toolchain"]
+        return self.start_worker(name, {"amd": nthreads, "hipify": nthreads},
+                                 {**NO_CUDA, "CASS_AMD_SUITE": suite}, nthreads)
 
     def wait_for(self, name: str, timeout_s: float = 120) -> None:
         """Wait until worker ``name`` has registered (its preload fingerprinted its toolchain)."""

@@ -20,8 +20,9 @@ import pytest
 from project_helpers import metrics, parquet_hashes
 
 from cass.hosts import NO_AMD, VendorHosts
-from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
+from cass.scaffold import REPO, TOOL_ENV, copy_pipeline, run_in
 from stages.actions import ActionRunner, plan
+from stages.common import load_params
 from store import Store
 from toolchains import load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
@@ -50,14 +51,17 @@ template void sort<unsigned short>(unsigned short *, int);
 """A real compile that runs for several seconds (CUB's radix sort for eight key types)."""
 
 
+AMD_SUITE = load_params(REPO / "params.yaml")["amd"]["toolchain"]
+
+
 def amd_root_problem() -> str | None:
-    amd = load_toolchains()["amd"]
+    amd = load_toolchains(AMD_SUITE)["amd"]
     return next((f"{t}: {p}" for t in amd.tools() if (p := amd.status(t).problem)), None)
 
 
 AMD_ROOT_PROBLEM = amd_root_problem()
 pytestmark = pytest.mark.skipif(AMD_ROOT_PROBLEM is not None,
-                                reason=f"the AMD host needs the trixie root: {AMD_ROOT_PROBLEM}")
+                                reason=f"the AMD host needs the {AMD_SUITE} root: {AMD_ROOT_PROBLEM}")
 
 
 @pytest.fixture(scope="module")
