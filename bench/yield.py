@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -35,8 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.results import replace_section  # noqa: E402
-from cass.report.yields import markdown  # noqa: E402
+from cass.report.yields import SUMMARY_HEADER, markdown, summary_rows  # noqa: E402
 from cass.scaffold import copy_pipeline, run_in  # noqa: E402
+from cass.sources.debian import package_origin  # noqa: E402
 
 SECTION = "## Yield on real code (issue 13)"
 
@@ -62,13 +64,12 @@ def build(project: Path, params: dict) -> dict:
     return json.loads((project / "metrics" / "yield.json").read_text())
 
 
-def summary_rows(name: str, yields: dict, titles: dict[str, str]) -> list[str]:
-    rows = []
-    for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:
-        ratio = "-" if y["both_over_nvidia_ok"] is None else f"{100 * y['both_over_nvidia_ok']:.1f}%"
-        rows.append(f"| {name} | {titles.get(origin, origin)} | {y['files']} | {y['nvidia_ok']} | {y['amd_ok']} | "
-                    f"{y['both']} | {ratio} |")
-    return rows
+def tool_versions(project: Path) -> str:
+    """The compilers a variant used, as the toolchains stage recorded them."""
+    record = json.loads((project / "data" / "toolchains" / "toolchains.json").read_text())
+    nvcc = re.search(r"release [\d.]+", record["nvidia"]["nvcc"]["version"])
+    return (f"nvcc {nvcc.group(0) if nvcc else '?'}, {record['amd']['hipcc']['version'].split(' | ')[0]}, "
+            f"hipify-perl {record['amd']['hipify-perl']['version'].removeprefix('HIP version ')}")
 
 
 def main() -> None:
@@ -82,7 +83,8 @@ def main() -> None:
     base = yaml.safe_load((REPO / "params.yaml").read_text())
     store, debian_dir = args.store or args.work / "store", args.work / "debian"
     variants = [(f"stock-{s}", s, False, False) for s in args.suites]
-    variants += [(f"configured-{args.suites[0]}", args.suites[0], True, False)]
+    configured = base["amd"]["toolchain"] if base["amd"]["toolchain"] in args.suites else args.suites[0]
+    variants += [(f"configured-{configured}", configured, True, False)]
     variants += [(f"pipeline-{s}", s, True, True) for s in args.suites]
     results = {}
     for name, suite, configure, repair in variants:
@@ -91,27 +93,28 @@ def main() -> None:
         results[name] = build(args.work / name, params)
         print(f"{name}: built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
-    titles = {f"debian_{p['name']}": f"{p['name']} {p['version']} ({p['flavour']})"
+    titles = {package_origin(p["name"]): f"{p['name']} {p['version']} ({p['flavour']})"
               for p in base["debian_sources"]["packages"]}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                            check=False).stdout.strip()
-    default = base["amd"]["toolchain"]
+    commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,
+                            capture_output=True, text=True, check=False).stdout.strip()
+    shown = next(n for n in (f"pipeline-{base['amd']['toolchain']}", f"pipeline-{args.suites[0]}") if n in results)
+    d = base["debian_sources"]
     lines = [
         SECTION, "",
         f"`python bench/yield.py --suites {' '.join(args.suites)}` on {os.cpu_count()} cores ({platform.machine()}), "
-        f"{date.today()}, commit {commit}. Debian bookworm source packages (`debian_sources` in params.yaml: "
-        + ", ".join(f"{p['name']} {p['version']}" for p in base["debian_sources"]["packages"])
-        + "), every `.cu` file, real tools, `dvc repro yield_report` per variant in one run with one shared "
-        "store. Files are the samples after the filters and deduplication; NVIDIA: nvcc 13.5 (host + sm_89); "
-        "AMD: hipify-perl then hipcc (host + gfx1100) in the named Debian root. `stock`: no configured headers "
-        "and no repair layer (the stock tools); `configured`: configured headers only; `pipeline`: both.", "",
-        "| variant | corpus | files | NVIDIA ok | AMD ok | both | both / NVIDIA ok |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        f"{date.today()}, commit {commit}. Debian {d['suite']} source packages (`debian_sources` in params.yaml: "
+        + ", ".join(f"{p['name']} {p['version']}" for p in d["packages"])
+        + f"), every `{'`, `'.join(base['corpus']['extensions'])}` file, real tools, `dvc repro yield_report` per "
+        "variant in one run with one shared store. Files are the samples after the filters and deduplication; "
+        f"NVIDIA: host + {', '.join(base['nvidia']['archs'])}; AMD: hipify-perl then hipcc (host + "
+        f"{', '.join(base['amd']['archs'])}) in the named Debian root. `stock`: no configured headers and no repair "
+        "layer (the stock tools); `configured`: configured headers only; `pipeline`: both. Tools: "
+        + "; ".join(f"{s}: {tool_versions(args.work / f'pipeline-{s}')}" for s in args.suites) + ".", "",
+        "| variant " + SUMMARY_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, yields in results.items():
-        lines += summary_rows(name, yields, titles)
-    lines += ["", f"Failure categories and top causes, `pipeline-{default}` (the default toolchain):", "",
-              markdown(results[f"pipeline-{default}"], titles)]
+        lines += summary_rows(yields, titles, first=name)
+    lines += ["", f"Failure categories and top causes, `{shown}`:", "", markdown(results[shown], titles)]
     section = "\n".join(lines)
     print(section)
     replace_section(args.out, SECTION, section)

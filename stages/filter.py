@@ -3,8 +3,8 @@
 * ``too_short`` / ``too_long``: line count of the main file outside [min_lines, max_lines]
   (the paper: 10..7000);
 * ``no_kernel``: no ``__global__`` function outside comments and strings, in the file or in the local
-  headers it includes (real libraries define their kernels as templates in headers that a ``.cu``
-  file instantiates; that file compiles to device code as much as one with its own kernels);
+  headers it includes (real libraries define their kernels as templates in headers and instantiate
+  them in ``.cu`` files; whether a file compiles to any kernel at all shows in its SASS);
 * ``trivial``: hello-world boilerplate: a short file (under ``TRIVIAL_CODE_LINES`` lines of code)
   that prints a greeting, or one whose every kernel body is empty.
 """

@@ -72,7 +72,7 @@ def main() -> None:
         keys = [(f["path"], f["digest"]) for f in row["files"]]
         failed = [(k[0], outcomes[translate[k].key]) for k in keys if k not in hip]
         failed += [(k[0], outcomes[checked[k][1].key]) for k in keys
-                   if k in checked and outcomes[checked[k][1].key].transient]
+                   if k in checked and not outcomes[checked[k][1].key].ok]
         if failed:
             path, outcome = failed[0]
             if outcome.transient:

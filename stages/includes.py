@@ -33,7 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cass.sources.configure import configured_name
+from cass.sources.configure import HEADER_SUFFIXES, configured_name
 
 _C_HEADERS = """assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign
 stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath threads time uchar wchar wctype"""
@@ -69,7 +69,7 @@ class TreeIndex:
     outside_links: set[str]
     by_name: dict[str, list[str]] = field(default_factory=dict)
     header_folder_names: set[str] = field(default_factory=set)
-    """names of the folders that hold headers, or folders that do (``ATen`` for ``ATen/core/Tensor.h``)"""
+    """names of the folders a header lies under (``ATen`` and ``core`` for ``ATen/core/Tensor.h``)"""
     template_outputs: set[str] = field(default_factory=set)
     """names of the headers the tree's configure-time templates make"""
     generated: dict[str, str] = field(default_factory=dict)
@@ -104,7 +104,9 @@ class TreeIndex:
         return self._read[rel]
 
     def add_generated(self, rel: str, data: bytes, template: str) -> None:
-        """A file made from another one of the tree (a configured header from its template)."""
+        """A file made from another one of the tree (a configured header from its template): it
+        is a file of the tree from now on, with ``data`` as its bytes; on disk there is only its
+        template (``files`` maps it there, ``generated`` names the template)."""
         self.files[rel] = self.files[template]
         self._read[rel] = data
         self.generated[rel] = template
@@ -120,9 +122,6 @@ class TreeIndex:
             elif rel.endswith("/" + name):
                 found.append(rel[: -len(name) - 1])
         return found
-
-
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc")
 
 
 def _header_folder_names(paths) -> set[str]:

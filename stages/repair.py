@@ -13,7 +13,7 @@ from collections import Counter
 
 import polars as pl
 
-from cass.translate.repair import CachedRepair, RepairTarget, ruleset_id
+from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
 from stages.actions import pipeline_toolchains
 from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
 
@@ -28,7 +28,9 @@ def main() -> None:
     repairer = None
     if params["repair"]["enabled"]:
         toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
-        target = RepairTarget(hip=toolchains["amd"].hip_version(), cuda=toolchains["nvidia"].cuda_version())
+        amd = toolchains["amd"]
+        target = RepairTarget(hip=amd.hip_version(), cuda=toolchains["nvidia"].cuda_version(),
+                              wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
         repairer = CachedRepair(store, target)
     samples_by_rule: Counter = Counter()
     files_by_rule: dict[str, set[str]] = {}

@@ -74,6 +74,8 @@ void run(float *d) {
   cudaThreadSynchronize();
   cudaMemcpyToArray(0, 0, 0, d, 4, cudaMemcpyHostToDevice);
   int lanes = cudaMyOwnHelper(d);           // a cuda[A-Z] name hipify-perl does not know
+  cudaGraphInstantiateWithParams(0, 0, 0);  // unsupported in 6.0 (left as it is), mapped in 7.0
+  cudaStreamGetCaptureInfo_v3(0, 0);        // unsupported in 7.0
   float v = __shfl_down_sync(0xffffffff, 1.0f, 1) + __umul24(2, 3);
   scale<<<1, 32>>>(d);
 }

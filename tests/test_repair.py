@@ -18,7 +18,6 @@ from cass.translate.repair import (
     cuda_runtime_overloads,
     cuda_version_macros,
     hip_vector_compound_operators,
-    implicit_fp16,
     ptx_inline_asm,
     repair,
     ruleset_id,
@@ -29,7 +28,9 @@ from cass.translate.repair import (
 from stages.actions import ActionRunner, plan
 from toolchains import local_executor
 
-HIP57, HIP64 = RepairTarget(hip=(5, 7), cuda=(13, 5)), RepairTarget(hip=(6, 4), cuda=(13, 5))
+HIP57 = RepairTarget(hip=(5, 7), cuda=(13, 5))
+HIP64 = RepairTarget(hip=(6, 4), cuda=(13, 5), hipblas_v2=True)
+WAVE64 = RepairTarget(hip=(6, 4), cuda=(13, 5), wave32=False, hipblas_v2=True)
 
 GUARDED_BEFORE = """#ifdef __CUDA_RUNTIME_H__
 #define checkErrors(v) check((v), #v)
@@ -79,13 +80,6 @@ __device__ float angle(float t) { return t * HIP_PI_F + HIP_INF_F * 0.0f; }
 def test_unmapped_headers_become_their_hip_equivalents():
     assert unmapped_headers(HEADERS_BEFORE, HIP57) == HEADERS_AFTER   # CUDART_VERSION is no math constant
     assert unmapped_headers(HEADERS_AFTER, HIP64) == HEADERS_AFTER
-
-
-def test_implicit_fp16_declares_the_half_types_nvcc_brings_along():
-    uses = "#pragma once\nvoid broadcast(Tensor<half, 1>& in);   // half of it\n"
-    assert implicit_fp16(uses, HIP57) == "#include <hip/hip_fp16.h>\n" + uses
-    for kept in ("#include <hip/hip_fp16.h>\nhalf x;\n", "// half\nconst char *s = \"half\";\n"):
-        assert implicit_fp16(kept, HIP57) == kept
 
 
 def test_cublas_sgemmex_is_gemmex_with_fp32_compute():
@@ -143,7 +137,8 @@ VERSIONS_BEFORE = """#if CUDA_VERSION < 8000
 #elif __CUDACC_VER_MAJOR__ >= 12
 #endif
 #endif
-#ifndef CUDA_VERSION
+#ifndef CUDA_VERSION // a comment
+#elifdef CUDART_VERSION
 #endif
 int runtime = CUDART_VERSION;
 """
@@ -155,7 +150,8 @@ VERSIONS_AFTER = """#if 13050 < 8000
 #elif 13 >= 12
 #endif
 #endif
-#if 0
+#if 0 // a comment
+#elif 1
 #endif
 int runtime = CUDART_VERSION;
 """
@@ -208,10 +204,24 @@ def test_ptx_inline_asm_idioms_become_the_cpp_they_compute():
     assert ptx_inline_asm(PTX_BEFORE, HIP57) == PTX_AFTER   # named barriers have no equivalent: kept
 
 
-def ptx_bfe(value: int, pos: int, length: int) -> int:
-    """bfe.u32 as the PTX ISA defines it."""
+def test_ptx_accesses_keep_volatility_and_unknown_forms_stay():
+    spin = 'do { asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory"); } while (!v);'
+    assert ptx_inline_asm(spin, HIP57) == \
+        "do { (v = ((const volatile unsigned int *)((const char *)(flag) + 0))[0]); } while (!v);"
+    store = 'asm("st.global.u32 [%0], %1;" :: "l"(p), "r"(x));'
+    assert ptx_inline_asm(store, HIP57) == "(((unsigned int *)((char *)(p) + 0))[0] = (unsigned int)(x));"
+    kept = ['asm("ld.global.nc.b32 %0, [%1];" : "=f"(x) : "l"(p));',       # a float register
+            'asm("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(x) : "l"(p));',     # memory-model semantics
+            'asm("bfe.u32 %0, %1, %2, %3;" : "=r"(x) : "r"(v), "r"(p));',  # names an operand it lacks
+            'asm("mov.u32 %0, %%laneid;" : "=r"(x));']                     # lanes of a 64-wide wavefront
+    for text, target in zip(kept, [HIP57, HIP57, HIP57, WAVE64], strict=True):
+        assert ptx_inline_asm(text, target) == text
+
+
+def ptx_bfe(value: int, pos: int, length: int, bits: int = 32) -> int:
+    """bfe.u32 / bfe.u64 as the PTX ISA defines them."""
     pos, length = pos & 0xFF, length & 0xFF
-    return 0 if pos >= 32 or length == 0 else (value >> pos) & ((1 << min(length, 32)) - 1)
+    return 0 if pos >= bits or length == 0 else (value >> pos) & ((1 << min(length, bits)) - 1)
 
 
 def ptx_bfi(a: int, b: int, pos: int, length: int) -> int:
@@ -225,14 +235,14 @@ def ptx_bfi(a: int, b: int, pos: int, length: int) -> int:
 
 def test_bit_field_expressions_compute_what_ptx_defines(tmp_path):
     """The rule's expressions, compiled by a real C++ compiler and run, against the PTX ISA."""
-    cases = [(0xDEADBEEF, 0xCAFE, p, n) for p in (0, 3, 4, 28, 31, 32, 40, 260) for n in (0, 1, 4, 8, 31, 32, 40)]
-    lines = [f'printf("%u %u\\n", {BFE[32].format(f"{v}u", p, n)}, {BFI.format(f"{a}u", f"{v}u", p, n)});'
-             for v, a, p, n in cases]
+    cases = [(0xDEADBEEF, 0xCAFE, p, n) for p in (0, 3, 4, 28, 31, 32, 40, 63, 64, 260)
+             for n in (0, 1, 4, 8, 31, 32, 40, 64)]
+    lines = [f'printf("%u %u %llu\\n", {BFE[32].format(f"{v}u", p, n)}, {BFI.format(f"{a}u", f"{v}u", p, n)}, '
+             f'{BFE[64].format(f"{v << 29}ull", p, n)});' for v, a, p, n in cases]
     (tmp_path / "t.cpp").write_text("#include <cstdio>\nint main() {\n" + "\n".join(lines) + "\n}\n")
     subprocess.run(["g++", "-w", "-o", str(tmp_path / "t"), str(tmp_path / "t.cpp")], check=True)
-    got = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True).stdout.split("\n")
-    for (v, a, p, n), line in zip(cases, got, strict=False):
-        assert line == f"{ptx_bfe(v, p, n)} {ptx_bfi(a, v, p, n)}", (v, a, p, n)
+    got = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert got == [f"{ptx_bfe(v, p, n)} {ptx_bfi(a, v, p, n)} {ptx_bfe(v << 29, p, n, 64)}" for v, a, p, n in cases]
 
 
 WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
@@ -245,8 +255,9 @@ WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
 """
 WARP_AFTER_HIP57 = """__device__ float reduce(float v, unsigned mask) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down(v, o);
-  unsigned lanes = __ballot(v > 0.f);   // __shfl_sync(m, v, 0) in a comment
-  bool any = __any(v > 1.f), all = __all(v < 2.f);
+  unsigned lanes = (__ballot(v > 0.f) & (__ballot(1)));   // __shfl_sync(m, v, 0) in a comment
+  bool any = (int)((__ballot(v > 1.f) & (mask)) != 0), \
+all = ({ unsigned long long __m = (mask); (int)((__ballot(v < 2.f) & __m) == (__ballot(1) & __m)); });
   (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
 __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
   return __shfl(__shfl_xor(v, 1, 16), 0) + __shfl_up(v, 1) + lanes;
@@ -266,6 +277,12 @@ __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
 
 def test_warp_sync_builtins_drop_the_mask_before_hip_6_2():
     assert warp_sync_builtins(WARP_BEFORE, HIP57) == WARP_AFTER_HIP57
+
+
+def test_warp_sync_builtins_leave_declarations_and_wave64_targets_alone():
+    own = "__device__ void __syncwarp(unsigned mask) {}\nreturn __shfl_sync(m, v, 0);\n"
+    assert warp_sync_builtins(own, HIP57) == "__device__ void __syncwarp(unsigned mask) {}\nreturn __shfl(v, 0);\n"
+    assert warp_sync_builtins(WARP_BEFORE, WAVE64) == WARP_BEFORE
 
 
 def test_warp_sync_builtins_widen_the_mask_from_hip_6_2():
@@ -317,7 +334,9 @@ KERNEL = """#include "helper.cuh"
 __global__ void warp_sum(const float *in, float *out) {
   float v = in[threadIdx.x] * CUDART_PI_F;
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
-  if (threadIdx.x == 0) out[blockIdx.x] = v;
+  unsigned positive = __ballot_sync(0xffffffff, v > 0.f);
+  int all = __all_sync(0xffffffff, v > 0.f), any = __any_sync(0x0000ffff, v < 0.f);
+  if (threadIdx.x == 0) out[blockIdx.x] = v + __popc(positive) + all + any;
 }
 __global__ void block_sum(const float *in, float *out) {
   using Reduce = cub::BlockReduce<float, 64>;
@@ -352,7 +371,9 @@ def hipified(toolchains, tmp_path_factory):
 
 def compile_amd(toolchains, store, runner, files: dict[str, str]):
     amd = toolchains["amd"]
-    step = amd.targets("kernel.cu", ["gfx1100"], {"common": ["-std=c++17"], "opt": ["-O1"]})[1].steps[0]
+    [device] = [t for t in amd.targets("kernel.cu", ["gfx1100"], {"common": ["-std=c++17"], "opt": ["-O1"]})
+                if t.kind == "device"]
+    step = device.steps[0]
     action = plan(amd, step, files)
     return runner.run([action], desc="hipcc")[action.key]
 

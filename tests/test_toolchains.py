@@ -126,8 +126,8 @@ def test_every_system_library_header_is_found_on_both_sides(store, toolchains):
         action = plan(tc, step, {"all.cu": store.put(source)})
         outcome = runner.run([action], desc=vendor)[action.key]
         assert outcome.ok, f"{vendor}: {store.get_text(outcome.record.stderr)[:2000]}"
-        assert header_parity(toolchains["nvidia"].system_include_dirs(), toolchains["amd"].system_include_dirs()) \
-            == {lib.name: {"nvidia": True, "amd": True} for lib in SYSTEM_LIBRARIES}
+    assert header_parity(toolchains["nvidia"].system_include_dirs(), toolchains["amd"].system_include_dirs()) \
+        == {lib.name: {"nvidia": True, "amd": True} for lib in SYSTEM_LIBRARIES}
 
 
 @pytest.mark.parametrize(

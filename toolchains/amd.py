@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cass.translate.hipify_warnings import WarningTables
+from cass.translate.repair import WARP_SYNC_HIP
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, require_archs
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
@@ -58,9 +59,6 @@ def amd_suite(name: str) -> AmdSuite:
 AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 """hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
 of some warnings) is fixed."""
-
-WARP_SYNC_HIP = (6, 2)
-"""The first HIP version that declares the ``_sync`` warp builtins (opt-in, 64-bit masks)."""
 
 LIBRARY_SUBDIRS = ("hipblas", "hiprand", "hipsparse", "hipfft", "hipsolver", "rocblas", "rocrand", "rocsparse")
 """Library header folders under the toolchain's include directory. hipify-perl 6.0 rewrites
@@ -213,13 +211,20 @@ class AmdToolchain(Toolchain):
         """The identifiers hipify-perl's diagnostics look for, read from the installed script."""
         return WarningTables(*map(tuple, self.layout()["hipify_warning_tables"]))
 
+    def hipblas_v2(self) -> bool:
+        """Whether this hipBLAS declares the v2 API (with ``HIPBLAS_V2``; hipBLAS 2 and later)."""
+        return bool(self.layout().get("hipblas_v2"))
+
     def platform_defines(self) -> tuple[str, ...]:
-        """Defines this installation needs for what CUDA compilers accept and hipify-perl writes: from
-        HIP 6.2 the warp-sync builtins (``__shfl_down_sync``, ...) are declared only with
-        ``HIP_ENABLE_WARP_SYNC_BUILTINS``; hipBLAS 2 declares the API hipify-perl 7 maps cuBLAS to
-        (``hipDataType``, ``hipblasComputeType_t``) only with ``HIPBLAS_V2``."""
-        defines = ["-DHIP_ENABLE_WARP_SYNC_BUILTINS"] if self.hip_version() >= WARP_SYNC_HIP else []
-        return (*defines, *(["-DHIPBLAS_V2"] if self.layout().get("hipblas_v2") else []))
+        """Defines this installation needs for what CUDA compilers accept and hipify-perl writes:
+        hipBLAS's half type is HIP's ``__half`` (and its header then includes ``hip_fp16.h``) only
+        with ``HIPBLAS_USE_HIP_HALF``, as cuBLAS's is CUDA's ``__half`` (its header includes
+        ``cuda_fp16.h``); from HIP 6.2 the warp-sync builtins (``__shfl_down_sync``, ...) are declared
+        only with ``HIP_ENABLE_WARP_SYNC_BUILTINS``; hipBLAS 2 declares the API hipify-perl 7 maps
+        cuBLAS to (``hipDataType``, ``hipblasComputeType_t``) only with ``HIPBLAS_V2``."""
+        defines = ["-DHIPBLAS_USE_HIP_HALF"]
+        defines += ["-DHIP_ENABLE_WARP_SYNC_BUILTINS"] if self.hip_version() >= WARP_SYNC_HIP else []
+        return (*defines, *(["-DHIPBLAS_V2"] if self.hipblas_v2() else []))
 
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)

@@ -123,7 +123,7 @@ def digest_listing(paths: list[Path]) -> str:
     (dpkg gives installed files their package's times, so equal package sets list the same)."""
     h = blake3.blake3()
     for top in paths:
-        for folder, dirs, names in sorted(os.walk(top)):
+        for folder, dirs, names in os.walk(top):   # sorting dirs in place orders the walk
             dirs.sort()
             for name in sorted(names):
                 path = Path(folder) / name

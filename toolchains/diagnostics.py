@@ -48,9 +48,9 @@ def categorize(stderr: str, vendor: str, unresolved: Collection[str] = ()) -> st
     """The failure category of a failed compile from its stderr; ``unresolved`` are the sample's
     includes of project headers its tree does not hold."""
     if _MISSING_HEADER.search(stderr):
-        if missing_header(stderr) in unresolved:
-            return "generated_header"
-        return "hipify_gap" if vendor == "amd" and _CUDA_HEADER.search(stderr) else "missing_header"
+        if vendor == "amd" and _CUDA_HEADER.search(stderr):
+            return "hipify_gap"   # a CUDA header left in HIP code, even under a folder the tree also has
+        return "generated_header" if missing_header(stderr) in unresolved else "missing_header"
     for match in _UNDECLARED.finditer(stderr):
         if vendor == "amd" and _CUDA_NAME.match(match.group(1)):
             return "hipify_gap"

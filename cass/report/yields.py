@@ -90,17 +90,26 @@ def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], fail
     return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired)}
 
 
+SUMMARY_HEADER = ("| corpus | files | NVIDIA ok | AMD ok | both | both / NVIDIA ok | NVIDIA ok with configured "
+                  "headers | pairs repaired |")
+
+
+def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> list[str]:
+    """One Markdown row per corpus and one for all of them (``first``: a leading cell)."""
+    rows = []
+    for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:
+        ratio = "-" if y["both_over_nvidia_ok"] is None else f"{100 * y['both_over_nvidia_ok']:.1f}%"
+        rows.append(f"|{f' {first} |' if first else ''} {title_of.get(origin, origin)} | {y['files']} | "
+                    f"{y['nvidia_ok']} | {y['amd_ok']} | {y['both']} | {ratio} | "
+                    f"{y['nvidia_ok_with_configured_headers']} | {y['pairs_repaired']} |")
+    return rows
+
+
 def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
     """The report as Markdown tables: one summary row per corpus, then each corpus's categories
     and top causes of AMD failures among NVIDIA-compilable files."""
     title_of = title_of or {}
-    lines = ["| corpus | files | NVIDIA ok | AMD ok | both | both / NVIDIA ok | NVIDIA ok with configured headers "
-             "| pairs repaired |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    items = [*yields["corpora"].items(), ("all", yields["all"])]
-    for origin, y in items:
-        ratio = "-" if y["both_over_nvidia_ok"] is None else f"{100 * y['both_over_nvidia_ok']:.1f}%"
-        lines.append(f"| {title_of.get(origin, origin)} | {y['files']} | {y['nvidia_ok']} | {y['amd_ok']} | "
-                     f"{y['both']} | {ratio} | {y['nvidia_ok_with_configured_headers']} | {y['pairs_repaired']} |")
+    lines = [SUMMARY_HEADER, "|---|---:|---:|---:|---:|---:|---:|---:|", *summary_rows(yields, title_of)]
     for origin, y in yields["corpora"].items():
         lines += ["", f"**{title_of.get(origin, origin)}**: AMD failures of NVIDIA-compilable files by category: "
                   + (", ".join(f"{c} {n}" for c, n in y["amd_failures_of_nvidia_ok"].items()) or "none")

@@ -29,15 +29,20 @@ FREE_TEXT_LICENSES = (
 COPYLEFT = re.compile(r"^(?:l?gpl|agpl|mpl|cecill|epl|cddl|osl|eupl|cc-by-sa|gfdl)", re.I)
 
 
+def _single_type(name: str) -> str:
+    return "permissive" if PERMISSIVE.match(name) else "copyleft" if COPYLEFT.match(name) else "unknown"
+
+
 def license_type(name: str) -> str:
-    """``permissive``, ``copyleft`` or ``unknown`` for a DEP-5 license short name (an ``or``
-    choice is permissive when one alternative is)."""
-    options = [o.strip() for o in re.split(r"\s+or\s+", name, flags=re.I) if o.strip()]
-    if any(PERMISSIVE.match(o) for o in options):
-        return "permissive"
-    if any(COPYLEFT.match(o) for o in options):
-        return "copyleft"
-    return "unknown"
+    """``permissive``, ``copyleft`` or ``unknown`` for a DEP-5 license expression: an ``or`` choice
+    takes its most permissive alternative, an ``and`` conjunction its most restrictive part
+    (``and`` binds tighter, as in DEP-5)."""
+    rank = {"permissive": 0, "unknown": 1, "copyleft": 2}
+    choices = []
+    for option in re.split(r"\s+or\s+", name.strip(), flags=re.I):
+        parts = [_single_type(p.strip()) for p in re.split(r"\s+and\s+", option, flags=re.I) if p.strip()]
+        choices.append(max(parts, key=rank.__getitem__) if parts else "unknown")
+    return min(choices, key=rank.__getitem__) if choices else "unknown"
 
 
 def _paragraphs(text: str) -> list[dict[str, str]]:
@@ -78,8 +83,8 @@ class Copyright:
         if not paragraphs or FORMAT_FIELD not in paragraphs[0]:
             found = [(m.start(), name) for name, rx in FREE_TEXT_LICENSES if (m := rx.search(text))]
             return cls(((("*",), min(found)[1]),) if found else (), False)
-        stanzas = tuple((tuple(p["files"].split()), p.get("license", "unknown").splitlines()[0].strip() or "unknown")
-                        for p in paragraphs if "files" in p)
+        stanzas = tuple((tuple(p["files"].split()), ((p.get("license") or "").splitlines() or [""])[0].strip()
+                         or "unknown") for p in paragraphs if "files" in p)
         return cls(stanzas, True)
 
     def license_of(self, path: str) -> str:

@@ -19,6 +19,7 @@ resumes where it stopped.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import re
 import shutil
@@ -211,7 +212,9 @@ class DebianArchive:
         target.mkdir(exist_ok=True)
         for _, binary, bin_version in sorted(set(candidates)):
             self._apt("apt-get", "download", f"{binary}={bin_version}", cwd=target)
-            deb = next(target.glob(f"{binary}_*.deb"))
+            deb = target / f"{binary}_{bin_version.replace(':', '%3a')}_{self._arch()}.deb"
+            if not deb.is_file():
+                deb = next(target.glob(f"{binary}_{bin_version.replace(':', '%3a')}_*.deb"))
             fs = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], capture_output=True, check=True).stdout
             with tarfile.open(fileobj=io.BytesIO(fs)) as tar:
                 for member in tar.getmembers():
@@ -221,8 +224,23 @@ class DebianArchive:
         raise FetchError("fetch_failed", f"{name} {version}: no debian tarball and no binary package with a "
                                          "copyright file")
 
+    @staticmethod
+    def _arch() -> str:
+        return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
     def fetch(self, name: str, version: str) -> FetchedPackage:
-        """Download (or reuse) and unpack one source package; its tree and copyright."""
+        """Download (or reuse) and unpack one source package; its tree and copyright. Every
+        failure is a :class:`FetchError` naming the package."""
+        try:
+            return self._fetch(name, version)
+        except FetchError:
+            raise
+        except (OSError, KeyError, StopIteration, tarfile.TarError, subprocess.SubprocessError,
+                http.client.HTTPException) as exc:
+            raise FetchError("fetch_failed", f"{name} {version}: {type(exc).__name__}: {exc}") from exc
+
+    def _fetch(self, name: str, version: str) -> FetchedPackage:
         files = self.source_files(name, version)
         paths, downloaded = {}, 0
         debian_tar = next((f for f in files if re.search(r"\.debian\.tar\.\w+$", f.name)), None)

@@ -64,8 +64,8 @@ class Call:
 def find_calls(text: str, name: str, separator: str = ",") -> list[Call]:
     """Every call of ``name`` (an identifier followed by ``(``, not part of a longer identifier or a
     member access; or a regex ``head`` ending in ``(``, see :func:`find_heads`) outside comments and
-    literals, with its top-level arguments split at ``separator`` (a ``:`` separator skips ``::``);
-    calls whose parentheses do not balance are skipped."""
+    literals, with its top-level arguments split at ``separator``; calls whose parentheses do not
+    balance are skipped."""
     return find_heads(text, rf"(?<![\w.>:]){re.escape(name)}\s*\(", separator) if name in text else []
 
 
@@ -89,7 +89,7 @@ def find_heads(text: str, head: str, separator: str = ",") -> list[Call]:
                 depth -= 1
                 if depth == 0:
                     args.append((arg_start, i))
-            elif c == separator and depth == 1 and not (c == ":" and ":" in (text[i - 1], text[i + 1:i + 2])):
+            elif c == separator and depth == 1:
                 args.append((arg_start, i))
                 arg_start = i + 1
             i += 1
@@ -100,12 +100,25 @@ def find_heads(text: str, head: str, separator: str = ",") -> list[Call]:
     return calls
 
 
+CALL_KEYWORDS = frozenset({"return", "else", "do", "case", "throw", "co_return", "co_yield", "sizeof", "new",
+                           "delete", "decltype", "and", "or", "not", "typeid", "alignof", "noexcept"})
+"""Keywords an expression (and so a call) can follow."""
+
+
+def is_declaration(text: str, call: Call) -> bool:
+    """Whether a match of ``name(...)`` declares or defines ``name`` (a type or qualifier names
+    it: ``void __syncwarp(unsigned)``) instead of calling it."""
+    m = re.search(r"([A-Za-z_]\w*)\s*$", text[:call.start])
+    return m is not None and m.group(1) not in CALL_KEYWORDS
+
+
 def rewrite_calls(text: str, name: str, rewrite: Callable[[list[str], str], str]) -> str:
     """``text`` with each call of ``name`` replaced by ``rewrite(arguments, call text)``; calls
-    nested in an argument are rewritten first (the arguments passed are already rewritten)."""
+    nested in an argument are rewritten first (the arguments passed are already rewritten);
+    declarations and definitions of ``name`` are left alone."""
     out, pos = [], 0
     for call in find_calls(text, name):
-        if call.start < pos:   # nested in a call already handled
+        if call.start < pos or is_declaration(text, call):   # nested in a call already handled
             continue
         args = [rewrite_calls(text[s:e], name, rewrite) for s, e in call.args]
         out += [text[pos:call.start], rewrite(args, text[call.start:call.end])]
@@ -115,15 +128,3 @@ def rewrite_calls(text: str, name: str, rewrite: Callable[[list[str], str], str]
 
 PREPROCESSOR_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b((?:\\\n|\\.|[^\\\n])*)$", re.M)
 """A conditional directive with its continuation lines: group 1 the directive, group 2 the rest."""
-
-PREPROCESSOR_ANY = re.compile(r"^[ \t]*#.*(?:\\\n.*)*$", re.M)
-"""Any preprocessor directive with its continuation lines."""
-
-
-def strip_literals(text: str) -> str:
-    """``text`` with every comment and string or character literal blanked (same length)."""
-    out, pos = [], 0
-    for start, end in literal_spans(text):
-        out += [text[pos:start], " " * (end - start)]
-        pos = end
-    return "".join(out) + text[pos:]

@@ -127,15 +127,18 @@ def reduced_input(text: str, lines: list[int]) -> bytes:
 
 
 def map_line_numbers(stderr: str, path: str, lines: list[int]) -> str:
-    """hipify-perl's warnings about the reduced file ``path``, numbered by the lines of the whole
-    file (6.0 writes ``  warning: PATH:N: ...``, 7.0 ``  PATH:N: warning: ...``)."""
+    """hipify-perl's per-line warnings about the reduced file ``path``, numbered by the lines of the
+    whole file (6.0 writes ``  warning: PATH:N: ...``, 7.0 ``  PATH:N: warning: ...``). Its check of
+    the reduced file's translated text (``  warning: PATH:#N : ...``) is left out: that check is
+    made on the whole file's translation (:func:`translated_text_warnings`)."""
     numbered = re.compile(rf"^(  (?:warning: )?{re.escape(path)}:)(\d+)(:)", re.M)
+    translated = re.compile(rf"^  warning: {re.escape(path)}:#\d+ : .*\n?", re.M)
 
     def renumber(m: re.Match) -> str:
         n = int(m.group(2))
         return f"{m.group(1)}{lines[n - 1]}{m.group(3)}" if 1 <= n <= len(lines) else m.group(0)
 
-    return numbered.sub(renumber, stderr)
+    return numbered.sub(renumber, translated.sub("", stderr))
 
 
 def translated_text_warnings(path: str, cuda_text: str, hip_text: str, tables: WarningTables) -> str:

@@ -3,8 +3,13 @@
 CUDA code embeds PTX with ``asm("..." : outputs : inputs)`` for things the language did not
 offer: lane ids, multiprocessor ids and lane masks, bit-field extract and insert, loads and stores with cache hints.
 AMD compilers cannot assemble PTX. Each idiom below is rewritten to an expression with the same
-value on every input PTX defines it for (the PTX ISA's definitions; cache hints such as ``.cs``
-and ``.nc`` change no value a correct program reads). Anything else is left as it is.
+value on every input PTX defines it for (the PTX ISA's definitions). Loads and stores are
+translated only for integer registers (``r``, ``l``, ``h`` constraints with ``.u``/``.s``/``.b``
+types) and the cache hints ``.cs``, ``.nc``, ``.ca``, ``.cg``, ``.lu``, ``.cv``, ``.wb``, ``.wt``,
+which change no value a correct program reads; an ``asm volatile``, a ``"memory"`` clobber or a
+``.cv`` load (fetch again) becomes a ``volatile`` access, so the compiler can neither drop nor hoist
+it. Memory-model qualifiers (``.relaxed``, ``.acquire``, ...), other registers and anything else
+are left as they are.
 """
 
 from __future__ import annotations
@@ -14,17 +19,17 @@ from dataclasses import dataclass
 
 from cass.translate.ctext import find_heads
 
-ASM_HEAD = r"(?<![\w.])(?:asm|__asm__|__asm)(?:\s+(?:volatile|__volatile__))?\s*\("
+ASM_HEAD = r"(?<![\w.])(?:asm|__asm__|__asm)(\s+(?:volatile|__volatile__))?\s*\("
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _OPERAND = re.compile(r'^\s*"([^"]*)"\s*\((.*)\)\s*$', re.S)
+INTEGER_CONSTRAINTS = {"r", "l", "h", "=r", "=l", "=h"}
 C_TYPES = {"u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
            "s8": "signed char", "s16": "short", "s32": "int", "s64": "long long", "b8": "unsigned char",
-           "b16": "unsigned short", "b32": "unsigned int", "b64": "unsigned long long", "f32": "float",
-           "f64": "double"}
-_TYPE = r"(u8|u16|u32|u64|s8|s16|s32|s64|b8|b16|b32|b64|f32|f64)"
+           "b16": "unsigned short", "b32": "unsigned int", "b64": "unsigned long long"}
+_TYPE = r"(u8|u16|u32|u64|s8|s16|s32|s64|b8|b16|b32|b64)"
 _REGS = r"\{?\s*(%\d+(?:\s*,\s*%\d+)*)\s*\}?"
 _ADDRESS = r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]"
-_HINTS = r"(?:\.(?:cs|nc|ca|cg|lu|cv|wb|wt|relaxed|weak))*"
+_HINTS = r"((?:\.(?:cs|nc|ca|cg|lu|cv|wb|wt))*)"
 _LOAD = re.compile(rf"^ld(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_REGS}\s*,\s*{_ADDRESS}\s*;?$")
 _STORE = re.compile(rf"^st(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_ADDRESS}\s*,\s*{_REGS}\s*;?$")
 _LANE_MASKS = {
@@ -48,9 +53,13 @@ BFI = ("({{ unsigned __a = {0}, __b = {1}, __p = ({2}) & 0xff, __l = ({3}) & 0xf
 
 @dataclass(frozen=True)
 class AsmStatement:
+    """One ``asm`` statement: its template, operand expressions, and whether the compiler must
+    keep its memory accesses (``volatile`` or a ``"memory"`` clobber)."""
+
     template: str
     outputs: list[str]
     inputs: list[str]
+    volatile: bool = False
 
 
 def _template(text: str, macros: dict[str, str]) -> str | None:
@@ -68,7 +77,8 @@ def _template(text: str, macros: dict[str, str]) -> str | None:
 
 
 def _operands(text: str) -> list[str] | None:
-    """The expressions of ``"constraint"(expr), ...`` operands (None if one does not parse)."""
+    """The expressions of ``"constraint"(expr), ...`` operands (None if one does not parse or
+    is no integer register)."""
     if not text.strip():
         return []
     found = []
@@ -83,49 +93,60 @@ def _operands(text: str) -> list[str] | None:
     parts.append(text[start:])
     for part in parts:
         m = _OPERAND.match(part)
-        if m is None:
+        if m is None or m.group(1).strip() not in INTEGER_CONSTRAINTS:
             return None
         found.append(m.group(2).strip())
     return found
 
 
-def translate(statement: AsmStatement) -> str | None:
-    """The C++ expression an asm statement stands for, or None if it is no known idiom."""
+def translate(statement: AsmStatement, lanes: bool = True) -> str | None:
+    """The C++ expression an asm statement stands for, or None if it is no known idiom (or names
+    operands it does not have); ``lanes``: translate lane ids and masks."""
+    try:
+        return _translate(statement, lanes)
+    except IndexError:
+        return None
+
+
+def _translate(statement: AsmStatement, lanes: bool) -> str | None:
     t, outs, ins = statement.template, statement.outputs, statement.inputs
     ops = [*outs, *ins]
 
     def op(ref: str) -> str:
         return f"({ops[int(ref.strip().lstrip('%'))]})"
 
-    if m := re.fullmatch(r"mov\.u32 %0, %(laneid|smid);?", t.replace("%%", "%")):
-        return f"({outs[0]} = {'__lane_id()' if m.group(1) == 'laneid' else '__smid()'})"
-    if m := re.fullmatch(r"mov\.u32 %0, %lanemask_(lt|le|gt|ge);?", t.replace("%%", "%")):
+    if re.fullmatch(r"mov\.u32 %0, %smid;?", t.replace("%%", "%")):
+        return f"({outs[0]} = __smid())"
+    if lanes and re.fullmatch(r"mov\.u32 %0, %laneid;?", t.replace("%%", "%")):
+        return f"({outs[0]} = __lane_id())"
+    if lanes and (m := re.fullmatch(r"mov\.u32 %0, %lanemask_(lt|le|gt|ge);?", t.replace("%%", "%"))):
         return f"({outs[0]} = {_LANE_MASKS[m.group(1)]})"
     if m := re.fullmatch(r"bfe\.u(32|64) %0, %1, %2, %3;?", t):
         return f"({outs[0]} = {BFE[int(m.group(1))].format(op('1'), op('2'), op('3'))})"
     if re.fullmatch(r"bfi\.b32 %0, %1, %2, %3, %4;?", t):
         return f"({outs[0]} = {BFI.format(op('1'), op('2'), op('3'), op('4'))})"
     if m := _LOAD.match(t):
-        width, ptype, regs, addr, offset = m.groups()
+        hints, width, ptype, regs, addr, offset = m.groups()
         regs = re.findall(r"%\d+", regs)
         if len(regs) != int(width or 1) or any(int(r[1:]) >= len(outs) for r in regs):
             return None
-        ctype = C_TYPES[ptype]
-        base = f"((const {ctype} *)((const char *){op(addr)} + {offset or 0}))"
+        qualifier = "volatile " if statement.volatile or ".cv" in hints else ""
+        base = f"((const {qualifier}{C_TYPES[ptype]} *)((const char *){op(addr)} + {offset or 0}))"
         return "(" + ", ".join(f"{outs[int(r[1:])]} = {base}[{i}]" for i, r in enumerate(regs)) + ")"
     if m := _STORE.match(t):
-        width, ptype, addr, offset, regs = m.groups()
+        _, width, ptype, addr, offset, regs = m.groups()
         regs = re.findall(r"%\d+", regs)
         if len(regs) != int(width or 1):
             return None
         ctype = C_TYPES[ptype]
-        base = f"(({ctype} *)((char *){op(addr)} + {offset or 0}))"
+        base = f"(({'volatile ' if statement.volatile else ''}{ctype} *)((char *){op(addr)} + {offset or 0}))"
         return "(" + ", ".join(f"{base}[{i}] = ({ctype}){op(r)}" for i, r in enumerate(regs)) + ")"
     return None
 
 
-def rewrite_asm(text: str) -> str:
-    """``text`` with every asm statement of a known PTX idiom replaced by its C++ expression."""
+def rewrite_asm(text: str, lanes: bool = True) -> str:
+    """``text`` with every asm statement of a known PTX idiom replaced by its C++ expression;
+    ``lanes``: lane ids and masks too (only where a wavefront has a warp's 32 lanes)."""
     if "asm" not in text:
         return text
     macros = dict(re.findall(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+"([^"\\\n]*)"[ \t]*$', text, re.M)[::-1])
@@ -138,7 +159,8 @@ def rewrite_asm(text: str) -> str:
         outputs, inputs = _operands(parts[1]), _operands(parts[2] if len(parts) > 2 else "")
         if template is None or outputs is None or inputs is None:
             continue
-        new = translate(AsmStatement(template, outputs, inputs))
+        volatile = "volatile" in text[call.start:call.args[0][0]] or (len(parts) > 3 and '"memory"' in parts[3])
+        new = translate(AsmStatement(template, outputs, inputs, volatile), lanes)
         if new is not None:
             out += [text[pos:call.start], new]
             pos = call.end

@@ -21,9 +21,6 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   header first; hipify-perl already renames ``cub::`` to ``hipcub::``), and ``<math_constants.h>`` becomes
   ``<hip/hip_math_constants.h>`` with its ``CUDART_*`` constants renamed to the same-valued
   ``HIP_*`` ones (HIP defines the same 95 names; hipify-perl 7.0 does both itself).
-* ``implicit_fp16``: nvcc includes ``cuda_runtime.h`` in every file, which brings ``half``,
-  ``__half`` and ``half2`` along; hipcc's implicit ``hip_runtime.h`` does not. A file that uses
-  them and includes no fp16 header gets ``#include <hip/hip_fp16.h>`` as its first line.
 * ``cuda_runtime_overloads``: the C++ convenience overloads of CUDA's runtime header that HIP lacks,
   replaced by the call they make there: ``cudaEventCreate(event, flags)`` (hipified to a
   two-argument ``hipEventCreate``) is ``cudaEventCreateWithFlags(event, flags)``.
@@ -66,12 +63,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cass.translate.ctext import PREPROCESSOR_ANY, PREPROCESSOR_LINE, rewrite_calls, strip_literals
+from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
 from cass.translate.ptx import rewrite_asm
 from store import ActionRecord, Store
-from toolchains.amd import WARP_SYNC_HIP
 
 Version = tuple[int, int]
+
+WARP_SYNC_HIP = (6, 2)
+"""The first HIP version that declares the ``_sync`` warp builtins (opt-in, 64-bit masks)."""
+
+
+def all_wave32(archs: list[str]) -> bool:
+    """Whether every gfx arch runs 32-lane wavefronts by default (RDNA: gfx10, gfx11, gfx12)."""
+    return all(re.fullmatch(r"gfx1\d{3}\w*", arch) for arch in archs)
 
 
 @dataclass(frozen=True)
@@ -81,16 +85,20 @@ class RepairTarget:
 
     hip: Version
     cuda: Version
+    wave32: bool = True
+    """every configured gfx arch runs 32-lane wavefronts (gfx10 and later), as CUDA's warps are"""
+    hipblas_v2: bool = False
+    """hipBLAS declares the v2 API (``hipblasComputeType_t``) that hipify-perl 7 maps cuBLAS to"""
 
     def key(self) -> dict:
-        return {"hip_version": f"{self.hip[0]}.{self.hip[1]}", "cuda_version": f"{self.cuda[0]}.{self.cuda[1]}"}
-
+        return {"hip_version": f"{self.hip[0]}.{self.hip[1]}", "cuda_version": f"{self.cuda[0]}.{self.cuda[1]}",
+                "wave32": self.wave32, "hipblas_v2": self.hipblas_v2}
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One rewrite: ``apply(text, hip_version)`` returns the repaired text (the same text when
-    nothing matched)."""
+    """One rewrite: ``apply(text, target)`` returns the repaired text (the same text when nothing
+    matched)."""
 
     name: str
     version: int
@@ -141,9 +149,11 @@ def cuda_version_macros(text: str, target: RepairTarget) -> str:
 
     def directive(m: re.Match) -> str:
         kind, rest = m.group(1), m.group(2)
-        name = rest.strip()
-        if kind in ("ifdef", "ifndef") and name in values:
-            return f"{m.group(0)[: m.start(1) - m.start(0)]}if {int(kind == 'ifdef')}"
+        tested = re.match(r"\s*(\w+)(.*)", rest, re.S)
+        if kind in ("ifdef", "ifndef", "elifdef", "elifndef") and tested and tested.group(1) in values:
+            lead = m.group(0)[: m.start(1) - m.start(0)]
+            keyword = "if" if kind.startswith("if") else "elif"
+            return f"{lead}{keyword} {int(kind.endswith('ifdef'))}{tested.group(2)}"
         if kind in ("if", "elif"):
             rest = _VERSION_DEFINED.sub("1", rest)
             rest = _VERSION_NAME.sub(lambda v: str(values[v.group(1)]), rest)
@@ -175,17 +185,6 @@ def unmapped_headers(text: str, target: RepairTarget) -> str:
     return text
 
 
-_HALF_TYPE = re.compile(r"\b(?:half|half2|__half|__half2)\b")
-_FP16_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:hip/hip_fp16\.h|cuda_fp16\.h)[>"]', re.M)
-
-
-def implicit_fp16(text: str, target: RepairTarget) -> str:
-    code = PREPROCESSOR_ANY.sub("", strip_literals(text)) if _HALF_TYPE.search(text) else ""
-    if not _HALF_TYPE.search(code) or _FP16_INCLUDE.search(text):
-        return text
-    return "#include <hip/hip_fp16.h>\n" + text
-
-
 def cuda_runtime_overloads(text: str, target: RepairTarget) -> str:
     return rewrite_calls(text, "hipEventCreate",
                          lambda args, original: f"hipEventCreateWithFlags({','.join(args)})" if len(args) == 2
@@ -202,7 +201,7 @@ COMPUTE_ARGUMENT = {"hipblasGemmEx": (19, 17), "hipblasGemmBatchedEx": (20, 18),
 
 
 def cublas_gemm_ex(text: str, target: RepairTarget) -> str:
-    v2 = target.hip >= (6, 0)
+    v2 = target.hipblas_v2
     text = rewrite_calls(text, "cublasSgemmEx", lambda args, original: (
         f"hipblasGemmEx({','.join(args)}, {'HIPBLAS_COMPUTE_32F' if v2 else 'HIPBLAS_R_32F'}, HIPBLAS_GEMM_DEFAULT)"
         if len(args) == 17 else original))
@@ -260,7 +259,7 @@ def thrust_cuda_backend(text: str, target: RepairTarget) -> str:
 
 
 def ptx_inline_asm(text: str, target: RepairTarget) -> str:
-    return rewrite_asm(text)
+    return rewrite_asm(text, lanes=target.wave32)
 
 
 SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
@@ -283,13 +282,31 @@ def _widen_mask(name: str) -> Callable[[list[str], str], str]:
     return rewrite
 
 
+VOTES_WITH_MASK = {
+    "__ballot_sync": "(__ballot({p}) & ({m}))",
+    "__any_sync": "(int)((__ballot({p}) & ({m})) != 0)",
+    "__all_sync": "({{ unsigned long long __m = ({m}); (int)((__ballot({p}) & __m) == (__ballot(1) & __m)); }})",
+}
+"""CUDA's votes over the active threads of the mask, from HIP's ballot of the active lanes."""
+
+
+def _vote(name: str) -> Callable[[list[str], str], str]:
+    def rewrite(args: list[str], original: str) -> str:
+        return VOTES_WITH_MASK[name].format(m=args[0].strip(), p=args[1].strip()) if len(args) == 2 else original
+    return rewrite
+
+
 def warp_sync_builtins(text: str, target: RepairTarget) -> str:
+    if not target.wave32:
+        return text   # a CUDA warp is no wavefront of 64 lanes: nothing here would compute the same
     if target.hip >= WARP_SYNC_HIP:
         for name in (*SHUFFLES, *VOTES):
             text = rewrite_calls(text, name, _widen_mask(name))
     else:
-        for name in (*SHUFFLES, *VOTES):
+        for name in SHUFFLES:
             text = rewrite_calls(text, name, _drop_mask(name.removesuffix("_sync")))
+        for name in VOTES:
+            text = rewrite_calls(text, name, _vote(name))
         text = rewrite_calls(text, "__activemask", lambda args, original: "__ballot(1)")
     return rewrite_calls(text, "__syncwarp", lambda args, original: SYNCWARP)   # no HIP declares it
 
@@ -297,20 +314,18 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
 RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 1, "CUDA header include guards tested in conditionals are not mapped by hipify-perl",
          cuda_header_guards),
-    Rule("cuda_version_macros", 1, "CUDA version macros are undefined in HIP code", cuda_version_macros),
+    Rule("cuda_version_macros", 2, "CUDA version macros are undefined in HIP code", cuda_version_macros),
     Rule("unmapped_headers", 1, "CUB sub-headers and math_constants.h have HIP equivalents hipify-perl 6.0 misses",
          unmapped_headers),
-    Rule("implicit_fp16", 1, "nvcc's implicit runtime header declares the half types, hipcc's does not",
-         implicit_fp16),
     Rule("cuda_runtime_overloads", 1, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
-    Rule("cublas_gemm_ex", 2, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
+    Rule("cublas_gemm_ex", 3, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 1,
          "a project's component-wise vector compound assignments clash with HIP's member ones",
          hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
-    Rule("ptx_inline_asm", 2, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
-    Rule("warp_sync_builtins", 2, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
+    Rule("ptx_inline_asm", 3, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
+    Rule("warp_sync_builtins", 3, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
 
