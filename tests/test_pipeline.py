@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,7 +88,7 @@ def test_repaired_warp_shuffle_files_pair_and_say_so(project):
     assert sorted(repaired["path"]) == sorted(WARP_SYNC_FILES)
     assert (repaired["repair_rules"].list.join(",") == "warp_sync_builtins").all()
     assert repaired["hip_source_hipify"].str.contains("_sync(", literal=True).all()
-    assert not repaired["hip_source"].str.contains("__shfl_down_sync", literal=True).any()
+    assert not repaired["hip_source"].str.contains("__shfl_down_sync(", literal=True).any()
     assert pairs.filter(~pl.col("hip_repaired"))["hip_source_hipify"].is_null().all()
     assert metrics(project, "repair")["samples_by_rule"] == {"warp_sync_builtins": 4}
     bundled = metrics(project, "yield")["corpora"]["bundled"]
@@ -216,10 +217,12 @@ def hub_hashes(project: Path) -> dict[str, str]:
             for p in sorted(hub.rglob("*")) if p.is_file()}
 
 
-def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(project, monkeypatch, capsys):
+def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(project, tmp_path, monkeypatch):
     """The Hub layout and card, then two publishes to an in-process stand-in of the Hub through
     huggingface_hub's HTTP client hook: the second, after one corpus file changed, commits exactly
-    the shards whose bytes changed (one per config holding that sample) and the card."""
+    the shards whose bytes changed (one per config holding that sample) and the card. The
+    tokenizer is pinned first, as a named one is: the offline fallback BPE is retrained on the
+    corpus, so one changed file can move other rows' token counts."""
     import datasets
     import httpx2
     import huggingface_hub
@@ -238,6 +241,10 @@ def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(pro
         assert datasets.load_dataset("parquet", data_files=files, split="train").num_rows > 0, config
     assert "@article{heakl2025cass" in card.text and "| hipcc |" in card.text
 
+    pinned = shutil.copytree(project / "data" / "tokens" / "fallback_tokenizer", tmp_path / "tokenizer")
+    tokenizer = yaml.safe_load((project / "params.yaml").read_text())["tokens"]["tokenizer"]
+    set_param(project, f"tokenizer: {tokenizer}", f"tokenizer: {pinned}")
+    run(["dvc", "repro"], project)
     fake = FakeHub()
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(fake.handle)))

@@ -255,7 +255,8 @@ WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
 """
 WARP_AFTER_HIP57 = """__device__ float reduce(float v, unsigned mask) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down(v, o);
-  unsigned lanes = (__ballot(v > 0.f) & (__ballot(1)));   // __shfl_sync(m, v, 0) in a comment
+  unsigned lanes = ((unsigned int)(__ballot(v > 0.f) & (((unsigned int)__ballot(1)))));   \
+// __shfl_sync(m, v, 0) in a comment
   bool any = (int)((__ballot(v > 1.f) & (mask)) != 0), \
 all = ({ unsigned long long __m = (mask); (int)((__ballot(v < 2.f) & __m) == (__ballot(1) & __m)); });
   (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
@@ -265,7 +266,8 @@ __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
 """
 WARP_AFTER_HIP64 = """__device__ float reduce(float v, unsigned mask) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync((unsigned long long)(0xffffffff), v, o);
-  unsigned lanes = __ballot_sync((unsigned long long)(__activemask()), v > 0.f);   // __shfl_sync(m, v, 0) in a comment
+  unsigned lanes = ((unsigned int)__ballot_sync((unsigned long long)(((unsigned int)__ballot(1))), v > 0.f));   \
+// __shfl_sync(m, v, 0) in a comment
   bool any = __any_sync((unsigned long long)(mask), v > 1.f), all = __all_sync((unsigned long long)(mask), v < 2.f);
   (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
 __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
@@ -336,7 +338,7 @@ __global__ void warp_sum(const float *in, float *out) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
   unsigned positive = __ballot_sync(0xffffffff, v > 0.f);
   int all = __all_sync(0xffffffff, v > 0.f), any = __any_sync(0x0000ffff, v < 0.f);
-  if (threadIdx.x == 0) out[blockIdx.x] = v + __popc(positive) + all + any;
+  if (threadIdx.x == 0) out[blockIdx.x] = v + __popc(positive) + all + any + __ffs(__activemask());
 }
 __global__ void block_sum(const float *in, float *out) {
   using Reduce = cub::BlockReduce<float, 64>;

@@ -45,9 +45,12 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
   full-warp mask names; gfx10+ archs such as gfx1100 run wave32, so widths and ballot bits match
-  a CUDA warp) and ``__activemask()`` is the ballot of all active lanes. HIP 6.2 and later declare
-  the ``_sync`` forms and ``__activemask`` (with ``HIP_ENABLE_WARP_SYNC_BUILTINS``, which the AMD
-  toolchain then passes) but demand a 64-bit mask: the mask is widened to ``unsigned long long``.
+  a CUDA warp). HIP 6.2 and later declare the ``_sync`` forms (with
+  ``HIP_ENABLE_WARP_SYNC_BUILTINS``, which the AMD toolchain then passes) but demand a 64-bit mask:
+  the mask is widened to ``unsigned long long``. On every HIP ``__activemask()`` is the ballot of
+  all active lanes, and the masks that ``__ballot_sync`` and ``__activemask`` return are narrowed
+  to CUDA's 32-bit ``unsigned int`` (the target is wave32), so overloads such as ``__ffs`` resolve
+  as they do for CUDA.
   No HIP declares ``__syncwarp()``: it becomes a wavefront barrier between release and acquire
   fences at wavefront scope (lanes of a wavefront run in lockstep; the fences order their memory
   operations as ``__syncwarp`` does).
@@ -264,6 +267,9 @@ def ptx_inline_asm(text: str, target: RepairTarget) -> str:
 
 SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
 VOTES = ("__ballot_sync", "__any_sync", "__all_sync")
+MASK_RESULTS = ("__ballot_sync",)
+"""Votes whose result is a lane mask (32 bits in CUDA, 64 in HIP)."""
+ACTIVEMASK = "((unsigned int)__ballot(1))"
 SYNCWARP = ("(__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"wavefront\"), __builtin_amdgcn_wave_barrier(), "
             "__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"wavefront\"))")
 
@@ -278,12 +284,13 @@ def _widen_mask(name: str) -> Callable[[list[str], str], str]:
     def rewrite(args: list[str], original: str) -> str:
         if not args or args[0].strip().startswith("(unsigned long long)"):
             return original
-        return f"{name}((unsigned long long)({args[0].strip()}),{','.join(args[1:])})"
+        call = f"{name}((unsigned long long)({args[0].strip()}),{','.join(args[1:])})"
+        return f"((unsigned int){call})" if name in MASK_RESULTS else call
     return rewrite
 
 
 VOTES_WITH_MASK = {
-    "__ballot_sync": "(__ballot({p}) & ({m}))",
+    "__ballot_sync": "((unsigned int)(__ballot({p}) & ({m})))",
     "__any_sync": "(int)((__ballot({p}) & ({m})) != 0)",
     "__all_sync": "({{ unsigned long long __m = ({m}); (int)((__ballot({p}) & __m) == (__ballot(1) & __m)); }})",
 }
@@ -307,7 +314,7 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
             text = rewrite_calls(text, name, _drop_mask(name.removesuffix("_sync")))
         for name in VOTES:
             text = rewrite_calls(text, name, _vote(name))
-        text = rewrite_calls(text, "__activemask", lambda args, original: "__ballot(1)")
+    text = rewrite_calls(text, "__activemask", lambda args, original: ACTIVEMASK)
     return rewrite_calls(text, "__syncwarp", lambda args, original: SYNCWARP)   # no HIP declares it
 
 
@@ -325,7 +332,7 @@ RULES: tuple[Rule, ...] = (
          hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 3, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
-    Rule("warp_sync_builtins", 3, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
+    Rule("warp_sync_builtins", 4, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
 
