@@ -7,7 +7,6 @@ action two variants share runs once):
 
 * ``stock``: the stock tools only: no configured headers, no repair layer (hipify-perl, then
   hipcc, as a user would run them), on each AMD toolchain;
-* ``configured``: configured headers, no repair layer;
 * ``pipeline``: configured headers and the repair layer, on each AMD toolchain.
 
 Writes the per-corpus yield tables (files, NVIDIA ok, AMD ok, both, both / NVIDIA ok), the
@@ -43,13 +42,13 @@ from cass.sources.debian import package_origin  # noqa: E402
 SECTION = "## Yield on real code (issue 13)"
 
 
-def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, configure: bool, repair: bool) -> dict:
+def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeline: bool) -> dict:
     params = json.loads(json.dumps(base))
     params["corpus"]["trees"] = []
     params["store"]["dir"] = str(store)
     params["debian_sources"].update(enabled=True, dir=str(debian_dir))
-    params["configure"]["enabled"] = configure
-    params["repair"]["enabled"] = repair
+    params["configure"]["enabled"] = pipeline
+    params["repair"]["enabled"] = pipeline
     params["amd"]["toolchain"] = suite
     return params
 
@@ -82,13 +81,10 @@ def main() -> None:
     args = parser.parse_args()
     base = yaml.safe_load((REPO / "params.yaml").read_text())
     store, debian_dir = args.store or args.work / "store", args.work / "debian"
-    variants = [(f"stock-{s}", s, False, False) for s in args.suites]
-    configured = base["amd"]["toolchain"] if base["amd"]["toolchain"] in args.suites else args.suites[0]
-    variants += [(f"configured-{configured}", configured, True, False)]
-    variants += [(f"pipeline-{s}", s, True, True) for s in args.suites]
+    variants = [(f"{kind}-{s}", s, kind == "pipeline") for kind in ("stock", "pipeline") for s in args.suites]
     results = {}
-    for name, suite, configure, repair in variants:
-        params = variant_params(base, store, debian_dir, suite, configure, repair)
+    for name, suite, pipeline in variants:
+        params = variant_params(base, store, debian_dir, suite, pipeline)
         start = time.perf_counter()
         results[name] = build(args.work / name, params)
         print(f"{name}: built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
@@ -108,7 +104,7 @@ def main() -> None:
         "variant in one run with one shared store. Files are the samples after the filters and deduplication; "
         f"NVIDIA: host + {', '.join(base['nvidia']['archs'])}; AMD: hipify-perl then hipcc (host + "
         f"{', '.join(base['amd']['archs'])}) in the named Debian root. `stock`: no configured headers and no repair "
-        "layer (the stock tools); `configured`: configured headers only; `pipeline`: both. Tools: "
+        "layer (the stock tools); `pipeline`: both. Tools: "
         + "; ".join(f"{s}: {tool_versions(args.work / f'pipeline-{s}')}" for s in args.suites) + ".", "",
         "| variant " + SUMMARY_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
