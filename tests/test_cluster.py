@@ -1,7 +1,7 @@
 """Vendor hosts on Dask: a real scheduler, an NVIDIA worker and an AMD worker on 127.0.0.1.
 
 The NVIDIA host has no AMD toolchain and the AMD host no CUDA; the AMD host's tools run inside
-the Debian trixie root (the worker enters it per call). See cass/hosts.py.
+the Debian root of params.yaml's ``amd.toolchain`` (the worker enters it per call). See cass/hosts.py.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from cass.translate.ctext import find_calls, rewrite_calls
 from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
     RULES,
+    SYNCWARP,
     CachedRepair,
     RepairTarget,
     cublas_gemm_ex,
@@ -285,6 +286,16 @@ def test_warp_sync_builtins_leave_declarations_and_wave64_targets_alone():
     own = "__device__ void __syncwarp(unsigned mask) {}\nreturn __shfl_sync(m, v, 0);\n"
     assert warp_sync_builtins(own, HIP57) == "__device__ void __syncwarp(unsigned mask) {}\nreturn __shfl(v, 0);\n"
     assert warp_sync_builtins(WARP_BEFORE, WAVE64) == WARP_BEFORE
+
+
+def test_calls_after_comments_are_calls():
+    """A comment's last word before a call is no type that would make it a declaration (GROMACS'
+    ``// ... between loop iterations`` then ``__syncwarp(c_fullWarpMask);``)."""
+    text = ("{\n  // avoid WAR hazards between loop iterations\n  __syncwarp(full);\n"
+            "  /* shared */ __syncwarp(); /* a */ /* b */\n  __syncwarp(m);\n"
+            "  unsigned x; // \"quoted // text\"\n  __syncwarp();\n}\nvoid /* own */ __syncwarp(unsigned m) {}\n")
+    assert warp_sync_builtins(text, HIP57).count(SYNCWARP) == 4
+    assert "void /* own */ __syncwarp(unsigned m) {}" in warp_sync_builtins(text, HIP57)
 
 
 def test_warp_sync_builtins_widen_the_mask_from_hip_6_2():

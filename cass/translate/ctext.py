@@ -105,10 +105,25 @@ CALL_KEYWORDS = frozenset({"return", "else", "do", "case", "throw", "co_return",
 """Keywords an expression (and so a call) can follow."""
 
 
+def code_before(text: str, pos: int, window: int = 4096) -> str:
+    """Up to ``window`` characters of ``text`` before ``pos``, without the comments and white space
+    that end there (the code a construct at ``pos`` follows)."""
+    prefix = text[max(0, pos - window):pos].rstrip()
+    while True:
+        if prefix.endswith("*/") and (start := prefix.rfind("/*")) >= 0:
+            prefix = prefix[:start].rstrip()
+            continue
+        line = prefix.rfind("\n") + 1
+        comment = next((s for s, _ in literal_spans(prefix[line:]) if prefix.startswith("//", line + s)), None)
+        if comment is None:
+            return prefix
+        prefix = prefix[:line + comment].rstrip()
+
+
 def is_declaration(text: str, call: Call) -> bool:
     """Whether a match of ``name(...)`` declares or defines ``name`` (a type or qualifier names
     it: ``void __syncwarp(unsigned)``) instead of calling it."""
-    m = re.search(r"([A-Za-z_]\w*)\s*$", text[:call.start])
+    m = re.search(r"([A-Za-z_]\w*)$", code_before(text, call.start))
     return m is not None and m.group(1) not in CALL_KEYWORDS
 
 
