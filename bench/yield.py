@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.results import replace_section  # noqa: E402
 from cass.report.yields import SUMMARY_HEADER, markdown, summary_rows  # noqa: E402
-from cass.scaffold import copy_pipeline, run_in  # noqa: E402
+from cass.scaffold import copy_pipeline, run_in, update_pipeline  # noqa: E402
 from cass.sources.debian import package_origin  # noqa: E402
 
 SECTION = "## Yield on real code (issue 13)"
@@ -55,7 +55,9 @@ def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeli
 
 def build(project: Path, params: dict) -> dict:
     """A project copy with these parameters, built to the yield report; its yields."""
-    if not project.exists():
+    if project.exists():
+        update_pipeline(project)
+    else:
         copy_pipeline(project, with_bundled_corpus=False)
         (project / "corpus").mkdir()
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

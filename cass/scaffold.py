@@ -32,15 +32,29 @@ def run_in(cmd: list[str], cwd: Path) -> str:
     return proc.stdout + proc.stderr
 
 
+def _copy(name: str, dest: Path) -> None:
+    src, target = REPO / name, dest / name
+    if target.is_dir():
+        shutil.rmtree(target)
+    if src.is_dir():
+        shutil.copytree(src, target, ignore=shutil.ignore_patterns(*BUILT_HERE))
+    else:
+        shutil.copy2(src, target)
+
+
 def copy_pipeline(dest: Path, with_bundled_corpus: bool = True) -> Path:
     """A new git + DVC project at ``dest`` holding this pipeline (and the bundled corpus)."""
     dest.mkdir(parents=True)
     for name in (*PIPELINE_FILES, *(("corpus",) if with_bundled_corpus else ())):
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(*BUILT_HERE))
-        else:
-            shutil.copy2(src, dest / name)
+        _copy(name, dest)
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
         run_in(cmd, dest)
+    return dest
+
+
+def update_pipeline(dest: Path) -> Path:
+    """A project made by :func:`copy_pipeline` with this checkout's pipeline files again (its data,
+    metrics and ``dvc.lock`` stay, so ``dvc repro`` reruns what the new code changes)."""
+    for name in PIPELINE_FILES:
+        _copy(name, dest)
     return dest
