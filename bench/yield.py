@@ -13,7 +13,8 @@ Writes the per-corpus yield tables (files, NVIDIA ok, AMD ok, both, both / NVIDI
 failure categories and top causes of the default toolchain's pipeline variant into
 bench/RESULTS.md, with the commit and the exact parameters.
 
-    python bench/yield.py [--suites trixie sid] [--work DIR] [--store DIR] [--out bench/RESULTS.md]
+    python bench/yield.py [--suites trixie sid] [--pipeline-suites trixie] [--work DIR] [--store DIR]
+                          [--out bench/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def tool_versions(project: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--suites", nargs="+", default=["trixie", "sid"])
+    parser.add_argument("--suites", nargs="+", default=["trixie", "sid"], help="AMD suites of the stock variants")
+    parser.add_argument("--pipeline-suites", nargs="+", help="AMD suites of the pipeline variants (default: --suites)")
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/cass-bench-yield"))
     parser.add_argument("--store", type=Path, help="the store to share (default: WORK/store); the yields do not "
                         "depend on which actions it already holds, only the time to get them does")
@@ -83,7 +85,8 @@ def main() -> None:
     args = parser.parse_args()
     base = yaml.safe_load((REPO / "params.yaml").read_text())
     store, debian_dir = args.store or args.work / "store", args.work / "debian"
-    variants = [(f"{kind}-{s}", s, kind == "pipeline") for kind in ("stock", "pipeline") for s in args.suites]
+    pipeline_suites = args.pipeline_suites or args.suites
+    variants = [(f"stock-{s}", s, False) for s in args.suites] + [(f"pipeline-{s}", s, True) for s in pipeline_suites]
     results = {}
     for name, suite, pipeline in variants:
         params = variant_params(base, store, debian_dir, suite, pipeline)
@@ -95,11 +98,11 @@ def main() -> None:
               for p in base["debian_sources"]["packages"]}
     commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,
                             capture_output=True, text=True, check=False).stdout.strip()
-    shown = next(n for n in (f"pipeline-{base['amd']['toolchain']}", f"pipeline-{args.suites[0]}") if n in results)
+    shown = next(n for n in (f"pipeline-{base['amd']['toolchain']}", f"pipeline-{pipeline_suites[0]}") if n in results)
     d = base["debian_sources"]
     lines = [
         SECTION, "",
-        f"`python bench/yield.py --suites {' '.join(args.suites)}` on {os.cpu_count()} cores ({platform.machine()}), "
+        f"`python bench/yield.py {' '.join(sys.argv[1:])}` on {os.cpu_count()} cores ({platform.machine()}), "
         f"{date.today()}, commit {commit}. Debian {d['suite']} source packages (`debian_sources` in params.yaml: "
         + ", ".join(f"{p['name']} {p['version']}" for p in d["packages"])
         + f"), every `{'`, `'.join(base['corpus']['extensions'])}` file, real tools, `dvc repro yield_report` per "
@@ -107,7 +110,7 @@ def main() -> None:
         f"NVIDIA: host + {', '.join(base['nvidia']['archs'])}; AMD: hipify-perl then hipcc (host + "
         f"{', '.join(base['amd']['archs'])}) in the named Debian root. `stock`: no configured headers and no repair "
         "layer (the stock tools); `pipeline`: both. Tools: "
-        + "; ".join(f"{s}: {tool_versions(args.work / f'pipeline-{s}')}" for s in args.suites) + ".", "",
+        + "; ".join(f"{s}: {tool_versions(args.work / f'stock-{s}')}" for s in args.suites) + ".", "",
         "| variant " + SUMMARY_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, yields in results.items():
