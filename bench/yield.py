@@ -104,8 +104,9 @@ def main() -> None:
         SECTION, "",
         f"`python bench/yield.py {' '.join(sys.argv[1:])}` on {os.cpu_count()} cores ({platform.machine()}), "
         f"{date.today()}, commit {commit}. Debian {d['suite']} source packages (`debian_sources` in params.yaml: "
-        + ", ".join(f"{p['name']} {p['version']}" for p in d["packages"])
-        + f"), every `{'`, `'.join(base['corpus']['extensions'])}` file, real tools, `dvc repro yield_report` per "
+        + ", ".join(f"{p['name']} {p['version']}" + (f" (its first {p['limit']} files)" if p["limit"] else "")
+                    for p in d["packages"])
+        + f"), their `{'`, `'.join(base['corpus']['extensions'])}` files, real tools, `dvc repro yield_report` per "
         "variant in one run with one shared store. Files are the samples after the filters and deduplication; "
         f"NVIDIA: host + {', '.join(base['nvidia']['archs'])}; AMD: hipify-perl then hipcc (host + "
         f"{', '.join(base['amd']['archs'])}) in the named Debian root. `stock`: no configured headers and no repair "
