@@ -7,11 +7,12 @@ action two variants share runs once):
 
 * ``stock``: the stock tools only: no configured headers, no repair layer (hipify-perl, then
   hipcc, as a user would run them), on each AMD toolchain;
-* ``pipeline``: configured headers and the repair layer, on each AMD toolchain.
+* ``pipeline``: configured headers and the repair layer, on each AMD toolchain of
+  ``--pipeline-suites`` (default: ``--suites``).
 
 Writes the per-corpus yield tables (files, NVIDIA ok, AMD ok, both, both / NVIDIA ok), the
-failure categories and top causes of the default toolchain's pipeline variant into
-bench/RESULTS.md, with the commit and the exact parameters.
+failure categories and top causes of the default toolchain's stock and pipeline variants into
+bench/RESULTS.md, with the commit and the exact command.
 
     python bench/yield.py [--suites trixie sid] [--pipeline-suites trixie] [--work DIR] [--store DIR]
                           [--out bench/RESULTS.md]
@@ -24,6 +25,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -71,7 +73,7 @@ def tool_versions(project: Path) -> str:
     record = json.loads((project / "data" / "toolchains" / "toolchains.json").read_text())
     nvcc = re.search(r"release [\d.]+", record["nvidia"]["nvcc"]["version"])
     return (f"nvcc {nvcc.group(0) if nvcc else '?'}, {record['amd']['hipcc']['version'].split(' | ')[0]}, "
-            f"hipify-perl {record['amd']['hipify-perl']['version'].removeprefix('HIP version ')}")
+            f"hipify-perl reporting \"{record['amd']['hipify-perl']['version']}\"")
 
 
 def main() -> None:
@@ -98,25 +100,28 @@ def main() -> None:
               for p in base["debian_sources"]["packages"]}
     commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,
                             capture_output=True, text=True, check=False).stdout.strip()
+    projects = {s: f"pipeline-{s}" for s in pipeline_suites} | {s: f"stock-{s}" for s in args.suites}
     shown = next(n for n in (f"pipeline-{base['amd']['toolchain']}", f"pipeline-{pipeline_suites[0]}") if n in results)
     d = base["debian_sources"]
     lines = [
         SECTION, "",
-        f"`python bench/yield.py {' '.join(sys.argv[1:])}` on {os.cpu_count()} cores ({platform.machine()}), "
+        f"`python bench/yield.py {shlex.join(sys.argv[1:])}` on {os.cpu_count()} cores ({platform.machine()}), "
         f"{date.today()}, commit {commit}. Debian {d['suite']} source packages (`debian_sources` in params.yaml: "
-        + ", ".join(f"{p['name']} {p['version']}" + (f" (its first {p['limit']} files)" if p["limit"] else "")
+        + ", ".join(f"{p['name']} {p['version']}" + (f" (its first {p['limit']} files)" if p.get("limit") else "")
                     for p in d["packages"])
         + f"), their `{'`, `'.join(base['corpus']['extensions'])}` files, real tools, `dvc repro yield_report` per "
         "variant in one run with one shared store. Files are the samples after the filters and deduplication; "
         f"NVIDIA: host + {', '.join(base['nvidia']['archs'])}; AMD: hipify-perl then hipcc (host + "
         f"{', '.join(base['amd']['archs'])}) in the named Debian root. `stock`: no configured headers and no repair "
         "layer (the stock tools); `pipeline`: both. Tools: "
-        + "; ".join(f"{s}: {tool_versions(args.work / f'stock-{s}')}" for s in args.suites) + ".", "",
+        + "; ".join(f"{s}: {tool_versions(args.work / name)}" for s, name in projects.items()) + ".", "",
         "| variant " + SUMMARY_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, yields in results.items():
         lines += summary_rows(yields, titles, first=name)
-    lines += ["", f"Failure categories and top causes, `{shown}`:", "", markdown(results[shown], titles)]
+    for name in dict.fromkeys((f"stock-{shown.removeprefix('pipeline-')}", shown)):
+        if name in results:
+            lines += ["", f"Failure categories and top causes, `{name}`:", "", markdown(results[name], titles)]
     section = "\n".join(lines)
     print(section)
     replace_section(args.out, SECTION, section)

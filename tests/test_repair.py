@@ -291,11 +291,13 @@ def test_warp_sync_builtins_leave_declarations_and_wave64_targets_alone():
 def test_calls_after_comments_are_calls():
     """A comment's last word before a call is no type that would make it a declaration (GROMACS'
     ``// ... between loop iterations`` then ``__syncwarp(c_fullWarpMask);``)."""
-    text = ("{\n  // avoid WAR hazards between loop iterations\n  __syncwarp(full);\n"
-            "  /* shared */ __syncwarp(); /* a */ /* b */\n  __syncwarp(m);\n"
-            "  unsigned x; // \"quoted // text\"\n  __syncwarp();\n}\nvoid /* own */ __syncwarp(unsigned m) {}\n")
-    assert warp_sync_builtins(text, HIP57).count(SYNCWARP) == 4
-    assert "void /* own */ __syncwarp(unsigned m) {}" in warp_sync_builtins(text, HIP57)
+    calls = ["{\n  // avoid WAR hazards between loop iterations\n  __syncwarp(full);\n",
+             "  /* shared */ __syncwarp(); /* a */ /* b */\n  __syncwarp(m);\n",
+             "  unsigned x; // \"quoted // text\" */\n  __syncwarp();\n",
+             "  /* was /* old */ __syncwarp();\n#endif // WARP\n  __syncwarp();\n#define SYNC __syncwarp()\n"]
+    declarations = "void /* own */ __syncwarp(unsigned m) {}\n#define __syncwarp(m) sync(m)\n"
+    repaired = warp_sync_builtins("".join(calls) + declarations, HIP57)
+    assert repaired.count(SYNCWARP) == 7 and repaired.endswith(declarations)
 
 
 def test_warp_sync_builtins_widen_the_mask_from_hip_6_2():

@@ -105,25 +105,31 @@ CALL_KEYWORDS = frozenset({"return", "else", "do", "case", "throw", "co_return",
 """Keywords an expression (and so a call) can follow."""
 
 
-def code_before(text: str, pos: int, window: int = 4096) -> str:
-    """Up to ``window`` characters of ``text`` before ``pos``, without the comments and white space
-    that end there (the code a construct at ``pos`` follows)."""
-    prefix = text[max(0, pos - window):pos].rstrip()
-    while True:
-        if prefix.endswith("*/") and (start := prefix.rfind("/*")) >= 0:
-            prefix = prefix[:start].rstrip()
-            continue
-        line = prefix.rfind("\n") + 1
-        comment = next((s for s, _ in literal_spans(prefix[line:]) if prefix.startswith("//", line + s)), None)
-        if comment is None:
-            return prefix
-        prefix = prefix[:line + comment].rstrip()
+def _comment_ending_at(text: str, spans: list[tuple[int, int]], pos: int) -> tuple[int, int] | None:
+    """The comment whose last character is at ``pos - 1``, if any."""
+    k = bisect.bisect_right(spans, (pos - 1, math.inf)) - 1
+    if k >= 0 and spans[k][0] <= pos - 1 < spans[k][1] and text[spans[k][0]] == "/":
+        return spans[k]
+    return None
 
 
-def is_declaration(text: str, call: Call) -> bool:
+def is_declaration(text: str, call: Call, spans: list[tuple[int, int]]) -> bool:
     """Whether a match of ``name(...)`` declares or defines ``name`` (a type or qualifier names
-    it: ``void __syncwarp(unsigned)``) instead of calling it."""
-    m = re.search(r"([A-Za-z_]\w*)$", code_before(text, call.start))
+    it: ``void __syncwarp(unsigned)``; ``#define name(...)``) instead of calling it. ``spans`` are
+    the text's :func:`literal_spans`: comments before the call are skipped, and a preprocessor
+    line ending right before it (``#endif``, ``#pragma unroll``) names no type."""
+    i = call.start
+    while True:
+        while i > 0 and text[i - 1].isspace():
+            i -= 1
+        comment = _comment_ending_at(text, spans, i) if i else None
+        if comment is None:
+            break
+        i = comment[0]
+    line = text[text.rfind("\n", 0, i) + 1:i].lstrip()
+    if line.startswith("#"):
+        return re.fullmatch(r"#\s*define", line) is not None
+    m = re.search(r"([A-Za-z_]\w*)$", text[max(0, i - 256):i])
     return m is not None and m.group(1) not in CALL_KEYWORDS
 
 
@@ -131,9 +137,9 @@ def rewrite_calls(text: str, name: str, rewrite: Callable[[list[str], str], str]
     """``text`` with each call of ``name`` replaced by ``rewrite(arguments, call text)``; calls
     nested in an argument are rewritten first (the arguments passed are already rewritten);
     declarations and definitions of ``name`` are left alone."""
-    out, pos = [], 0
+    out, pos, spans = [], 0, literal_spans(text) if name in text else []
     for call in find_calls(text, name):
-        if call.start < pos or is_declaration(text, call):   # nested in a call already handled
+        if call.start < pos or is_declaration(text, call, spans):   # nested in a call already handled
             continue
         args = [rewrite_calls(text[s:e], name, rewrite) for s, e in call.args]
         out += [text[pos:call.start], rewrite(args, text[call.start:call.end])]

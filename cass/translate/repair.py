@@ -324,15 +324,15 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_version_macros", 2, "CUDA version macros are undefined in HIP code", cuda_version_macros),
     Rule("unmapped_headers", 1, "CUB sub-headers and math_constants.h have HIP equivalents hipify-perl 6.0 misses",
          unmapped_headers),
-    Rule("cuda_runtime_overloads", 2, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
-    Rule("cublas_gemm_ex", 4, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
+    Rule("cuda_runtime_overloads", 3, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
+    Rule("cublas_gemm_ex", 5, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 1,
          "a project's component-wise vector compound assignments clash with HIP's member ones",
          hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 3, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
-    Rule("warp_sync_builtins", 5, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
+    Rule("warp_sync_builtins", 6, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
 
