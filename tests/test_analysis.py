@@ -1,7 +1,8 @@
 """The analysis notebooks (``python -m stages.analyze``) on the exported dataset, outputs in a temporary directory.
 
 The inputs are ``$CASS_TEST_EXPORT_DIR`` (default: this repo's ``data/export``) and ``$CASS_TEST_METRICS_DIR``
-(default: ``metrics``), as built by ``dvc repro``; the tests skip when the export directory holds no Parquet file.
+(default: ``metrics``), as built by ``dvc repro``; where that export holds no Parquet file (a fresh clone, CI),
+the bundled corpus built by the session's ``project`` fixture is used instead.
 """
 
 from __future__ import annotations
@@ -54,18 +55,22 @@ def _has_parquet(directory: str) -> bool:
     return "://" in directory or any(Path(directory).glob("**/*.parquet"))
 
 
-pytestmark = pytest.mark.skipif(
-    not _has_parquet(EXPORT_DIR), reason=f"no exported Parquet files in {EXPORT_DIR} (run `dvc repro export` first)"
-)
+@pytest.fixture(scope="module")
+def inputs(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(export dir, metrics dir): the checkout's own build, else the pipeline tests' build of the bundled corpus."""
+    if _has_parquet(EXPORT_DIR):
+        return EXPORT_DIR, METRICS_DIR
+    project = request.getfixturevalue("project")
+    return str(project / "data" / "export"), str(project / "metrics")
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def outputs(tmp_path_factory: pytest.TempPathFactory, inputs: tuple[str, str]) -> Path:
     out = tmp_path_factory.mktemp("analysis")
     env = {
         **os.environ,
-        "CASS_EXPORT_DIR": EXPORT_DIR,
-        "CASS_METRICS_DIR": METRICS_DIR,
+        "CASS_EXPORT_DIR": inputs[0],
+        "CASS_METRICS_DIR": inputs[1],
         "CASS_FIGURES_DIR": str(out / "figures"),
         "CASS_PLOTS_DIR": str(out / "plots"),
         "CASS_ANALYSIS_METRICS": str(out / "metrics.json"),
@@ -164,11 +169,11 @@ def _common() -> ModuleType:
     return module
 
 
-def test_published_layout_and_metrics_merge(tmp_path: Path) -> None:
+def test_published_layout_and_metrics_merge(tmp_path: Path, inputs: tuple[str, str]) -> None:
     common = _common()
-    source = next(Path(EXPORT_DIR).glob("pairs/*.parquet"), None) if "://" not in EXPORT_DIR else None
-    if source is None:
-        pytest.skip("needs a local pairs table")
+    if "://" in inputs[0]:
+        pytest.skip("needs a local pairs table, not a remote export")
+    source = next(Path(inputs[0]).glob("pairs/*.parquet"))
     published = tmp_path / "repo" / "data" / "pairs"
     published.mkdir(parents=True)
     (published / "train-00000-of-00001.parquet").symlink_to(source)

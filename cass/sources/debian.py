@@ -212,9 +212,7 @@ class DebianArchive:
         target.mkdir(exist_ok=True)
         for _, binary, bin_version in sorted(set(candidates)):
             self._apt("apt-get", "download", f"{binary}={bin_version}", cwd=target)
-            deb = target / f"{binary}_{bin_version.replace(':', '%3a')}_{self._arch()}.deb"
-            if not deb.is_file():
-                deb = next(target.glob(f"{binary}_{bin_version.replace(':', '%3a')}_*.deb"))
+            deb = next(target.glob(f"{binary}_{bin_version.replace(':', '%3a')}_*.deb"))   # _amd64 or _all
             fs = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], capture_output=True, check=True).stdout
             with tarfile.open(fileobj=io.BytesIO(fs)) as tar:
                 for member in tar.getmembers():
@@ -223,11 +221,6 @@ class DebianArchive:
                             f"{binary}_{bin_version}:/usr/share/doc/{binary}/copyright"
         raise FetchError("fetch_failed", f"{name} {version}: no debian tarball and no binary package with a "
                                          "copyright file")
-
-    @staticmethod
-    def _arch() -> str:
-        return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
-                              check=True).stdout.strip()
 
     def fetch(self, name: str, version: str) -> FetchedPackage:
         """Download (or reuse) and unpack one source package; its tree and copyright. Every

@@ -61,18 +61,18 @@ class Call:
     args: tuple[tuple[int, int], ...]
 
 
-def find_calls(text: str, name: str, separator: str = ",") -> list[Call]:
+def find_calls(text: str, name: str, separator: str = ",", spans: list[tuple[int, int]] | None = None) -> list[Call]:
     """Every call of ``name`` (an identifier followed by ``(``, not part of a longer identifier or a
     member access; or a regex ``head`` ending in ``(``, see :func:`find_heads`) outside comments and
     literals, with its top-level arguments split at ``separator``; calls whose parentheses do not
-    balance are skipped."""
-    return find_heads(text, rf"(?<![\w.>:]){re.escape(name)}\s*\(", separator) if name in text else []
+    balance are skipped. ``spans``: the text's :func:`literal_spans`, where the caller has them."""
+    return find_heads(text, rf"(?<![\w.>:]){re.escape(name)}\s*\(", separator, spans) if name in text else []
 
 
-def find_heads(text: str, head: str, separator: str = ",") -> list[Call]:
+def find_heads(text: str, head: str, separator: str = ",", spans: list[tuple[int, int]] | None = None) -> list[Call]:
     """Like :func:`find_calls` for every match of the regex ``head``, which ends at an ``(``."""
     calls = []
-    spans = literal_spans(text)
+    spans = literal_spans(text) if spans is None else spans
     for m in re.finditer(head, text):
         if _inside(spans, m.start()):
             continue
@@ -137,8 +137,10 @@ def rewrite_calls(text: str, name: str, rewrite: Callable[[list[str], str], str]
     """``text`` with each call of ``name`` replaced by ``rewrite(arguments, call text)``; calls
     nested in an argument are rewritten first (the arguments passed are already rewritten);
     declarations and definitions of ``name`` are left alone."""
-    out, pos, spans = [], 0, literal_spans(text) if name in text else []
-    for call in find_calls(text, name):
+    if name not in text:
+        return text
+    out, pos, spans = [], 0, literal_spans(text)
+    for call in find_calls(text, name, spans=spans):
         if call.start < pos or is_declaration(text, call, spans):   # nested in a call already handled
             continue
         args = [rewrite_calls(text[s:e], name, rewrite) for s, e in call.args]

@@ -360,8 +360,8 @@ def repair_bytes(data: bytes, target: RepairTarget, rules: tuple[Rule, ...] = RU
 
 
 class CachedRepair:
-    """Repairs stored HIP files as cached actions: the key holds the rule set's id, the HIP version
-    and the input digest; the record names the repaired file and the rules that fired."""
+    """Repairs stored HIP files as cached actions: the key holds the rule set's id, the repair
+    target and the input digest; the record names the repaired file and the rules that fired."""
 
     def __init__(self, store: Store, target: RepairTarget, rules: tuple[Rule, ...] = RULES):
         self.store = store
