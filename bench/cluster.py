@@ -45,7 +45,7 @@ def cubin_actions(store: Store, nvidia, sources: list[Path]) -> list:
     flags = {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"]}
     actions = []
     for src in sources:
-        step = nvidia.targets(src.name, [ARCH], flags)[1].steps[0]
+        step = nvidia.cubin_step(src.name, ARCH, flags)
         actions.append(plan(nvidia, step, {src.name: store.put(src.read_bytes())}))
     return actions
 

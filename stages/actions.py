@@ -5,6 +5,10 @@ digest of the canonical description (tool, arguments, expected outputs, the tool
 fingerprint, the input names and digests; the store adds its schema version). A hit costs one
 lookup; a miss is sent to the executor with the input bytes, and its outputs, its stderr and
 then its record are written to the store. Transient failures are returned but never recorded.
+Misses start largest inputs first (input size stands in for a job's length, so the longest jobs
+do not end a batch on one busy core); an action's follow-ups (the next step of its target) are
+planned as soon as it finishes, so a stage never waits for a batch's stragglers. The tools' CPU
+and wall seconds are summed per tool for the stage's time metrics.
 
 The executor is local by default; with a Dask scheduler configured (``CASS_SCHEDULER`` or
 ``executor.scheduler``) the toolchains are the connected vendor hosts' and misses run there.
@@ -14,14 +18,14 @@ from __future__ import annotations
 
 import atexit
 import functools
-from collections import Counter
-from collections.abc import Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
-from toolchains import Executor, Job, Step, Toolchain, load_toolchains, local_executor
+from toolchains import Executor, Job, JobResult, Step, Toolchain, load_toolchains, local_executor
 from toolchains.cluster import Cluster, scheduler_address
 
 
@@ -82,6 +86,25 @@ class ActionCounts:
                 "jobs_by_host": dict(sorted(self.by_host.items()))}
 
 
+@dataclass
+class ToolTime:
+    """The jobs one tool ran and their summed CPU and wall seconds."""
+
+    jobs: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+    def add(self, result: JobResult) -> None:
+        self.jobs += 1
+        self.cpu_s += result.cpu_s
+        self.wall_s += result.wall_s
+
+
+FollowActions = Callable[[Action, Outcome], Iterable[Action]]
+"""Given an action and its outcome, the actions it unblocks (may be called again for the same
+action; must return each unblocked action once)."""
+
+
 class ActionRunner:
     """Runs actions through the store: hits are read, misses executed, results recorded."""
 
@@ -91,6 +114,7 @@ class ActionRunner:
         self.timeout_s = timeout_s
         self.counts = ActionCounts()
         self.keys: set[str] = set()
+        self.tool_time: dict[str, ToolTime] = {}
 
     def _inputs(self, action: Action) -> dict[str, bytes]:
         try:
@@ -106,45 +130,80 @@ class ActionRunner:
                    outputs=action.step.outputs, timeout_s=self.timeout_s, stdout_as=action.step.stdout_as,
                    fingerprint=action.fingerprint, action=action.key)
 
-    def run(self, actions: list[Action], desc: str) -> dict[str, Outcome]:
-        """Outcomes of ``actions`` by key (duplicates run once)."""
-        unique = {a.key: a for a in actions}
-        self.keys.update(unique)
+    def run(self, actions: list[Action], desc: str, follow: FollowActions | None = None) -> dict[str, Outcome]:
+        """Outcomes of ``actions`` and of every action ``follow`` unblocks, by key (each key runs
+        once). Misses go to the executor largest inputs first."""
         outcomes: dict[str, Outcome] = {}
-        misses = []
-        for key, action in unique.items():
-            record = self.store.lookup(key)
-            if record is None:
-                misses.append(action)
-            else:
-                outcomes[key] = Outcome(record)
-        self.counts.hits += len(outcomes)
-        self.counts.corrupt = len(self.store.corrupt_found)  # damaged outputs found by lookups: rerun
-        if not misses:
-            return outcomes
-        jobs = [self.job(a) for a in misses]
-        self.counts.sent += len(jobs)
-        with tqdm(total=len(jobs), desc=desc, unit="run", disable=None) as bar:
-            for index, result in self.executor.run(jobs):
-                action = misses[index]
-                bar.update()
-                if result.host:
-                    self.counts.by_host[result.host] += 1
-                if result.transient:
-                    self.counts.transient += 1
-                    outcomes[action.key] = Outcome(None, result.transient)
+        queued: set[str] = set()
+
+        def resolve(batch: Iterable[Action]) -> list[tuple[Action, Job]]:
+            """Hits answered (their follow-ups resolved in turn); the misses with their jobs,
+            largest inputs first."""
+            todo, misses = deque(batch), []
+            while todo:
+                action = todo.popleft()
+                if action.key in queued:
                     continue
-                self.counts.misses += 1
-                outputs = {name: self.store.put(data) for name, data in sorted(result.outputs.items())}
-                record = ActionRecord(
-                    status="ok" if result.exit_code == 0 and set(outputs) == set(action.step.outputs) else "failed",
-                    exit_code=result.exit_code,
-                    outputs=outputs,
-                    stderr=self.store.put(result.stderr),
-                )
-                self.store.record(action.key, record)
-                outcomes[action.key] = Outcome(record)
+                if action.key not in outcomes:
+                    self.keys.add(action.key)
+                    record = self.store.lookup(action.key)
+                    if record is None:
+                        queued.add(action.key)
+                        misses.append((action, self.job(action)))
+                        self.counts.sent += 1
+                        continue
+                    self.counts.hits += 1
+                    outcomes[action.key] = Outcome(record)
+                todo.extend(follow(action, outcomes[action.key]) if follow else ())
+            self.counts.corrupt = len(self.store.corrupt_found)  # damaged outputs found by lookups: rerun
+            return sorted(misses, key=lambda m: -sum(map(len, m[1].inputs.values())))
+
+        sent = resolve(actions)
+        if not sent:
+            return outcomes
+        with tqdm(total=len(sent), desc=desc, unit="run", disable=None) as bar:
+
+            def unblocked(index: int, result: JobResult) -> list[Job]:
+                action = sent[index][0]
+                more = resolve(follow(action, outcomes[action.key])) if follow else []
+                sent.extend(more)
+                bar.total += len(more)
+                bar.refresh()
+                return [job for _, job in more]
+
+            for index, result in self.executor.run([job for _, job in sent], unblocked):
+                bar.update()
+                action = sent[index][0]
+                outcomes[action.key] = self._record(action, result)
         return outcomes
+
+    def _record(self, action: Action, result: JobResult) -> Outcome:
+        """Store a finished job's outputs and record (a transient failure is returned, never recorded)."""
+        if result.host:
+            self.counts.by_host[result.host] += 1
+        self.tool_time.setdefault(action.step.tool, ToolTime()).add(result)
+        if result.transient:
+            self.counts.transient += 1
+            return Outcome(None, result.transient)
+        self.counts.misses += 1
+        outputs = {name: self.store.put(data) for name, data in sorted(result.outputs.items())}
+        record = ActionRecord(
+            status="ok" if result.exit_code == 0 and set(outputs) == set(action.step.outputs) else "failed",
+            exit_code=result.exit_code,
+            outputs=outputs,
+            stderr=self.store.put(result.stderr),
+        )
+        self.store.record(action.key, record)
+        return Outcome(record)
+
+    def time_metrics(self) -> dict:
+        """The tools' jobs, CPU and wall seconds, in all and per tool."""
+        tools = {t: {"jobs": v.jobs, "cpu_s": round(v.cpu_s, 3), "wall_s": round(v.wall_s, 3)}
+                 for t, v in sorted(self.tool_time.items())}
+        return {"tool_jobs": sum(v.jobs for v in self.tool_time.values()),
+                "tool_cpu_s": round(sum(v.cpu_s for v in self.tool_time.values()), 3),
+                "tool_wall_s": round(sum(v.wall_s for v in self.tool_time.values()), 3),
+                "workers": getattr(self.executor, "workers", None), "by_tool": tools}
 
 
 @functools.cache

@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 import re
+import resource
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -140,8 +142,19 @@ def write_shards(table: pl.DataFrame, folder: Path, per_shard: int) -> int:
 
 def write_metrics(stage: str, metrics: dict) -> None:
     """``metrics/<stage>.json``, the file `dvc metrics show` reads (sorted keys, stable bytes)."""
-    METRICS_DIR.mkdir(parents=True, exist_ok=True)
-    (METRICS_DIR / f"{stage}.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    path = METRICS_DIR / f"{stage}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+
+
+def process_time() -> dict:
+    """This stage process's wall seconds since it started (interpreter start-up and imports
+    included) and its own CPU seconds (the tools it ran are counted apart)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return {"stage_wall_s": round(uptime - started, 3), "stage_cpu_s": round(own.ru_utime + own.ru_stime, 3)}
 
 
 def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:
@@ -152,13 +165,15 @@ def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:
 
 @dataclass
 class StageOutput:
-    """Collects what a stage passes on and what it drops, with per-reason counts."""
+    """Collects what a stage passes on and what it drops, with per-reason counts, and its time
+    (``metrics/time/<stage>.json``: the stage process's wall and CPU seconds, its tools' jobs)."""
 
     stage: str
     rows_in: int = 0
     dropped: list[dict] = field(default_factory=list)
     extra_metrics: dict = field(default_factory=dict)
     action_keys: set[str] | None = None
+    time: dict = field(default_factory=dict)
 
     def drop(self, row: dict, reason: str, detail: str = "") -> None:
         """Record that ``row`` (a manifest row) is not passed on, and why."""
@@ -189,4 +204,5 @@ class StageOutput:
                 f"{len(self.dropped)} dropped; a row was lost"
             )
         write_metrics(self.stage, metrics)
+        write_metrics(f"time/{self.stage}", {**process_time(), **self.time})
         return metrics

@@ -1,13 +1,16 @@
 """Compiling samples with one vendor's toolchain, as cached actions, for the compile stages.
 
-Each sample gets the toolchain's targets (host assembly, device assembly per arch). Targets run
-step by step across all samples at once: first every first step, then every second step whose
-first step succeeded (cuobjdump after nvcc -cubin), so the executor always has a full batch.
-Every step is an action of its own, so adding an arch runs only that arch's actions.
+Each sample gets the toolchain's targets (host assembly, device assembly per arch). Every step is
+an action of its own, so adding an arch runs only that arch's actions; targets sharing a step
+(NVIDIA's host compile also keeps the first arch's cubin) run it once. All first steps start
+at once, largest inputs first, and a target's next step starts as soon as its previous one
+succeeds (cuobjdump right after its nvcc), so no core waits for a batch's stragglers. A later
+step receives the outputs of the one before that its arguments name.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Collection
 
 import polars as pl
@@ -36,19 +39,31 @@ class TargetRun:
 
 def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun]) -> None:
     """Advance every target run through all its steps (or to its first failure)."""
-    while pending := [r for r in runs if r.pending]:
-        actions: list[tuple[TargetRun, Action]] = [
-            (r, plan(toolchain, r.target.steps[r.next_step], r.inputs)) for r in pending
-        ]
-        step_names = sorted({a.step.tool for _, a in actions})
-        outcomes = runner.run([a for _, a in actions], desc=f"{toolchain.vendor} {'+'.join(step_names)}")
-        for run, action in actions:
-            outcome = outcomes[action.key]
-            if outcome.ok:
-                run.inputs = dict(outcome.record.outputs)
-                run.next_step += 1
-            else:
+    waiting: dict[str, list[TargetRun]] = defaultdict(list)
+
+    def next_action(run: TargetRun) -> Action:
+        action = plan(toolchain, run.target.steps[run.next_step], run.inputs)
+        waiting[action.key].append(run)
+        return action
+
+    def follow(action: Action, outcome: Outcome) -> list[Action]:
+        unblocked = []
+        for run in waiting.pop(action.key, []):
+            if not outcome.ok:
                 run.failure = outcome
+                continue
+            run.next_step += 1
+            if run.pending:
+                named = set(run.target.steps[run.next_step].args)
+                run.inputs = {n: d for n, d in outcome.record.outputs.items() if n in named}
+                unblocked.append(next_action(run))
+            else:
+                run.inputs = dict(outcome.record.outputs)
+        return unblocked
+
+    tools = sorted({step.tool for run in runs for step in run.target.steps})
+    runner.run([next_action(r) for r in runs if r.pending], desc=f"{toolchain.vendor} {'+'.join(tools)}",
+               follow=follow)
 
 
 def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str] = ()) -> tuple[str, str]:
@@ -101,6 +116,7 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
         })
     out.extra_metrics["actions"] = runner.counts.as_dict()
     out.action_keys = runner.keys
+    out.time = runner.time_metrics()
     out.extra_metrics["archs"] = vparams["archs"]
     kept = attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})
     print(out.write(kept))

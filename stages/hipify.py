@@ -88,6 +88,7 @@ def main() -> None:
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })
     out.extra_metrics["actions"] = runner.counts.as_dict()
+    out.time = runner.time_metrics()
     out.extra_metrics["files"] = {"translated": len(translate), "checked_for_warnings": len(checked),
                                   "lines_checked": sum(len(lines) for lines, _ in checked.values())}
     out.action_keys = runner.keys

@@ -57,6 +57,7 @@ def main() -> None:
         words["sass"].append(norm["nvidia"][1])
         words["amd"].append(norm["amd"][1])
     out.extra_metrics["actions"] = runner.counts.as_dict()
+    out.time = runner.time_metrics()
     out.action_keys = runner.keys
     out.extra_metrics["reduction"] = {vendor: mean_reduction(counts) for vendor, counts in words.items()}
     kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST,

@@ -114,7 +114,7 @@ def test_cass_toolchains_lists_every_host_with_resources_and_fingerprints(hosts,
 def test_jobs_run_only_on_their_vendors_host_and_hits_never_leave_the_driver(cluster, store):
     nvidia, amd = cluster.toolchain("nvidia"), cluster.toolchain("amd")
     inputs = put_sample(store, "saxpy.cu", SAXPY)
-    actions = [plan(nvidia, nvidia.targets("saxpy.cu", ["sm_90"], {"common": [], "host": []})[1].steps[0], inputs),
+    actions = [plan(nvidia, nvidia.cubin_step("saxpy.cu", "sm_90", {"common": [], "host": []}), inputs),
                plan(amd, amd.hipify_step("saxpy.cu"), inputs)]
     runner = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
     outcomes = runner.run(actions, desc="cluster")
@@ -131,7 +131,7 @@ def test_a_host_refuses_a_job_keyed_for_another_compiler(cluster, store):
     other = dataclasses.replace(nvidia.reported, tools={
         **nvidia.reported.tools, "nvcc": {**nvidia.reported.tools["nvcc"], "fingerprint": "0" * 64}})
     stale = type(nvidia).from_report(other)
-    action = plan(stale, stale.targets("saxpy.cu", ["sm_90"], {"common": [], "host": []})[1].steps[0],
+    action = plan(stale, stale.cubin_step("saxpy.cu", "sm_90", {"common": [], "host": []}),
                   put_sample(store, "saxpy.cu", SAXPY))
     runner = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
     with pytest.raises(ToolchainMismatchError, match=r"host nvidia-1 .* refuses nvcc job .* fingerprint"):
@@ -164,7 +164,7 @@ def running(marker: str) -> list[int]:
 def test_stopping_a_run_kills_the_compiler_on_its_host(cluster, store):
     nvidia = cluster.toolchain("nvidia")
     marker = f"slow_{uuid.uuid4().hex[:12]}.cu"
-    actions = [plan(nvidia, nvidia.targets(name, ["sm_90"], {"common": [], "host": []})[1].steps[0],
+    actions = [plan(nvidia, nvidia.cubin_step(name, "sm_90", {"common": [], "host": []}),
                     put_sample(store, name, text)) for name, text in (("saxpy.cu", SAXPY), (marker, SLOW))]
     runner = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
     jobs = [runner.job(a) for a in actions]
@@ -186,7 +186,7 @@ def test_a_host_being_stopped_kills_its_compiler_and_the_job_is_transient_not_ca
     hosts, cluster = nvidia_only
     nvidia = cluster.toolchain("nvidia")
     marker = f"slow_{uuid.uuid4().hex[:12]}.cu"
-    action = plan(nvidia, nvidia.targets(marker, ["sm_90"], {"common": [], "host": []})[1].steps[0],
+    action = plan(nvidia, nvidia.cubin_step(marker, "sm_90", {"common": [], "host": []}),
                   put_sample(store, marker, SLOW))
     runner = ActionRunner(store, cluster.executor(host_wait_s=2), timeout_s=300)
     outcomes = {}

@@ -1,4 +1,5 @@
-"""The local executor: hermetic scratch directories, outputs, and killing on timeout."""
+"""The local executor and the action runner over it: hermetic scratch directories, outputs, killing
+on timeout, tool time, largest jobs first, follow-up jobs without batch barriers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from stages.actions import Action, ActionRunner
+from store import Store
+from toolchains import Step
 from toolchains.executor import Job, LocalExecutor
 from toolchains.launchers import HostLauncher
 
@@ -91,3 +95,57 @@ def test_a_compiler_subprocess_killed_is_transient(executor):
     job = sh("echo \"nvcc error   : 'cicc' died due to signal 9 (Kill signal)\" >&2; exit 1")
     [(_, result)] = list(executor.run([job]))
     assert result.transient and "died due to signal 9" in result.transient
+
+
+def test_cpu_time_counts_the_tool_and_the_subprocesses_it_waits_for(executor):
+    busy = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"
+    [(_, result)] = list(executor.run([sh(f"sh -c '{busy}'")]))
+    assert result.ok and result.cpu_s > 0.2            # the loop ran in a grandchild of the executor
+    assert result.wall_s >= result.cpu_s * 0.5
+    [(_, idle)] = list(executor.run([sh("sleep 0.5")]))
+    assert idle.wall_s >= 0.5 and idle.cpu_s < 0.2
+
+
+def test_follow_up_jobs_start_while_earlier_jobs_still_run(executor, tmp_path):
+    # Job 1 waits for a file that only the follow-up of job 0 writes: it can finish only if the
+    # follow-up starts before job 1 ends (no batch barrier).
+    flag = tmp_path / "flag"
+    jobs = [sh("true"), sh(f"while [ ! -e {flag} ]; do sleep 0.05; done", timeout=15)]
+    seen = []
+
+    def follow(index, result):
+        seen.append(index)
+        return [sh(f"touch {flag}")] if index == 0 else []
+
+    results = dict(executor.run(jobs, follow))
+    assert sorted(results) == [0, 1, 2] and all(r.ok for r in results.values())
+    assert seen[0] == 0 and set(seen) == {0, 1, 2}
+
+
+def shell_action(store, script: str, inputs: dict[str, bytes]) -> Action:
+    step = Step("sh", ("-c", script), ())
+    frozen = tuple(sorted((name, store.put(data)) for name, data in inputs.items()))
+    return Action("shell", step, frozen, Store.action_key({"script": script, "inputs": frozen}), "sh")
+
+
+def test_runner_starts_the_largest_inputs_first_and_runs_follow_ups(tmp_path, store):
+    log = tmp_path / "order.log"
+    one_worker = LocalExecutor({"shell": HostLauncher([Path("/bin")], scratch=tmp_path / "scratch")}, workers=1)
+    runner = ActionRunner(store, one_worker, timeout_s=30)
+    sizes = {"small": 10, "large": 5000, "medium": 300}
+    first = {shell_action(store, f"echo {name} >> {log}", {"in": b"x" * size}): name for name, size in sizes.items()}
+    then = {a.key: shell_action(store, f"echo after-{name} >> {log}", {}) for a, name in first.items()}
+
+    def follow(action, outcome):
+        return [then[action.key]] if action.key in then else []
+
+    outcomes = runner.run(list(first), desc="shell", follow=follow)
+    order = log.read_text().split()
+    assert order[:3] == ["large", "medium", "small"]
+    assert sorted(order[3:]) == ["after-large", "after-medium", "after-small"]
+    assert len(outcomes) == 6 and all(o.ok for o in outcomes.values())
+    timing = runner.time_metrics()
+    assert timing["tool_jobs"] == 6 and timing["by_tool"]["sh"]["jobs"] == 6 and timing["workers"] == 1
+    again = ActionRunner(store, one_worker, timeout_s=30)
+    again.run(list(first), desc="shell", follow=follow)
+    assert again.counts.hits == 6 and again.counts.sent == 0 and log.read_text().split() == order

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,7 @@ WARP = b"""__global__ void warp_sum(float *v) {
 }
 """
 """Warp code with CUDA builtins no HIP declares (``__syncwarp``) and no hipify-perl maps (``__stwt``)."""
+REPO = Path(__file__).resolve().parents[1]
 FLAGS = {"nvidia": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"]},
          "amd": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "opt": ["-Os"]}}
 
@@ -158,8 +160,30 @@ def test_second_build_is_all_store_hits(store, toolchains):
     inputs = {"saxpy.cu": store.put(SAXPY), "scale.cuh": store.put(HEADER)}
     runs = [TargetRun(t, dict(inputs)) for t in nv.targets("saxpy.cu", ["sm_89"], FLAGS["nvidia"])]
     run_targets(nv, runner, runs)
-    assert runner.counts.as_dict() == {"hits": 3, "misses": 0, "transient_failures": 0, "corrupt_recomputed": 0,
+    # one nvcc (host assembly + the arch's kept cubin, shared by both targets) and one cuobjdump
+    assert runner.counts.as_dict() == {"hits": 2, "misses": 0, "transient_failures": 0, "corrupt_recomputed": 0,
                                        "jobs_sent": 0, "jobs_by_host": {}}
+
+
+@pytest.mark.parametrize("main", ["cryptography/aes128_ctr.cu", "graph/pagerank_pull.cu",
+                                  "linear_algebra/tiled_matmul.cu"])
+def test_host_compile_keeps_the_cubin_nvcc_cubin_makes(store, toolchains, main):
+    """One nvcc process gives the host assembly and the first arch's cubin, byte-identical to the
+    two separate compiles (host without --keep, then -cubin) they replace."""
+    nv = toolchains["nvidia"]
+    folder = REPO / "corpus" / main.split("/")[0]
+    inputs = {p.name: store.put(p.read_bytes()) for p in folder.iterdir() if p.suffix in (".cu", ".cuh")}
+    name = main.split("/")[1]
+    [host] = [t for t in nv.targets(name, ["sm_89"], FLAGS["nvidia"]) if t.kind == "host"]
+    merged = host.steps[0]
+    assert "--keep" in merged.args and merged.outputs == ("host.s", "host.s.sm_89.cubin")
+    separate_host = Step("nvcc", tuple(a for a in merged.args if a != "--keep"), ("host.s",))
+    runner = ActionRunner(store, local_executor({"nvidia": nv}), timeout_s=300)
+    steps = [merged, separate_host, nv.cubin_step(name, "sm_89", FLAGS["nvidia"])]
+    actions = [plan(nv, step, inputs) for step in steps]
+    out = [runner.run([a], desc="nvcc")[a.key].record.outputs for a in actions]
+    assert out[0]["host.s"] == out[1]["host.s"]
+    assert out[0]["host.s.sm_89.cubin"] == out[2]["device.cubin"]
 
 
 def test_missing_toolchain_says_how_to_install(tmp_path):

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from toolchains.base import Toolchain, ToolchainReport
-from toolchains.executor import Executor, Job, JobResult, kill_running, run_in_scratch
+from toolchains.executor import Executor, FollowUp, Job, JobResult, kill_running, run_in_scratch
 
 RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd"}
 """Worker resources and the vendor toolchain each one stands for."""
@@ -267,21 +267,24 @@ class DaskExecutor(Executor):
     def _available(self) -> set[str]:
         return {r for res in self.cluster.resources().values() for r, n in res.items() if n > 0}
 
-    def run(self, jobs: list[Job]) -> Iterator[tuple[int, JobResult]]:
+    def run(self, jobs: list[Job], follow: FollowUp | None = None) -> Iterator[tuple[int, JobResult]]:
+        jobs = list(jobs)
         resources = [resource_for(job.vendor, job.tool) for job in jobs]
-        if lacking := set(resources) - self._available():
-            resource = sorted(lacking)[0]
-            need = Counter(j.tool for j, r in zip(jobs, resources, strict=True) if r == resource)
-            raise NoHostError(f"{sum(need.values())} job(s) ({', '.join(sorted(need))}) need "
-                              + self.cluster._no_host(resource, self.cluster.hosts(with_reports=False)))
+        self._require(jobs, resources)
+        needed = set(resources)
         done: queue.SimpleQueue[int] = queue.SimpleQueue()
         run_id = uuid.uuid4().hex[:8]
         futures = {}
-        for i, (job, resource) in enumerate(zip(jobs, resources, strict=True)):
+
+        def start(i: int) -> None:
+            job = jobs[i]
             future = self.cluster.client.submit(run_job, job, key=f"{job.tool}-{(job.action or '')[:16]}-{run_id}-{i}",
-                                                resources={resource: 1}, pure=False)
+                                                resources={resources[i]: 1}, pure=False)
             future.add_done_callback(lambda _, i=i: done.put(i))
             futures[i] = future
+
+        for i in range(len(jobs)):
+            start(i)
         missing_since: dict[str, float] = {}
         try:
             while futures:
@@ -290,13 +293,31 @@ class DaskExecutor(Executor):
                 except queue.Empty:
                     yield from self._give_up_waiting(futures, jobs, resources, missing_since)
                     continue
-                if (future := futures.pop(i, None)) is not None:
-                    result = self._result(future, jobs[i])
-                    future.release()
-                    yield i, result
+                if (future := futures.pop(i, None)) is None:
+                    continue
+                result = self._result(future, jobs[i])
+                future.release()
+                yield i, result
+                more = list(follow(i, result)) if follow else []
+                more_resources = [resource_for(job.vendor, job.tool) for job in more]
+                if not needed.issuperset(more_resources):   # a resource this run has not needed yet
+                    self._require(more, more_resources)
+                    needed.update(more_resources)
+                resources += more_resources
+                for job in more:
+                    jobs.append(job)
+                    start(len(jobs) - 1)
         finally:  # stopped early or done: nothing of this run stays queued or running on the hosts
             for future in futures.values():
                 future.cancel()
+
+    def _require(self, jobs: list[Job], resources: list[str]) -> None:
+        """Fail fast when some job needs a resource no connected host has."""
+        if lacking := set(resources) - self._available():
+            resource = sorted(lacking)[0]
+            need = Counter(j.tool for j, r in zip(jobs, resources, strict=True) if r == resource)
+            raise NoHostError(f"{sum(need.values())} job(s) ({', '.join(sorted(need))}) need "
+                              + self.cluster._no_host(resource, self.cluster.hosts(with_reports=False)))
 
     def _give_up_waiting(self, futures: dict, jobs: list[Job], resources: list[str],
                          missing_since: dict[str, float]) -> Iterator[tuple[int, JobResult]]:

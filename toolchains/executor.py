@@ -5,13 +5,17 @@ files as bytes, and the names of the files it should produce. An executor runs j
 :class:`JobResult` objects; nothing above this interface may assume the job ran locally. The
 local executor runs jobs in parallel in a fresh scratch directory each, in the job's own process
 group, and kills the whole group on timeout or cancellation; the cluster executor
-(:mod:`toolchains.cluster`) sends them to vendor hosts, which run them the same way.
+(:mod:`toolchains.cluster`) sends them to vendor hosts, which run them the same way. Jobs start
+in the order given (callers put the longest first); a caller's ``follow`` hook adds the jobs a
+finished one unblocks while the others still run, so no core waits for a batch's stragglers.
+Every result carries the tool's CPU time (its own and its waited-for subprocesses') and wall time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
 import shutil
 import signal
@@ -20,8 +24,8 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,13 +54,16 @@ class Job:
 @dataclass
 class JobResult:
     """What a job produced. ``transient`` marks failures that must never be cached; ``host``
-    names where it ran."""
+    names where it ran; ``cpu_s`` is the user + system CPU time of the tool process and of the
+    subprocesses it waited for, ``wall_s`` its wall time (both 0 where no tool ran)."""
 
     exit_code: int
     outputs: dict[str, bytes] = field(default_factory=dict)
     stderr: bytes = b""
     transient: str | None = None
     host: str | None = None
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -80,12 +87,18 @@ class Launcher(ABC):
         """The environment of the tool process (a clean, explicit one)."""
 
 
+FollowUp = Callable[[int, "JobResult"], Iterable[Job]]
+"""Called with each finished job's index and result after the caller has taken that result;
+returns the jobs it unblocks, which are queued at once with the next indices."""
+
+
 class Executor(ABC):
     """Runs jobs; yields ``(index, result)`` pairs as they finish."""
 
     @abstractmethod
-    def run(self, jobs: list[Job]) -> Iterator[tuple[int, JobResult]]:
-        ...
+    def run(self, jobs: list[Job], follow: FollowUp | None = None) -> Iterator[tuple[int, JobResult]]:
+        """Start ``jobs`` in their order; yield each result as it arrives, then queue what
+        ``follow`` returns for it. Stopping the iteration early cancels what has not finished."""
 
 
 TRANSIENT_EXIT_CODES = {137: "killed (SIGKILL, likely out of memory)", 143: "terminated (SIGTERM)"}
@@ -130,68 +143,81 @@ def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] |
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
         argv = launcher.argv(job.tool, job.args, scratch)
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=scratch,
-                env=launcher.env(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            return JobResult(exit_code=-1, stderr=f"cannot start {argv[0]}: {exc}".encode(),
-                             transient=f"tool not startable: {exc}")
-        with _running_lock:
-            _running.add(proc.pid)
-        try:
-            stdout, stderr, stopped = _communicate(proc, job.timeout_s, cancelled)
-        except BaseException:
-            _kill_group(proc)
-            raise
-        finally:
+        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+            started = time.monotonic()
+            try:
+                proc = subprocess.Popen(argv, cwd=scratch, env=launcher.env(), stdin=subprocess.DEVNULL,
+                                        stdout=out_file, stderr=err_file, start_new_session=True)
+            except OSError as exc:
+                return JobResult(exit_code=-1, stderr=f"cannot start {argv[0]}: {exc}".encode(),
+                                 transient=f"tool not startable: {exc}")
             with _running_lock:
-                _running.discard(proc.pid)
+                _running.add(proc.pid)
+            try:
+                returncode, cpu_s, stopped = _wait(proc, job.timeout_s, cancelled)
+            except BaseException:
+                _kill_group(proc)
+                raise
+            finally:
+                with _running_lock:
+                    _running.discard(proc.pid)
+            wall_s = time.monotonic() - started
+            stdout, stderr = _read(out_file), _read(err_file)
+        timing = {"cpu_s": cpu_s, "wall_s": wall_s}
         if stopped:
-            return JobResult(exit_code=-1, stderr=stderr, transient=stopped)
-        if proc.returncode < 0:
-            return JobResult(exit_code=proc.returncode, stderr=stderr,
-                             transient=f"killed by signal {signal.Signals(-proc.returncode).name}")
-        if proc.returncode in TRANSIENT_EXIT_CODES:
-            return JobResult(exit_code=proc.returncode, stderr=stderr,
-                             transient=TRANSIENT_EXIT_CODES[proc.returncode])
-        if proc.returncode and (match := TRANSIENT_STDERR.search(stderr)):
-            return JobResult(exit_code=proc.returncode, stderr=stderr,
-                             transient=f"a compiler subprocess failed: {match.group(0).decode(errors='replace')}")
+            return JobResult(exit_code=-1, stderr=stderr, transient=stopped, **timing)
+        if returncode < 0:
+            return JobResult(exit_code=returncode, stderr=stderr,
+                             transient=f"killed by signal {signal.Signals(-returncode).name}", **timing)
+        if returncode in TRANSIENT_EXIT_CODES:
+            return JobResult(exit_code=returncode, stderr=stderr, transient=TRANSIENT_EXIT_CODES[returncode],
+                             **timing)
+        if returncode and (match := TRANSIENT_STDERR.search(stderr)):
+            return JobResult(exit_code=returncode, stderr=stderr,
+                             transient=f"a compiler subprocess failed: {match.group(0).decode(errors='replace')}",
+                             **timing)
         outputs = {}
         for name in job.outputs:
             if name == job.stdout_as:
                 outputs[name] = stdout
             elif (scratch / name).is_file():
                 outputs[name] = (scratch / name).read_bytes()
-        return JobResult(exit_code=proc.returncode, outputs=outputs, stderr=stderr)
+        return JobResult(exit_code=returncode, outputs=outputs, stderr=stderr, **timing)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _communicate(proc: subprocess.Popen, timeout_s: float,
-                 cancelled: Callable[[], bool] | None) -> tuple[bytes, bytes, str | None]:
-    """``proc``'s stdout and stderr, and why it was stopped (its group killed) or None."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = deadline - time.monotonic()
-        stop = (f"timeout after {timeout_s:g} s" if left <= 0
-                else "cancelled" if cancelled is not None and cancelled() else None)
-        if stop:
-            _kill_group(proc)
-            stdout, stderr = proc.communicate()
-            return stdout, stderr, stop
-        try:
-            stdout, stderr = proc.communicate(timeout=min(left, POLL_S) if cancelled is not None else left)
-            return stdout, stderr, None
-        except subprocess.TimeoutExpired:
-            continue  # communicate() keeps what it has read so far
+def _wait(proc: subprocess.Popen, timeout_s: float,
+          cancelled: Callable[[], bool] | None) -> tuple[int, float, str | None]:
+    """Wait for ``proc``: its return code, the CPU seconds of it and its waited-for subprocesses
+    (from ``wait4``), and why its group was killed (timeout, cancellation) or None."""
+    finished = threading.Event()
+    stopped: list[str] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout_s
+        while not finished.wait(min(POLL_S, max(deadline - time.monotonic(), 0))):
+            reason = (f"timeout after {timeout_s:g} s" if time.monotonic() >= deadline
+                      else "cancelled" if cancelled is not None and cancelled() else None)
+            if reason:
+                stopped.append(reason)
+                _kill_group(proc)
+                return
+
+    watcher = threading.Thread(target=watch, name=f"watch-{proc.pid}", daemon=True)
+    watcher.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        finished.set()
+        watcher.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here: Popen must not wait again
+    return proc.returncode, usage.ru_utime + usage.ru_stime, stopped[0] if stopped else None
+
+
+def _read(file) -> bytes:
+    file.seek(0)
+    return file.read()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -212,17 +238,32 @@ class LocalExecutor(Executor):
         except KeyError:
             raise LookupError(f"no toolchain configured for vendor {vendor!r} on this host") from None
 
-    def run(self, jobs: list[Job]) -> Iterator[tuple[int, JobResult]]:
-        launchers = [self._launcher(job.vendor) for job in jobs]
+    def run(self, jobs: list[Job], follow: FollowUp | None = None) -> Iterator[tuple[int, JobResult]]:
+        jobs = list(jobs)
+        for job in jobs:
+            self._launcher(job.vendor)   # an unknown vendor fails before anything starts
         stop = threading.Event()
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        running: dict[int, object] = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            futures = {pool.submit(run_in_scratch, launchers[i], job, stop.is_set): i for i, job in enumerate(jobs)}
+
+            def start(index: int) -> None:
+                future = pool.submit(run_in_scratch, self._launcher(jobs[index].vendor), jobs[index], stop.is_set)
+                future.add_done_callback(lambda _, i=index: done.put(i))
+                running[index] = future
+
+            for index in range(len(jobs)):
+                start(index)
             try:
-                for fut in as_completed(futures):
-                    result = fut.result()
+                while running:
+                    index = done.get()
+                    result = running.pop(index).result()
                     result.host = "local"
-                    yield futures[fut], result
+                    yield index, result
+                    for job in follow(index, result) if follow else ():
+                        jobs.append(job)
+                        start(len(jobs) - 1)
             finally:  # the caller stopped early (an error, Ctrl-C): kill what still runs
                 stop.set()
-                for fut in futures:
-                    fut.cancel()
+                for future in running.values():
+                    future.cancel()
