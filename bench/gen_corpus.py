@@ -8,6 +8,13 @@ too) that fills inputs
 deterministically, launches the kernels and prints a checksum. Same seed, same corpus.
 
     python bench/gen_corpus.py OUT_DIR --count 500 [--seed 1]
+    python bench/gen_corpus.py OUT_DIR --projects 16 --files-per-project 12   # a tree with shared headers
+
+The tree (:func:`generate_tree`) is laid out like public CUDA repositories: projects whose programs
+include their project's header of device helpers and a ``common/helper_cuda.cuh`` of error checks
+and timers, and graphics projects whose programs also include a vendored copy of Khronos'
+``GL/glext.h`` (about 13k lines, from this machine's ``/usr/include``), as CUDA samples vendor GL
+headers.
 """
 
 from __future__ import annotations
@@ -224,6 +231,103 @@ int main() {{
 """
 
 
+HELPER_CUDA = """// Shared helpers of the generated tree: error checks, timers, device queries.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+#define checkCudaErrors(call) check_cuda((call), #call, __FILE__, __LINE__)
+
+static inline void check_cuda(cudaError_t result, const char *what, const char *file, int line) {
+    if (result != cudaSuccess) {
+        fprintf(stderr, "%s:%d: CUDA error %d (%s) in %s\\n", file, line, (int)result,
+                cudaGetErrorString(result), what);
+        exit(EXIT_FAILURE);
+    }
+}
+
+static inline const char *cuda_error_name(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError: return "cudaErrorInitializationError";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    default: return "unknown";
+    }
+}
+
+struct GpuTimer {
+    cudaEvent_t start_, stop_;
+    GpuTimer() { cudaEventCreate(&start_); cudaEventCreate(&stop_); }
+    ~GpuTimer() { cudaEventDestroy(start_); cudaEventDestroy(stop_); }
+    void start(cudaStream_t s = 0) { cudaEventRecord(start_, s); }
+    float stop(cudaStream_t s = 0) {
+        float ms = 0.0f;
+        cudaEventRecord(stop_, s);
+        cudaEventSynchronize(stop_);
+        cudaEventElapsedTime(&ms, start_, stop_);
+        return ms;
+    }
+};
+
+static inline int device_sm_count(int device) {
+    cudaDeviceProp prop;
+    checkCudaErrors(cudaGetDeviceProperties(&prop, device));
+    return prop.multiProcessorCount;
+}
+
+template <typename T>
+__device__ __forceinline__ T clamp_value(T v, T lo, T hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+__device__ __forceinline__ unsigned int lane_id() { return threadIdx.x & 31u; }
+"""
+
+GLEXT_SOURCE = Path("/usr/include/GL/glext.h")
+
+
+def project_header(rng: random.Random, name: str) -> str:
+    """A project's header of device helpers its programs share."""
+    helpers = []
+    for i in range(rng.randint(6, 14)):
+        expr = expression(rng, rng.randint(2, 4), ["x", "y"])
+        helpers.append(f"__device__ __forceinline__ float {name}_helper_{i}(float x, float y) {{\n"
+                       f"    return {expr};\n}}\n")
+    return f"// Device helpers of project {name}.\n#pragma once\n\n" + "\n".join(helpers)
+
+
+def generate_tree(out: Path, projects: int, files_per_project: int, seed: int = 1,
+                  graphics_every: int = 4) -> list[Path]:
+    """Write a tree of ``projects`` projects with ``files_per_project`` programs each (every
+    ``graphics_every``-th project includes the vendored ``GL/glext.h``); return the programs."""
+    rng = random.Random(seed)
+    common = out / "common"
+    (common / "GL").mkdir(parents=True, exist_ok=True)
+    (common / "helper_cuda.cuh").write_text(HELPER_CUDA)
+    (common / "GL" / "glext.h").write_bytes(GLEXT_SOURCE.read_bytes())
+    paths = []
+    for p in range(projects):
+        name = f"{rng.choice(DOMAINS)}_{rng.choice(NOUNS)}_{p:03d}"
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.cuh").write_text(project_header(rng, name))
+        includes = f'#include "../common/helper_cuda.cuh"\n#include "{name}.cuh"\n'
+        if p % graphics_every == graphics_every - 1:
+            includes = '#include <GL/gl.h>\n#include "../common/GL/glext.h"\n' + includes
+        for f in range(files_per_project):
+            index = p * files_per_project + f
+            text = program(rng, index)
+            head, _, rest = text.partition("#include <cuda_runtime.h>\n")
+            path = folder / f"{name}_{f:03d}.cu"
+            path.write_text(f"{head}#include <cuda_runtime.h>\n{includes}{rest}")
+            paths.append(path)
+    return paths
+
+
 def generate(out: Path, count: int, seed: int = 1) -> list[Path]:
     """Write ``count`` programs under ``out/<domain>/``; return their paths."""
     rng = random.Random(seed)
@@ -240,9 +344,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--projects", type=int, help="write a tree of projects with shared headers instead")
+    parser.add_argument("--files-per-project", type=int, default=12)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    print(f"wrote {len(generate(args.out, args.count, args.seed))} programs to {args.out}")
+    if args.projects:
+        paths = generate_tree(args.out, args.projects, args.files_per_project, args.seed)
+    else:
+        paths = generate(args.out, args.count, args.seed)
+    print(f"wrote {len(paths)} programs to {args.out}")
 
 
 if __name__ == "__main__":

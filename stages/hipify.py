@@ -14,11 +14,11 @@ from __future__ import annotations
 import polars as pl
 
 from cass.translate.hipify_warnings import (
+    WarningCheck,
     WarningTables,
-    candidate_lines,
     map_line_numbers,
-    reduced_input,
     translated_text_warnings,
+    warning_check,
 )
 from stages.actions import Action, pipeline_toolchains, plan, stage_runner
 from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
@@ -34,12 +34,11 @@ def plan_files(store, amd, tables: WarningTables, files: set[FileKey]) -> tuple[
     """Per file: its translation action, and (where some line can warn) the lines to check and
     the action checking them."""
     translate = {key: plan(amd, amd.hipify_step(key[0]), {key[0]: key[1]}) for key in files}
-    checked: dict[FileKey, tuple[list[int], Action]] = {}
+    checked: dict[FileKey, tuple[WarningCheck, Action]] = {}
     for path, digest in files:
-        cuda_text = store.get_text(digest, "replace")
-        if lines := candidate_lines(cuda_text, tables):
-            reduced = store.put(reduced_input(cuda_text, lines))
-            checked[(path, digest)] = (lines, plan(amd, amd.hipify_warnings_step(path), {path: reduced}))
+        check = warning_check(store.get_text(digest, "replace"), tables)
+        if check.lines:
+            checked[(path, digest)] = (check, plan(amd, amd.hipify_warnings_step(path), {path: store.put(check.text)}))
     return translate, checked
 
 
@@ -49,7 +48,7 @@ def file_warnings(store, tables: WarningTables, key: FileKey, hip_digest: str, c
     path, digest = key
     text = ""
     if check is not None and (record := outcomes[check[1].key].record) is not None:
-        text = map_line_numbers(store.get_text(record.stderr, "replace"), path, check[0])
+        text = map_line_numbers(store.get_text(record.stderr, "replace"), path, check[0].origins)
     return text + translated_text_warnings(path, store.get_text(digest, "replace"),
                                            store.get_text(hip_digest, "replace"), tables)
 
@@ -90,7 +89,8 @@ def main() -> None:
     out.extra_metrics["actions"] = runner.counts.as_dict()
     out.time = runner.time_metrics()
     out.extra_metrics["files"] = {"translated": len(translate), "checked_for_warnings": len(checked),
-                                  "lines_checked": sum(len(lines) for lines, _ in checked.values())}
+                                  "lines_that_can_warn": sum(c.candidates for c, _ in checked.values()),
+                                  "lines_checked": sum(len(c.lines) for c, _ in checked.values())}
     out.action_keys = runner.keys
     out.extra_metrics["samples_with_hipify_warnings"] = sum(1 for a in added if a["hipify_warning_count"])
     kept = attach(rows, added, {"hip_files": FILES_DTYPE, "hipify_warnings": pl.String,

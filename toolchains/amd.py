@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from cass.translate.hipify_warnings import WarningTables
@@ -112,7 +112,7 @@ class AmdToolchain(Toolchain):
         script = self.tool_path("hipify-perl")
         tables = WarningTables.from_script(script.read_text(errors="replace")) if script else WarningTables((), ())
         hipblas = self._fs(f"{include}/hipblas/hipblas.h")
-        return {"assembler": assembler, "hipify_warning_tables": [list(tables.names), list(tables.whitelist)],
+        return {"assembler": assembler, "hipify_warning_tables": [list(t) for t in astuple(tables)],
                 "hipblas_v2": hipblas.is_file() and "HIPBLAS_V2" in hipblas.read_text(errors="replace"),
                 "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
                                          if self._fs(f"{include}/{sub}").is_dir()]}

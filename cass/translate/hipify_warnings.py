@@ -10,7 +10,10 @@ warnings are rebuilt from two cheaper pieces:
   one of the identifiers of those checks (a substring test with one trie-shaped regex built from
   the installed script's own tables; under 1% of the lines of real code), with the line numbers
   of its warnings mapped back to the file's; every check looks at one line alone, so the result
-  is the same;
+  is the same. Most checks (``m/($func)/g`` in 6.0, ``m/\b($func)\b/g`` in 7.0, the line itself
+  not printed) say only which of their names a line holds: lines whose names are all of that
+  kind are checked once per distinct set of names, as a line of just those names (a 13k-line
+  OpenGL header has 740 lines naming CUDA's removed ``texture``: one line checked for them);
 * the check of the translated text, applied here to the ``-quiet-warnings`` output exactly as
   hipify-perl does it (whitelisted names replaced by ``ZAP``, the first ``\\bcuda[A-Z]\\w+`` of a
   line flagged with the line), numbered as hipify-perl numbers it (before the
@@ -22,10 +25,13 @@ toolchain runs hipify-perl with a fixed ``PERL_HASH_SEED``, so both runs agree.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 _WARN_SUB = re.compile(r"^sub warn\w+ \{", re.M)
+_PLAIN_MATCH = re.compile(r"m/(\\b)?\(\$func\)(\\b)?/g;")
+_ANY_MATCH = re.compile(r"m/[^;]*\$func[^;]*/g;")
 _TABLE_REF = re.compile(r"[@%](\w+)")
 _STRING = re.compile(r'"([A-Za-z_]\w*)"')
 _LEFT_CUDA_NAME = re.compile(r"\bcuda[A-Z]\w+")
@@ -74,27 +80,88 @@ def trie_pattern(words: list[str]) -> str:
 
 @dataclass(frozen=True)
 class WarningTables:
-    """What the installed hipify-perl checks: the identifiers its per-line warnings look for and
-    the whitelist of ``cuda...`` names it never flags in translated text."""
+    """What the installed hipify-perl checks: the identifiers its per-line warnings look for, the
+    whitelist of ``cuda...`` names it never flags in translated text, and the names whose every
+    check says only whether a line holds them (as a substring, or as a whole word)."""
 
     names: tuple[str, ...]
     whitelist: tuple[str, ...]
+    substring_names: tuple[str, ...] = ()
+    word_names: tuple[str, ...] = ()
 
     @classmethod
     def from_script(cls, script: str) -> WarningTables:
         """Read the tables out of hipify-perl's own source: the names its ``warn*`` subs list, and
-        the arrays and hashes they loop over (6.0 lists names inline, 7.0 in ``@...Functions``)."""
-        subs = [_bracketed(script, m.end() - 1, "{") for m in _WARN_SUB.finditer(script)]
-        names = {n for body in subs for n in _STRING.findall(body)}
-        for table in sorted({t for body in subs for t in _TABLE_REF.findall(body)}):
-            names.update(_STRING.findall(_table(script, table)))
-        if not names:
+        the arrays and hashes they loop over (6.0 lists names inline, 7.0 in ``@...Functions``),
+        and how each sub matches them."""
+        kinds: dict[str, set[str]] = {}
+        for m in _WARN_SUB.finditer(script):
+            body = _bracketed(script, m.end() - 1, "{")
+            names = set(_STRING.findall(body))
+            for table in _TABLE_REF.findall(body):
+                names.update(_STRING.findall(_table(script, table)))
+            kind = _match_kind(body)
+            for name in names:
+                kinds.setdefault(name, set()).add(kind)
+        if not kinds:
             raise ValueError("no warning tables found in the hipify-perl script")
-        return cls(tuple(sorted(names)), tuple(_STRING.findall(_table(script, "whitelist"))))
+        return cls(tuple(sorted(kinds)), tuple(_STRING.findall(_table(script, "whitelist"))),
+                   tuple(sorted(n for n, k in kinds.items() if k == {"substring"})),
+                   tuple(sorted(n for n, k in kinds.items() if k == {"word"})))
 
     @property
     def matcher(self) -> re.Pattern:
         return _matcher(self.names)
+
+    @functools.cached_property
+    def _by_prefix(self) -> tuple[int, dict[str, tuple[str, ...]]]:
+        """Names by their first characters (as many as the shortest name has, at most 4)."""
+        size = min(4, *map(len, self.names)) if self.names else 1
+        index: dict[str, list[str]] = {}
+        for name in self.names:
+            index.setdefault(name[:size], []).append(name)
+        return size, {k: tuple(v) for k, v in index.items()}
+
+    @functools.cached_property
+    def _kinds(self) -> tuple[frozenset[str], frozenset[str]]:
+        return frozenset(self.substring_names), frozenset(self.word_names)
+
+    def set_checked(self, line: str) -> tuple[str, ...] | None:
+        """The names a line's checks would find, if every name the line holds is checked only
+        for being there (None where some check looks at more of the line)."""
+        substring, word = self._kinds
+        size, by_prefix = self._by_prefix
+        found = set()
+        for i in range(len(line)):
+            for name in by_prefix.get(line[i:i + size], ()):
+                if not line.startswith(name, i):
+                    continue
+                if name in substring:
+                    found.add(name)
+                elif name not in word:
+                    return None
+                elif _whole_word(line, i, len(name)):
+                    found.add(name)
+        return tuple(sorted(found))
+
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _match_kind(sub_body: str) -> str:
+    """How a warn sub matches its names: ``substring`` (``m/($func)/g``), ``word``
+    (``m/\b($func)\b/g``), or ``line`` (anything else, or the line printed)."""
+    matches = _ANY_MATCH.findall(sub_body)
+    plain = _PLAIN_MATCH.fullmatch(matches[0]) if len(matches) == 1 else None
+    if plain is None or "$_" in sub_body:
+        return "line"
+    bounds = (plain.group(1), plain.group(2))
+    return "word" if all(bounds) else "substring" if not any(bounds) else "line"
+
+
+def _whole_word(line: str, start: int, length: int) -> bool:
+    end = start + length
+    return not (start and _WORD_CHAR.match(line, start - 1)) and not (end < len(line) and _WORD_CHAR.match(line, end))
 
 
 _MATCHERS: dict[tuple[str, ...], re.Pattern] = {}
@@ -120,25 +187,57 @@ def candidate_lines(text: str, tables: WarningTables) -> list[int]:
     return [n for n, line in enumerate(perl_lines(text), 1) if match(line)]
 
 
-def reduced_input(text: str, lines: list[int]) -> bytes:
-    """The file made of just the ``lines`` (1-based), for hipify-perl's per-line checks."""
-    kept = perl_lines(text)
-    return "".join(kept[n - 1] + "\n" for n in lines).encode("utf-8", "surrogateescape")
+@dataclass(frozen=True)
+class WarningCheck:
+    """The input of hipify-perl's per-line checks for one file: its candidate lines, where lines
+    checked only for the names they hold give way to one line per distinct set of names; and the
+    file's line numbers each checked line stands for."""
+
+    lines: tuple[str, ...]
+    origins: tuple[tuple[int, ...], ...]
+
+    @property
+    def text(self) -> bytes:
+        return "".join(line + "\n" for line in self.lines).encode("utf-8", "surrogateescape")
+
+    @property
+    def candidates(self) -> int:
+        return sum(map(len, self.origins))
 
 
-def map_line_numbers(stderr: str, path: str, lines: list[int]) -> str:
-    """hipify-perl's per-line warnings about the reduced file ``path``, numbered by the lines of the
-    whole file (6.0 writes ``  warning: PATH:N: ...``, 7.0 ``  PATH:N: warning: ...``). Its check of
-    the reduced file's translated text (``  warning: PATH:#N : ...``) is left out: that check is
+def warning_check(text: str, tables: WarningTables) -> WarningCheck:
+    """What to give hipify-perl's per-line checks for ``text`` (no lines where none can warn)."""
+    lines = perl_lines(text)
+    checked: dict[str, list[int]] = {}
+    for n in candidate_lines(text, tables):
+        names = tables.set_checked(lines[n - 1])
+        if names == ():
+            continue   # its names sit inside longer words, where whole-word checks find nothing
+        checked.setdefault(lines[n - 1] if names is None else " ".join(names), []).append(n)
+    return WarningCheck(tuple(checked), tuple(tuple(v) for v in checked.values()))
+
+
+def map_line_numbers(stderr: str, path: str, origins: tuple[tuple[int, ...], ...]) -> str:
+    """hipify-perl's per-line warnings about the checked lines of ``path``, repeated for and
+    numbered by every line of the whole file each checked line stands for, in the file's line
+    order (6.0 writes ``  warning: PATH:N: ...``, 7.0 ``  PATH:N: warning: ...``). Its check of
+    the checked lines' translated text (``  warning: PATH:#N : ...``) is left out: that check is
     made on the whole file's translation (:func:`translated_text_warnings`)."""
-    numbered = re.compile(rf"^(  (?:warning: )?{re.escape(path)}:)(\d+)(:)", re.M)
-    translated = re.compile(rf"^  warning: {re.escape(path)}:#\d+ : .*\n?", re.M)
-
-    def renumber(m: re.Match) -> str:
-        n = int(m.group(2))
-        return f"{m.group(1)}{lines[n - 1]}{m.group(3)}" if 1 <= n <= len(lines) else m.group(0)
-
-    return numbered.sub(renumber, translated.sub("", stderr))
+    numbered = re.compile(rf"^(  (?:warning: )?{re.escape(path)}:)(\d+)(:.*)$")
+    translated = re.compile(rf"^  warning: {re.escape(path)}:#\d+ : ")
+    by_line: dict[int, list[tuple[str, str]]] = {}
+    other = []
+    for line in stderr.splitlines():
+        if translated.match(line):
+            continue
+        m = numbered.match(line)
+        if m and 1 <= int(m.group(2)) <= len(origins):
+            by_line.setdefault(int(m.group(2)), []).append((m.group(1), m.group(3)))
+        else:
+            other.append(line + "\n")
+    out = sorted((origin, i, f"{head}{origin}{tail}\n") for checked, warnings in by_line.items()
+                 for origin in origins[checked - 1] for i, (head, tail) in enumerate(warnings))
+    return "".join(text for _, _, text in out) + "".join(other)
 
 
 def translated_text_warnings(path: str, cuda_text: str, hip_text: str, tables: WarningTables) -> str:
