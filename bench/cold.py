@@ -62,7 +62,7 @@ def make_project(dest: Path, commit: str | None) -> Path:
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", commit], cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    for leftover in ("corpus", "data", "metrics", "dvc.lock", "tests", "bench"):
+    for leftover in ("corpus", "data", "metrics", "dvc.lock", "tests", "bench", ".dvc"):
         subprocess.run(["rm", "-rf", str(dest / leftover)], check=True)
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
         run_in(cmd, dest)
