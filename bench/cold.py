@@ -171,8 +171,9 @@ def projection(rows: list[dict], files: int, small: list[dict], small_files: int
     lines += ["", f"Per file: {tool_per_file:.2f} s of tool CPU and {driver_per_file:.3f} s on the driver (from the "
               f"{small_files}- and {files}-file builds); fixed: {fixed:.0f} s. Assumes the stages run one after "
               "another as `dvc repro` runs them, each stage's tools spread over its vendor's hosts at this run's "
-              "per-file CPU, no transfer costs (inputs and outputs are a few hundred KB per file), and every file "
-              "reaching the compilers (filters and deduplication only make it shorter)."]
+              "per-file CPU (shared headers' translations included, so a little high), no transfer costs (inputs and "
+              "outputs are a few hundred KB per file), and every file a program reaching the compilers (filters and "
+              "deduplication only make it shorter)."]
     return lines
 
 
@@ -184,6 +185,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/cass-bench-cold"))
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
     args = parser.parse_args()
+    if args.projects < 2:
+        raise SystemExit("--projects must be at least 2 (a smaller tree is built too, for costs per file)")
     if args.work.exists():
         raise SystemExit(f"{args.work} exists; remove it or pass another --work")
     cores = os.cpu_count() or 1
@@ -203,6 +206,8 @@ def main() -> None:
             failed[name] = str(exc).splitlines()[0]
     small_project = make_project(args.work / "after-small", None)
     small_files = len(generate_tree(small_project / "corpus", max(args.projects // 4, 1), args.files_per_project))
+    if small_files >= files:
+        raise SystemExit("the smaller tree is not smaller; pass more --projects")
     small = build(small_project)
 
     after = f"after {head}"
@@ -213,8 +218,10 @@ def main() -> None:
         f"commit {head}. Tree: {args.projects} projects x {args.files_per_project} programs = {files} files, each "
         "including its project's header and common/helper_cuda.cuh; every 4th project's programs also include the "
         "vendored 13k-line GL/glext.h. Each variant builds it cold (fresh project, empty store) with `dvc repro -s` "
-        "per stage up to export; NVIDIA host + sm_89, AMD hipify-perl + host + gfx1100 (trixie root). Floor = the "
-        "tools' CPU seconds / cores; `wall / (CPU / cores)` uses every process's CPU (dvc and the stages too).", "",
+        "per stage up to export; NVIDIA host + sm_89, AMD hipify-perl + host + gfx1100 (trixie root), "
+        "`HF_HUB_OFFLINE=1`. Variants ran in the order shown, one after another, with the toolchains already in the "
+        "page cache from earlier work. Floor = the tools' CPU seconds / cores (the stages run as many tools at once "
+        "as there are cores); `wall / (CPU / cores)` uses every process's CPU (dvc and the stages too).", "",
     ]
     for name, rows in results.items():
         lines += [*table(name, rows, cores), ""]
@@ -231,7 +238,10 @@ def main() -> None:
         theirs, ours = warning_lines(projects[default_mode[0]]), warning_lines(projects[after])
         equal = sum(theirs.get(p) == w for p, w in ours.items())
         lines.append(f"- hipify warnings: {equal} of {len(ours)} samples equal to `{default_mode[0]}`'s "
-                     "(hipify-perl's default mode), as line multisets.")
+                     "(hipify-perl's default mode), as line multisets (that commit ran hipify-perl without a fixed "
+                     "Perl hash seed, so the order of a line's warnings may differ).")
+    else:
+        lines.append("- hipify warnings not compared: no variant ran hipify-perl's default mode.")
     hip = next(r for r in results[after] if r["stage"] == "hipify")
     lines += ["", f"hipify stage: {hip['wall_s'] / sum(r['wall_s'] for r in results[after]):.1%} of `{after}`'s "
               "cold-build wall.", "", f"Projection from `{after}`:", "",

@@ -7,7 +7,9 @@ lookup; a miss is sent to the executor with the input bytes, and its outputs, it
 then its record are written to the store. Transient failures are returned but never recorded.
 Misses start largest inputs first (input size stands in for a job's length, so the longest jobs
 do not end a batch on one busy core); an action's follow-ups (the next step of its target) are
-planned as soon as it finishes, so a stage never waits for a batch's stragglers. The tools' CPU
+planned as soon as it finishes and start before the remaining first steps, so a stage never
+waits for a batch's stragglers. ``follow`` is called for every arrival of an action, also when
+that action already finished (a step two targets share). The tools' CPU
 and wall seconds are summed per tool for the stage's time metrics.
 
 The executor is local by default; with a Dask scheduler configured (``CASS_SCHEDULER`` or
@@ -142,9 +144,9 @@ class ActionRunner:
             todo, misses = deque(batch), []
             while todo:
                 action = todo.popleft()
-                if action.key in queued:
-                    continue
                 if action.key not in outcomes:
+                    if action.key in queued:
+                        continue   # running: its follow-ups come when it finishes
                     self.keys.add(action.key)
                     record = self.store.lookup(action.key)
                     if record is None:
@@ -154,7 +156,7 @@ class ActionRunner:
                         continue
                     self.counts.hits += 1
                     outcomes[action.key] = Outcome(record)
-                todo.extend(follow(action, outcomes[action.key]) if follow else ())
+                todo.extend(follow(action, outcomes[action.key]) if follow else ())   # again if known already
             self.counts.corrupt = len(self.store.corrupt_found)  # damaged outputs found by lookups: rerun
             return sorted(misses, key=lambda m: -sum(map(len, m[1].inputs.values())))
 

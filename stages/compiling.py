@@ -3,8 +3,8 @@
 Each sample gets the toolchain's targets (host assembly, device assembly per arch). Every step is
 an action of its own, so adding an arch runs only that arch's actions; targets sharing a step
 (NVIDIA's host compile also keeps the first arch's cubin) run it once. All first steps start
-at once, largest inputs first, and a target's next step starts as soon as its previous one
-succeeds (cuobjdump right after its nvcc), so no core waits for a batch's stragglers. A later
+at once, largest inputs first, and a target's next step is queued ahead of them as soon as its
+previous one succeeds (cuobjdump right after its nvcc), so no core waits for a batch's stragglers. A later
 step receives the outputs of the one before that its arguments name.
 """
 
@@ -64,6 +64,9 @@ def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun
     tools = sorted({step.tool for run in runs for step in run.target.steps})
     runner.run([next_action(r) for r in runs if r.pending], desc=f"{toolchain.vendor} {'+'.join(tools)}",
                follow=follow)
+    if stalled := [r for r in runs if r.pending]:
+        raise RuntimeError(f"{len(stalled)} target(s) never got past step {stalled[0].next_step} of "
+                           f"{stalled[0].target.name}: a follow-up was lost (a bug)")
 
 
 def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str] = ()) -> tuple[str, str]:

@@ -140,12 +140,28 @@ def test_runner_starts_the_largest_inputs_first_and_runs_follow_ups(tmp_path, st
         return [then[action.key]] if action.key in then else []
 
     outcomes = runner.run(list(first), desc="shell", follow=follow)
-    order = log.read_text().split()
-    assert order[:3] == ["large", "medium", "small"]
-    assert sorted(order[3:]) == ["after-large", "after-medium", "after-small"]
+    order = log.read_text().split()   # largest first, each follow-up before the next first step
+    assert order == ["large", "after-large", "medium", "after-medium", "small", "after-small"]
     assert len(outcomes) == 6 and all(o.ok for o in outcomes.values())
     timing = runner.time_metrics()
     assert timing["tool_jobs"] == 6 and timing["by_tool"]["sh"]["jobs"] == 6 and timing["workers"] == 1
     again = ActionRunner(store, one_worker, timeout_s=30)
     again.run(list(first), desc="shell", follow=follow)
     assert again.counts.hits == 6 and again.counts.sent == 0 and log.read_text().split() == order
+
+
+def test_runner_follows_an_action_again_when_asked_for_after_it_finished(tmp_path, store, executor):
+    # Two targets share a second step: the fast target's copy finishes before the slow target
+    # asks for it; the slow one must still be told (a step two NVIDIA targets share).
+    log = tmp_path / "shared.log"
+    fast, slow = shell_action(store, "true", {"in": b"a" * 10}), shell_action(store, "sleep 1", {"in": b"b"})
+    shared = shell_action(store, f"echo shared >> {log}", {})
+    told = []
+
+    def follow(action, outcome):
+        told.append(action.key)
+        return [shared] if action.key in (fast.key, slow.key) else []
+
+    outcomes = ActionRunner(store, executor, timeout_s=30).run([fast, slow], desc="shell", follow=follow)
+    assert told.count(shared.key) == 2 and outcomes[shared.key].ok
+    assert log.read_text() == "shared\n"   # it ran once

@@ -61,7 +61,7 @@ def test_tables_come_from_the_scripts_warn_subs_and_the_tables_they_loop_over():
     assert seven.word_names == ("cudaGraphInstantiateWithParams",) and seven.substring_names == ()
 
 
-def test_lines_checked_only_for_their_names_are_checked_once_per_set_of_names():
+def test_lines_checked_only_by_plain_matches_are_checked_once_per_sequence_of_their_words():
     six = WarningTables.from_script(SCRIPT_6)
     text = ("GLuint texture;\nint x;\nvoid bind(GLuint texture, int t);\ncudaThreadExit(); // texture\n"
             "y = umin(texture, 1);\nGLuint texture;\n")
@@ -80,6 +80,11 @@ def test_lines_checked_only_for_their_names_are_checked_once_per_set_of_names():
         "  warning: k.cu:4: removed identifier \"texture\" since CUDA 12.0\n"
         "  warning: k.cu:5: unsupported device function \"umin\": y = umin(texture, 1);\n"
         "  warning: k.cu:6: removed identifier \"texture\" since CUDA 12.0\n")
+    # a scalar m//g match starts where the previous one ended: the words keep their order; a
+    # substring match sees a word from its first name to its last
+    assert warning_check("a = cudaThreadExit(CUB_CAT);\nb = CUB_CAT(cudaThreadExit);\nxCUB_CATx(3);\n"
+                         "GLuint texture;\n", six).lines == ("cudaThreadExit CUB_CAT", "CUB_CAT cudaThreadExit",
+                                                              "CUB_CAT", "texture")
     seven = WarningTables(("texture",), (), (), ("texture",))
     # whole-word checks: a name inside a longer word finds nothing, so the line needs no check
     assert warning_check("GLuint textures;\nGLuint texture;\n", seven).origins == ((2,),)
@@ -93,15 +98,23 @@ def test_lines_numbers_and_translated_text_checks():
     assert check.text == b"CUB_CAT\ncudaThreadExit\n" and check.origins == ((2,), (4,))
     stderr = ("  warning: k.cu:2: deprecated identifier \"cudaThreadExit\" since CUDA 10.0\n"
               "  k.cu:1: warning: unsupported HIP identifier: CUB_CAT\n  warning: other.cu:1: x\n")
+    # a line without a number of this file stays behind the warning it followed
     assert map_line_numbers(stderr, "k.cu", check.origins) == (
-        "  k.cu:2: warning: unsupported HIP identifier: CUB_CAT\n"
-        "  warning: k.cu:4: deprecated identifier \"cudaThreadExit\" since CUDA 10.0\n"
-        "  warning: other.cu:1: x\n")
+        "  k.cu:2: warning: unsupported HIP identifier: CUB_CAT\n  warning: other.cu:1: x\n"
+        "  warning: k.cu:4: deprecated identifier \"cudaThreadExit\" since CUDA 10.0\n")
     cuda = "cudaDevice d;\nint cudaFooBar(void);\nint x;\n"
     hip = '#include "hip/hip_runtime.h"\ncudaDevice d;\nint cudaFooBar(void);\nint x;\n'
     assert translated_text_warnings("k.cu", cuda, hip, tables) == "  warning: k.cu:#2 : int cudaFooBar(void);\n"
 
 
+SUBSTRINGS = """// names inside other names, in both orders, twice on a line, in comments
+int a = CUB_CAT_(x) + CUB_CAT(y);
+int b = CUB_CAT(y) + CUB_CAT_(x);
+CUB_CAT_(z);
+GLuint texture, textures; // texture
+cudaThreadExit(); cudaThreadExit();
+\tGLuint texture;\r
+"""
 LEFTOVERS = """// no include: hipify-perl adds one on top
 __global__ void scale(float *x) { x[threadIdx.x] *= 2.0f; }
 int cudaDeviceCount;                        // whitelisted names are never flagged
@@ -135,6 +148,7 @@ def test_rebuilt_warnings_equal_the_default_modes(toolchains, tmp_path):
     store = Store(tmp_path / "store")
     runner = ActionRunner(store, local_executor({"amd": amd}), 600)
     files = {p.rsplit("/", 1)[-1]: (REPO / p).read_text() for p in REAL_FILES} | {"glext_part.h": glext_part(),
+                                                                                 "substrings.cu": SUBSTRINGS,
                                                                                  "leftovers.cu": LEFTOVERS}
     plans = {}
     for name, text in files.items():

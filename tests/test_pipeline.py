@@ -287,7 +287,7 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
     run(["dvc", "repro"], clone)
     assert action_counts(clone, "hipify")["misses"] == 1
     assert action_counts(clone, "compile_amd")["misses"] == 2
-    assert 2 <= action_counts(clone, "compile_nvidia")["misses"] <= 3
+    assert 1 <= action_counts(clone, "compile_nvidia")["misses"] <= 2
     assert action_counts(clone, "compile_nvidia")["hits"] > 100
 
 
@@ -325,7 +325,7 @@ def test_rerun_is_up_to_date_and_one_changed_file_recompiles_only_that_file(proj
     paired = metrics(project, "pair")["kept"]
     assert action_counts(project, "hipify")["misses"] == 1
     nv = action_counts(project, "compile_nvidia")
-    assert 2 <= nv["misses"] <= 3  # host + cubin; cuobjdump only if the cubin bytes changed
+    assert 1 <= nv["misses"] <= 2  # one nvcc (host + kept cubin); cuobjdump only if the cubin bytes changed
     amd = action_counts(project, "compile_amd")
     assert amd["misses"] == 2  # host + gfx1100
     assert amd["hits"] >= 2 * (paired - 1)

@@ -276,10 +276,10 @@ class DaskExecutor(Executor):
         run_id = uuid.uuid4().hex[:8]
         futures = {}
 
-        def start(i: int) -> None:
+        def start(i: int, priority: int = 0) -> None:
             job = jobs[i]
             future = self.cluster.client.submit(run_job, job, key=f"{job.tool}-{(job.action or '')[:16]}-{run_id}-{i}",
-                                                resources={resources[i]: 1}, pure=False)
+                                                resources={resources[i]: 1}, pure=False, priority=priority)
             future.add_done_callback(lambda _, i=i: done.put(i))
             futures[i] = future
 
@@ -291,22 +291,23 @@ class DaskExecutor(Executor):
                 try:
                     i = done.get(timeout=self.POLL_S)
                 except queue.Empty:
-                    yield from self._give_up_waiting(futures, jobs, resources, missing_since)
-                    continue
-                if (future := futures.pop(i, None)) is None:
-                    continue
-                result = self._result(future, jobs[i])
-                future.release()
-                yield i, result
-                more = list(follow(i, result)) if follow else []
-                more_resources = [resource_for(job.vendor, job.tool) for job in more]
-                if not needed.issuperset(more_resources):   # a resource this run has not needed yet
-                    self._require(more, more_resources)
-                    needed.update(more_resources)
-                resources += more_resources
-                for job in more:
-                    jobs.append(job)
-                    start(len(jobs) - 1)
+                    finished = list(self._give_up_waiting(futures, jobs, resources, missing_since))
+                else:
+                    if (future := futures.pop(i, None)) is None:
+                        continue
+                    finished = [(i, self._result(future, jobs[i]))]
+                    future.release()
+                for i, result in finished:
+                    yield i, result
+                    more = list(follow(i, result)) if follow else []
+                    more_resources = [resource_for(job.vendor, job.tool) for job in more]
+                    if not needed.issuperset(more_resources):   # a resource this run has not needed yet
+                        self._require(more, more_resources)
+                        needed.update(more_resources)
+                    resources += more_resources
+                    for job in more:
+                        jobs.append(job)
+                        start(len(jobs) - 1, priority=1)   # follow-ups before the jobs still queued
         finally:  # stopped early or done: nothing of this run stays queued or running on the hosts
             for future in futures.values():
                 future.cancel()

@@ -7,7 +7,8 @@ local executor runs jobs in parallel in a fresh scratch directory each, in the j
 group, and kills the whole group on timeout or cancellation; the cluster executor
 (:mod:`toolchains.cluster`) sends them to vendor hosts, which run them the same way. Jobs start
 in the order given (callers put the longest first); a caller's ``follow`` hook adds the jobs a
-finished one unblocks while the others still run, so no core waits for a batch's stragglers.
+finished one unblocks, ahead of those not started yet, while the others still run, so no core
+waits for a batch's stragglers.
 Every result carries the tool's CPU time (its own and its waited-for subprocesses') and wall time.
 """
 
@@ -24,8 +25,9 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,7 +91,8 @@ class Launcher(ABC):
 
 FollowUp = Callable[[int, "JobResult"], Iterable[Job]]
 """Called with each finished job's index and result after the caller has taken that result;
-returns the jobs it unblocks, which are queued at once with the next indices."""
+returns the jobs it unblocks, which get the next indices and start before the jobs not yet
+started."""
 
 
 class Executor(ABC):
@@ -97,8 +100,8 @@ class Executor(ABC):
 
     @abstractmethod
     def run(self, jobs: list[Job], follow: FollowUp | None = None) -> Iterator[tuple[int, JobResult]]:
-        """Start ``jobs`` in their order; yield each result as it arrives, then queue what
-        ``follow`` returns for it. Stopping the iteration early cancels what has not finished."""
+        """Start ``jobs`` in their order; yield each result as it arrives, then start what ``follow``
+        returns for it first. Stopping the iteration early cancels what has not finished."""
 
 
 TRANSIENT_EXIT_CODES = {137: "killed (SIGKILL, likely out of memory)", 143: "terminated (SIGTERM)"}
@@ -143,7 +146,7 @@ def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] |
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
         argv = launcher.argv(job.tool, job.args, scratch)
-        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        with tempfile.TemporaryFile(dir=parent) as out_file, tempfile.TemporaryFile(dir=parent) as err_file:
             started = time.monotonic()
             try:
                 proc = subprocess.Popen(argv, cwd=scratch, env=launcher.env(), stdin=subprocess.DEVNULL,
@@ -208,6 +211,9 @@ def _wait(proc: subprocess.Popen, timeout_s: float,
     watcher.start()
     try:
         _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:   # reaped elsewhere (a waitpid(-1) in this process): no status, no times
+        proc.returncode = -signal.SIGKILL
+        return proc.returncode, 0.0, "reaped by another part of this process"
     finally:
         finished.set()
         watcher.join()
@@ -244,25 +250,28 @@ class LocalExecutor(Executor):
             self._launcher(job.vendor)   # an unknown vendor fails before anything starts
         stop = threading.Event()
         done: queue.SimpleQueue = queue.SimpleQueue()
-        running: dict[int, object] = {}
+        waiting = deque(range(len(jobs)))   # not started; follow-ups go to the front
+        running: dict[int, Future] = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
 
-            def start(index: int) -> None:
-                future = pool.submit(run_in_scratch, self._launcher(jobs[index].vendor), jobs[index], stop.is_set)
-                future.add_done_callback(lambda _, i=index: done.put(i))
-                running[index] = future
+            def fill() -> None:
+                while waiting and len(running) < self.workers:
+                    index = waiting.popleft()
+                    future = pool.submit(run_in_scratch, self._launcher(jobs[index].vendor), jobs[index], stop.is_set)
+                    future.add_done_callback(lambda _, i=index: done.put(i))
+                    running[index] = future
 
-            for index in range(len(jobs)):
-                start(index)
+            fill()
             try:
                 while running:
                     index = done.get()
                     result = running.pop(index).result()
                     result.host = "local"
                     yield index, result
-                    for job in follow(index, result) if follow else ():
-                        jobs.append(job)
-                        start(len(jobs) - 1)
+                    more = list(follow(index, result)) if follow else []
+                    jobs.extend(more)
+                    waiting.extendleft(reversed(range(len(jobs) - len(more), len(jobs))))
+                    fill()
             finally:  # the caller stopped early (an error, Ctrl-C): kill what still runs
                 stop.set()
                 for future in running.values():

@@ -11,9 +11,14 @@ warnings are rebuilt from two cheaper pieces:
   the installed script's own tables; under 1% of the lines of real code), with the line numbers
   of its warnings mapped back to the file's; every check looks at one line alone, so the result
   is the same. Most checks (``m/($func)/g`` in 6.0, ``m/\b($func)\b/g`` in 7.0, the line itself
-  not printed) say only which of their names a line holds: lines whose names are all of that
-  kind are checked once per distinct set of names, as a line of just those names (a 13k-line
-  OpenGL header has 740 lines naming CUDA's removed ``texture``: one line checked for them);
+  not printed) see only the words of a line that hold their names: every name is made of word
+  characters, so a match lies inside one word, word boundaries fall where the line's do, and a
+  scalar ``m//g`` match, which starts where the previous successful one ended (``pos``), finds the
+  same names in the same order. Lines whose names are all of that kind are checked once per
+  distinct sequence of what those checks can see of them (per word, from its first name to its
+  last for substring matches, the word itself for whole-word ones), as a line of just that (a
+  13k-line OpenGL header has 735 lines naming CUDA's removed ``texture``: two lines are checked
+  for them);
 * the check of the translated text, applied here to the ``-quiet-warnings`` output exactly as
   hipify-perl does it (whitelisted names replaced by ``ZAP``, the first ``\\bcuda[A-Z]\\w+`` of a
   line flagged with the line), numbered as hipify-perl numbers it (before the
@@ -126,26 +131,34 @@ class WarningTables:
     def _kinds(self) -> tuple[frozenset[str], frozenset[str]]:
         return frozenset(self.substring_names), frozenset(self.word_names)
 
-    def set_checked(self, line: str) -> tuple[str, ...] | None:
-        """The names a line's checks would find, if every name the line holds is checked only
-        for being there (None where some check looks at more of the line)."""
+    def checked_words(self, line: str) -> tuple[str, ...] | None:
+        """What of ``line`` its checks can see, where every name it holds is checked only by a
+        plain match (None where some check looks at more of the line): in order, per word holding
+        a name, the part from its first name to its last (substring matches), the whole word
+        where whole-word matches may look at it (words that are a name), nothing for words whole-word
+        matches cannot match (a name inside a longer word)."""
         substring, word = self._kinds
         size, by_prefix = self._by_prefix
-        found = set()
-        for i in range(len(line)):
-            for name in by_prefix.get(line[i:i + size], ()):
-                if not line.startswith(name, i):
-                    continue
-                if name in substring:
-                    found.add(name)
-                elif name not in word:
-                    return None
-                elif _whole_word(line, i, len(name)):
-                    found.add(name)
-        return tuple(sorted(found))
+        seen = []
+        for token in _WORD.finditer(line):
+            text = token.group(0)
+            spans, kinds = [], set()
+            for i in range(len(text)):
+                for name in by_prefix.get(text[i:i + size], ()):
+                    if text.startswith(name, i):
+                        kinds.add("substring" if name in substring else "word" if name in word else "line")
+                        spans.append((i, i + len(name)))
+            if "line" in kinds:
+                return None
+            if kinds == {"substring"}:
+                seen.append(text[min(s for s, _ in spans):max(e for _, e in spans)])
+            elif "substring" in kinds or any(span == (0, len(text)) for span in spans):
+                seen.append(text)
+        return tuple(seen)
 
 
-_WORD_CHAR = re.compile(r"\w")
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+r"""A word as hipify-perl's ``\w`` sees it (Perl reads the file as bytes: ASCII word characters)."""
 
 
 def _match_kind(sub_body: str) -> str:
@@ -157,11 +170,6 @@ def _match_kind(sub_body: str) -> str:
         return "line"
     bounds = (plain.group(1), plain.group(2))
     return "word" if all(bounds) else "substring" if not any(bounds) else "line"
-
-
-def _whole_word(line: str, start: int, length: int) -> bool:
-    end = start + length
-    return not (start and _WORD_CHAR.match(line, start - 1)) and not (end < len(line) and _WORD_CHAR.match(line, end))
 
 
 _MATCHERS: dict[tuple[str, ...], re.Pattern] = {}
@@ -190,8 +198,8 @@ def candidate_lines(text: str, tables: WarningTables) -> list[int]:
 @dataclass(frozen=True)
 class WarningCheck:
     """The input of hipify-perl's per-line checks for one file: its candidate lines, where lines
-    checked only for the names they hold give way to one line per distinct set of names; and the
-    file's line numbers each checked line stands for."""
+    checked only by plain matches give way to one line per distinct sequence of the words holding
+    names; and the file's line numbers each checked line stands for."""
 
     lines: tuple[str, ...]
     origins: tuple[tuple[int, ...], ...]
@@ -210,10 +218,10 @@ def warning_check(text: str, tables: WarningTables) -> WarningCheck:
     lines = perl_lines(text)
     checked: dict[str, list[int]] = {}
     for n in candidate_lines(text, tables):
-        names = tables.set_checked(lines[n - 1])
-        if names == ():
+        words = tables.checked_words(lines[n - 1])
+        if words == ():
             continue   # its names sit inside longer words, where whole-word checks find nothing
-        checked.setdefault(lines[n - 1] if names is None else " ".join(names), []).append(n)
+        checked.setdefault(lines[n - 1] if words is None else " ".join(words), []).append(n)
     return WarningCheck(tuple(checked), tuple(tuple(v) for v in checked.values()))
 
 
@@ -225,19 +233,18 @@ def map_line_numbers(stderr: str, path: str, origins: tuple[tuple[int, ...], ...
     made on the whole file's translation (:func:`translated_text_warnings`)."""
     numbered = re.compile(rf"^(  (?:warning: )?{re.escape(path)}:)(\d+)(:.*)$")
     translated = re.compile(rf"^  warning: {re.escape(path)}:#\d+ : ")
-    by_line: dict[int, list[tuple[str, str]]] = {}
-    other = []
-    for line in stderr.splitlines():
-        if translated.match(line):
+    out: list[tuple[int, int, str]] = []
+    at = (0,)   # the lines a line without a number of its own follows
+    for seq, line in enumerate(stderr.split("\n")[:-1] if stderr.endswith("\n") else stderr.split("\n")):
+        if not line or translated.match(line):
             continue
         m = numbered.match(line)
         if m and 1 <= int(m.group(2)) <= len(origins):
-            by_line.setdefault(int(m.group(2)), []).append((m.group(1), m.group(3)))
+            at = origins[int(m.group(2)) - 1]
+            out += [(origin, seq, f"{m.group(1)}{origin}{m.group(3)}\n") for origin in at]
         else:
-            other.append(line + "\n")
-    out = sorted((origin, i, f"{head}{origin}{tail}\n") for checked, warnings in by_line.items()
-                 for origin in origins[checked - 1] for i, (head, tail) in enumerate(warnings))
-    return "".join(text for _, _, text in out) + "".join(other)
+            out += [(origin, seq, line + "\n") for origin in at[:1]]
+    return "".join(text for _, _, text in sorted(out))
 
 
 def translated_text_warnings(path: str, cuda_text: str, hip_text: str, tables: WarningTables) -> str:
