@@ -116,6 +116,28 @@ def parquet_hashes(project: Path) -> dict[str, str]:
             for p in sorted((project / "data" / "export").rglob("*.parquet"))}
 
 
+def export_difference(project: Path, reference: Path) -> str:
+    """How ``project``'s export differs from ``reference``'s: per Parquet file, identical bytes, or
+    the columns only one has and the shared columns whose values differ."""
+    ours, theirs = parquet_hashes(project), parquet_hashes(reference)
+    if ours == theirs:
+        return f"identical ({len(ours)} files)"
+    parts = []
+    for name in sorted(ours.keys() | theirs.keys()):
+        if ours.get(name) == theirs.get(name):
+            parts.append(f"{name} identical")
+        elif name not in ours or name not in theirs:
+            parts.append(f"{name} only in {'the reference' if name in theirs else 'this variant'}")
+        else:
+            a, b = (pl.read_parquet(x / "data" / "export" / name) for x in (project, reference))
+            shared = [c for c in a.columns if c in b.columns]
+            differ = [c for c in shared if a.height != b.height or not a[c].equals(b[c])]
+            parts.append(f"{name}: {len(shared)} shared columns, differing: {differ or 'none'}; only in the "
+                         f"reference: {sorted(set(b.columns) - set(a.columns)) or 'none'}; only here: "
+                         f"{sorted(set(a.columns) - set(b.columns)) or 'none'}")
+    return "; ".join(parts)
+
+
 def warning_lines(project: Path) -> dict[str, Counter]:
     """Per sample, its hipify warnings as a multiset of lines (hipify-perl's order of some
     warnings follows Perl's hash order in older variants)."""
@@ -211,7 +233,6 @@ def main() -> None:
     small = build(small_project)
 
     after = f"after {head}"
-    reference = parquet_hashes(projects[after])
     lines = [
         SECTION, "",
         f"`python bench/cold.py {shlex.join(sys.argv[1:])}` on {cores} cores ({platform.machine()}), {date.today()}, "
@@ -229,9 +250,8 @@ def main() -> None:
         lines.append(f"- `{name}` failed: {why}")
     for name in results:
         if name != after:
-            same = parquet_hashes(projects[name]) == reference
-            lines.append(f"- export Parquet of `{name}` {'identical to' if same else 'DIFFERENT from'} `{after}`'s "
-                         f"({len(reference)} files).")
+            lines.append(f"- export of `{name}` against `{after}`'s: "
+                         f"{export_difference(projects[name], projects[after])}.")
     default_mode = [n for n in results if n != after and not (projects[n] / "cass" / "translate" /
                                                                 "hipify_warnings.py").exists()]
     if default_mode:
