@@ -17,8 +17,8 @@ warnings are rebuilt from two cheaper pieces:
   same names in the same order. Lines whose names are all of that kind are checked once per
   distinct sequence of what those checks can see of them (per word, from its first name to its
   last for substring matches, the word itself for whole-word ones), as a line of just that (a
-  13k-line OpenGL header has 735 lines naming CUDA's removed ``texture``: two lines are checked
-  for them);
+  13k-line OpenGL header has 735 lines naming CUDA's removed ``texture``: hipify-perl 6.0 checks
+  three lines for them, 7.0 one);
 * the check of the translated text, applied here to the ``-quiet-warnings`` output exactly as
   hipify-perl does it (whitelisted names replaced by ``ZAP``, the first ``\\bcuda[A-Z]\\w+`` of a
   line flagged with the line), numbered as hipify-perl numbers it (before the
