@@ -288,7 +288,8 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
     assert action_counts(clone, "hipify")["misses"] == 1
     assert action_counts(clone, "compile_amd")["misses"] == 2
     assert 1 <= action_counts(clone, "compile_nvidia")["misses"] <= 2
-    assert action_counts(clone, "compile_nvidia")["hits"] > 100
+    # every other NVIDIA-ok sample's two actions (host + kept cubin, SASS) came from the pulled store
+    assert action_counts(clone, "compile_nvidia")["hits"] >= 2 * (metrics(clone, "compile_nvidia")["kept"] - 1)
 
 
 def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(clean_hashes, tmp_path):
