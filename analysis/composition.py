@@ -52,8 +52,9 @@ STAGES = [
     "normalize",
     "kernels",
     "tokens",
+    "instruct",
 ]
-UNITS = {"kernels": "kernel pairs", "tokens": "file + kernel rows"}
+UNITS = {"kernels": "kernel pairs", "tokens": "file + kernel rows", "instruct": "training examples"}
 
 # %% [markdown]
 # ## Domains

@@ -5,6 +5,13 @@ units that fit the token budget (``tokens`` stage): ``data/instruct/source/`` an
 ``data/instruct/asm/`` (Parquet shards ``train-XXXXX-of-XXXXX.parquet``; column ``messages`` is a
 list of ``{role, content}``, the format TRL's SFT trainer and LLaMA-Factory's ``sharegpt``
 loader read), plus ``data/instruct/dataset_info.json`` declaring both for LLaMA-Factory.
+
+An example whose answer equals its prompt after whitespace normalisation is not written: HIPIFY
+leaves most kernel bodies as they are, and such a pair teaches a model to copy its input. It is
+listed in ``data/instruct/dropped.parquet`` with the reason ``identity_translation`` and counted
+in the metrics (``in`` / ``kept`` / ``dropped_by_reason``, examples over both tasks, which the
+analysis funnel shows). Kernel-level source examples therefore remain only where translation
+changed the kernel; every kernel keeps its assembly example, whose two sides always differ.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import shutil
 
 import polars as pl
 
-from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_shards
+from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_parquet, write_shards
 from stages.prompts import TASKS
 from stages.tokens import units
 
@@ -23,8 +30,16 @@ OUT_DIR = DATA_DIR / STAGE
 MESSAGES = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
 SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "kernel": pl.String, "origin": pl.String,
           "path": pl.String, "domain": pl.String, "messages": MESSAGES}
+DROPPED_SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "task": pl.String,
+                  "reason": pl.String}
+IDENTITY = "identity_translation"
 TEXTS = {"source": (0, 1), "asm": (2, 3)}
 """Which of a unit's texts (CUDA source, HIP source, SASS, AMD asm) each task turns into messages."""
+
+
+def same_text(prompt: str, answer: str) -> bool:
+    """Whether two texts differ only in whitespace."""
+    return prompt.split() == answer.split()
 
 
 def dataset_info() -> dict:
@@ -38,21 +53,34 @@ def main() -> None:
     params = load_params()
     store = open_store(params)
     fitting = read_manifest("tokens")["unit_id"]   # a unit's id is its row's sample_id at both levels
-    items = units(store, read_manifest("normalize").filter(pl.col("sample_id").is_in(fitting)),
-                  read_manifest("kernels").filter(pl.col("sample_id").is_in(fitting)))
+    items = units(store, read_manifest("normalize").filter(pl.col("sample_id").is_in(fitting.to_list())),
+                  read_manifest("kernels").filter(pl.col("sample_id").is_in(fitting.to_list())))
     if OUT_DIR.exists():
         shutil.rmtree(OUT_DIR)
     per_shard = params["export"]["rows_per_shard"]
-    metrics = {}
+    metrics: dict = {}
+    dropped = []
     for task in TASKS:
         prompt, answer = TEXTS[task.name]
-        rows = [{"id": f"{i['unit_id']}/{task.name}", "level": i["level"], "sample_id": i["sample_id"],
-                 "kernel": i["kernel"], "origin": i["origin"], "path": i["path"], "domain": i["domain"],
-                 "messages": task.messages(i["texts"][prompt], i["texts"][answer])} for i in items]
+        rows = []
+        for i in items:
+            example_id = f"{i['unit_id']}/{task.name}"
+            if same_text(i["texts"][prompt], i["texts"][answer]):
+                dropped.append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"],
+                                "task": task.name, "reason": IDENTITY})
+                continue
+            rows.append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"], "kernel": i["kernel"],
+                         "origin": i["origin"], "path": i["path"], "domain": i["domain"],
+                         "messages": task.messages(i["texts"][prompt], i["texts"][answer])})
         table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
         shards = write_shards(table, OUT_DIR / task.name, per_shard)
         metrics[task.name] = {"rows": table.height, "shards": shards,
-                              "by_level": dict(sorted(table["level"].value_counts().iter_rows()))}
+                              "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
+                              "dropped_identity": sum(d["task"] == task.name for d in dropped)}
+    write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), OUT_DIR / "dropped.parquet", sort_by="id")
+    kept = sum(m["rows"] for m in metrics.values())
+    metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
+                    "dropped_by_reason": {IDENTITY: len(dropped)} if dropped else {}})
     (OUT_DIR / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
     write_metrics(STAGE, metrics)
     print(metrics)

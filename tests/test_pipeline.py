@@ -184,6 +184,26 @@ def test_a_pair_over_the_token_budget_survives_as_kernels(project):
         run([sys.executable, "-m", "stages.tokens"], project)
 
 
+def test_no_training_example_answers_with_its_own_prompt(project):
+    """Source examples whose HIP equals their CUDA (kernels HIPIFY left as they were) are listed and
+    counted as identity_translation, not exported; their assembly examples stay."""
+    from stages.instruct import same_text
+
+    def fenced(content: str) -> str:   # the text inside a message's fence
+        return content.split("```", 1)[1].split("\n", 1)[1].rsplit("\n```", 1)[0]
+
+    instruct = metrics(project, "instruct")
+    for task in ("source", "asm"):
+        df = pl.read_parquet(sorted((project / "data" / "instruct" / task).glob("*.parquet")))
+        texts = [(fenced(m[0]["content"]), fenced(m[1]["content"])) for m in df["messages"].to_list()]
+        assert df.height == instruct[task]["rows"] and not any(same_text(a, b) for a, b in texts)
+    dropped = pl.read_parquet(project / "data" / "instruct" / "dropped.parquet")
+    assert dropped.height == instruct["dropped"] == instruct["dropped_by_reason"]["identity_translation"] > 0
+    assert set(dropped["task"]) == {"source"} and instruct["asm"]["dropped_identity"] == 0
+    assert instruct["in"] == instruct["kept"] + instruct["dropped"]
+    assert instruct["asm"]["by_level"]["kernel"] >= dropped.filter(pl.col("level") == "kernel").height
+
+
 def test_the_instruct_export_trains_one_step_with_trl(project, tmp_path):
     """The instruct configs load with `datasets` and feed TRL's SFT trainer (a tiny random Qwen2 on
     the CPU, with the tokenizer the tokens stage used)."""
