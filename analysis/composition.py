@@ -166,8 +166,9 @@ print("stages with metrics:", stages)
 print(funnel)
 
 # %% [markdown]
-# Stages that count files are in the upper panel; `kernels` and `tokens` (kernel pairs, file and kernel rows) have
-# their own scale in the lower one. Each bar is the stage's input: kept (blue) plus one segment per drop reason.
+# Stages that count files are in the upper panel; `kernels`, `tokens` and `instruct` (kernel pairs, file and kernel
+# rows, training examples of both tasks) have their own scale in the lower one. Each bar is the stage's input: kept
+# (blue) plus one segment per drop reason.
 
 
 # %%

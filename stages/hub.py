@@ -30,7 +30,7 @@ HUB_DIR = DATA_DIR / STAGE
 SOURCES = {"pairs": ("export/pairs", "sample_id"), "kernels": ("export/kernels", "kernel_id"),
            "instruct_source": ("instruct/source", "id"), "instruct_asm": ("instruct/asm", "id")}
 STAGE_ORDER = ("fetch_stack", "clone_repos", "ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd",
-               "pair", "normalize", "kernels", "tokens")
+               "pair", "normalize", "kernels", "tokens", "instruct")
 CITATION = """@article{heakl2025cass,
   title={CASS: Nvidia to AMD Transpilation with Data, Models, and Benchmark},
   author={Heakl, Ahmed and Hashmi, Sarim and Stahl, Gustavo Bertolo and Han, Seung Hun Eddie and Khan, Salman

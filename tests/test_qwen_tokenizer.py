@@ -35,6 +35,10 @@ def test_known_ids_and_the_qwen25_special_tokens(qwen):
         assert qwen(text, add_special_tokens=False)["input_ids"] == ids
     assert len(qwen) == REGULAR_VOCAB_SIZE + len(QWEN25_SPECIAL_TOKENS) == 151_665
     assert qwen.convert_tokens_to_ids(list(QWEN25_SPECIAL_TOKENS)) == list(range(151_643, 151_665))
+    # as in Qwen2.5's tokenizer.json: the tool-call and fill-in-the-middle tokens are not special
+    special = {i: t.special for i, t in qwen.added_tokens_decoder.items()}
+    assert sorted(special) == list(range(151_643, 151_665))
+    assert [i for i, is_special in sorted(special.items()) if is_special] == list(range(151_643, 151_657))
     chat = qwen.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, return_dict=False)
     assert chat == [151644, 872, 198] + qwen("hi", add_special_tokens=False)["input_ids"] + [151645, 198, 151644,
                                                                                             77091, 198]

