@@ -19,7 +19,6 @@ of a variant that ran hipify-perl's default mode.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -41,13 +40,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")   # before cass.scaffold takes its 
 
 from bench.gen_corpus import generate_tree  # noqa: E402
 from bench.results import replace_section  # noqa: E402
-from cass.scaffold import copy_pipeline, run_in  # noqa: E402
+from cass.scaffold import copy_pipeline, parquet_hashes, run_in  # noqa: E402
 from store import Store  # noqa: E402
 
 SECTION = "## Cold builds (issue 14)"
 STACK_V2_FILES = 124_000
 """CUDA files in The Stack v2 (shared/ANCHORS.md), the size of a full cold build."""
 TOOL_STAGES = ("hipify", "compile_nvidia", "compile_amd", "normalize")
+EXPORT = "data/export"
 
 
 def commit_of(ref: str) -> str:
@@ -111,15 +111,10 @@ def build(project: Path) -> list[dict]:
     return rows
 
 
-def parquet_hashes(project: Path) -> dict[str, str]:
-    return {str(p.relative_to(project / "data" / "export")): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((project / "data" / "export").rglob("*.parquet"))}
-
-
 def export_difference(project: Path, reference: Path) -> str:
     """How ``project``'s export differs from ``reference``'s: per Parquet file, identical bytes, or
     the columns only one has and the shared columns whose values differ."""
-    ours, theirs = parquet_hashes(project), parquet_hashes(reference)
+    ours, theirs = parquet_hashes(project, EXPORT), parquet_hashes(reference, EXPORT)
     if ours == theirs:
         return f"identical ({len(ours)} files)"
     parts = []
@@ -129,7 +124,7 @@ def export_difference(project: Path, reference: Path) -> str:
         elif name not in ours or name not in theirs:
             parts.append(f"{name} only in {'the reference' if name in theirs else 'this variant'}")
         else:
-            a, b = (pl.read_parquet(x / "data" / "export" / name) for x in (project, reference))
+            a, b = (pl.read_parquet(x / name) for x in (project, reference))
             shared = [c for c in a.columns if c in b.columns]
             differ = [c for c in shared if a.height != b.height or not a[c].equals(b[c])]
             parts.append(f"{name}: {len(shared)} shared columns, differing: {differ or 'none'}; only in the "

@@ -12,7 +12,6 @@ computation plus hit) and checks that two cold builds in two directories give id
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -28,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.gen_corpus import generate  # noqa: E402
-from cass.scaffold import copy_pipeline, run_in  # noqa: E402
+from cass.scaffold import copy_pipeline, parquet_hashes, run_in  # noqa: E402
 
 TOOL_STAGES = ("hipify", "compile_nvidia", "compile_amd")
 
@@ -71,11 +70,6 @@ def stage_misses(project: Path) -> str:
     )
 
 
-def export_hashes(project: Path) -> dict[str, str]:
-    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((project / "data").rglob("*.parquet"))}
-
-
 def longest_source_lines(project: Path) -> int:
     return max(p.read_text().count("\n") for p in (project / "corpus").rglob("*.cu"))
 
@@ -99,7 +93,7 @@ def scenarios(work: Path, n: int) -> tuple[list[dict], dict[str, str]]:
                          "misses by stage": stage_misses(project)})
 
     measure("cold build", ["dvc", "repro"])
-    cold_hashes.update(export_hashes(project))
+    cold_hashes.update(parquet_hashes(project))
     measure("no-op dvc repro", ["dvc", "repro"])
     victim = sorted((project / "corpus").rglob("*.cu"))[n // 2]
     victim.write_text(re.sub(r"(\d+\.\d+)f", lambda m: f"{float(m.group(1)) + 0.5:.4f}f", victim.read_text(),
@@ -174,7 +168,7 @@ def main() -> None:
     n0 = args.sizes[0]
     twin = make_project(work / "twin" / "elsewhere", n0)
     sh(["dvc", "repro"], twin)
-    same = export_hashes(twin) == hashes[n0]
+    same = parquet_hashes(twin) == hashes[n0]
     lines += ["", f"Two cold builds of N={n0} in two directories: {len(hashes[n0])} Parquet files, "
                   f"sha256 {'identical' if same else 'DIFFERENT'}."]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -22,6 +23,12 @@ TOOL_ENV = {
     "GIT_COMMITTER_NAME": "cass", "GIT_COMMITTER_EMAIL": "cass@localhost",
 }
 """Environment for `dvc`/`git` in a copy: this Python environment first on PATH, a git identity."""
+
+
+def parquet_hashes(project: Path, under: str = "data") -> dict[str, str]:
+    """sha256 of every Parquet file below ``under``, by path relative to the project."""
+    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((project / under).rglob("*.parquet"))}
 
 
 def run_in(cmd: list[str], cwd: Path) -> str:

@@ -70,7 +70,7 @@ def main() -> None:
     dropped = []
     for task in TASKS:
         prompt, answer = TEXTS[task.name]
-        rows = []
+        rows, dropped_before = [], len(dropped)
         for i in items:
             example_id = f"{i['unit_id']}/{task.name}"
             if same_text(i["texts"][prompt], i["texts"][answer]):
@@ -85,7 +85,7 @@ def main() -> None:
         shards = write_shards(table, OUT_DIR / task.name, per_shard)
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
-                              "dropped_identity": sum(d["sample_id"].endswith(f"/{task.name}") for d in dropped)}
+                              "dropped_identity": len(dropped) - dropped_before}
     write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), OUT_DIR / "dropped.parquet")
     kept = sum(m["rows"] for m in metrics.values())
     metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
