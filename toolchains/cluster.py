@@ -313,12 +313,17 @@ class DaskExecutor(Executor):
                 future.cancel()
 
     def _require(self, jobs: list[Job], resources: list[str]) -> None:
-        """Fail fast when some job needs a resource no connected host has."""
-        if lacking := set(resources) - self._available():
+        """Fail fast when some job needs a resource no connected host has (looked up twice, a poll
+        apart: the scheduler's view of a worker's resources can lag right after a run)."""
+        if not set(resources) - self._available():
+            return
+        time.sleep(self.POLL_S)
+        hosts = self.cluster.hosts(with_reports=False)
+        if lacking := set(resources) - {r for h in hosts for r, n in h.resources.items() if n > 0}:
             resource = sorted(lacking)[0]
             need = Counter(j.tool for j, r in zip(jobs, resources, strict=True) if r == resource)
             raise NoHostError(f"{sum(need.values())} job(s) ({', '.join(sorted(need))}) need "
-                              + self.cluster._no_host(resource, self.cluster.hosts(with_reports=False)))
+                              + self.cluster._no_host(resource, hosts))
 
     def _give_up_waiting(self, futures: dict, jobs: list[Job], resources: list[str],
                          missing_since: dict[str, float]) -> Iterator[tuple[int, JobResult]]:
