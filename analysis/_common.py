@@ -12,6 +12,7 @@ starts kernels in the notebook's folder) or headless through ``python -m stages.
 | ``CASS_PLOTS_DIR`` | ``analysis/plots`` | small CSV tables (DVC ``plots``) written here |
 | ``CASS_ANALYSIS_METRICS`` | ``analysis/metrics.json`` | numbers, one top-level key per notebook, merged |
 | ``CASS_ANALYSIS_MAX_SAMPLES`` | ``2000`` | cap on rows for the text-heavy analyses (chrF, opcodes, t-SNE); 0 = all |
+| ``CASS_CACHE`` | ``~/.cache/cass`` | per-row results kept between runs under ``analysis/`` (``memo_map``) |
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import polars as pl
+from blake3 import blake3
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,6 +58,30 @@ FIGURES_DIR = Path(env_path("CASS_FIGURES_DIR", "analysis/figures"))
 PLOTS_DIR = Path(env_path("CASS_PLOTS_DIR", "analysis/plots"))
 ANALYSIS_METRICS = Path(env_path("CASS_ANALYSIS_METRICS", "analysis/metrics.json"))
 MAX_SAMPLES = int(os.environ.get("CASS_ANALYSIS_MAX_SAMPLES") or 2000)
+CACHE_DIR = Path(os.environ.get("CASS_CACHE") or Path.home() / ".cache" / "cass").expanduser() / "analysis"
+
+
+def memo_map(name: str, items: Sequence[tuple[str, ...]], compute: Callable[[tuple[str, ...]], float]) -> list[float]:
+    """``compute(item)`` for every item (a tuple of texts), computed once per distinct item and kept in
+    ``CACHE_DIR/<name>.parquet`` by the BLAKE3 of its texts, so a rerun on a changed export computes only
+    the new rows. ``name`` must change whenever ``compute`` does."""
+    path = CACHE_DIR / f"{name}.parquet"
+    known = dict(pl.read_parquet(path).iter_rows()) if path.exists() else {}
+    keys = []
+    for item in items:
+        digest = blake3()
+        for text in item:
+            digest.update(blake3(text.encode()).digest())
+        keys.append(digest.hexdigest())
+    todo = {key: item for key, item in zip(keys, items, strict=True) if key not in known}
+    if todo:
+        known.update((key, compute(item)) for key, item in todo.items())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        pl.DataFrame({"key": list(known), "value": list(known.values())},
+                     schema={"key": pl.String, "value": pl.Float64}).write_parquet(tmp)
+        tmp.replace(path)
+    return [known[key] for key in keys]
 
 # ---------------------------------------------------------------------------------------------------------- tables
 

@@ -28,7 +28,8 @@
 # for source, medium for host and low for device assembly).
 #
 # chrF is quadratic in nothing but linear in the text length; with large tables set `CASS_ANALYSIS_MAX_SAMPLES`
-# (default 2000; the rows with the smallest ids are used, a stable pseudo-random sample).
+# (default 2000; the rows with the smallest ids are used, a stable pseudo-random sample). Scores are kept per pair
+# of texts (`memo_map`, keyed by the texts and chrF's signature): a rerun scores only pairs it has not seen.
 #
 # Inputs: `CASS_EXPORT_DIR`. Outputs: a figure, `chrf_by_kind.csv` and `chrf_per_sample.csv` in `CASS_PLOTS_DIR`,
 # numbers under the key `similarity` of `CASS_ANALYSIS_METRICS`.
@@ -43,16 +44,18 @@ if not Path("_common.py").exists() and Path("analysis/_common.py").exists():
 import _common as cn
 import matplotlib.pyplot as plt
 import polars as pl
+import sacrebleu
 from sacrebleu.metrics import CHRF
 
 # %%
 chrf = CHRF()
+chrf.sentence_score("a", ["a"])   # sets the number of references, which the signature in the metrics names
+CHRF_MEMO = f"chrf-{sacrebleu.__version__}-c{chrf.char_order}-w{chrf.word_order}-b{chrf.beta}"   # what scores depend on
 
 
-def score(hyp: str | None, ref: str | None) -> float | None:
-    """chrF of the HIP text (hypothesis) against the CUDA text (reference); None when either is empty."""
-    if not hyp or not ref:
-        return None
+def score(texts: tuple[str, str]) -> float:
+    """chrF of the HIP text (hypothesis) against the CUDA text (reference)."""
+    hyp, ref = texts
     return chrf.sentence_score(hyp, [ref]).score
 
 
@@ -83,9 +86,11 @@ for table, (frame, key) in tables.items():
     data = cn.limit_rows(frame.select(key, "origin", *cols), key).collect()
     for row in data.iter_rows(named=True):
         for kind, _, cuda, hip in wanted:
-            rows.append({"kind": kind, "id": row[key], "origin": row["origin"], "chrf": score(row[hip], row[cuda])})
-scores = pl.DataFrame(rows, schema={"kind": pl.String, "id": pl.String, "origin": pl.String, "chrf": pl.Float64})
-scores = scores.drop_nulls("chrf")
+            if row[hip] and row[cuda]:   # both texts there: chrF of an empty text means nothing
+                rows.append({"kind": kind, "id": row[key], "origin": row["origin"], "texts": (row[hip], row[cuda])})
+values = cn.memo_map(CHRF_MEMO, [r.pop("texts") for r in rows], score)
+scores = pl.DataFrame([r | {"chrf": v} for r, v in zip(rows, values, strict=True)],
+                      schema={"kind": pl.String, "id": pl.String, "origin": pl.String, "chrf": pl.Float64})
 kind_order = [k for k, *_ in kinds if k in set(scores["kind"])]
 origins = sorted(scores["origin"].unique().to_list())
 summary = (

@@ -6,7 +6,7 @@ gets a fresh project with its own empty store and the same generated tree
 ``GL/glext.h`` in the graphics ones). The stages up to ``export`` run one ``dvc repro -s`` at a
 time in dvc.yaml's order, each timed: its wall seconds and the CPU seconds of every process it
 ran (dvc, the stage, its tools). This checkout's stages also report their tools' CPU seconds
-(``metrics/time/<stage>.json``); the floor is that sum divided by the cores. From the measured
+(``metrics/run/<stage>.json``); the floor is that sum divided by the cores. From the measured
 per-file costs (this checkout also builds a tree a quarter the size, so that fixed costs and costs
 per file come apart) the report projects a full Stack v2 CUDA build on 1, 8 and 64 vendor hosts.
 The Hub is unreachable here, so the tokens stage runs with ``HF_HUB_OFFLINE=1``. It also checks
@@ -101,7 +101,7 @@ def build(project: Path) -> list[dict]:
         cpu, start = children_cpu(), time.perf_counter()
         run_in(["dvc", "repro", "-s", stage], project)
         row = {"stage": stage, "wall_s": time.perf_counter() - start, "cpu_s": children_cpu() - cpu}
-        timing = project / "metrics" / "time" / f"{stage}.json"
+        timing = project / "metrics" / "run" / f"{stage}.json"
         if timing.exists():
             recorded = json.loads(timing.read_text())
             row["tool_cpu_s"] = recorded.get("tool_cpu_s", 0.0)

@@ -55,10 +55,15 @@ def edit_params(project: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
+def stage_actions(project: Path, stage: str) -> dict:
+    """The store hits and misses of a stage's last run (its run report)."""
+    return json.loads((project / "metrics" / "run" / f"{stage}.json").read_text())["actions"]
+
+
 def actions(project: Path) -> dict[str, int]:
     total = {"hits": 0, "misses": 0}
     for stage in TOOL_STAGES:
-        m = json.loads((project / "metrics" / f"{stage}.json").read_text())["actions"]
+        m = stage_actions(project, stage)
         total["hits"] += m["hits"]
         total["misses"] += m["misses"]
     return total
@@ -66,7 +71,7 @@ def actions(project: Path) -> dict[str, int]:
 
 def stage_misses(project: Path) -> str:
     return " ".join(
-        f"{s}={json.loads((project / 'metrics' / f'{s}.json').read_text())['actions']['misses']}" for s in TOOL_STAGES
+        f"{s}={stage_actions(project, s)['misses']}" for s in TOOL_STAGES
     )
 
 

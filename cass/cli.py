@@ -5,13 +5,16 @@
     cass store stats          object and action counts and sizes
     cass store verify         re-hash every stored object; report (and set aside) corrupt ones
     cass store gc             remove objects and actions no current manifest needs
+    cass summary [PROJECT]    what the last build made and dropped (by stage and reason), where its outputs are
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from cass.report.summary import summary
 from stages.common import live_set, load_params, open_store
 from toolchains import AMD_SUITES, Toolchain, load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
@@ -119,6 +122,11 @@ def cmd_store_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_summary(args: argparse.Namespace) -> int:
+    print(summary(Path(args.project)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cass", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -133,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_parser("stats", help="counts and sizes").set_defaults(func=cmd_store_stats)
     store.add_parser("verify", help="check every object's digest").set_defaults(func=cmd_store_verify)
     store.add_parser("gc", help="remove what no current manifest references").set_defaults(func=cmd_store_gc)
+    report = sub.add_parser("summary", help="what the last build made and dropped, and where its outputs are")
+    report.add_argument("project", nargs="?", default=".", help="the pipeline checkout (default: here)")
+    report.set_defaults(func=cmd_summary)
     return parser
 
 

@@ -13,19 +13,23 @@ and this stage writes each executed notebook to ``$CASS_EXECUTED_DIR/<name>.ipyn
 and ``$CASS_METRICS_DIR`` (default ``metrics``). Relative paths are taken from the current directory and passed
 to the kernel as absolute paths.
 
-A cell that raises fails the stage: the message names the notebook, the cell and the error, and the partly
-executed notebook is still written for inspection. The metrics file is started afresh unless ``--only`` is given.
+The notebooks are independent: they run at once, as many as there are cores (``--jobs``), each writing its
+metrics section to a file of its own, merged into the metrics file at the end. A cell that raises fails the
+stage: the message names the notebook, the cell and the error, and the partly executed notebook is still written
+for inspection. The metrics file is started afresh unless ``--only`` is given.
 
-Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS]``.
+Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jupytext
@@ -146,29 +150,54 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
     return out
 
 
+def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: int) -> dict:
+    """Execute ``paths`` (``jobs`` at a time), each with its own metrics file; return their merged sections.
+
+    Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run."""
+    executed_dir = Path(env["CASS_EXECUTED_DIR"])
+    with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
+        def run(path: Path) -> None:
+            start = time.monotonic()
+            own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
+            out = execute_notebook(path, executed_dir, own, timeout)
+            print(f"analyze: {path.name} -> {out} ({time.monotonic() - start:.1f} s)", flush=True)
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(run, path) for path in paths]
+        for future in futures:
+            future.result()
+        merged: dict = {}
+        for path in paths:
+            section_file = Path(sections) / f"{path.stem}.json"
+            if section_file.exists():
+                merged.update(json.loads(section_file.read_text()))
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the notebooks; 0 on success, 1 (with the notebook, cell and error on stderr) on the first failure."""
+    """Run the notebooks; 0 on success, 1 (with the notebook, cell and error on stderr) on a failure."""
     parser = argparse.ArgumentParser(prog="python -m stages.analyze", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these notebooks (e.g. lengths)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="notebooks run at once (default: the cores)")
     args = parser.parse_args(argv)
 
     env = analysis_environment()
-    executed_dir = Path(env["CASS_EXECUTED_DIR"])
     metrics_file = Path(env["CASS_ANALYSIS_METRICS"])
     try:
         paths = notebooks(only=args.only)
         if not paths:
             raise AnalysisError(f"no notebooks in {NOTEBOOK_DIR}")
-        if not args.only:
-            metrics_file.unlink(missing_ok=True)  # a full run rebuilds every section: no stale keys
-        for path in paths:
-            start = time.monotonic()
-            out = execute_notebook(path, executed_dir, env, args.timeout)
-            print(f"analyze: {path.name} -> {out} ({time.monotonic() - start:.1f} s)", flush=True)
+        sections = run_notebooks(paths, env, args.timeout, args.jobs)
     except AnalysisError as error:
         print(f"analyze: FAILED: {error}", file=sys.stderr)
         return 1
+    # a full run rebuilds every section (no stale keys); --only replaces its notebooks' sections
+    merged = json.loads(metrics_file.read_text()) if args.only and metrics_file.exists() else {}
+    merged.update(sections)
+    metrics_file.parent.mkdir(parents=True, exist_ok=True)
+    metrics_file.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
     print(
         f"analyze: figures in {env['CASS_FIGURES_DIR']}, tables in {env['CASS_PLOTS_DIR']}, metrics in {metrics_file}"
     )

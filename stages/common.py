@@ -28,6 +28,7 @@ from store import Store, digest_bytes
 PARAMS_FILE = Path("params.yaml")
 DATA_DIR = Path("data")
 METRICS_DIR = Path("metrics")
+RUN_DIR = METRICS_DIR / "run"
 
 SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
 """Identity columns every manifest carries, so later stages never need to join back."""
@@ -141,10 +142,20 @@ def write_shards(table: pl.DataFrame, folder: Path, per_shard: int) -> int:
 
 
 def write_metrics(stage: str, metrics: dict) -> None:
-    """``metrics/<stage>.json``, the file `dvc metrics show` reads (sorted keys, stable bytes)."""
-    path = METRICS_DIR / f"{stage}.json"
+    """``metrics/<stage>.json``, the file `dvc metrics show` reads (sorted keys, stable bytes): what
+    the stage's outputs are, never how this run made them (a cold and a warm run write the same)."""
+    _write_json(METRICS_DIR / f"{stage}.json", metrics)
+
+
+def write_run_report(stage: str, report: dict) -> None:
+    """``metrics/run/<stage>.json``: how this run went (wall and CPU seconds, tool jobs, cache hits and
+    misses). Not a DVC output and not in git: it differs between runs of the same data."""
+    _write_json(RUN_DIR / f"{stage}.json", {**process_time(), **report})
+
+
+def _write_json(path: Path, value: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def process_time() -> dict:
@@ -165,15 +176,15 @@ def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:
 
 @dataclass
 class StageOutput:
-    """Collects what a stage passes on and what it drops, with per-reason counts, and its time
-    (``metrics/time/<stage>.json``: the stage process's wall and CPU seconds, its tools' jobs)."""
+    """Collects what a stage passes on and what it drops, with per-reason counts, and its run report
+    (``run``, written to ``metrics/run/<stage>.json`` with the stage process's wall and CPU seconds)."""
 
     stage: str
     rows_in: int = 0
     dropped: list[dict] = field(default_factory=list)
     extra_metrics: dict = field(default_factory=dict)
     action_keys: set[str] | None = None
-    time: dict = field(default_factory=dict)
+    run: dict = field(default_factory=dict)
 
     def drop(self, row: dict, reason: str, detail: str = "") -> None:
         """Record that ``row`` (a manifest row) is not passed on, and why."""
@@ -204,5 +215,5 @@ class StageOutput:
                 f"{len(self.dropped)} dropped; a row was lost"
             )
         write_metrics(self.stage, metrics)
-        write_metrics(f"time/{self.stage}", {**process_time(), **self.time})
+        write_run_report(self.stage, self.run)
         return metrics

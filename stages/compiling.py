@@ -117,9 +117,9 @@ def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> 
             f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
                                      if t.kind == "device"],
         })
-    out.extra_metrics["actions"] = runner.counts.as_dict()
+    out.run["actions"] = runner.counts.as_dict()
     out.action_keys = runner.keys
-    out.time = runner.time_metrics()
+    out.run.update(runner.time_metrics())
     out.extra_metrics["archs"] = vparams["archs"]
     kept = attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})
     print(out.write(kept))

@@ -86,8 +86,8 @@ def main() -> None:
             "hipify_warnings": store.put_text(text),
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })
-    out.extra_metrics["actions"] = runner.counts.as_dict()
-    out.time = runner.time_metrics()
+    out.run["actions"] = runner.counts.as_dict()
+    out.run.update(runner.time_metrics())
     out.extra_metrics["files"] = {"translated": len(translate), "checked_for_warnings": len(checked),
                                   "lines_that_can_warn": sum(c.candidates for c, _ in checked.values()),
                                   "lines_checked": sum(len(c.lines) for c, _ in checked.values())}

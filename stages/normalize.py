@@ -56,8 +56,8 @@ def main() -> None:
                       "amd_device_norm": norm["amd"][0], "nvidia_host_norm": norm["host"]})
         words["sass"].append(norm["nvidia"][1])
         words["amd"].append(norm["amd"][1])
-    out.extra_metrics["actions"] = runner.counts.as_dict()
-    out.time = runner.time_metrics()
+    out.run["actions"] = runner.counts.as_dict()
+    out.run.update(runner.time_metrics())
     out.action_keys = runner.keys
     out.extra_metrics["reduction"] = {vendor: mean_reduction(counts) for vendor, counts in words.items()}
     kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST,

@@ -8,7 +8,7 @@ most 256 files whatever the corpus size); only packs whose content changed are r
 
 from __future__ import annotations
 
-from stages.common import PACK_DIR, live_set, load_params, open_store, write_metrics
+from stages.common import PACK_DIR, live_set, load_params, open_store, write_metrics, write_run_report
 
 STAGE = "pack_store"
 
@@ -22,13 +22,12 @@ def main() -> None:
         "objects": len(objects),
         "actions": len(actions),
         "packs": len(list(PACK_DIR.glob("*.pack"))),
-        "packs_written": result.written,
-        "packs_unchanged": result.unchanged,
-        "packs_removed": result.removed,
         "bytes": sum(p.stat().st_size for p in PACK_DIR.glob("*.pack")),
     }
     write_metrics(STAGE, metrics)
-    print(metrics)
+    run = {"packs_written": result.written, "packs_unchanged": result.unchanged, "packs_removed": result.removed}
+    write_run_report(STAGE, run)
+    print(metrics | run)
 
 
 if __name__ == "__main__":

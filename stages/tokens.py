@@ -3,7 +3,9 @@
 Units are the file-level pairs (``normalize``) and the kernel-level pairs (``kernels``). For each
 unit and task (:mod:`stages.prompts`: CUDA source -> HIP source; SASS -> AMD device assembly,
 both normalised, first arch of each vendor), the prompt (instruction + fenced input) and the
-answer (fenced output) are tokenised in batches. A unit is kept when prompt plus answer fit
+answer (fenced output) are tokenised in batches; counts are memoised per text in the store
+(:class:`cass.memo.Memo`, keyed by the tokenizer files' digest), so a rerun tokenises only new
+texts and loads the tokenizer only if there are any. A unit is kept when prompt plus answer fit
 ``tokens.max_tokens`` for every task; otherwise it is dropped as ``over_budget`` with its counts.
 ``data/tokens/counts.parquet`` holds the counts of every unit, kept or not. The metrics record
 the tokenizer used and the token reduction of normalised SASS against raw SASS.
@@ -15,10 +17,11 @@ from collections import Counter
 
 import polars as pl
 
+from cass.memo import Memo
 from stages.common import DATA_DIR, StageOutput, load_params, manifest_path, open_store, read_manifest, write_parquet
 from stages.normalize import mean_reduction
 from stages.prompts import ASM, SOURCE, TASKS
-from stages.tokenizer import count_tokens, load_tokenizer
+from stages.tokenizer import counter, install_tokenizer, tokenizer_digest
 
 STAGE = "tokens"
 TOKENIZER_DIR = DATA_DIR / STAGE / "tokenizer"
@@ -49,15 +52,19 @@ def main() -> None:
     store = open_store(params)
     files, kernels = read_manifest("normalize"), read_manifest("kernels")
     items = units(store, files, kernels)
-    corpus = [text for item in items if item["level"] == "file" for text in item["texts"]]
-    tokenizer, used = load_tokenizer(tparams, corpus, DATA_DIR / STAGE)
-    tokenizer.save_pretrained(str(TOKENIZER_DIR))   # what the counts were made with, for training
-    batch = tparams["batch_size"]
+    used = install_tokenizer(tparams, lambda: (t for i in items if i["level"] == "file" for t in i["texts"]),
+                             TOKENIZER_DIR)   # what the counts are made with, for training
+    memo = Memo(store, "tokens.count", {"tokenizer": tokenizer_digest(TOKENIZER_DIR)})
+    count = counter(TOKENIZER_DIR, tparams["batch_size"])
+
+    def tokens(texts: list[str]) -> list[int]:
+        return memo.map(texts, count)
+
     columns = {
-        "source_prompt_tokens": count_tokens(tokenizer, [SOURCE.prompt(i["texts"][0]) for i in items], batch),
-        "source_answer_tokens": count_tokens(tokenizer, [SOURCE.answer(i["texts"][1]) for i in items], batch),
-        "asm_prompt_tokens": count_tokens(tokenizer, [ASM.prompt(i["texts"][2]) for i in items], batch),
-        "asm_answer_tokens": count_tokens(tokenizer, [ASM.answer(i["texts"][3]) for i in items], batch),
+        "source_prompt_tokens": tokens([SOURCE.prompt(i["texts"][0]) for i in items]),
+        "source_answer_tokens": tokens([SOURCE.answer(i["texts"][1]) for i in items]),
+        "asm_prompt_tokens": tokens([ASM.prompt(i["texts"][2]) for i in items]),
+        "asm_answer_tokens": tokens([ASM.answer(i["texts"][3]) for i in items]),
     }
     limit = tparams["max_tokens"]
     counts = pl.DataFrame({
@@ -69,7 +76,7 @@ def main() -> None:
           for t in TASKS))
     write_parquet(counts, manifest_path(STAGE, "counts"), sort_by="unit_id")
 
-    out = StageOutput(STAGE, rows_in=len(items))
+    out = StageOutput(STAGE, rows_in=len(items), action_keys=memo.keys)
     kept = []
     for item, row in zip(items, counts.iter_rows(named=True), strict=True):
         identity = {"sample_id": item["unit_id"], "origin": item["origin"], "path": item["path"],
@@ -84,19 +91,19 @@ def main() -> None:
                          **{c: row[c] for c in COUNT_COLUMNS}})
     out.extra_metrics.update(tokenizer=used, max_tokens=limit,
                              kept_by_level=dict(sorted(Counter(k["level"] for k in kept).items())),
-                             sass_token_reduction=sass_reduction(store, files, items[:files.height], tokenizer,
-                                                                 batch))
+                             sass_token_reduction=sass_reduction(store, files, items[:files.height], tokens))
+    out.run["memo"] = memo.counts()
     schema = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
               "unit_id": pl.String, "level": pl.String, "file_sample_id": pl.String, "kernel": pl.String,
               **dict.fromkeys(COUNT_COLUMNS, pl.Int64)}
     print(out.write(pl.DataFrame(kept, schema=schema)))
 
 
-def sass_reduction(store, files: pl.DataFrame, file_units: list[dict], tokenizer, batch: int) -> float:
+def sass_reduction(store, files: pl.DataFrame, file_units: list[dict], tokens) -> float:
     """Mean fraction of tokenizer tokens removed from SASS by the normalisation (first arch);
     ``file_units`` are the file-level units of ``files``, in order, holding the normalised text."""
-    raw = count_tokens(tokenizer, [store.get_text(r[0]["digest"]) for r in files["nvidia_device_asm"]], batch)
-    norm = count_tokens(tokenizer, [unit["texts"][2] for unit in file_units], batch)
+    raw = tokens([store.get_text(r[0]["digest"]) for r in files["nvidia_device_asm"]])
+    norm = tokens([unit["texts"][2] for unit in file_units])
     return mean_reduction(list(zip(raw, norm, strict=True)))
 
 

@@ -8,10 +8,15 @@ from pathlib import Path
 
 from cass.scaffold import parquet_hashes
 
-__all__ = ["metrics", "parquet_hashes"]
+__all__ = ["metrics", "parquet_hashes", "run_report"]
 
 
 def metrics(project: Path, stage: str) -> dict:
     """``metrics/<stage>.json`` of a project."""
     return json.loads((project / "metrics" / f"{stage}.json").read_text())
+
+
+def run_report(project: Path, stage: str) -> dict:
+    """``metrics/run/<stage>.json`` of a project: how the stage's last run went (actions, time)."""
+    return json.loads((project / "metrics" / "run" / f"{stage}.json").read_text())
 

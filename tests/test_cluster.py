@@ -17,7 +17,7 @@ import time
 import uuid
 
 import pytest
-from project_helpers import metrics, parquet_hashes
+from project_helpers import parquet_hashes, run_report
 
 from cass.hosts import NO_AMD, VendorHosts
 from cass.scaffold import REPO, TOOL_ENV, copy_pipeline, run_in
@@ -247,18 +247,18 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
         assert delivered and not delivered & set(rerun), "a finished job was computed again"
         for stage, host in (("hipify", "amd-1"), ("compile_nvidia", "nvidia-1"), ("compile_amd", "amd-1"),
                             ("normalize", "amd-1")):
-            actions = metrics(build, stage)["actions"]
+            actions = run_report(build, stage)["actions"]
             assert set(actions["jobs_by_host"]) == {host}, (stage, actions)
             assert actions["transient_failures"] == 0 and actions["jobs_sent"] == actions["misses"] > 0
-        assert metrics(build, "compile_amd")["actions"]["jobs_by_host"]["amd-1"] == \
-            metrics(project, "compile_amd")["actions"]["misses"]
+        assert run_report(build, "compile_amd")["actions"]["jobs_by_host"]["amd-1"] == \
+            run_report(project, "compile_amd")["actions"]["misses"]
 
         forced = ["hipify", "compile_nvidia", "compile_amd", "normalize"]
         run_in_env = subprocess.run(["dvc", "repro", "--force", "--single-item", *forced], cwd=build, env=env,
                                     capture_output=True, text=True, check=False)
         assert run_in_env.returncode == 0, run_in_env.stdout + run_in_env.stderr
         for stage in forced:   # every action is a store hit: nothing is sent to any host
-            actions = metrics(build, stage)["actions"]
+            actions = run_report(build, stage)["actions"]
             assert actions["jobs_sent"] == 0 and actions["hits"] > 0 and actions["jobs_by_host"] == {}, stage
         assert parquet_hashes(build, "data/export") == local_export
         run_in(["dvc", "status"], build)

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from project_helpers import metrics, parquet_hashes
+from project_helpers import metrics, parquet_hashes, run_report
 
 from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
 from stages.actions import ActionRunner, plan
@@ -44,7 +44,7 @@ def clean_hashes(project) -> dict[str, str]:
 
 
 def action_counts(project: Path, stage: str) -> dict:
-    return metrics(project, stage)["actions"]
+    return run_report(project, stage)["actions"]
 
 
 def test_dag_has_every_stage(project, clean_hashes):
@@ -161,6 +161,15 @@ def test_token_counts_are_the_qwen25_vocabularys_on_every_text_of_the_export(pro
     assert len(texts) > 7 * pairs.height
     for text, ids in zip(texts, tokenizer(texts, add_special_tokens=False)["input_ids"], strict=True):
         assert ids == wheel.encode(text) and tokenizer.decode(ids) == text
+
+    def lengths(texts: list[str]) -> list[int]:
+        return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+    # the stage's own counts (the tokenizers backend, memoised) are AutoTokenizer's
+    assert pairs["source_prompt_tokens"].to_list() == lengths([SOURCE.prompt(t) for t in pairs["cuda_source"]])
+    hip_kernels, sass = kernels["hip_kernel_source"], pairs["cuda_device_sass_sm_89_norm"]
+    assert kernels["source_answer_tokens"].to_list() == lengths([SOURCE.answer(t) for t in hip_kernels])
+    assert pairs["asm_prompt_tokens"].to_list() == lengths([ASM.prompt(t) for t in sass])
 
 
 def test_a_pair_over_the_token_budget_survives_as_kernels(project):
@@ -325,6 +334,8 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
     run(["dvc", "pull"], clone)
     assert parquet_hashes(clone) == parquet_hashes(project)
     assert not (clone / ".cass").exists()
+    run(["dvc", "repro"], clone)   # nothing to do, and nothing in git changes (metrics hold no run details)
+    assert run(["git", "status", "--porcelain"], clone) == ""
     changed = clone / "corpus" / "graph" / "bfs_frontier.cu"
     changed.write_text(changed.read_text() + "\n// collaborator's edit\n")
     run(["dvc", "repro"], clone)
@@ -333,6 +344,11 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
     assert 1 <= action_counts(clone, "compile_nvidia")["misses"] <= 2
     # every other NVIDIA-ok sample's two actions (host + kept cubin, SASS) came from the pulled store
     assert action_counts(clone, "compile_nvidia")["hits"] >= 2 * (metrics(clone, "compile_nvidia")["kept"] - 1)
+    # token counts of unchanged texts came with the packs: only the edited file's texts were tokenised
+    memo = run_report(clone, "tokens")["memo"]
+    kernels = pl.read_parquet(clone / "data" / "kernels" / "manifest.parquet")
+    edited = kernels.filter(pl.col("path").str.starts_with("graph/bfs_frontier.cu::")).height
+    assert 0 < memo["misses"] <= 5 + 4 * edited < memo["hits"], memo   # 4 texts per unit, + the raw SASS
 
 
 def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(clean_hashes, tmp_path):
@@ -396,10 +412,10 @@ def test_a_new_arch_compiles_only_that_arch(project):
     before = action_counts(project, "compile_nvidia")
     set_param(project, "archs: [sm_89]", "archs: [sm_89, sm_80]")
     run(["dvc", "repro"], project)
-    nv = metrics(project, "compile_nvidia")
-    assert nv["actions"]["hits"] == before["hits"] + before["misses"]
+    nv, actions = metrics(project, "compile_nvidia"), action_counts(project, "compile_nvidia")
+    assert actions["hits"] == before["hits"] + before["misses"]
     # per sample: nvcc -cubin and cuobjdump for sm_80 (the one that fails to compile: nvcc only)
-    assert nv["actions"]["misses"] == 2 * nv["kept"] + nv["dropped"]
+    assert actions["misses"] == 2 * nv["kept"] + nv["dropped"]
     df = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
     assert df["cuda_device_sass_sm_80"].str.contains("code for sm_80").all()
 

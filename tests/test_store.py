@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from cass.memo import Memo
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store, digest_bytes
 
 
@@ -150,3 +151,21 @@ def test_a_rewritten_record_rewrites_its_pack(store, tmp_path):
     store.write_packs(packs, {out}, {key}, prefix_len=1)
     store.record(key, ActionRecord("failed", 1, {}, out))
     assert store.write_packs(packs, {out}, {key}, prefix_len=1).written == 1
+
+
+def test_memo_computes_each_new_text_once_and_keeps_results_per_setting(store):
+    calls: list[list[str]] = []
+
+    def length(texts: list[str]) -> list[int]:
+        calls.append(texts)
+        return [len(t) for t in texts]
+
+    memo = Memo(store, "length", {"unit": "char"})
+    assert memo.map(["ab", "abc", "ab"], length) == [2, 3, 2]
+    assert calls == [["ab", "abc"]]   # distinct texts only
+    again = Memo(store, "length", {"unit": "char"})   # a later run: only the new text is computed
+    assert again.map(["abc", "abcd"], length) == [3, 4]
+    assert calls[-1] == ["abcd"] and again.counts() == {"hits": 1, "misses": 1}
+    assert again.keys and all(store.lookup(k) is not None for k in again.keys)   # what the packs must carry
+    other = Memo(store, "length", {"unit": "byte"})   # other settings: nothing reused
+    assert other.map(["ab"], length) == [2] and other.counts() == {"hits": 0, "misses": 1}

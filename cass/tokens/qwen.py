@@ -22,9 +22,6 @@ import tempfile
 from pathlib import Path
 
 from blake3 import blake3
-from tokenizers import AddedToken, normalizers
-from transformers import PreTrainedTokenizerFast
-from transformers.convert_slow_tokenizer import TikTokenConverter
 
 QWEN25_SPECIAL_TOKENS = (
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
@@ -84,6 +81,10 @@ def build(cache: Path) -> Path:
     out = cache / name
     if (out / "tokenizer.json").is_file():
         return out
+    from tokenizers import AddedToken, normalizers  # only to build: importing transformers takes seconds
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
     cache.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=cache))
     try:

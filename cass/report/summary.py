@@ -1,0 +1,61 @@
+"""The end-of-run summary of `dvc repro`: what was built, what was dropped and why, where it is.
+
+Read from the metrics the stages wrote (``metrics/<stage>.json``, in ``dvc.yaml``'s stage order) and
+their run reports (``metrics/run/<stage>.json``); a stage that has not run yet is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+OUTPUTS = (
+    ("pairs and kernels (Parquet)", "data/export"),
+    ("instruction data (chat messages)", "data/instruct"),
+    ("Hub layout", "data/hub/data"),
+    ("dataset card", "data/hub/README.md"),
+    ("figures", "analysis/figures"),
+    ("every dropped row, with its reason", "data/<stage>/dropped.parquet"),
+)
+
+
+def _read(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def stage_order(project: Path) -> list[str]:
+    """The stages as ``dvc.yaml`` lists them (the order `dvc repro` runs them in)."""
+    return list(yaml.safe_load((project / "dvc.yaml").read_text())["stages"])
+
+
+def summary(project: Path, width: int = 100) -> str:
+    """A short report of the build in ``project``, lines under ``width`` characters."""
+    metrics = {s: m for s in stage_order(project) if (m := _read(project / "metrics" / f"{s}.json")) is not None}
+    lines = []
+    export, instruct = metrics.get("export", {}), metrics.get("instruct", {})
+    if export:
+        lines.append(f"Built: {export.get('pairs', {}).get('rows', 0)} file-level pairs, "
+                     f"{export.get('kernels', {}).get('rows', 0)} kernel pairs.")
+    if instruct:
+        tasks = ", ".join(f"{task} {v['rows']}" for task, v in instruct.items() if isinstance(v, dict) and "rows" in v)
+        lines.append(f"Training examples: {tasks}.")
+    lines.append("Rows in -> kept per stage, drops by reason:")
+    name_width = max((len(s) for s in metrics), default=0)
+    for stage, m in metrics.items():
+        if "in" not in m or m["in"] == 0:   # a source that is switched off
+            continue
+        reasons = ", ".join(f"{reason} {n}" for reason, n in m.get("dropped_by_reason", {}).items())
+        line = f"  {stage:<{name_width}} {m['in']:>6} -> {m['kept']:<6} {'dropped: ' + reasons if reasons else ''}"
+        line = line.rstrip()
+        lines.append(line if len(line) <= width else line[:width - 3] + "...")
+    runs = {s: r for s in metrics if (r := _read(project / "metrics" / "run" / f"{s}.json")) is not None}
+    actions = [r["actions"] for r in runs.values() if "actions" in r]
+    if actions:
+        hits, misses = sum(a["hits"] for a in actions), sum(a["misses"] for a in actions)
+        lines.append(f"Tool actions in the last run of each tool stage: {misses} run, {hits} from the store.")
+    lines.append("Outputs:")
+    lines.extend(f"  {what:<36} {where}" for what, where in OUTPUTS)
+    lines.append("Details: `dvc metrics show`, metrics/<stage>.json; run reports in metrics/run/.")
+    return "\n".join(lines)
