@@ -1,10 +1,13 @@
 """Benchmark: what rebuilds cost, measured on synthetic corpora of several sizes.
 
 For each size N it makes a fresh copy of the pipeline with a generated corpus and times, with
-real tools and real `dvc repro`: the cold build, a no-op rerun, one changed source, one changed
-filter parameter, and one added sm arch, with the action hits/misses from the stage metrics and
-ratios against the cold build of the same run. It also times store lookups (action-key
-computation plus hit) and checks that two cold builds in two directories give identical bytes.
+real tools and real `dvc repro` of every stage (`HF_HUB_OFFLINE=1`): the cold build, a no-op rerun,
+one changed source, one changed filter parameter, and one added sm arch, with the stages that ran,
+the store's action hits/misses of every stage that runs tools (from the run reports), the token
+counts computed (not memoised), and ratios against the cold build of the same run. It also times
+store lookups (action-key computation plus hit) and checks that two cold builds in two directories
+give identical bytes. Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks'
+chrF scores) start empty in the run's work folder; the tokenizer is built there before any timing.
 
     python bench/rebuild.py --sizes 100 500 [--noop-size 10000] [--out bench/RESULTS.md]
 """
@@ -17,6 +20,7 @@ import os
 import platform
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,16 +31,20 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.gen_corpus import generate  # noqa: E402
-from cass.scaffold import copy_pipeline, parquet_hashes, run_in  # noqa: E402
+from cass.scaffold import TOOL_ENV, copy_pipeline, parquet_hashes  # noqa: E402
+from cass.tokens import qwen  # noqa: E402
 
-TOOL_STAGES = ("hipify", "compile_nvidia", "compile_amd")
+TOOL_STAGES = ("hipify", "repair", "compile_nvidia", "compile_amd", "normalize")
+ENV = {**TOOL_ENV, "HF_HUB_OFFLINE": "1"}
 
 
-def sh(cmd: list[str], cwd: Path) -> float:
-    """Run a command; return its wall time in seconds (raise with its output on failure)."""
+def sh(cmd: list[str], cwd: Path) -> tuple[float, str]:
+    """Run a command; return its wall time in seconds and its output (raise with it on failure)."""
     start = time.perf_counter()
-    run_in(cmd, cwd)
-    return time.perf_counter() - start
+    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} in {cwd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return time.perf_counter() - start, proc.stdout + proc.stderr
 
 
 def make_project(dest: Path, count: int, params_edits: dict[str, str] | None = None) -> Path:
@@ -55,24 +63,22 @@ def edit_params(project: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-def stage_actions(project: Path, stage: str) -> dict:
-    """The store hits and misses of a stage's last run (its run report)."""
-    return json.loads((project / "metrics" / "run" / f"{stage}.json").read_text())["actions"]
+def run_report(project: Path, stage: str) -> dict:
+    """A stage's last run report (metrics/run/<stage>.json)."""
+    return json.loads((project / "metrics" / "run" / f"{stage}.json").read_text())
 
 
-def actions(project: Path) -> dict[str, int]:
+def actions(project: Path, ran: list[str]) -> dict[str, int]:
     total = {"hits": 0, "misses": 0}
-    for stage in TOOL_STAGES:
-        m = stage_actions(project, stage)
+    for stage in (s for s in TOOL_STAGES if s in ran):
+        m = run_report(project, stage)["actions"]
         total["hits"] += m["hits"]
         total["misses"] += m["misses"]
     return total
 
 
-def stage_misses(project: Path) -> str:
-    return " ".join(
-        f"{s}={stage_actions(project, s)['misses']}" for s in TOOL_STAGES
-    )
+def stage_misses(project: Path, ran: list[str]) -> str:
+    return " ".join(f"{s}={run_report(project, s)['actions']['misses']}" for s in TOOL_STAGES if s in ran)
 
 
 def longest_source_lines(project: Path) -> int:
@@ -87,15 +93,15 @@ def scenarios(work: Path, n: int) -> tuple[list[dict], dict[str, str]]:
     cold_hashes = {}
 
     def measure(name: str, cmd: list[str]) -> None:
-        metrics = [project / "metrics" / f"{s}.json" for s in TOOL_STAGES]
-        before = [m.stat().st_mtime_ns if m.exists() else 0 for m in metrics]
-        seconds = sh(cmd, project)
-        if [m.stat().st_mtime_ns for m in metrics] == before:
-            rows.append({"N": n, "scenario": name, "seconds": seconds, "hits": "-", "misses": "-",
-                         "misses by stage": "no tool stage ran"})
-        else:
-            rows.append({"N": n, "scenario": name, "seconds": seconds, **actions(project),
-                         "misses by stage": stage_misses(project)})
+        seconds, output = sh(cmd, project)
+        ran = re.findall(r"Running stage '(\w+)'", output)
+        row = {"N": n, "scenario": name, "seconds": seconds, "stages": len(ran), "hits": "-", "misses": "-",
+               "misses by stage": "no tool stage ran", "tokens counted": "-"}
+        if set(ran) & set(TOOL_STAGES):
+            row.update(actions(project, ran), **{"misses by stage": stage_misses(project, ran)})
+        if "tokens" in ran:
+            row["tokens counted"] = run_report(project, "tokens")["memo"]["misses"]
+        rows.append(row)
 
     measure("cold build", ["dvc", "repro"])
     cold_hashes.update(parquet_hashes(project))
@@ -143,8 +149,8 @@ def noop_at(work: Path, n: int) -> dict:
     """No-op `dvc repro` over an ingested corpus of ``n`` files (a line filter passes only the
     shortest few percent to the compilers, so the cold build fits the machine)."""
     project = make_project(work / f"noop{n}", n, {"max_lines: 7000": "max_lines: 72"})
-    cold = sh(["dvc", "repro"], project)
-    noop = sh(["dvc", "repro"], project)
+    cold, _ = sh(["dvc", "repro"], project)
+    noop, _ = sh(["dvc", "repro"], project)
     ingested = json.loads((project / "metrics" / "ingest.json").read_text())["in"]
     compiled = json.loads((project / "metrics" / "compile_nvidia.json").read_text())["in"]
     return {"N": n, "ingested": ingested, "compiled": compiled, "cold": cold, "noop": noop}
@@ -157,18 +163,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write the tables (markdown) here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cass-bench-"))
+    ENV["CASS_CACHE"] = str(work / "cache")
+    qwen.build(work / "cache" / "tokenizers")   # once per machine in real use: not part of any timing
     lines = [f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; date {date.today()}", ""]
 
     rows, hashes = [], {}
     for n in args.sizes:
         size_rows, hashes[n] = scenarios(work, n)
         rows += size_rows
-    lines += ["| N | scenario | seconds | ratio to cold | action hits | action misses | misses by stage |",
-              "|---:|---|---:|---:|---:|---:|---|"]
+    lines += ["| N | scenario | seconds | ratio to cold | stages run | action hits | action misses | misses by stage "
+              "| texts tokenised |", "|---:|---|---:|---:|---:|---:|---:|---|---:|"]
     cold = {r["N"]: r["seconds"] for r in rows if r["scenario"] == "cold build"}
     for r in rows:
         lines.append(f"| {r['N']} | {r['scenario']} | {r['seconds']:.2f} | {r['seconds'] / cold[r['N']]:.3f} | "
-                     f"{r['hits']} | {r['misses']} | {r['misses by stage']} |")
+                     f"{r['stages']} | {r['hits']} | {r['misses']} | {r['misses by stage']} | {r['tokens counted']} |")
 
     n0 = args.sizes[0]
     twin = make_project(work / "twin" / "elsewhere", n0)
