@@ -52,6 +52,14 @@ def env_path(var: str, default: str) -> str:
     return str(path if path.is_absolute() else ROOT / path)
 
 
+def shown_path(value: str) -> str:
+    """A path as a notebook prints it: relative to the repository root when below it, so an executed
+    notebook holds the same bytes in every checkout."""
+    if _is_url(value) or not Path(value).is_relative_to(ROOT):
+        return value
+    return str(Path(value).relative_to(ROOT))
+
+
 EXPORT_DIR = env_path("CASS_EXPORT_DIR", "data/export")
 METRICS_DIR = env_path("CASS_METRICS_DIR", "metrics")
 FIGURES_DIR = Path(env_path("CASS_FIGURES_DIR", "analysis/figures"))

@@ -45,7 +45,7 @@ import polars as pl
 pairs = cn.scan_table("pairs")
 columns = pairs.collect_schema().names()
 backends = cn.backends(columns)
-print("export dir:", cn.EXPORT_DIR)
+print("export dir:", cn.shown_path(cn.EXPORT_DIR))
 print("backends:", [(b.key, b.text) for b in backends])
 
 lines = pairs.select(
