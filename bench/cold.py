@@ -101,7 +101,9 @@ def build(project: Path) -> list[dict]:
         cpu, start = children_cpu(), time.perf_counter()
         run_in(["dvc", "repro", "-s", stage], project)
         row = {"stage": stage, "wall_s": time.perf_counter() - start, "cpu_s": children_cpu() - cpu}
-        timing = project / "metrics" / "run" / f"{stage}.json"
+        reports = project / "metrics"   # run reports; before 62fed0a a pipeline wrote them to metrics/time/
+        timing = next((p for p in (reports / "run" / f"{stage}.json", reports / "time" / f"{stage}.json")
+                       if p.exists()), reports / "run" / f"{stage}.json")
         if timing.exists():
             recorded = json.loads(timing.read_text())
             row["tool_cpu_s"] = recorded.get("tool_cpu_s", 0.0)
