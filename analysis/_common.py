@@ -74,7 +74,10 @@ def memo_map(name: str, items: Sequence[tuple[str, ...]], compute: Callable[[tup
     ``CACHE_DIR/<name>.parquet`` by the BLAKE3 of its texts, so a rerun on a changed export computes only
     the new rows. ``name`` must change whenever ``compute`` does."""
     path = CACHE_DIR / f"{name}.parquet"
-    known = dict(pl.read_parquet(path).iter_rows()) if path.exists() else {}
+    try:
+        known = dict(pl.read_parquet(path).iter_rows())
+    except (OSError, pl.exceptions.PolarsError):   # none yet, or unreadable: start afresh
+        known = {}
     keys = []
     for item in items:
         digest = blake3()

@@ -20,7 +20,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.gen_corpus import generate  # noqa: E402
-from cass.scaffold import TOOL_ENV, copy_pipeline, parquet_hashes  # noqa: E402
+from cass.scaffold import TOOL_ENV, copy_pipeline, parquet_hashes, run_in  # noqa: E402
 from cass.tokens import qwen  # noqa: E402
 
 TOOL_STAGES = ("hipify", "repair", "compile_nvidia", "compile_amd", "normalize")
@@ -41,10 +40,8 @@ ENV = {**TOOL_ENV, "HF_HUB_OFFLINE": "1"}
 def sh(cmd: list[str], cwd: Path) -> tuple[float, str]:
     """Run a command; return its wall time in seconds and its output (raise with it on failure)."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} in {cwd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return time.perf_counter() - start, proc.stdout + proc.stderr
+    output = run_in(cmd, cwd, ENV)
+    return time.perf_counter() - start, output
 
 
 def make_project(dest: Path, count: int | None, params_edits: dict[str, str] | None = None) -> Path:

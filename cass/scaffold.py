@@ -31,9 +31,10 @@ def parquet_hashes(project: Path, under: str = "data") -> dict[str, str]:
             for p in sorted((project / under).rglob("*.parquet"))}
 
 
-def run_in(cmd: list[str], cwd: Path) -> str:
-    """Run a command in a project; return its output, raise with it on failure."""
-    proc = subprocess.run(cmd, cwd=cwd, env=TOOL_ENV, capture_output=True, text=True, check=False)
+def run_in(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run a command in a project (with ``env``, default ``TOOL_ENV``); return its output, raise with it
+    on failure."""
+    proc = subprocess.run(cmd, cwd=cwd, env=env or TOOL_ENV, capture_output=True, text=True, check=False)
     if proc.returncode:
         raise RuntimeError(f"{' '.join(cmd)} in {cwd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout + proc.stderr

@@ -115,7 +115,7 @@ def main() -> None:
             continue
         how_counts[how] += 1
         kept.append({**repo, "checkout": str(dest)})
-    out.extra_metrics["checkouts"] = how_counts
+    out.run["checkouts"] = how_counts
     schema = {"name": pl.String, "url": pl.String, "revision": pl.String, "checkout": pl.String}
     names = pl.DataFrame(kept, schema=schema)
     duplicates = names.filter(pl.col("name").is_duplicated())["name"].unique().to_list()

@@ -134,7 +134,7 @@ def main() -> None:
     write_parquet(pl.DataFrame(removed, schema=REMOVED_SCHEMA), manifest_path(STAGE, "removed"))
     per_origin = Counter((r["origin"], r["reason"]) for r in removed)
     out.extra_metrics["dropped_by_origin"] = {f"{o}:{r}": c for (o, r), c in sorted(per_origin.items())}
-    out.extra_metrics["signatures"] = {"computed": computed, "cached": len(sigs) - computed}
+    out.run["signatures"] = {"computed": computed, "cached": len(sigs) - computed}
     out.extra_metrics["parameters"] = mh.describe()
     print(out.write(read_manifest("filter").filter(pl.col("sample_id").is_in(kept_ids))))
 

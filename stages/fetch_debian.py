@@ -54,7 +54,7 @@ def main() -> None:
             "paths": list(pkg.get("paths") or []), "limit": int(pkg.get("limit") or 0),
             "configure": json.dumps(pkg.get("configure") or {}, sort_keys=True),
         })
-    out.extra_metrics["files_downloaded"] = downloaded
+    out.run["files_downloaded"] = downloaded
     print(out.write(pl.DataFrame(rows, schema=SCHEMA).sort("name")))
 
 

@@ -402,7 +402,8 @@ def main() -> None:
     sparams = params["stack_v2"]
     limit = int(sparams.get("limit") or 0)
     out = StageOutput(STAGE)
-    out.extra_metrics = {"fetched": 0, "already_held": 0, "bytes_fetched": 0, "limit": limit}
+    out.extra_metrics = {"limit": limit}
+    out.run = {"fetched": 0, "already_held": 0, "bytes_fetched": 0, "bytes_downloaded": 0}
     if not sparams.get("enabled"):
         print(write_outputs(out, empty_manifest(), pl.DataFrame(schema=REPOS_SCHEMA)))
         return
@@ -426,7 +427,7 @@ def main() -> None:
     kept = assemble(rows, results, out)
     fresh = [r for r in results.values() if r.status == "fetched"]
     out.action_keys = {fetcher.action_key(r.blob_id) for r in results.values() if r.ok}
-    out.extra_metrics.update({
+    out.run.update({
         "fetched": len(fresh),
         "already_held": sum(r.status == "held" for r in results.values()),
         "bytes_fetched": sum(r.nbytes for r in fresh),

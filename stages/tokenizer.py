@@ -29,8 +29,12 @@ QWEN25 = "qwen2.5"
 CORPUS_BPE = "corpus-bpe"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                   "vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja", "chat_template.json")
-"""The files of a tokenizer directory (a model directory's weights are not copied)."""
+                   "vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja", "chat_template.json",
+                   "config.json")
+"""The files of a tokenizer directory (a model directory's weights are not copied; its ``config.json`` is,
+for tokenizers whose class it names)."""
+BUILT_HERE = (QWEN25, CORPUS_BPE)
+"""Tokenizers this module saves itself: their ``tokenizer.json`` is the whole tokenizer (see ``counter``)."""
 
 
 def build_corpus_tokenizer(texts: Iterable[str], out_dir: Path, vocab_size: int = 4096) -> Path:
@@ -62,8 +66,10 @@ def cache_dir(params: dict) -> Path:
 
 def install_tokenizer(params: dict, corpus: Callable[[], Iterable[str]], out_dir: Path) -> str:
     """Put the tokenizer ``tokens.tokenizer`` names into ``out_dir`` (its tokenizer files); return
-    what it is. ``corpus`` gives the texts to train on, called only for ``corpus-bpe``."""
+    what it is. ``corpus`` gives the texts to train on, called only for ``corpus-bpe``. A local directory
+    or Hub id is loaded once here to check it (``transformers`` imported on every run then)."""
     name = params["tokenizer"]
+    shutil.rmtree(out_dir, ignore_errors=True)   # nothing of an earlier tokenizer stays to be counted with
     if name == QWEN25:
         built = qwen.build(cache_dir(params))
         _copy_tokenizer_files(built, out_dir)
@@ -102,16 +108,16 @@ def tokenizer_digest(directory: Path) -> str:
     return digest_bytes("\n".join(parts).encode())
 
 
-def counter(directory: Path, batch_size: int) -> Callable[[list[str]], list[int]]:
+def counter(directory: Path, batch_size: int, backend_only: bool) -> Callable[[list[str]], list[int]]:
     """A function giving tokens per text (no special tokens, in batches); the tokenizer in
-    ``directory`` is loaded at its first call: its ``tokenizer.json`` with the ``tokenizers`` library
-    (the backend ``AutoTokenizer`` wraps for such a directory, the same ids; tested), else through
-    ``transformers``."""
+    ``directory`` is loaded at its first call: with ``backend_only`` (a tokenizer of ``BUILT_HERE``)
+    its ``tokenizer.json`` with the ``tokenizers`` library (the backend ``AutoTokenizer`` wraps, the same
+    ids; tested), else through ``transformers`` (which may adjust a backend from its config)."""
     loaded = []
 
     def encode(texts: list[str]) -> list[list[int]]:
         if not loaded:
-            if (directory / "tokenizer.json").is_file():
+            if backend_only:
                 from tokenizers import Tokenizer
                 backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
                 loaded.append(lambda batch: [e.ids for e in backend.encode_batch(batch, add_special_tokens=False)])

@@ -21,7 +21,7 @@ from cass.memo import Memo
 from stages.common import DATA_DIR, StageOutput, load_params, manifest_path, open_store, read_manifest, write_parquet
 from stages.normalize import mean_reduction
 from stages.prompts import ASM, SOURCE, TASKS
-from stages.tokenizer import counter, install_tokenizer, tokenizer_digest
+from stages.tokenizer import BUILT_HERE, counter, install_tokenizer, tokenizer_digest
 
 STAGE = "tokens"
 TOKENIZER_DIR = DATA_DIR / STAGE / "tokenizer"
@@ -55,7 +55,7 @@ def main() -> None:
     used = install_tokenizer(tparams, lambda: (t for i in items if i["level"] == "file" for t in i["texts"]),
                              TOKENIZER_DIR)   # what the counts are made with, for training
     memo = Memo(store, "tokens.count", {"tokenizer": tokenizer_digest(TOKENIZER_DIR)})
-    count = counter(TOKENIZER_DIR, tparams["batch_size"])
+    count = counter(TOKENIZER_DIR, tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE)
 
     def tokens(texts: list[str]) -> list[int]:
         return memo.map(texts, count)

@@ -216,6 +216,11 @@ class Project:
     def metrics(self) -> dict:
         return json.loads((self.root / "metrics" / "fetch_stack.json").read_text())
 
+    def fetched(self) -> dict:
+        """What the last run downloaded and found in the store (its run report, not in the metrics)."""
+        report = json.loads((self.root / "metrics" / "run" / "fetch_stack.json").read_text())
+        return {k: report[k] for k in ("fetched", "already_held", "bytes_fetched", "bytes_downloaded")}
+
     def table(self, name: str = "manifest") -> pl.DataFrame:
         return pl.read_parquet(self.root / "data" / "fetch_stack" / f"{name}.parquet")
 
@@ -276,10 +281,10 @@ def test_contents_and_provenance_arrive_bad_blobs_are_dropped_and_a_rerun_fetche
     assert "not a gzip stream" in details["carol/broken/plain.cu"]
     assert "not to its name" in details["carol/broken/wrong.cu"]
     metrics = project.metrics()
-    assert metrics == {
-        "in": 9, "kept": 6, "dropped": 3, "dropped_by_reason": {"blob_corrupt": 2, "blob_missing": 1},
-        "fetched": 6, "already_held": 0, "limit": 0,
-        "bytes_fetched": sum(len(c) for c in CONTENT.values()),
+    assert metrics == {"in": 9, "kept": 6, "dropped": 3, "dropped_by_reason": {"blob_corrupt": 2, "blob_missing": 1},
+                       "limit": 0}
+    assert project.fetched() == {
+        "fetched": 6, "already_held": 0, "bytes_fetched": sum(len(c) for c in CONTENT.values()),
         "bytes_downloaded": sum(len(gzip.compress(c, mtime=0)) for c in CONTENT.values()),
     }
     assert project.table("actions").height == 6  # the records of kept blobs, which gc must keep
@@ -295,8 +300,8 @@ def test_contents_and_provenance_arrive_bad_blobs_are_dropped_and_a_rerun_fetche
 
     first_manifest = (project.root / "data/fetch_stack/manifest.parquet").read_bytes()
     project.run()
-    assert project.metrics()["fetched"] == 0
-    assert project.metrics()["already_held"] == 6
+    assert project.fetched()["fetched"] == 0
+    assert project.fetched()["already_held"] == 6
     assert project.dropped() == {"carol/broken/missing.cu": "blob_missing", "carol/broken/plain.cu": "blob_corrupt",
                                  "carol/broken/wrong.cu": "blob_corrupt"}
     assert (project.root / "data/fetch_stack/manifest.parquet").read_bytes() == first_manifest
@@ -313,13 +318,13 @@ def test_limit_takes_the_first_rows_by_blob_id_and_the_full_run_fetches_only_the
     assert sorted(project.table()["blob_id"]) == first
     assert project.metrics()["in"] == 3
     assert project.metrics()["limit"] == 3
-    assert project.metrics()["fetched"] == 3
+    assert project.fetched()["fetched"] == 3
     assert project.table("repos")["cuda_files"].sum() == len(GOOD)  # repos: the whole metadata
 
     project.params(limit=0)
     project.run(CASS_S3_SIGNED="1")  # signed with the (moto) credentials this time: same objects
-    metrics = project.metrics()
-    assert (metrics["in"], metrics["kept"], metrics["fetched"], metrics["already_held"]) == (6, 6, 3, 3)
+    metrics, fetched = project.metrics(), project.fetched()
+    assert (metrics["in"], metrics["kept"], fetched["fetched"], fetched["already_held"]) == (6, 6, 3, 3)
     assert dict(proxy.requests) == dict.fromkeys(good_ids(), 1)
 
 
@@ -342,8 +347,8 @@ def test_a_run_killed_mid_download_loses_nothing_it_fetched(make_project, proxy)
     proxy.release.set()
 
     project.run()
-    metrics = project.metrics()
-    assert (metrics["kept"], metrics["fetched"], metrics["already_held"]) == (6, 2, 4)
+    metrics, fetched = project.metrics(), project.fetched()
+    assert (metrics["kept"], fetched["fetched"], fetched["already_held"]) == (6, 2, 4)
     store = project.store()
     assert {r["blob_id"]: store.get(r["digest"]) for r in project.table().iter_rows(named=True)} == CONTENT
     assert {b: proxy.requests[b] for b in good_ids()} == {b: 2 if b in held_back else 1 for b in good_ids()}
@@ -361,12 +366,12 @@ def test_transient_errors_are_retried_with_backoff_and_then_dropped_uncached(mak
     dropped = project.table("dropped")
     assert dropped["reason"].to_list() == ["fetch_failed"]
     assert dropped["detail"][0].startswith(f"blob {down}: 3 attempts; last error: InternalError (HTTP 500)")
-    assert project.metrics()["fetched"] == 5
+    assert project.fetched()["fetched"] == 5
 
     proxy.faults.clear()
     project.run()  # the service recovered: only the failed blob is fetched
-    metrics = project.metrics()
-    assert (metrics["kept"], metrics["dropped"], metrics["fetched"], metrics["already_held"]) == (6, 0, 1, 5)
+    metrics, fetched = project.metrics(), project.fetched()
+    assert (metrics["kept"], metrics["dropped"], fetched["fetched"], fetched["already_held"]) == (6, 0, 1, 5)
     assert proxy.requests[down] == 4
 
 
@@ -376,8 +381,8 @@ def test_disabled_writes_empty_outputs_and_touches_nothing(make_project, proxy):
     project.run()
     assert project.table().schema == pl.Schema(MANIFEST_SCHEMA) and project.table().height == 0
     assert project.table("repos").schema == pl.Schema(REPOS_SCHEMA) and project.table("repos").height == 0
-    assert project.metrics() == {"in": 0, "kept": 0, "dropped": 0, "dropped_by_reason": {}, "fetched": 0,
-                                 "already_held": 0, "bytes_fetched": 0, "limit": 0}
+    assert project.metrics() == {"in": 0, "kept": 0, "dropped": 0, "dropped_by_reason": {}, "limit": 0}
+    assert project.fetched() == {"fetched": 0, "already_held": 0, "bytes_fetched": 0, "bytes_downloaded": 0}
     assert not (project.root / ".cass").exists()
     assert not proxy.requests
 

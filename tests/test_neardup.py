@@ -98,13 +98,13 @@ def test_stage_keeps_the_longest_and_caches_signatures(project):
     kept = pl.read_parquet("data/dedup/manifest.parquet")["path"].to_list()
     assert sorted(kept) == ["c.cu", "d.cu"]
     metrics = json.loads(Path("metrics/dedup.json").read_text())
-    assert metrics["signatures"] == {"computed": 4, "cached": 0}
+    assert json.loads(Path("metrics/run/dedup.json").read_text())["signatures"] == {"computed": 4, "cached": 0}
     assert metrics["parameters"]["num_perm"] == 256 and metrics["parameters"]["datasketch"] == "2.0.0"
 
     write_filter_manifest(store, {"a.cu": KERNEL, "b.cu": variant, "c.cu": longer, "d.cu": OTHER,
                                   "e.cu": KERNEL.replace("    ", "\t"), "f.cu": OTHER + "\nint extra;\n"})
     dedup.main()
-    assert json.loads(Path("metrics/dedup.json").read_text())["signatures"] == {"computed": 1, "cached": 4}
+    assert json.loads(Path("metrics/run/dedup.json").read_text())["signatures"] == {"computed": 1, "cached": 4}
 
 
 def test_decontamination_drops_items_near_a_reference(project):

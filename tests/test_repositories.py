@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from project_helpers import metrics
+from project_helpers import metrics, run_report
 from stack_v2_standin import git_sha1, meta_row, start_moto, upload_blobs, write_metadata
 
 from cass.scaffold import REPO, TOOL_ENV, copy_pipeline
@@ -100,12 +100,12 @@ def test_clone_failures_and_moving_revisions_are_dropped_with_reasons(project):
     reasons = dict(zip(dropped["path"], dropped["reason"], strict=True))
     assert reasons == {"missing": "clone_failed", "moving": "bad_revision"}
     assert "missing.git" in dropped.filter(pl.col("path") == "missing")["detail"][0]
-    assert metrics(project, "clone_repos")["checkouts"] == {"shallow": 1, "full": 0, "cached": 0}
+    assert run_report(project, "clone_repos")["checkouts"] == {"shallow": 1, "full": 0, "cached": 0}
 
 
 def test_stack_v2_files_arrive_from_s3_with_their_provenance(project, stack_v2):
     fetched = metrics(project, "fetch_stack")
-    assert fetched["kept"] == fetched["fetched"] == stack_v2["rows"]
+    assert fetched["kept"] == run_report(project, "fetch_stack")["fetched"] == stack_v2["rows"]
     rows = table(project, "ingest").filter(pl.col("origin") == "stack_v2")
     assert rows.height == stack_v2["rows"]
     assert set(rows["repository"]) == {"lab/library_tree"} and set(rows["license_type"]) == {"permissive"}

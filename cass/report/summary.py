@@ -1,7 +1,7 @@
 """The end-of-run summary of `dvc repro`: what was built, what was dropped and why, where it is.
 
-Read from the metrics the stages wrote (``metrics/<stage>.json``, in ``dvc.yaml``'s stage order) and
-their run reports (``metrics/run/<stage>.json``); a stage that has not run yet is left out.
+Read from the metrics (``metrics/<stage>.json``, in ``dvc.yaml``'s stage order; a stage without one
+is left out, and so is a source that is switched off) and the run reports (``metrics/run/<stage>.json``).
 """
 
 from __future__ import annotations
