@@ -50,8 +50,9 @@ def identity(row: dict, kernel: str) -> dict:
 
 
 def stored(store, by_arch: dict[str, str]) -> list[dict]:
-    """Texts per arch put in the store, as an ASM_LIST value."""
-    return [{"arch": arch, "digest": store.put_text(text)} for arch, text in sorted(by_arch.items())]
+    """Texts per arch put in the store, as an ASM_LIST value, in the file's arch order (the configured
+    one: the first arch is the one the training tasks use, as for file-level pairs)."""
+    return [{"arch": arch, "digest": store.put_text(text)} for arch, text in by_arch.items()]
 
 
 def main() -> None:

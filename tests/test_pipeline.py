@@ -418,6 +418,10 @@ def test_a_new_arch_compiles_only_that_arch(project):
     assert actions["misses"] == 2 * nv["kept"] + nv["dropped"]
     df = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
     assert df["cuda_device_sass_sm_80"].str.contains("code for sm_80").all()
+    # the tasks keep the first configured arch (sm_89) at file and kernel level: no prompt changed
+    assert pl.read_parquet(project / "data" / "kernels" / "manifest.parquet")["nvidia_kernel_sass"].list.first() \
+        .struct.field("arch").unique().to_list() == ["sm_89"]
+    assert run_report(project, "tokens")["memo"]["misses"] == 0
 
 
 def flip_a_byte(project: Path, digest: str) -> None:
