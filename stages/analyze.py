@@ -108,6 +108,22 @@ def _failed_cell(nb: nbformat.NotebookNode) -> tuple[int, str] | None:
     return None
 
 
+def coalesce_streams(nb: nbformat.NotebookNode) -> None:
+    """Join each cell's consecutive outputs to the same stream into one: how the kernel chunked a
+    print (it depends on timing, e.g. on a loaded machine) must not change the executed notebook."""
+    for cell in nb.cells:
+        merged: list = []
+        for output in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if (output.get("output_type") == "stream" and last is not None
+                    and last.get("output_type") == "stream" and last.get("name") == output.get("name")):
+                last["text"] += output["text"]
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
 def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeout: int) -> Path:
     """Convert ``path`` with jupytext, execute it in its folder, write ``executed_dir/<name>.ipynb``; return it.
 
@@ -146,6 +162,7 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
         except (CellTimeoutError, DeadKernelError, RuntimeError, TimeoutError) as error:
             raise AnalysisError(f"notebook {path.name}: {type(error).__name__}: {error}") from error
         finally:
+            coalesce_streams(nb)
             nbformat.write(nb, out)
     return out
 

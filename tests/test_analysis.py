@@ -198,3 +198,21 @@ def test_failing_cell_names_notebook_and_error(tmp_path: Path) -> None:
     message = str(error.value)
     assert "broken.py" in message and "cell 2" in message and "ValueError: boom" in message
     assert (tmp_path / "executed" / "broken.ipynb").is_file()
+
+
+def test_a_print_split_into_chunks_gives_the_same_executed_notebook():
+    from stages.analyze import coalesce_streams
+
+    def notebook(chunks: list[str]) -> str:
+        nb = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell("print(x)", id="cell-0")
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=c) for c in chunks]
+        cell.outputs.append(nbformat.v4.new_output("stream", name="stderr", text="warning\n"))
+        nb.cells.append(cell)
+        coalesce_streams(nb)
+        return nbformat.writes(nb)
+
+    whole = notebook(["backends: [...]\nsamples: 48\n"])
+    assert notebook(["backends: [...]\n", "samples: 48\n"]) == whole
+    assert notebook(["back", "ends: [...]\nsam", "ples: 48\n"]) == whole
+    assert '"name": "stderr"' in whole   # another stream stays its own output
