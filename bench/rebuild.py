@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.gen_corpus import generate  # noqa: E402
-from cass.scaffold import TOOL_ENV, copy_pipeline, parquet_hashes, run_in  # noqa: E402
+from cass.scaffold import TOOL_ENV, copy_pipeline, parquet_hashes, run_in, run_report  # noqa: E402
 from cass.tokens import qwen  # noqa: E402
 
 TOOL_STAGES = ("hipify", "repair", "compile_nvidia", "compile_amd", "normalize")
@@ -60,11 +60,6 @@ def edit_params(project: Path, old: str, new: str) -> None:
     if old not in text:
         raise ValueError(f"params.yaml has no {old!r}")
     path.write_text(text.replace(old, new, 1))
-
-
-def run_report(project: Path, stage: str) -> dict:
-    """A stage's last run report (metrics/run/<stage>.json)."""
-    return json.loads((project / "metrics" / "run" / f"{stage}.json").read_text())
 
 
 def actions(project: Path, ran: list[str]) -> dict[str, int]:

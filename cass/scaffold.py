@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +24,11 @@ TOOL_ENV = {
     "GIT_COMMITTER_NAME": "cass", "GIT_COMMITTER_EMAIL": "cass@localhost",
 }
 """Environment for `dvc`/`git` in a copy: this Python environment first on PATH, a git identity."""
+
+
+def run_report(project: Path, stage: str) -> dict:
+    """``metrics/run/<stage>.json`` of a project: how the stage's last run went (actions, time)."""
+    return json.loads((project / "metrics" / "run" / f"{stage}.json").read_text())
 
 
 def parquet_hashes(project: Path, under: str = "data") -> dict[str, str]:

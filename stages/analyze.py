@@ -39,6 +39,8 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+from stages.common import write_json
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "analysis"
 KERNEL_NAME = "python3"
@@ -213,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     # a full run rebuilds every section (no stale keys); --only replaces its notebooks' sections
     merged = json.loads(metrics_file.read_text()) if args.only and metrics_file.exists() else {}
     merged.update(sections)
-    metrics_file.parent.mkdir(parents=True, exist_ok=True)
-    metrics_file.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
+    write_json(metrics_file, merged)
     print(
         f"analyze: figures in {env['CASS_FIGURES_DIR']}, tables in {env['CASS_PLOTS_DIR']}, metrics in {metrics_file}"
     )

@@ -144,16 +144,17 @@ def write_shards(table: pl.DataFrame, folder: Path, per_shard: int) -> int:
 def write_metrics(stage: str, metrics: dict) -> None:
     """``metrics/<stage>.json``, the file `dvc metrics show` reads (sorted keys, stable bytes): what
     the stage's outputs are, never how this run made them (a cold and a warm run write the same)."""
-    _write_json(METRICS_DIR / f"{stage}.json", metrics)
+    write_json(METRICS_DIR / f"{stage}.json", metrics)
 
 
 def write_run_report(stage: str, report: dict) -> None:
     """``metrics/run/<stage>.json``: how this run went (wall and CPU seconds, tool jobs, cache hits and
     misses). Not a DVC output and not in git: it differs between runs of the same data."""
-    _write_json(RUN_DIR / f"{stage}.json", {**process_time(), **report})
+    write_json(RUN_DIR / f"{stage}.json", {**process_time(), **report})
 
 
-def _write_json(path: Path, value: dict) -> None:
+def write_json(path: Path, value: dict) -> None:
+    """A metrics-style JSON file: sorted keys, indented, stable bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cass.scaffold import parquet_hashes
+from cass.scaffold import parquet_hashes, run_report
 
 __all__ = ["metrics", "parquet_hashes", "run_report"]
 
@@ -14,9 +14,4 @@ __all__ = ["metrics", "parquet_hashes", "run_report"]
 def metrics(project: Path, stage: str) -> dict:
     """``metrics/<stage>.json`` of a project."""
     return json.loads((project / "metrics" / f"{stage}.json").read_text())
-
-
-def run_report(project: Path, stage: str) -> dict:
-    """``metrics/run/<stage>.json`` of a project: how the stage's last run went (actions, time)."""
-    return json.loads((project / "metrics" / "run" / f"{stage}.json").read_text())
 
