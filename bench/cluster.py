@@ -3,7 +3,7 @@ the cluster path's per-job overhead against the local path, on cache misses and 
 
 Throughput: real ``nvcc -cubin`` jobs (every one a miss, fresh store per row) for generated
 programs (bench/gen_corpus.py), run by the local executor with N threads (the baseline) and by a
-scheduler on 127.0.0.1 with N NVIDIA worker processes of one thread each (cass.hosts).
+scheduler on 127.0.0.1 with N NVIDIA worker processes of one thread each (tests/harness/hosts.py).
 Overhead on misses: the same small real job (``cuobjdump -elf`` of a small cubin) run M times
 by one local thread and by one single-thread worker, in one batch (pipelined) and one job at a
 time (latency). Overhead on hits: ActionRunner.run over K actions that are all store hits, with
@@ -25,12 +25,13 @@ from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]   # the pipeline, and the harness in tests/
+
+from harness.hosts import VendorHosts  # noqa: E402
 
 from bench.gen_corpus import generate  # noqa: E402
 from bench.results import replace_section  # noqa: E402
-from cass.hosts import VendorHosts  # noqa: E402
-from stages.actions import ActionRunner, plan  # noqa: E402
+from cass.compiling.actions import ActionRunner, plan  # noqa: E402
 from store import Store  # noqa: E402
 from toolchains import load_toolchains, local_executor  # noqa: E402
 from toolchains.cluster import Cluster  # noqa: E402

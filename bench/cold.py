@@ -35,12 +35,13 @@ import polars as pl
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")   # before cass.scaffold takes its copy of the environment
+sys.path[:0] = [str(REPO), str(REPO / "tests")]   # the pipeline, and the harness in tests/
+os.environ.setdefault("HF_HUB_OFFLINE", "1")   # before harness.project takes its copy of the environment
+
+from harness.project import copy_pipeline, parquet_hashes, run_in  # noqa: E402
 
 from bench.gen_corpus import generate_tree  # noqa: E402
 from bench.results import replace_section  # noqa: E402
-from cass.scaffold import copy_pipeline, parquet_hashes, run_in  # noqa: E402
 from store import Store  # noqa: E402
 
 SECTION = "## Cold builds (issue 14)"

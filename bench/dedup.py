@@ -41,8 +41,8 @@ import datasketch  # noqa: E402
 import rensa  # noqa: E402  (pip install -e ".[bench]")
 
 from bench.gen_corpus import program  # noqa: E402
-from stages.dedup import cached_signatures  # noqa: E402
-from stages.neardup import (  # noqa: E402
+from cass.dedup.corpus import cached_signatures  # noqa: E402
+from cass.dedup.minhash import (  # noqa: E402
     MinHashParams,
     candidate_links,
     components,

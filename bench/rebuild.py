@@ -27,11 +27,12 @@ from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]   # the pipeline, and the harness in tests/
+
+from harness.project import TOOL_ENV, copy_pipeline, parquet_hashes, run_in, run_report  # noqa: E402
 
 from bench.gen_corpus import generate  # noqa: E402
-from cass.scaffold import TOOL_ENV, copy_pipeline, parquet_hashes, run_in, run_report  # noqa: E402
-from cass.tokens import qwen  # noqa: E402
+from cass.training import qwen  # noqa: E402
 
 TOOL_STAGES = ("hipify", "repair", "compile_nvidia", "compile_amd", "normalize")
 ENV = {**TOOL_ENV, "HF_HUB_OFFLINE": "1"}
@@ -119,8 +120,9 @@ def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
 def lookup_throughput(project: Path, seconds: float = 3.0) -> tuple[int, float]:
     """Action-key computation plus store hit, for every hipify and host-compile action."""
     os.chdir(project)
-    from stages.actions import plan
-    from stages.common import load_params, open_store, read_manifest
+    from cass.compiling.actions import plan
+    from cass.pipeline.context import load_params, open_store
+    from cass.pipeline.manifests import read_manifest
     from toolchains import load_toolchains
 
     params = load_params()

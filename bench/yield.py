@@ -35,11 +35,12 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]   # the pipeline, and the harness in tests/
+
+from harness.project import copy_pipeline, run_in, update_pipeline  # noqa: E402
 
 from bench.results import replace_section  # noqa: E402
 from cass.report.yields import SUMMARY_HEADER, markdown, summary_rows  # noqa: E402
-from cass.scaffold import copy_pipeline, run_in, update_pipeline  # noqa: E402
 from cass.sources.debian import package_origin  # noqa: E402
 
 SECTION = "## Yield on real code (issue 13)"
@@ -69,8 +70,8 @@ def build(project: Path, params: dict) -> dict:
 
 
 def tool_versions(project: Path) -> str:
-    """The compilers a variant used, as the toolchains stage recorded them."""
-    record = json.loads((project / "data" / "toolchains" / "toolchains.json").read_text())
+    """The compilers a variant used, as the toolchain_fingerprints stage recorded them."""
+    record = json.loads((project / "data" / "toolchain_fingerprints" / "toolchains.json").read_text())
     nvcc = re.search(r"release [\d.]+", record["nvidia"]["nvcc"]["version"])
     return (f"nvcc {nvcc.group(0) if nvcc else '?'}, {record['amd']['hipcc']['version'].split(' | ')[0]}, "
             f"hipify-perl reporting \"{record['amd']['hipify-perl']['version']}\"")

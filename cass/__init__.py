@@ -1,1 +1,2 @@
-"""The `cass` command line: what is not a DVC stage (toolchain checks, store inspection)."""
+"""The CASS pipeline library: the work of every DVC stage (stages/ only calls it), by domain, and the
+`cass` command line (cli)."""

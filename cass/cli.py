@@ -6,6 +6,7 @@
     cass store verify         re-hash every stored object; report (and set aside) corrupt ones
     cass store gc             remove objects and actions no current manifest needs
     cass summary [PROJECT]    what the last build made and dropped (by stage and reason), where its outputs are
+    cass wiring [PROJECT]     check dvc.yaml against the code: every module a stage runs is in its deps
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from cass.pipeline.context import load_params, open_store
+from cass.pipeline.manifests import live_set
+from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
-from stages.common import live_set, load_params, open_store
 from toolchains import AMD_SUITES, Toolchain, load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
 from toolchains.system import header_parity
@@ -127,6 +130,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_wiring(args: argparse.Namespace) -> int:
+    problems = wiring_report(Path(args.project))
+    print("\n".join(problems) or "wiring: every stage's deps cover the modules it runs; no stage imports another")
+    return 1 if problems else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cass", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -144,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("summary", help="what the last build made and dropped, and where its outputs are")
     report.add_argument("project", nargs="?", default=".", help="the pipeline checkout (default: here)")
     report.set_defaults(func=cmd_summary)
+    wiring = sub.add_parser("wiring", help="check that dvc.yaml's deps cover the modules each stage runs")
+    wiring.add_argument("project", nargs="?", default=".", help="the pipeline checkout (default: here)")
+    wiring.set_defaults(func=cmd_wiring)
     return parser
 
 

@@ -1,1 +1,1 @@
-"""The pipeline's DVC stages, one module each (see dvc.yaml)."""
+"""The DVC stages: one entry point per stage of dvc.yaml, each a few lines that call the library (:mod:`cass`)."""

@@ -1,95 +1,10 @@
-"""Stage kernels: kernel-level pairs, next to the file-level ones.
+"""Stage kernels: kernel-level pairs: each kernel's source and assembly on both vendors.
 
-Normalised SASS is split at its ``Function :`` headers and normalised AMD device assembly at its
-kernel symbols (``.amdhsa_kernel``); kernels are matched across vendors by mangled name (which
-includes template arguments, so each instantiation is its own kernel), then by unqualified name
-where it is unique on both sides (vector types mangle differently: CUDA ``float2`` is
-``6float2``, HIP's ``15HIP_vector_typeIfLj2EE``). Each matched kernel becomes a row with the
-source of that ``__global__`` function from the CUDA file and from its HIP translation. The
-row's ``kernel`` is the CUDA mangled name. What does not match is counted with its reason: ``only_nvidia`` /
-``only_amd`` (a kernel one compiler emitted and the other did not, e.g. a name hipify changed),
-``source_not_found`` (the function's text could not be cut out of a source, e.g. one made by a
-macro).
+The work: :func:`cass.text.kernels.run`.
 """
 
-from __future__ import annotations
-
-import polars as pl
-
-from stages.asm_text import kernel_base_name, kernel_source, match_kernels, split_amd, split_sass
-from stages.common import StageOutput, load_params, open_store, read_manifest
-from stages.compiling import ASM_LIST
-
-STAGE = "kernels"
-SCHEMA = {
-    "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
-    "file_sample_id": pl.String, "kernel": pl.String, "kernel_name": pl.String,
-    "cuda_kernel_source": pl.String, "hip_kernel_source": pl.String,
-    "nvidia_kernel_sass": ASM_LIST, "amd_kernel_asm": ASM_LIST,
-}
-
-
-def kernel_id(file_sample_id: str, kernel: str) -> str:
-    """A kernel row's id: its file's id and its mangled name."""
-    return f"{file_sample_id}:{kernel}"
-
-
-def split_all(store, pieces: list[dict], split) -> dict[str, dict[str, str]]:
-    """kernel -> {arch: text} over every arch's assembly."""
-    found: dict[str, dict[str, str]] = {}
-    for asm in pieces:
-        for name, text in split(store.get_text(asm["digest"])).items():
-            found.setdefault(name, {})[asm["arch"]] = text
-    return found
-
-
-def identity(row: dict, kernel: str) -> dict:
-    """The identity columns of one kernel of a file-level row."""
-    return {"sample_id": kernel_id(row["sample_id"], kernel), "origin": row["origin"],
-            "path": f"{row['path']}::{kernel}", "domain": row["domain"]}
-
-
-def stored(store, by_arch: dict[str, str]) -> list[dict]:
-    """Texts per arch put in the store, as an ASM_LIST value, in the file's arch order (the configured
-    one: the first arch is the one the training tasks use, as for file-level pairs)."""
-    return [{"arch": arch, "digest": store.put_text(text)} for arch, text in by_arch.items()]
-
-
-def main() -> None:
-    params = load_params()
-    store = open_store(params)
-    rows = read_manifest("normalize")
-    out = StageOutput(STAGE)
-    kept = []
-    for row in rows.iter_rows(named=True):
-        sass = split_all(store, row["nvidia_device_norm"], split_sass)
-        amd = split_all(store, row["amd_device_norm"], split_amd)
-        cuda_source = store.get_text(row["files"][0]["digest"])
-        hip_source = store.get_text(row["hip_files"][0]["digest"])
-        matched = match_kernels(sass, amd)
-        hip_matched = set(matched.values())
-        unmatched = [(k, "only_nvidia") for k in sass if k not in matched] + \
-            [(k, "only_amd") for k in amd if k not in hip_matched]
-        for kernel, reason in unmatched:
-            out.rows_in += 1
-            out.drop(identity(row, kernel), reason, kernel)
-        for kernel, hip_kernel in sorted(matched.items()):
-            out.rows_in += 1
-            unit = identity(row, kernel)
-            name = kernel_base_name(kernel)
-            cuda_text, hip_text = kernel_source(cuda_source, kernel), kernel_source(hip_source, hip_kernel)
-            if cuda_text is None or hip_text is None:
-                missing = "CUDA" if cuda_text is None else "HIP"
-                out.drop(unit, "source_not_found", f"no __global__ {name} in the {missing} source")
-                continue
-            kept.append({
-                **unit, "file_sample_id": row["sample_id"], "kernel": kernel, "kernel_name": name,
-                "cuda_kernel_source": store.put_text(cuda_text), "hip_kernel_source": store.put_text(hip_text),
-                "nvidia_kernel_sass": stored(store, sass[kernel]), "amd_kernel_asm": stored(store, amd[hip_kernel]),
-            })
-    out.extra_metrics["files"] = rows.height
-    print(out.write(pl.DataFrame(kept, schema=SCHEMA)))
-
+from cass.pipeline.context import Stage
+from cass.text.kernels import run
 
 if __name__ == "__main__":
-    main()
+    run(Stage("kernels"))

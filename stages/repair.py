@@ -1,67 +1,10 @@
-"""Stage repair: the post-HIPIFY repair layer (:mod:`cass.translate.repair`) on every HIP file.
+"""Stage repair: the post-HIPIFY repair rules on every HIP file.
 
-Each distinct hipified file is one cached action keyed by the rule set's id, the repair target
-(the AMD toolchain's HIP version and hipBLAS API, the NVIDIA toolchain's CUDA version, whether the
-archs run wave32) and the file's digest. The manifest keeps hipify-perl's own files
-(``hip_files_hipify``) next to the repaired ones (``hip_files``, what compile_amd builds), the
-rules that fired per sample (``repair_rules``) and whether any file changed (``hip_repaired``).
-``repair.enabled: false`` passes hipify-perl's files on unchanged. Nothing is dropped here.
+The work: :func:`cass.translate.repair_files.run`.
 """
 
-from __future__ import annotations
-
-from collections import Counter
-
-import polars as pl
-
-from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
-from stages.actions import pipeline_toolchains
-from stages.common import FILES_DTYPE, StageOutput, attach, load_params, open_store, read_manifest
-
-STAGE = "repair"
-
-
-def main() -> None:
-    params = load_params()
-    store = open_store(params)
-    rows = read_manifest("hipify").rename({"hip_files": "hip_files_hipify"})
-    out = StageOutput(STAGE, rows_in=rows.height)
-    repairer = None
-    if params["repair"]["enabled"]:
-        toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
-        amd = toolchains["amd"]
-        target = RepairTarget(hip=amd.hip_version(), cuda=toolchains["nvidia"].cuda_version(),
-                              wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
-        repairer = CachedRepair(store, target)
-    samples_by_rule: Counter = Counter()
-    files_by_rule: dict[str, set[str]] = {}
-    added = []
-    for row in rows.iter_rows(named=True):
-        files, fired = [], set()
-        for f in row["hip_files_hipify"]:
-            digest, rules = repairer(f["digest"]) if repairer else (f["digest"], [])
-            files.append({"path": f["path"], "digest": digest})
-            fired.update(rules)
-            for rule in rules:
-                files_by_rule.setdefault(rule, set()).add(f["digest"])
-        samples_by_rule.update(fired)
-        added.append({"sample_id": row["sample_id"], "hip_files": files, "repair_rules": sorted(fired),
-                      "hip_repaired": files != row["hip_files_hipify"]})
-    kept = attach(rows, added, {"hip_files": FILES_DTYPE, "repair_rules": pl.List(pl.String),
-                                "hip_repaired": pl.Boolean})
-    out.extra_metrics.update({
-        "enabled": bool(repairer),
-        "ruleset": ruleset_id() if repairer else None,
-        "target": repairer.target.key() if repairer else None,
-        "samples_repaired": sum(a["hip_repaired"] for a in added),
-        "samples_by_rule": dict(sorted(samples_by_rule.items())),
-        "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},
-    })
-    out.run["actions"] = {"hits": repairer.hits, "misses": repairer.misses} if repairer else {"hits": 0, "misses": 0}
-    if repairer:
-        out.action_keys = repairer.keys
-    print(out.write(kept))
-
+from cass.pipeline.context import Stage
+from cass.translate.repair_files import run
 
 if __name__ == "__main__":
-    main()
+    run(Stage("repair"))

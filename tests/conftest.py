@@ -13,8 +13,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("CASS_CACHE", tempfile.mkdtemp(prefix="cass-test-cache-"))
 
-from cass.scaffold import REPO, copy_pipeline, run_in
-from stages.common import load_params
+from harness.project import REPO, copy_pipeline, run_in
+
+from cass.pipeline.context import load_params
 from store import Store
 from toolchains import Toolchain, ToolchainMissingError, load_toolchains
 

@@ -18,9 +18,8 @@ from types import ModuleType
 import nbformat
 import polars as pl
 import pytest
+from harness.project import REPO
 from PIL import Image
-
-from cass.scaffold import REPO
 
 EXPORT_DIR = os.environ.get("CASS_TEST_EXPORT_DIR") or str(REPO / "data" / "export")
 METRICS_DIR = os.environ.get("CASS_TEST_METRICS_DIR") or str(REPO / "metrics")
@@ -189,7 +188,7 @@ def test_published_layout_and_metrics_merge(tmp_path: Path, inputs: tuple[str, s
 
 
 def test_failing_cell_names_notebook_and_error(tmp_path: Path) -> None:
-    from stages.analyze import AnalysisError, analysis_environment, execute_notebook
+    from cass.report.notebooks import AnalysisError, analysis_environment, execute_notebook
 
     notebook = tmp_path / "broken.py"
     notebook.write_text('# %% [markdown]\n# broken\n\n# %%\nx = 1\n\n# %%\nraise ValueError("boom")\n')
@@ -201,7 +200,7 @@ def test_failing_cell_names_notebook_and_error(tmp_path: Path) -> None:
 
 
 def test_a_print_split_into_chunks_gives_the_same_executed_notebook():
-    from stages.analyze import coalesce_streams
+    from cass.report.notebooks import coalesce_streams
 
     def notebook(chunks: list[str]) -> str:
         nb = nbformat.v4.new_notebook()

@@ -1,4 +1,4 @@
-"""Tests for stages.asm_text on real device assembly copied from the exported pairs.
+"""Tests for cass.text on real device assembly copied from the exported pairs.
 
 Fixtures under tests/fixtures/asm/ are rows of data/export/pairs: ``tiled_matmul`` (sample
 84cc55be74dceac6, a kernel template instantiated for double and float), ``chebyshev_eval_streams``
@@ -14,16 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from stages.asm_text import (
-    kernel_base_name,
-    kernel_source,
-    match_kernels,
-    normalize_amd,
-    normalize_sass,
-    split_amd,
-    split_sass,
-    standalone_amd_kernel,
-)
+from cass.text.amdgpu import normalize_amd, split_amd, standalone_amd_kernel
+from cass.text.kernel_names import kernel_base_name, match_kernels
+from cass.text.kernel_source import kernel_source
+from cass.text.sass import normalize_sass, split_sass
 
 FIXTURES = Path(__file__).parent / "fixtures" / "asm"
 CORPUS_SOURCES = {"chebyshev_eval_streams.cu": "math/chebyshev_eval_streams.cu",

@@ -1,7 +1,7 @@
 """Vendor hosts on Dask: a real scheduler, an NVIDIA worker and an AMD worker on 127.0.0.1.
 
 The NVIDIA host has no AMD toolchain and the AMD host no CUDA; the AMD host's tools run inside
-the Debian root of params.yaml's ``amd.toolchain`` (the worker enters it per call). See cass/hosts.py.
+the Debian root of params.yaml's ``amd.toolchain`` (the worker enters it per call). See tests/harness/hosts.py.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import time
 import uuid
 
 import pytest
-from project_helpers import parquet_hashes, run_report
+from harness.hosts import NO_AMD, VendorHosts
+from harness.project import REPO, TOOL_ENV, copy_pipeline, parquet_hashes, run_in, run_report
 
-from cass.hosts import NO_AMD, VendorHosts
-from cass.scaffold import REPO, TOOL_ENV, copy_pipeline, run_in
-from stages.actions import ActionRunner, plan
-from stages.common import load_params
+from cass.compiling.actions import ActionRunner, plan
+from cass.pipeline.context import load_params
 from store import Store
 from toolchains import load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import polars as pl
 
+from cass.pipeline.manifests import StageOutput
 from cass.sources.configure import configure_text, configure_tree, configured_name
-from stages.common import StageOutput
-from stages.ingest import Ingest
+from cass.sources.ingest import Ingest
 from store import Store
 
 CMAKE = """#cmakedefine HAVE_FFTW
@@ -83,7 +83,7 @@ TREE = {
 def ingest_tree(tmp_path: Path, configure: dict | None) -> tuple[Ingest, Store]:
     store = Store(tmp_path / "store")
     ingest = Ingest(store, {"filter": {"max_bytes": 10000, "decode_fallbacks": []},
-                            "domains": {"keywords_file": "stages/domain_keywords.yaml"}}, StageOutput("ingest"))
+                            "domains": {"keywords_file": "cass/sources/domain_keywords.yaml"}}, StageOutput("ingest"))
     ingest.tree(write(tmp_path / "tree", TREE), "lib", [".cu"], configure=configure)
     return ingest, store
 

@@ -10,9 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from project_helpers import metrics
-
-from cass.scaffold import REPO, copy_pipeline, run_in
+from harness.project import REPO, copy_pipeline, metrics, run_in
 
 pytestmark = pytest.mark.slow
 

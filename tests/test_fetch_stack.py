@@ -27,11 +27,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from harness.project import REPO
 from stack_v2_standin import git_sha1, meta_row, s3_admin, sha1, start_moto, write_metadata
 
-from cass.scaffold import REPO
-from stages.common import sample_id
-from stages.fetch_stack import MANIFEST_SCHEMA, REPOS_SCHEMA
+from cass.pipeline.manifests import sample_id
+from cass.sources.stack_v2 import MANIFEST_SCHEMA, REPOS_SCHEMA
 from store import Store
 
 BUCKET = "softwareheritage"
@@ -173,20 +173,23 @@ def proxy(proxy_server) -> FaultProxy:
 
 
 class Project:
-    """A scratch project directory with its own params.yaml, metadata and store."""
+    """A scratch project directory with this pipeline's dvc.yaml, its params.yaml (the Stack v2 block
+    pointed at the stand-ins), the metadata and a store."""
 
     def __init__(self, root: Path, proxy: FaultProxy, rows: list[dict]):
         self.root = root
         self.proxy = proxy
         self.dataset = root / "stackv2"
         write_metadata(self.dataset, rows)
+        (root / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
         self.params(enabled=True)
 
     def params(self, **stack_v2) -> None:
-        block = {"enabled": True, "dataset": str(self.dataset), "data_dir": "data/Cuda", "split": "train",
-                 "limit": 0, "bucket": BUCKET, "key_prefix": PREFIX, "endpoint_url": None, "region": "us-east-1",
-                 "workers": 4, "retries": 2, "timeout_s": 10, **stack_v2}
-        params = {"store": {"dir": ".cass/store", "pack_prefix": 2}, "stack_v2": block}
+        params = yaml.safe_load((REPO / "params.yaml").read_text())
+        params["store"]["dir"] = ".cass/store"
+        params["stack_v2"].update({"enabled": True, "dataset": str(self.dataset), "data_dir": "data/Cuda",
+                                   "split": "train", "limit": 0, "bucket": BUCKET, "key_prefix": PREFIX,
+                                   "endpoint_url": None, "workers": 4, "retries": 2, "timeout_s": 10, **stack_v2})
         (self.root / "params.yaml").write_text(yaml.safe_dump(params))
 
     def env(self, **extra: str) -> dict[str, str]:
@@ -417,8 +420,8 @@ def test_what_makes_the_stage_impossible_stops_it_with_a_message(make_project, p
 
 
 def test_metadata_without_optional_columns_and_with_duplicate_paths():
-    from stages.common import StageOutput
-    from stages.fetch_stack import normalize_metadata, select_rows, split_duplicates
+    from cass.pipeline.manifests import StageOutput
+    from cass.sources.stack_v2 import normalize_metadata, select_rows, split_duplicates
 
     meta = normalize_metadata(pl.DataFrame({
         "blob_id": ["b" * 40, "a" * 40, "c" * 40], "repo_name": ["r/x", "r/x", "r/y"],
@@ -435,7 +438,7 @@ def test_metadata_without_optional_columns_and_with_duplicate_paths():
 def test_errors_are_classified_by_what_a_retry_could_change():
     from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-    from stages.fetch_stack import classify
+    from cass.sources.stack_v2 import classify
 
     def client_error(code: str, status: int) -> ClientError:
         return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
@@ -454,7 +457,7 @@ def test_errors_are_classified_by_what_a_retry_could_change():
 def test_a_service_that_keeps_failing_stops_the_stage_and_records_nothing(tmp_path):
     from botocore.exceptions import EndpointConnectionError
 
-    from stages.fetch_stack import BREAKER, BlobFetcher, FatalFetchError, fetch_all
+    from cass.sources.stack_v2 import BREAKER, BlobFetcher, FatalFetchError, fetch_all
 
     class DownClient:
         calls = 0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from stages.cuda_text import strip_comments_and_strings
-from stages.filter import defines_kernel, drop_reason
+from cass.text.cuda import strip_comments_and_strings
+from cass.text.filters import defines_kernel, drop_reason
 
 PARAMS = {"min_lines": 10, "max_lines": 7000, "require_kernel": True, "drop_trivial": True}
 BODY = "\n".join(f"    y[i] += {k}.0f * x[i];" for k in range(12))

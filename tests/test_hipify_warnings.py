@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from harness.project import REPO
 
-from cass.scaffold import REPO
+from cass.compiling.actions import ActionRunner, plan
 from cass.translate.hipify_warnings import (
     WarningTables,
     candidate_lines,
@@ -15,7 +16,6 @@ from cass.translate.hipify_warnings import (
     translated_text_warnings,
     warning_check,
 )
-from stages.actions import ActionRunner, plan
 from store import Store
 from toolchains import Step, local_executor
 

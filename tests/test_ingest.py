@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from stages.common import StageOutput
-from stages.domains import DomainLabeler
-from stages.includes import TreeIndex, resolve_includes
-from stages.ingest import Ingest
-from stages.screen import Rejected, screen
+from cass.pipeline.manifests import StageOutput
+from cass.sources.domains import DomainLabeler
+from cass.sources.includes import TreeIndex, resolve_includes
+from cass.sources.ingest import Ingest
+from cass.sources.screen import Rejected, screen
 from store import Store
 
 SCREEN = {"max_bytes": 1000, "decode_fallbacks": []}
@@ -86,7 +86,7 @@ def test_a_symlink_out_of_the_tree_is_not_followed(tmp_path):
     assert resolve_includes(index, "k.cu").unresolved == ["secret.h"]
     out = StageOutput("ingest")
     ingest = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {
-        "keywords_file": "stages/domain_keywords.yaml"}}, out)
+        "keywords_file": "cass/sources/domain_keywords.yaml"}}, out)
     ingest.tree(tree, "t", [".cu"])
     assert [r["path"] for r in ingest.rows] == ["k.cu"]
     assert [(d["path"], d["reason"]) for d in out.dropped] == [("linked.cu", "symlink_outside")]
@@ -116,7 +116,7 @@ def test_a_sample_whose_header_fails_screening_is_dropped_naming_the_header(tmp_
                                   "ok.cu": KERNEL})
     out = StageOutput("ingest")
     ingest = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {
-        "keywords_file": "stages/domain_keywords.yaml"}}, out)
+        "keywords_file": "cass/sources/domain_keywords.yaml"}}, out)
     ingest.tree(tree, "t", [".cu"])
     assert [r["path"] for r in ingest.rows] == ["ok.cu"]
     assert out.dropped[0]["reason"] == "undecodable" and "h.cuh" in out.dropped[0]["detail"]
@@ -124,7 +124,7 @@ def test_a_sample_whose_header_fails_screening_is_dropped_naming_the_header(tmp_
 
 
 def test_domain_labels_follow_keyword_counts():
-    labeler = DomainLabeler.load(Path("stages/domain_keywords.yaml"))
+    labeler = DomainLabeler.load(Path("cass/sources/domain_keywords.yaml"))
     assert labeler.label("__global__ void reluForward(float *activations, float *gradients)") == \
         "machine learning"
     assert labeler.label("void sha256_transform(uint32_t *digest) { encrypt(); }") == "cryptography"

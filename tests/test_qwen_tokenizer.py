@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness.project import REPO
 from transformers import AutoTokenizer
 
-from cass.scaffold import REPO
-from cass.tokens.qwen import QWEN25_SPECIAL_TOKENS, REGULAR_VOCAB_SIZE, build, pattern, wheel_encoder
+from cass.training.qwen import QWEN25_SPECIAL_TOKENS, REGULAR_VOCAB_SIZE, build, pattern, wheel_encoder
 
 # Token ids of the real Qwen2 tokenizer (Qwen/Qwen-tokenizer), as published in transformers'
 # Qwen2 tokenizer integration test, and of the Qwen2.5 chat format.

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from cass.compiling.actions import ActionRunner, plan
 from cass.translate.ctext import find_calls, rewrite_calls
 from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
@@ -26,7 +27,6 @@ from cass.translate.repair import (
     unmapped_headers,
     warp_sync_builtins,
 )
-from stages.actions import ActionRunner, plan
 from toolchains import local_executor
 
 HIP57 = RepairTarget(hip=(5, 7), cuda=(13, 5))

@@ -14,12 +14,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from project_helpers import metrics, run_report
+from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_report
 from stack_v2_standin import git_sha1, meta_row, start_moto, upload_blobs, write_metadata
 
-from cass.scaffold import REPO, TOOL_ENV, copy_pipeline
-from stages.actions import ActionRunner
-from stages.compiling import TargetRun, failure_reason, run_targets
+from cass.compiling.actions import ActionRunner
+from cass.compiling.compile import TargetRun, failure_reason, run_targets
 from store import Store
 from toolchains import local_executor
 

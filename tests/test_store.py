@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from cass.memo import Memo
+from cass.pipeline.memo import Memo
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store, digest_bytes
 
 

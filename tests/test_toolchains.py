@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from stages.actions import ActionRunner, plan
-from stages.asm_text import strip_host_registration
-from stages.compiling import TargetRun, failure_reason, run_targets
+from cass.compiling.actions import ActionRunner, plan
+from cass.compiling.compile import TargetRun, failure_reason, run_targets
+from cass.text.host_asm import strip_host_registration
 from toolchains import NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor
 from toolchains.diagnostics import categorize
 from toolchains.system import SYSTEM_LIBRARIES, header_parity
@@ -220,7 +220,7 @@ def test_identity_digest_does_not_depend_on_install_location(tmp_path):
 
 
 def test_export_schema_is_fixed_by_the_params():
-    from stages.export import schema
+    from cass.training.export import schema
 
     params = {"nvidia": {"archs": ["sm_80", "sm_89"]}, "amd": {"archs": ["gfx1100"]},
               "normalize": {"strip_host_registration": False}}

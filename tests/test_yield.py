@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from cass.pipeline.manifests import DROPPED_SCHEMA
 from cass.report.yields import cause, failures, markdown, report
-from stages.common import DROPPED_SCHEMA
 from toolchains.diagnostics import categorize
 
 

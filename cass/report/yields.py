@@ -15,6 +15,9 @@ from collections import Counter
 
 import polars as pl
 
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR, manifest_path, write_parquet
+from cass.pipeline.metrics import write_metrics
 from toolchains.diagnostics import first_error_line
 
 TOP_CAUSES = 10
@@ -122,3 +125,28 @@ def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
             lines += ["", "| NVIDIA cause | files |", "|---|---:|"]
             lines += [f"| `{t['cause'].replace('|', '/')}` | {t['files']} |" for t in y["top_nvidia_causes"]]
     return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------- the yield_report stage's work
+
+STAGE = "yield_report"
+
+
+def run(stage: Stage) -> None:
+    candidates = stage.upstream("dedup")
+    nvidia_ok = set(stage.upstream("compile_nvidia")["sample_id"])
+    amd_ok = set(stage.upstream("compile_amd")["sample_id"])
+    repaired = set(stage.upstream("repair").filter(pl.col("hip_repaired"))["sample_id"])
+    dropped = {
+        "nvidia": pl.read_parquet(manifest_path("compile_nvidia", "dropped")),
+        "amd": pl.concat([pl.read_parquet(manifest_path(s, "dropped")) for s in ("hipify", "compile_amd")]),
+    }
+    failed = failures(candidates, dropped, nvidia_ok)
+    write_parquet(failed, DATA_DIR / STAGE / "failures.parquet", sort_by=None)
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired)
+    (DATA_DIR / STAGE / "yield.md").write_text(markdown(yields))
+    write_metrics("yield", yields)
+    for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:
+        print(f"{origin}: {y['files']} files, NVIDIA ok {y['nvidia_ok']}, AMD ok {y['amd_ok']}, both {y['both']} "
+              f"({y['both_over_nvidia_ok']} of NVIDIA ok)")
+

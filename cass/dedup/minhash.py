@@ -25,7 +25,7 @@ import polars as pl
 from datasketch.lsh import _optimal_param
 from datasketch.minhash import _fmix
 
-from stages.cuda_text import strip_comments
+from cass.text.cuda import strip_comments
 
 TOKENIZER_VERSION = 3
 _FNV_PRIME = np.uint64(1099511628211)

@@ -1,34 +1,30 @@
-"""What every stage shares: parameters, the store, manifests, drop records and metrics.
+"""Manifests: the Parquet tables stages pass between them, and the drops they record.
 
-A stage reads the Parquet manifest of the stage before it, writes its own manifest of the rows
-it passes on (``data/<stage>/manifest.parquet``), a manifest of every row it did not pass on with
-the reason (``data/<stage>/dropped.parquet``), and a metrics JSON (``metrics/<stage>.json``).
-Manifests are written deterministically: sorted rows, fixed compression, no timestamps.
+A stage reads the manifest of the stage before it, writes its own manifest of the rows it passes
+on (``data/<stage>/manifest.parquet``), a manifest of every row it did not pass on with the reason
+(``data/<stage>/dropped.parquet``), the action keys it used (``data/<stage>/actions.parquet``) and
+its metrics (:mod:`cass.pipeline.metrics`). Tables are written deterministically: sorted rows,
+fixed compression, no timestamps.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import random
 import re
-import resource
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-import yaml
 
+from cass.pipeline.metrics import write_metrics, write_run_report
 from store import Store, digest_bytes
 
-PARAMS_FILE = Path("params.yaml")
 DATA_DIR = Path("data")
-METRICS_DIR = Path("metrics")
-RUN_DIR = METRICS_DIR / "run"
+PACK_DIR = DATA_DIR / "store_packs"
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+TOOLCHAIN_RECORD = DATA_DIR / "toolchain_fingerprints" / "toolchains.json"
 
 SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
 """Identity columns every manifest carries, so later stages never need to join back."""
@@ -36,46 +32,18 @@ SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
 FILES_DTYPE = pl.List(pl.Struct({"path": pl.String, "digest": pl.String}))
 """A sample's files: the main file first, then the local headers it includes."""
 
+ASM_LIST = pl.List(pl.Struct({"arch": pl.String, "digest": pl.String}))
+"""A sample's assembly per arch."""
+
 DROPPED_SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
     "stage": pl.String, "reason": pl.String, "detail": pl.String,
 }
 
 
-def backoff_s(attempt: int, base_s: float = 0.5, cap_s: float = 30.0) -> float:
-    """Delay before retry ``attempt`` (1-based) of a network call: exponential, capped, with
-    jitter over its upper half."""
-    ceiling = min(cap_s, base_s * 2 ** (attempt - 1))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
-def git_blob_id(data: bytes) -> str:
-    """git's object id of a file's bytes (how Software Heritage and the Hub name plain files)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def sample_id(origin: str, path: str) -> str:
     """Stable id of a sample: BLAKE3 of its origin and path, 16 hex digits."""
     return digest_bytes(f"{origin}\0{path}".encode())[:16]
-
-
-def load_params(path: Path = PARAMS_FILE) -> dict:
-    """The pipeline parameters (params.yaml)."""
-    with path.open() as f:
-        return yaml.safe_load(f)
-
-
-PACK_DIR = DATA_DIR / "store_packs"
-_DIGEST = re.compile(r"[0-9a-f]{64}")
-
-
-def open_store(params: dict) -> Store:
-    """The artifact store named by the parameters, with any packs fetched by `dvc pull` imported."""
-    store = Store(Path(params["store"]["dir"]))
-    added = store.import_packs(PACK_DIR)
-    if added:
-        print(f"store: imported {added} entries from {PACK_DIR}", file=sys.stderr)
-    return store
 
 
 def manifest_digests(df: pl.DataFrame) -> set[str]:
@@ -109,6 +77,11 @@ def live_set(store: Store) -> tuple[set[str], set[str]]:
     return objects, live_actions
 
 
+def read_toolchain_record() -> dict:
+    """The toolchains stage's record: {vendor: {tool: {version, fingerprint}}}."""
+    return json.loads(TOOLCHAIN_RECORD.read_text())
+
+
 def manifest_path(stage: str, name: str = "manifest") -> Path:
     return DATA_DIR / stage / f"{name}.parquet"
 
@@ -139,34 +112,6 @@ def write_shards(table: pl.DataFrame, folder: Path, per_shard: int) -> int:
         write_parquet(table.slice(i * per_shard, per_shard), folder / f"train-{i:05d}-of-{shards:05d}.parquet",
                       sort_by=None)
     return shards
-
-
-def write_metrics(stage: str, metrics: dict) -> None:
-    """``metrics/<stage>.json``, the file `dvc metrics show` reads (sorted keys, stable bytes): what
-    the stage's outputs are, never how this run made them (a cold and a warm run write the same)."""
-    write_json(METRICS_DIR / f"{stage}.json", metrics)
-
-
-def write_run_report(stage: str, report: dict) -> None:
-    """``metrics/run/<stage>.json``: how this run went (wall and CPU seconds, tool jobs, cache hits and
-    misses). Not a DVC output and not in git: it differs between runs of the same data."""
-    write_json(RUN_DIR / f"{stage}.json", {**process_time(), **report})
-
-
-def write_json(path: Path, value: dict) -> None:
-    """A metrics-style JSON file: sorted keys, indented, stable bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
-
-
-def process_time() -> dict:
-    """This stage process's wall seconds since it started (interpreter start-up and imports
-    included) and its own CPU seconds (the tools it ran are counted apart)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
-    uptime = float(Path("/proc/uptime").read_text().split()[0])
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    return {"stage_wall_s": round(uptime - started, 3), "stage_cpu_s": round(own.ru_utime + own.ru_stime, 3)}
 
 
 def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:

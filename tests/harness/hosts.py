@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from cass.scaffold import REPO
-from stages.common import load_params
+from cass.pipeline.context import load_params
+from harness.project import REPO
 
 DASK = str(Path(sys.executable).parent / "dask")
 NO_AMD = {"CASS_AMD_ROOT": "/nonexistent/amd-root", "CASS_ROCM_PATH": ""}

@@ -15,12 +15,11 @@ from collections.abc import Collection
 
 import polars as pl
 
-from stages.actions import Action, ActionRunner, Outcome, pipeline_toolchains, plan, stage_runner
-from stages.common import StageOutput, attach, load_params, open_store, read_manifest
+from cass.compiling.actions import Action, ActionRunner, Outcome, pipeline_toolchains, plan, stage_runner
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import ASM_LIST, attach
 from toolchains import Target, Toolchain
 from toolchains.diagnostics import categorize, first_error_line
-
-ASM_LIST = pl.List(pl.Struct({"arch": pl.String, "digest": pl.String}))
 
 
 class TargetRun:
@@ -83,15 +82,15 @@ def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Coll
     return f"compile_failed:{category}", f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
 
 
-def compile_stage(stage: str, vendor: str, upstream: str, files_column: str) -> None:
+def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -> None:
     """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain."""
-    params = load_params()
-    store = open_store(params)
-    toolchain = pipeline_toolchains(params, (vendor,))[vendor]
+    params = stage.params
+    store = stage.store
+    toolchain = pipeline_toolchains(stage.params, (vendor,))[vendor]
     vparams = params[vendor]
-    rows = read_manifest(upstream)
-    out = StageOutput(stage, rows_in=rows.height)
-    runner = stage_runner(store, toolchain, params, vparams["timeout_s"])
+    rows = stage.upstream(upstream)
+    out = stage.output(rows.height)
+    runner = stage_runner(stage.store, toolchain, stage.params, vparams["timeout_s"])
     by_sample: dict[str, list[TargetRun]] = {}
     for row in rows.iter_rows(named=True):
         files = row[files_column]

@@ -1,4 +1,5 @@
-"""Copy this pipeline into a fresh DVC project directory (tests and benchmarks build in copies)."""
+"""Projects for tests and benchmarks: this pipeline copied into a fresh DVC project directory, and
+reading a built copy (stage metrics, run reports, Parquet digests)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
                   "analysis")
 
@@ -24,6 +25,11 @@ TOOL_ENV = {
     "GIT_COMMITTER_NAME": "cass", "GIT_COMMITTER_EMAIL": "cass@localhost",
 }
 """Environment for `dvc`/`git` in a copy: this Python environment first on PATH, a git identity."""
+
+
+def metrics(project: Path, stage: str) -> dict:
+    """``metrics/<stage>.json`` of a project."""
+    return json.loads((project / "metrics" / f"{stage}.json").read_text())
 
 
 def run_report(project: Path, stage: str) -> dict:

@@ -60,7 +60,7 @@ def screen(data: bytes, name: str, params: dict, declared: str | None = None) ->
     except UnicodeDecodeError as exc:
         first_error = exc
     tried = []
-    for encoding in [e for e in (declared, *params.get("decode_fallbacks", ())) if e]:
+    for encoding in [e for e in (declared, *params["decode_fallbacks"]) if e]:
         try:
             normal = codecs.lookup(encoding).name
         except LookupError:

@@ -1,4 +1,4 @@
-"""Stage toolchains: record which compilers build the dataset (versions and fingerprints): this
+"""Stage ``toolchain_fingerprints``'s work: record which compilers build the dataset (versions and fingerprints): this
 machine's, or the connected vendor hosts' when a Dask scheduler is configured.
 
 It runs on every `dvc repro` (``always_changed``) because a compiler can change outside the
@@ -11,29 +11,19 @@ from __future__ import annotations
 
 import json
 
-from stages.actions import pipeline_toolchains
-from stages.common import DATA_DIR, load_params
-
-STAGE = "toolchains"
-RECORD = DATA_DIR / STAGE / "toolchains.json"
+from cass.compiling.actions import pipeline_toolchains
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import TOOLCHAIN_RECORD
 
 
-def read_record() -> dict:
-    """The recorded {vendor: {tool: {version, fingerprint}}}."""
-    return json.loads(RECORD.read_text())
-
-
-def main() -> None:
+def run(stage: Stage) -> None:
     record = {
         vendor: {tool: {"version": tc.version(tool), "fingerprint": tc.fingerprint(tool)} for tool in tc.tools()}
-        for vendor, tc in pipeline_toolchains(load_params()).items()
+        for vendor, tc in pipeline_toolchains(stage.params).items()
     }
-    RECORD.parent.mkdir(parents=True, exist_ok=True)
+    TOOLCHAIN_RECORD.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"
-    if not RECORD.exists() or RECORD.read_text() != text:
-        RECORD.write_text(text)
+    if not TOOLCHAIN_RECORD.exists() or TOOLCHAIN_RECORD.read_text() != text:
+        TOOLCHAIN_RECORD.write_text(text)
     print(text)
 
-
-if __name__ == "__main__":
-    main()

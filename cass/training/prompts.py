@@ -35,3 +35,5 @@ class Task:
 SOURCE = Task("source", "Convert the following CUDA code to AMD GPU code:", "cuda", "amd")
 ASM = Task("asm", "Convert the following CUDA device assembly code to HIP device assembly:", "cudaasm", "hipasm")
 TASKS = (SOURCE, ASM)
+COUNT_COLUMNS = [f"{t.name}_{part}_tokens" for t in TASKS for part in ("prompt", "answer")]
+"""Token-count columns: prompt and answer of every task."""

@@ -1,0 +1,1 @@
+"""Compiling: cached tool actions, the compile stages, toolchain fingerprints, pairing."""

@@ -1,0 +1,1 @@
+"""Duplicates: MinHash signatures and LSH (minhash), exact and near-duplicate removal of the corpus (corpus)."""

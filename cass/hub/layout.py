@@ -1,0 +1,153 @@
+"""Stage ``hub``'s work: the dataset as the Hugging Face Hub lays datasets out, with its dataset card.
+
+``data/hub/`` mirrors the target repository: ``data/<config>/train-XXXXX-of-XXXXX.parquet``
+(named as ``datasets.push_to_hub`` names shards) and ``README.md``. Configs: ``pairs``
+(file-level), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
+messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable key (BLAKE3
+of its id modulo the shard count), and the shard count by the table's size over
+``hub.shard_bytes``, so changing one sample rewrites one shard per config that holds it.
+The card has YAML ``configs:``, the license field, a schema table per config, counts per stage
+and drop reason, the exact toolchain versions, flags, dedup and tokenizer parameters, and how
+to cite the CASS paper.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR, read_toolchain_record, write_parquet
+from cass.pipeline.metrics import METRICS_DIR, write_metrics
+from store import digest_bytes
+
+STAGE = "hub"
+HUB_DIR = DATA_DIR / STAGE
+SOURCES = {"pairs": ("export/pairs", "sample_id"), "kernels": ("export/kernels", "kernel_id"),
+           "instruct_source": ("instruct/source", "id"), "instruct_asm": ("instruct/asm", "id")}
+STAGE_ORDER = ("fetch_stack", "clone_repos", "ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd",
+               "pair", "normalize", "kernels", "tokens", "instruct")
+CITATION = """@article{heakl2025cass,
+  title={CASS: Nvidia to AMD Transpilation with Data, Models, and Benchmark},
+  author={Heakl, Ahmed and Hashmi, Sarim and Stahl, Gustavo Bertolo and Han, Seung Hun Eddie and Khan, Salman
+          and Mahmoud, Abdulrahman},
+  journal={arXiv preprint arXiv:2505.16968},
+  year={2025}
+}"""
+
+
+def shard_of(key: str, shards: int) -> int:
+    """The shard a row belongs to: stable for its key while the shard count stays."""
+    return int(digest_bytes(key.encode())[:12], 16) % shards
+
+
+def write_config(table: pl.DataFrame, key: str, name: str, shard_bytes: int) -> list[str]:
+    """Shards of one config under ``data/<name>/``; returns their repository paths."""
+    shards = max(1, math.ceil(table.estimated_size() / shard_bytes))
+    keyed = table.with_columns(pl.col(key).map_elements(lambda k: shard_of(k, shards), return_dtype=pl.Int64)
+                               .alias("_shard"))
+    paths = []
+    for n in range(shards):
+        part = keyed.filter(pl.col("_shard") == n).drop("_shard").sort(key)
+        path = f"data/{name}/train-{n:05d}-of-{shards:05d}.parquet"
+        write_parquet(part, HUB_DIR / path, sort_by=None)
+        paths.append(path)
+    return paths
+
+
+def content_digest(paths: list[str]) -> str:
+    """BLAKE3 over the bytes of a config's shard files (16 hex digits)."""
+    return digest_bytes(b"".join(digest_bytes((HUB_DIR / p).read_bytes()).encode() for p in paths))[:16]
+
+
+def dtype_name(dtype: pl.DataType) -> str:
+    """A schema table's type name (Arrow-like)."""
+    return str(dtype).replace("String", "string").replace("Int64", "int64").replace("Boolean", "bool")
+
+
+def stage_counts() -> list[tuple[str, dict]]:
+    """(stage, metrics) of every stage that ran, in pipeline order."""
+    found = []
+    for stage in STAGE_ORDER:
+        path = METRICS_DIR / f"{stage}.json"
+        if path.exists():
+            found.append((stage, json.loads(path.read_text())))
+    return found
+
+
+def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]]) -> str:
+    """The dataset card: YAML header the Hub reads, then the documentation."""
+    header = {
+        "license": "other",
+        "license_name": "per-sample",
+        "license_details": "Each sample keeps its source's license fields (license_type, detected_licenses); "
+                           "the bundled corpus is original code of this project.",
+        "pretty_name": "CUDA/HIP source and SASS/RDNA3 assembly pairs",
+        "task_categories": ["translation", "text-generation"],
+        "tags": ["cuda", "hip", "rocm", "sass", "rdna3", "gpu", "assembly", "code"],
+        "configs": [{"config_name": name, "data_files": [{"split": "train", "path": f"data/{name}/train-*"}],
+                     **({"default": True} if name == "pairs" else {})} for name in configs],
+    }
+    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "",
+             "# CUDA/HIP source and SASS/RDNA3 assembly pairs", "",
+             "Aligned CUDA sources, their HIPIFY translations and the assemblies both vendors' compilers make of "
+             "them (NVIDIA host x86 + SASS, AMD host x86 + RDNA3), built by an open, reproducible pipeline in the "
+             "manner of the CASS paper. Every text comes from real tools; versions and flags are below.", "",
+             "## Configs", "", "The content digest is BLAKE3 over the config's shard files, in name order: it changes "
+             "exactly when the config's data does.", "",
+             "| config | rows | shards | content digest |", "|---|---:|---:|---|"]
+    lines += [f"| `{name}` | {table.height} | {len(files[name])} | `{content_digest(files[name])}` |"
+              for name, table in configs.items()]
+    for name, table in configs.items():
+        lines += ["", f"### `{name}` schema", "", "| column | type |", "|---|---|"]
+        lines += [f"| `{col}` | {dtype_name(dtype)} |" for col, dtype in table.schema.items()]
+    counts = stage_counts()
+    lines += ["", "## Pipeline counts", "", "| stage | in | kept | dropped by reason |", "|---|---:|---:|---|"]
+    for stage, m in counts:
+        reasons = ", ".join(f"{r}: {n}" for r, n in m.get("dropped_by_reason", {}).items()) or "-"
+        lines.append(f"| {stage} | {m.get('in', '-')} | {m.get('kept', '-')} | {reasons} |")
+    tools = read_toolchain_record()
+    lines += ["", "## Toolchains", "", "| vendor | tool | version | fingerprint |", "|---|---|---|---|"]
+    for vendor, by_tool in sorted(tools.items()):
+        for tool, info in sorted(by_tool.items()):
+            lines.append(f"| {vendor} | {tool} | {info['version'].split(' | ')[0]} | `{info['fingerprint'][:16]}` |")
+    dedup = dict(counts).get("dedup", {}).get("parameters", {})
+    tokens = dict(counts).get("tokens", {})
+    lines += ["", "## Parameters", "", "```yaml", yaml.safe_dump({
+        "nvidia": params["nvidia"], "amd": params["amd"], "filter": params["filter"], "dedup": dedup,
+        "tokens": {"tokenizer": tokens.get("tokenizer", params["tokens"]["tokenizer"]),
+                   "max_tokens": params["tokens"]["max_tokens"]},
+    }, sort_keys=True).rstrip(), "```", "", "## Citation", "",
+        "This dataset follows the CASS paper's method; please cite it:", "", "```bibtex", CITATION, "```", ""]
+    return "\n".join(lines)
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    shard_bytes = params["hub"]["shard_bytes"]
+    configs: dict[str, pl.DataFrame] = {}
+    keys: dict[str, str] = {}
+    for name, (folder, key) in SOURCES.items():
+        configs[name] = pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet")))
+        keys[name] = key
+    for origin in sorted(configs["pairs"]["origin"].unique()):
+        configs[f"pairs_{origin}"] = configs["pairs"].filter(pl.col("origin") == origin)
+        keys[f"pairs_{origin}"] = "sample_id"
+    if HUB_DIR.exists():
+        shutil.rmtree(HUB_DIR)
+    files = {name: write_config(table, keys[name], name, shard_bytes) for name, table in configs.items()}
+    (HUB_DIR / "README.md").write_text(card(params, configs, files))
+    metrics = {name: {"rows": configs[name].height, "shards": len(paths)} for name, paths in files.items()}
+    write_metrics(STAGE, metrics)
+    print(metrics)
+
+
+def hub_files(root: Path = HUB_DIR) -> list[str]:
+    """Every file of the laid-out repository, as repository paths."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+

@@ -1,0 +1,137 @@
+"""The stage context: what every DVC stage starts from.
+
+``Stage(name)`` gives a stage
+
+* its parameters (:attr:`Stage.params`): only the keys dvc.yaml lists under the stage's ``params``
+  (so DVC reruns the stage whenever a value it reads changes) plus the ambient keys below; reading
+  any other key raises :class:`UndeclaredParamError` naming the stage and the key. params.yaml is
+  the one place parameters and their values live: the code repeats no defaults.
+* the artifact store (:attr:`Stage.store`, with any packs `dvc pull` brought imported),
+* the upstream manifests (:meth:`Stage.upstream`) and its own output (:meth:`Stage.output`).
+
+Ambient keys say where things run or are kept, not what is computed: ``store.dir``, ``executor``
+(local workers or a Dask scheduler), ``tokens.cache_dir`` (built tokenizers) and ``amd.toolchain``
+(which AMD root; the toolchains it selects reach every tool stage as fingerprints through
+``data/toolchain_fingerprints``). Stages that run tools get their toolchains and action runner from
+:mod:`cass.compiling.actions` (``pipeline_toolchains(stage.params)``, ``stage_runner``): only they
+import the toolchains.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from cass.pipeline.manifests import PACK_DIR, StageOutput, read_manifest
+from store import Store
+
+PARAMS_FILE = Path("params.yaml")
+PIPELINE_FILE = Path("dvc.yaml")
+AMBIENT = ("store.dir", "executor", "amd.toolchain", "tokens.cache_dir")
+
+
+class UndeclaredParamError(KeyError):
+    """A stage read a parameter that dvc.yaml does not list under its ``params``."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class DeclaredParams(dict):
+    """A section of parameters restricted to the declared keys; a missing key names what to declare.
+
+    ``get`` of a missing key raises too: a default belongs in params.yaml, not in the code."""
+
+    def __init__(self, values: dict, stage: str, prefix: str = ""):
+        super().__init__({key: DeclaredParams(value, stage, f"{prefix}{key}.") if isinstance(value, dict) else value
+                          for key, value in values.items()})
+        self.stage, self.prefix = stage, prefix
+
+    def __missing__(self, key: str):
+        raise UndeclaredParamError(
+            f"stage {self.stage!r} reads parameter '{self.prefix}{key}', which dvc.yaml does not list under the "
+            f"stage's params (or params.yaml lacks it): add it there, so DVC reruns the stage when it changes")
+
+    def get(self, key: str, default=None):
+        return self[key]
+
+
+yaml.add_representer(DeclaredParams, yaml.representer.SafeRepresenter.represent_dict, Dumper=yaml.SafeDumper)
+
+
+def load_params(path: Path = PARAMS_FILE) -> dict:
+    """All pipeline parameters (params.yaml)."""
+    with path.open() as f:
+        return yaml.safe_load(f)
+
+
+def declared_keys(stage: str, pipeline: Path = PIPELINE_FILE) -> list[str]:
+    """The params.yaml keys dvc.yaml lists under ``stage`` (``section`` or ``section.key``)."""
+    stages = yaml.safe_load(pipeline.read_text())["stages"]
+    if stage not in stages:
+        raise KeyError(f"{pipeline} has no stage {stage!r}")
+    keys: list[str] = []
+    for entry in stages[stage].get("params", []):
+        keys += [entry] if isinstance(entry, str) else [k for file_keys in entry.values() for k in file_keys]
+    return keys
+
+
+def restrict(params: dict, keys: list[str], stage: str) -> DeclaredParams:
+    """``params`` with only ``keys`` (dotted paths; a whole section or one of its values) reachable."""
+    view = DeclaredParams({}, stage)
+    for key in sorted(keys, key=lambda k: k.count(".")):   # whole sections first: they cover their keys
+        *sections, last = key.split(".")
+        values, target = params, view
+        for depth, part in enumerate([*sections, last]):
+            if not isinstance(values, dict) or part not in values:
+                raise UndeclaredParamError(f"stage {stage!r} declares parameter {key!r}, which params.yaml lacks")
+            values = values[part]
+            if part in target and not isinstance(target[part], DeclaredParams):
+                break   # reachable already, as part of a whole section
+            if depth == len(sections):
+                target[part] = DeclaredParams(values, stage, f"{key}.") if isinstance(values, dict) else values
+            else:
+                target = target.setdefault(part, DeclaredParams({}, stage, ".".join(sections[:depth + 1]) + "."))
+    return view
+
+
+def open_store(params: dict) -> Store:
+    """The artifact store named by the parameters, with any packs fetched by `dvc pull` imported."""
+    store = Store(Path(params["store"]["dir"]))
+    added = store.import_packs(PACK_DIR)
+    if added:
+        print(f"store: imported {added} entries from {PACK_DIR}", file=sys.stderr)
+    return store
+
+
+@dataclass
+class Stage:
+    """One stage's run: its name, its declared parameters, the store, its inputs and its output."""
+
+    name: str
+    pipeline: Path = PIPELINE_FILE
+    params_file: Path = PARAMS_FILE
+
+    @cached_property
+    def params(self) -> DeclaredParams:
+        """The parameters dvc.yaml declares for this stage, and the ambient ones."""
+        return restrict(load_params(self.params_file), [*declared_keys(self.name, self.pipeline), *AMBIENT],
+                        self.name)
+
+    @cached_property
+    def store(self) -> Store:
+        return open_store(self.params)
+
+    @staticmethod
+    def upstream(stage: str) -> pl.DataFrame:
+        """The rows ``stage`` passed on."""
+        return read_manifest(stage)
+
+    def output(self, rows_in: int = 0, **fields) -> StageOutput:
+        """What this stage passes on and drops (``rows_in`` rows came in; ``fields``: more of StageOutput's)."""
+        return StageOutput(self.name, rows_in=rows_in, **fields)

@@ -1,0 +1,46 @@
+"""What a stage reports: ``metrics/<stage>.json`` (what its outputs are, a DVC metric, in git) and
+``metrics/run/<stage>.json`` (how this run went: time, cache hits; ignored, it differs between runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+from pathlib import Path
+
+METRICS_DIR = Path("metrics")
+RUN_DIR = METRICS_DIR / "run"
+
+
+def write_metrics(stage: str, metrics: dict) -> None:
+    """``metrics/<stage>.json``, the file `dvc metrics show` reads (sorted keys, stable bytes): what
+    the stage's outputs are, never how this run made them (a cold and a warm run write the same)."""
+    write_json(METRICS_DIR / f"{stage}.json", metrics)
+
+
+def write_run_report(stage: str, report: dict) -> None:
+    """``metrics/run/<stage>.json``: how this run went (wall and CPU seconds, tool jobs, cache hits and
+    misses). Not a DVC output and not in git: it differs between runs of the same data."""
+    write_json(RUN_DIR / f"{stage}.json", {**process_time(), **report})
+
+
+def write_json(path: Path, value: dict) -> None:
+    """A metrics-style JSON file: sorted keys, indented, stable bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def process_time() -> dict:
+    """This stage process's wall seconds since it started (interpreter start-up and imports
+    included) and its own CPU seconds (the tools it ran are counted apart)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return {"stage_wall_s": round(uptime - started, 3), "stage_cpu_s": round(own.ru_utime + own.ru_stime, 3)}
+
+
+def mean_reduction(counts: list[tuple[int, int]]) -> float:
+    """Mean fraction of tokens the normalisation removed, over samples of (raw, normalised) counts."""
+    fractions = [1 - after / before if before else 0.0 for before, after in counts]
+    return round(sum(fractions) / len(fractions), 4) if fractions else 0.0

@@ -1,0 +1,226 @@
+"""Stage ``analyze``'s work: execute the analysis notebooks of ``analysis/`` headless.
+
+Each ``analysis/*.py`` file (jupytext percent format; ``_*.py`` helpers are skipped) is converted with jupytext to
+a notebook and executed with nbclient on an IPython kernel that runs *this* interpreter (the venv's python,
+whatever kernelspecs are installed), with the notebook's folder as working directory. The notebooks write
+
+* figures to ``$CASS_FIGURES_DIR`` (default ``analysis/figures/*.png``),
+* small CSV tables to ``$CASS_PLOTS_DIR`` (default ``analysis/plots/*.csv``, DVC ``plots``),
+* numbers to ``$CASS_ANALYSIS_METRICS`` (default ``analysis/metrics.json``, DVC ``metrics``), one key per notebook,
+
+and this stage writes each executed notebook to ``$CASS_EXECUTED_DIR/<name>.ipynb`` (default
+``analysis/executed``). They read ``$CASS_EXPORT_DIR`` (default ``data/export``, or ``hf://datasets/<repo>/data``)
+and ``$CASS_METRICS_DIR`` (default ``metrics``). Relative paths are taken from the current directory and passed
+to the kernel as absolute paths.
+
+The notebooks are independent: they run at once, as many as there are cores (``--jobs``), each writing its
+metrics section to a file of its own, merged into the metrics file at the end. A cell that raises fails the
+stage: the message names the notebook, the cell and the error, and the partly executed notebook is still written
+for inspection. The metrics file is started afresh unless ``--only`` is given.
+
+Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jupytext
+import nbformat
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+from cass.pipeline.metrics import write_json
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_DIR = ROOT / "analysis"
+KERNEL_NAME = "python3"
+
+# environment variable -> default (relative to the current directory); passed to the kernel as absolute paths
+PATH_VARIABLES = {
+    "CASS_EXPORT_DIR": "data/export",
+    "CASS_METRICS_DIR": "metrics",
+    "CASS_FIGURES_DIR": "analysis/figures",
+    "CASS_PLOTS_DIR": "analysis/plots",
+    "CASS_ANALYSIS_METRICS": "analysis/metrics.json",
+    "CASS_EXECUTED_DIR": "analysis/executed",
+}
+
+
+class AnalysisError(RuntimeError):
+    """A notebook failed: carries the notebook name and the failing cell's error."""
+
+
+class _InterpreterKernelSpecs(KernelSpecManager):
+    """Resolves ``python3`` to an ipykernel on ``sys.executable``, ignoring kernelspecs installed elsewhere."""
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        if kernel_name != KERNEL_NAME:
+            return super().get_kernel_spec(kernel_name)
+        return KernelSpec(
+            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            display_name=f"Python 3 ({sys.prefix})",
+            language="python",
+            resource_dir=str(NOTEBOOK_DIR),
+        )
+
+
+def resolve_path(value: str) -> str:
+    """URLs unchanged; local paths made absolute (from the current directory)."""
+    return value if "://" in value else str(Path(value).expanduser().resolve())
+
+
+def analysis_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The kernel's environment: ``base`` (default ``os.environ``) with every CASS path variable set, absolute."""
+    env = dict(os.environ if base is None else base)
+    for name, default in PATH_VARIABLES.items():
+        env[name] = resolve_path(env.get(name) or default)
+    env["MPLBACKEND"] = "Agg"
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+def notebooks(directory: Path = NOTEBOOK_DIR, only: list[str] | None = None) -> list[Path]:
+    """The notebooks to run, sorted by name: ``*.py`` not starting with ``_``, optionally only the named ones."""
+    found = sorted(p for p in directory.glob("*.py") if not p.name.startswith("_"))
+    if only:
+        wanted = {Path(name).stem for name in only}
+        missing = wanted - {p.stem for p in found}
+        if missing:
+            raise AnalysisError(f"no such notebook in {directory}: {', '.join(sorted(missing))}")
+        found = [p for p in found if p.stem in wanted]
+    return found
+
+
+def _failed_cell(nb: nbformat.NotebookNode) -> tuple[int, str] | None:
+    """(index, first source line) of the first code cell with an error output."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            return index, first
+    return None
+
+
+def coalesce_streams(nb: nbformat.NotebookNode) -> None:
+    """Join each cell's consecutive outputs to the same stream into one: how the kernel chunked a
+    print (it depends on timing, e.g. on a loaded machine) must not change the executed notebook."""
+    for cell in nb.cells:
+        merged: list = []
+        for output in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if (output.get("output_type") == "stream" and last is not None
+                    and last.get("output_type") == "stream" and last.get("name") == output.get("name")):
+                last["text"] += output["text"]
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
+def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeout: int) -> Path:
+    """Convert ``path`` with jupytext, execute it in its folder, write ``executed_dir/<name>.ipynb``; return it.
+
+    Raises ``AnalysisError`` naming the notebook and the failing cell; the notebook is written in any case.
+    """
+    nb = jupytext.read(path)
+    nb.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": "Python 3", "language": "python"}
+    for index, cell in enumerate(nb.cells):
+        cell.id = f"cell-{index}"  # jupytext draws random ids: fixed ones keep the executed notebook reproducible
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    out = executed_dir / f"{path.stem}.ipynb"
+    # IPC transport (unix sockets under an absolute temporary path): local only, no "TCP without encryption" warning
+    with tempfile.TemporaryDirectory(prefix="cass-kernel-") as sockets:
+        km = KernelManager(
+            kernel_name=KERNEL_NAME,
+            kernel_spec_manager=_InterpreterKernelSpecs(),
+            transport="ipc",
+            ip=str(Path(sockets) / "kernel"),
+        )
+        client = NotebookClient(
+            nb,
+            km=km,
+            timeout=timeout,
+            kernel_name=KERNEL_NAME,
+            record_timing=False,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        try:
+            client.execute(env=env, cleanup_kc=True)  # we own the kernel manager: shut the kernel down
+        except CellExecutionError as error:
+            where = _failed_cell(nb)
+            cell = f"cell {where[0]} ({where[1]!r})" if where else "a cell"
+            raise AnalysisError(
+                f"notebook {path.name}: {cell} failed: {error.ename}: {error.evalue}\n(executed notebook: {out})"
+            ) from error
+        except (CellTimeoutError, DeadKernelError, RuntimeError, TimeoutError) as error:
+            raise AnalysisError(f"notebook {path.name}: {type(error).__name__}: {error}") from error
+        finally:
+            coalesce_streams(nb)
+            nbformat.write(nb, out)
+    return out
+
+
+def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: int) -> dict:
+    """Execute ``paths`` (``jobs`` at a time), each with its own metrics file; return their merged sections.
+
+    Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run."""
+    executed_dir = Path(env["CASS_EXECUTED_DIR"])
+    with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
+        def run(path: Path) -> None:
+            start = time.monotonic()
+            own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
+            out = execute_notebook(path, executed_dir, own, timeout)
+            print(f"analyze: {path.name} -> {out} ({time.monotonic() - start:.1f} s)", flush=True)
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(run, path) for path in paths]
+        for future in futures:
+            future.result()
+        merged: dict = {}
+        for path in paths:
+            section_file = Path(sections) / f"{path.stem}.json"
+            if section_file.exists():
+                merged.update(json.loads(section_file.read_text()))
+    return merged
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the notebooks; 0 on success, 1 (with the notebook, cell and error on stderr) on a failure."""
+    parser = argparse.ArgumentParser(prog="python -m stages.analyze", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these notebooks (e.g. lengths)")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="notebooks run at once (default: the cores)")
+    args = parser.parse_args(argv)
+
+    env = analysis_environment()
+    metrics_file = Path(env["CASS_ANALYSIS_METRICS"])
+    try:
+        paths = notebooks(only=args.only)
+        if not paths:
+            raise AnalysisError(f"no notebooks in {NOTEBOOK_DIR}")
+        sections = run_notebooks(paths, env, args.timeout, args.jobs)
+    except AnalysisError as error:
+        print(f"analyze: FAILED: {error}", file=sys.stderr)
+        return 1
+    # a full run rebuilds every section (no stale keys); --only replaces its notebooks' sections
+    merged = json.loads(metrics_file.read_text()) if args.only and metrics_file.exists() else {}
+    merged.update(sections)
+    write_json(metrics_file, merged)
+    print(
+        f"analyze: figures in {env['CASS_FIGURES_DIR']}, tables in {env['CASS_PLOTS_DIR']}, metrics in {metrics_file}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""Stage ``ingest``'s work: every source of CUDA files becomes samples in the store, with provenance.
+
+Sources (all optional but the list of local trees):
+
+* local directory trees (``corpus.trees`` in params.yaml; origin named there);
+* cloned repositories at pinned revisions (the ``clone_repos`` stage's manifest; origin
+  ``repos``; sample paths are ``<repository>/<path>``);
+* The Stack v2 files fetched by ``fetch_stack`` (origin ``stack_v2``; single files, no headers).
+
+For a file of a tree, the headers it reaches and the include directories that find them are
+chosen by :mod:`cass.sources.includes` and recorded (``files``, ``include_dirs``, ``unresolved_includes``,
+``include_conflicts``). Every file, headers included, is screened by :mod:`cass.sources.screen` (size,
+binary, encoding); a sample whose main file or header fails is dropped with the reason. Each
+sample gets a domain label from :mod:`cass.sources.domains`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+from tqdm import tqdm
+
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import FILES_DTYPE, StageOutput, manifest_path, sample_id, write_parquet
+from cass.sources.configure import configure_tree
+from cass.sources.copyright import Copyright, license_type
+from cass.sources.debian import COMPLETE_MARK, DebianArchive, FetchError
+from cass.sources.domains import DomainLabeler
+from cass.sources.includes import Includes, TreeIndex, resolve_includes
+from cass.sources.repositories import CloneError, checkout
+from cass.sources.screen import Rejected, check_size, screen
+from store import Store
+
+STAGE = "ingest"
+
+SCHEMA = {
+    "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
+    "files": FILES_DTYPE, "include_dirs": pl.List(pl.String), "unresolved_includes": pl.List(pl.String),
+    "include_conflicts": pl.List(pl.String), "configured_headers": pl.List(pl.String), "bytes": pl.Int64,
+    "source_encoding": pl.String,
+    "repository": pl.String, "revision": pl.String, "license_type": pl.String,
+    "detected_licenses": pl.List(pl.String), "stars": pl.Int64,
+}
+CONFIGURED_SCHEMA = {
+    "origin": pl.String, "path": pl.String, "template": pl.String, "style": pl.String, "digest": pl.String,
+    "set": pl.List(pl.String), "unset": pl.List(pl.String),
+}
+"""``data/ingest/configured.parquet``: every configured header, its template and the variables
+it used (set by the parameters, or left off/empty)."""
+PROVENANCE = ("repository", "revision", "license_type", "detected_licenses", "stars")
+
+
+class Ingest:
+    """Turns files into sample rows (stored, screened, labelled) and records drops."""
+
+    def __init__(self, store: Store, params: dict, out: StageOutput):
+        self.store = store
+        self.screen_params = params["filter"]
+        self.labeler = DomainLabeler.load(Path(params["domains"]["keywords_file"]))
+        self.out = out
+        self.rows: list[dict] = []
+        self.configured: list[dict] = []
+        self.not_selected: dict[str, int] = {}
+
+    def add(self, identity: dict, files: list[tuple[str, str, bytes]], provenance: dict,
+            declared_encoding: str | None = None, includes: Includes | None = None,
+            configured: list[str] | tuple[str, ...] = ()) -> None:
+        """One sample: ``files`` are (layout path, name for messages, bytes), the main file first."""
+        self.out.rows_in += 1
+        try:
+            texts = [screen(data, name, self.screen_params, declared_encoding) for _, name, data in files]
+        except Rejected as rejected:
+            self.out.drop(identity, rejected.reason, str(rejected))
+            return
+        stored = [{"path": layout_path, "digest": self.store.put(text.data)}
+                  for (layout_path, _, _), text in zip(files, texts, strict=True)]
+        includes = includes or Includes(headers=[], include_dirs=["."], unresolved=[], conflicts=[])
+        self.rows.append({
+            **identity, **dict.fromkeys(PROVENANCE), **provenance,
+            "domain": self.labeler.label(texts[0].data.decode()),
+            "files": stored,
+            "include_dirs": includes.include_dirs,
+            "unresolved_includes": includes.unresolved,
+            "include_conflicts": includes.conflicts,
+            "configured_headers": list(configured),
+            "bytes": len(texts[0].data),
+            "source_encoding": texts[0].encoding,
+        })
+
+    def tree(self, root: Path, origin: str, extensions: list[str], prefix: str = "",
+             provenance: dict | Callable[[str], dict] | None = None, select: Sequence[str] = (), limit: int = 0,
+             configure: Mapping[str, object] | None = None) -> None:
+        """Every file of a tree with one of ``extensions`` (those matching a ``select`` glob, the
+        first ``limit`` by path when set), with its headers and include dirs; ``provenance`` is
+        fixed or a function of the file's path; the tree's configure-time headers are made from
+        their templates with ``configure`` values (None: no configuring)."""
+        index = TreeIndex.scan(root)
+        if configure is not None:
+            self._configure(index, origin, prefix, configure)
+        for rel in sorted(index.outside_links):
+            if Path(rel).suffix in extensions:
+                self.out.rows_in += 1
+                self.out.drop(self._identity(origin, prefix + rel), "symlink_outside",
+                              f"{root / rel} points outside {root}; not followed")
+        candidates = sorted(r for r in index.files if Path(r).suffix in extensions and r not in index.generated)
+        mains = [r for r in candidates if not select or any(fnmatch.fnmatchcase(r, g) for g in select)]
+        mains = mains[:limit] if limit else mains
+        if len(mains) < len(candidates):
+            self.not_selected[origin] = self.not_selected.get(origin, 0) + len(candidates) - len(mains)
+        for rel in tqdm(mains, desc=f"ingest {origin}:{prefix or root}", unit="file", disable=len(mains) < 200):
+            identity = self._identity(origin, prefix + rel)
+            try:
+                check_size(index.files[rel].stat().st_size, str(root / rel), self.screen_params)
+                found = resolve_includes(index, rel)
+                files = [(path, str(root / index.generated.get(path, path)), index.read(path))
+                         for path in (rel, *found.headers)]
+            except Rejected as rejected:
+                self.out.rows_in += 1
+                self.out.drop(identity, rejected.reason, str(rejected))
+                continue
+            except OSError as exc:
+                self.out.rows_in += 1
+                self.out.drop(identity, "unreadable", f"{exc.filename}: {exc.strerror}")
+                continue
+            fixed = provenance(rel) if callable(provenance) else provenance or {}
+            configured = [h for h in found.headers if h in index.generated]
+            self.add(identity, files, fixed, includes=found, configured=configured)
+
+    def _configure(self, index: TreeIndex, origin: str, prefix: str, values: Mapping[str, object]) -> None:
+        """Add the tree's configured headers to ``index`` and record how each was made."""
+        for header, (template, made) in configure_tree(index.files.keys(), index.read, values).items():
+            data = made.text.encode()
+            index.add_generated(header, data, template)
+            self.configured.append({
+                "origin": origin, "path": prefix + header, "template": prefix + template, "style": made.style,
+                "digest": self.store.put(data), "set": list(made.used_set), "unset": list(made.used_unset),
+            })
+
+    @staticmethod
+    def _identity(origin: str, path: str) -> dict:
+        return {"sample_id": sample_id(origin, path), "origin": origin, "path": path}
+
+
+def fetched_stack() -> pl.DataFrame | None:
+    """The manifest of the files ``fetch_stack`` downloaded, if that stage ran."""
+    path = manifest_path("fetch_stack")
+    return pl.read_parquet(path) if path.exists() else None
+
+
+def stack_v2(ingest: Ingest, store: Store, fetched: pl.DataFrame | None) -> None:
+    """The files ``fetch_stack`` downloaded (single files with their Stack v2 provenance)."""
+    if fetched is None:
+        return
+    for row in fetched.iter_rows(named=True):
+        provenance = {"repository": row["repo_name"], "revision": row["revision_id"],
+                      "license_type": row["license_type"], "detected_licenses": row["detected_licenses"],
+                      "stars": row["star_events_count"]}
+        ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
+                   [(row["repo_path"].lstrip("/"), f"stack_v2:{row['path']}", store.get(row["digest"]))],
+                   provenance, declared_encoding=row["src_encoding"])
+
+
+def stack_licenses(fetched: pl.DataFrame | None) -> dict[str, dict]:
+    """Per Stack v2 repository: its most common license type, every detected license, its stars
+    (a checkout of a repository the Stack lists carries them to the files it did not list)."""
+    if fetched is None or not fetched.height:
+        return {}
+    per_repo = fetched.group_by("repo_name").agg(
+        pl.col("license_type").drop_nulls().mode().sort().first().alias("license_type"),
+        pl.col("detected_licenses").list.explode(keep_nulls=False, empty_as_null=False).unique().sort()
+        .alias("detected_licenses"),
+        pl.col("star_events_count").max().alias("stars"))
+    return {r.pop("repo_name"): r for r in per_repo.iter_rows(named=True)}
+
+
+def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float,
+                        licenses: dict[str, dict], configure: Callable[[dict | None], dict | None]) -> None:
+    """The checkouts the ``clone_repos`` stage made, each at its pinned commit (with the Stack v2
+    license fields of their repository, ``licenses``)."""
+    path = manifest_path("clone_repos")
+    if not path.exists():
+        return
+    for repo in pl.read_parquet(path).iter_rows(named=True):
+        try:
+            checkout(repo["url"], repo["revision"], Path(repo["checkout"]), timeout_s)  # no-op unless deleted
+        except CloneError as exc:
+            sys.exit(f"ingest: checkout {repo['checkout']} is gone and cannot be made again: {exc}")
+        ingest.tree(Path(repo["checkout"]), "repos", extensions, prefix=f"{repo['name']}/",
+                    provenance={"repository": repo["url"], "revision": repo["revision"],
+                                **licenses.get(repo["name"], {})}, configure=configure(None))
+
+
+def debian_packages(ingest: Ingest, store: Store, params: dict, extensions: list[str],
+                    configure: Callable[[dict | None], dict | None]) -> None:
+    """The source packages ``fetch_debian`` unpacked: each file's license from the package's
+    copyright file, the package's sample selection and configure values."""
+    path = manifest_path("fetch_debian")
+    if not path.exists():
+        return
+    for pkg in pl.read_parquet(path).iter_rows(named=True):
+        tree = Path(pkg["tree"])
+        if not (tree / COMPLETE_MARK).is_file():   # the unpacked tree is a cache: make it again
+            try:
+                DebianArchive.from_params(params["debian_sources"]).fetch(pkg["name"], pkg["version"])
+            except FetchError as exc:
+                sys.exit(f"ingest: {tree} is gone and cannot be made again: {exc}")
+        copyright_file = Copyright.parse(store.get_text(pkg["copyright"]))
+
+        def provenance(rel: str, pkg: dict = pkg, copyright_file: Copyright = copyright_file) -> dict:
+            name = copyright_file.license_of(rel)
+            return {"repository": pkg["dsc_url"], "revision": pkg["version"], "license_type": license_type(name),
+                    "detected_licenses": [name]}
+
+        ingest.tree(tree, pkg["origin"], extensions, prefix=f"{pkg['name']}/", provenance=provenance,
+                    select=pkg["paths"], limit=pkg["limit"], configure=configure(json.loads(pkg["configure"])))
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    store = stage.store
+    out = stage.output()
+    ingest = Ingest(store, params, out)
+    extensions = params["corpus"]["extensions"]
+    cparams = params["configure"]
+
+    def configure(values: dict | None) -> dict | None:
+        """A tree's configure values (the global ones, then its own), or None when configuring is off."""
+        return {**cparams["values"], **(values or {})} if cparams["enabled"] else None
+
+    for tree in params["corpus"]["trees"]:
+        root = Path(tree["path"])
+        if not root.is_dir():
+            sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
+        ingest.tree(root, tree["origin"], extensions, configure=configure(tree.get("configure")))
+    fetched = fetched_stack()
+    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched), configure)
+    debian_packages(ingest, store, params, extensions, configure)
+    stack_v2(ingest, store, fetched)
+    kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
+    duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
+    if duplicate_ids.height:
+        sys.exit(f"ingest: two sources produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
+    configured = pl.DataFrame(ingest.configured, schema=CONFIGURED_SCHEMA)
+    write_parquet(configured, manifest_path(STAGE, "configured"), sort_by="path")
+    out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
+    out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
+    out.extra_metrics["transcoded"] = kept.filter(pl.col("source_encoding") != "utf-8").height
+    out.extra_metrics["with_include_conflicts"] = kept.filter(pl.col("include_conflicts").list.len() > 0).height
+    out.extra_metrics["configured_headers"] = configured.height
+    out.extra_metrics["with_configured_headers"] = dict(sorted(
+        kept.filter(pl.col("configured_headers").list.len() > 0)["origin"].value_counts().iter_rows()))
+    out.extra_metrics["with_unresolved_includes"] = kept.filter(pl.col("unresolved_includes").list.len() > 0).height
+    out.extra_metrics["not_selected"] = dict(sorted(ingest.not_selected.items()))
+    print(out.write(kept))
+

@@ -1,0 +1,1 @@
+"""Training data: prompts, tokenizers and token counts, the instruct export, the dataset export."""

@@ -1,0 +1,174 @@
+"""Stage ``export``'s work: paired samples -> Parquet shards (zstd) with every text materialised.
+
+Two tables (schemas in README.md): ``pairs`` (one row per file-level pair, raw and normalised
+device assembly, token counts) and ``kernels`` (one row per kernel matched across vendors).
+Rows are sorted by id and cut into shards of ``export.rows_per_shard`` rows, named as
+``datasets.push_to_hub`` names them. Toolchain versions and flags are recorded in every pair
+row, next to the artifacts they produced.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import polars as pl
+
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR, manifest_path, read_toolchain_record, write_shards
+from cass.pipeline.metrics import write_metrics
+from cass.training.prompts import COUNT_COLUMNS, TASKS
+from store import Store
+
+STAGE = "export"
+EXPORT_DIR = DATA_DIR / "export"
+
+
+def line_count(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def split_files(store: Store, files: list[dict]) -> tuple[str, list[dict]]:
+    """(main file text, [{path, text} of each header])."""
+    texts = [{"path": f["path"], "text": store.get_text(f["digest"])} for f in files]
+    return texts[0]["text"], texts[1:]
+
+
+def export_row(store: Store, row: dict, provenance: dict) -> dict:
+    """One dataset row with every text read (and verified) from the store."""
+    cuda_source, cuda_headers = split_files(store, row["files"])
+    hip_source, hip_headers = split_files(store, row["hip_files"])
+    texts = {
+        "cuda_source": cuda_source,
+        "hip_source": hip_source,
+        "cuda_host_asm": store.get_text(row["nvidia_host_asm"]),
+        **({"cuda_host_asm_norm": store.get_text(row["nvidia_host_norm"])} if row["nvidia_host_norm"] else {}),
+        **{f"cuda_device_sass_{a['arch']}": store.get_text(a["digest"]) for a in row["nvidia_device_asm"]},
+        **{f"cuda_device_sass_{a['arch']}_norm": store.get_text(a["digest"]) for a in row["nvidia_device_norm"]},
+        "hip_host_asm": store.get_text(row["amd_host_asm"]),
+        **{f"hip_device_asm_{a['arch']}": store.get_text(a["digest"]) for a in row["amd_device_asm"]},
+        **{f"hip_device_asm_{a['arch']}_norm": store.get_text(a["digest"]) for a in row["amd_device_norm"]},
+    }
+    return {
+        "sample_id": row["sample_id"],
+        "origin": row["origin"],
+        "path": row["path"],
+        "domain": row["domain"],
+        **{c: row[c] for c in SOURCE_COLUMNS},
+        **texts,
+        "cuda_headers": cuda_headers,
+        "hip_headers": hip_headers,
+        "hipify_warnings": store.get_text(row["hipify_warnings"]),
+        "repair_rules": row["repair_rules"],
+        "hip_repaired": row["hip_repaired"],
+        "hip_source_hipify": store.get_text(raw_main) if (raw_main := row["hip_files_hipify"][0]["digest"])
+        != row["hip_files"][0]["digest"] else None,
+        **{f"{name}_lines": line_count(text) for name, text in texts.items()},
+        "cuda_source_digest": row["files"][0]["digest"],
+        "hip_source_digest": row["hip_files"][0]["digest"],
+        **provenance,
+    }
+
+
+SOURCE_COLUMNS = {
+    "repository": pl.String, "revision": pl.String, "license_type": pl.String,
+    "detected_licenses": pl.List(pl.String), "stars": pl.Int64, "source_encoding": pl.String,
+    "include_dirs": pl.List(pl.String),
+}
+"""Provenance of the CUDA source (null where a source has none, e.g. a local tree's license)."""
+HEADERS = pl.List(pl.Struct({"path": pl.String, "text": pl.String}))
+PROVENANCE_TOOLS = (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"), ("amd", "hipify-perl"))
+
+
+def text_columns(params: dict) -> list[str]:
+    """The text columns, in order: sources, then host and device assembly per vendor and arch."""
+    return ["cuda_source", "hip_source", "cuda_host_asm",
+            *(["cuda_host_asm_norm"] if params["normalize"]["strip_host_registration"] else []),
+            *(f"cuda_device_sass_{a}{n}" for a in params["nvidia"]["archs"] for n in ("", "_norm")), "hip_host_asm",
+            *(f"hip_device_asm_{a}{n}" for a in params["amd"]["archs"] for n in ("", "_norm"))]
+
+
+def schema(params: dict) -> dict:
+    """The export's schema, fixed by the parameters (the same with zero rows or no headers)."""
+    texts = text_columns(params)
+    tools = [t.replace("-", "_") for _, t in PROVENANCE_TOOLS]
+    return {
+        **dict.fromkeys(("sample_id", "origin", "path", "domain"), pl.String),
+        **SOURCE_COLUMNS,
+        **dict.fromkeys(texts, pl.String),
+        "cuda_headers": HEADERS, "hip_headers": HEADERS, "hipify_warnings": pl.String,
+        "repair_rules": pl.List(pl.String), "hip_repaired": pl.Boolean, "hip_source_hipify": pl.String,
+        **dict.fromkeys((f"{t}_lines" for t in texts), pl.Int64),
+        "cuda_source_digest": pl.String, "hip_source_digest": pl.String,
+        **{f"{t}_{kind}": pl.String for t in tools for kind in ("version", "fingerprint")},
+        "nvidia_flags": pl.String, "amd_flags": pl.String,
+        **TOKEN_COLUMNS,
+    }
+
+
+TOKEN_COLUMNS = {**dict.fromkeys(COUNT_COLUMNS, pl.Int64), **{f"fits_{t.name}": pl.Boolean for t in TASKS}}
+
+
+def kernel_schema(params: dict) -> dict:
+    """The kernels table's schema."""
+    return {
+        "kernel_id": pl.String, "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
+        "kernel": pl.String, "kernel_name": pl.String, "cuda_kernel_source": pl.String, "hip_kernel_source": pl.String,
+        **{f"cuda_kernel_sass_{a}": pl.String for a in params["nvidia"]["archs"]},
+        **{f"hip_kernel_asm_{a}": pl.String for a in params["amd"]["archs"]},
+        **TOKEN_COLUMNS,
+    }
+
+
+def kernel_row(store: Store, row: dict, counts: dict) -> dict:
+    """One kernel row with its texts read from the store."""
+    return {
+        "kernel_id": row["sample_id"], "sample_id": row["file_sample_id"], "origin": row["origin"],
+        "path": row["path"].rsplit("::", 1)[0], "domain": row["domain"], "kernel": row["kernel"],
+        "kernel_name": row["kernel_name"], "cuda_kernel_source": store.get_text(row["cuda_kernel_source"]),
+        "hip_kernel_source": store.get_text(row["hip_kernel_source"]),
+        **{f"cuda_kernel_sass_{a['arch']}": store.get_text(a["digest"]) for a in row["nvidia_kernel_sass"]},
+        **{f"hip_kernel_asm_{a['arch']}": store.get_text(a["digest"]) for a in row["amd_kernel_asm"]},
+        **counts,
+    }
+
+
+def provenance(params: dict) -> dict:
+    """Toolchain versions, fingerprints and flags recorded with every row."""
+    tools = read_toolchain_record()
+    record = {}
+    for vendor, tool in PROVENANCE_TOOLS:
+        name = tool.replace("-", "_")
+        record[f"{name}_version"] = tools[vendor][tool]["version"]
+        record[f"{name}_fingerprint"] = tools[vendor][tool]["fingerprint"]
+    for vendor in ("nvidia", "amd"):
+        record[f"{vendor}_flags"] = json.dumps(params[vendor]["flags"], sort_keys=True)
+    return record
+
+
+def write_table(table: pl.DataFrame, name: str, per_shard: int) -> dict:
+    """Shards of one table under ``data/export/<name>/``; returns its rows, shards and bytes."""
+    folder = EXPORT_DIR / name
+    shards = write_shards(table, folder, per_shard)
+    return {"rows": table.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    store = stage.store
+    pairs = stage.upstream("normalize")
+    counts = {r.pop("unit_id"): r for r in pl.read_parquet(manifest_path("tokens", "counts"))
+              .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
+    prov = provenance(params)
+    rows = [{**export_row(store, r, prov), **counts[r["sample_id"]]}
+            for r in pairs.sort("sample_id").iter_rows(named=True)]
+    kernels = [kernel_row(store, r, counts[r["sample_id"]])
+               for r in stage.upstream("kernels").sort("sample_id").iter_rows(named=True)]
+    if EXPORT_DIR.exists():
+        shutil.rmtree(EXPORT_DIR)
+    per_shard = params["export"]["rows_per_shard"]
+    metrics = {"pairs": write_table(pl.DataFrame(rows, schema=schema(params)), "pairs", per_shard),
+               "kernels": write_table(pl.DataFrame(kernels, schema=kernel_schema(params)), "kernels", per_shard)}
+    write_metrics(STAGE, metrics)
+    print(metrics)
+

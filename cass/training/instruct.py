@@ -1,0 +1,89 @@
+"""Stage ``instruct``'s work: the training-ready configs, as chat messages in the CASS prompt formats.
+
+Two configs, one per task (:mod:`cass.training.prompts`), each holding the file-level and kernel-level
+units that fit the token budget (``tokens`` stage): ``data/instruct/source/`` and
+``data/instruct/asm/`` (Parquet shards ``train-XXXXX-of-XXXXX.parquet``; column ``messages`` is a
+list of ``{role, content}``, the format TRL's SFT trainer and LLaMA-Factory's ``sharegpt``
+loader read), plus ``data/instruct/dataset_info.json`` declaring both for LLaMA-Factory.
+
+An example whose answer equals its prompt after whitespace normalisation is not written: HIPIFY
+leaves most kernel bodies as they are, and such a pair teaches a model to copy its input. It is
+listed in ``data/instruct/dropped.parquet`` (the stages' dropped-rows schema, ``sample_id`` the
+example's id) with the reason ``identity_translation`` and counted
+in the metrics (``in`` / ``kept`` / ``dropped_by_reason``, examples over both tasks, which the
+analysis funnel shows). Kernel-level source examples therefore remain only where translation
+changed the kernel; every kernel keeps its assembly example, whose two sides always differ.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import polars as pl
+
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR, DROPPED_SCHEMA, write_parquet, write_shards
+from cass.pipeline.metrics import write_metrics
+from cass.training.prompts import TASKS
+from cass.training.units import units
+
+STAGE = "instruct"
+OUT_DIR = DATA_DIR / STAGE
+MESSAGES = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
+SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "kernel": pl.String, "origin": pl.String,
+          "path": pl.String, "domain": pl.String, "messages": MESSAGES}
+IDENTITY = "identity_translation"
+TEXTS = {"source": (0, 1), "asm": (2, 3)}
+"""Which of a unit's texts (CUDA source, HIP source, SASS, AMD asm) each task turns into messages."""
+
+
+def same_text(prompt: str, answer: str) -> bool:
+    """Whether two texts differ only in whitespace."""
+    return prompt.split() == answer.split()
+
+
+def dataset_info() -> dict:
+    """LLaMA-Factory's declaration of the configs (sharegpt format with OpenAI-style messages)."""
+    tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
+    return {f"cass_{t.name}": {"file_name": t.name, "formatting": "sharegpt", "columns": {"messages": "messages"},
+                               "tags": tags} for t in TASKS}
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    store = stage.store
+    fitting = stage.upstream("tokens")["unit_id"]   # a unit's id is its row's sample_id at both levels
+    items = units(store, stage.upstream("normalize").filter(pl.col("sample_id").is_in(fitting.to_list())),
+                  stage.upstream("kernels").filter(pl.col("sample_id").is_in(fitting.to_list())))
+    if OUT_DIR.exists():
+        shutil.rmtree(OUT_DIR)
+    per_shard = params["export"]["rows_per_shard"]
+    metrics: dict = {}
+    dropped = []
+    for task in TASKS:
+        prompt, answer = TEXTS[task.name]
+        rows, dropped_before = [], len(dropped)
+        for i in items:
+            example_id = f"{i['unit_id']}/{task.name}"
+            if same_text(i["texts"][prompt], i["texts"][answer]):
+                dropped.append({"sample_id": example_id, "origin": i["origin"], "path": i["path"],
+                                "domain": i["domain"], "stage": STAGE, "reason": IDENTITY,
+                                "detail": f"{task.name} task, {i['level']} level: the answer is the prompt's text"})
+                continue
+            rows.append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"], "kernel": i["kernel"],
+                         "origin": i["origin"], "path": i["path"], "domain": i["domain"],
+                         "messages": task.messages(i["texts"][prompt], i["texts"][answer])})
+        table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
+        shards = write_shards(table, OUT_DIR / task.name, per_shard)
+        metrics[task.name] = {"rows": table.height, "shards": shards,
+                              "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
+                              "dropped_identity": len(dropped) - dropped_before}
+    write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), OUT_DIR / "dropped.parquet")
+    kept = sum(m["rows"] for m in metrics.values())
+    metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
+                    "dropped_by_reason": {IDENTITY: len(dropped)} if dropped else {}})
+    (OUT_DIR / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
+    write_metrics(STAGE, metrics)
+    print(metrics)
+

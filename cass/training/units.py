@@ -1,0 +1,25 @@
+"""Training units: the file-level pairs (``normalize``) and the kernel-level pairs (``kernels``), each
+with the four texts the tasks need (CUDA source, HIP source, normalised SASS, normalised AMD assembly;
+first arch of each vendor)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def units(store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict]:
+    """Every unit with the four texts its tasks need (first arch of each vendor)."""
+    out = []
+    for row in files.iter_rows(named=True):
+        out.append({"unit_id": row["sample_id"], "level": "file", "sample_id": row["sample_id"],
+                    "origin": row["origin"], "path": row["path"], "domain": row["domain"], "kernel": None,
+                    "texts": (store.get_text(row["files"][0]["digest"]), store.get_text(row["hip_files"][0]["digest"]),
+                              store.get_text(row["nvidia_device_norm"][0]["digest"]),
+                              store.get_text(row["amd_device_norm"][0]["digest"]))})
+    for row in kernels.iter_rows(named=True):
+        out.append({"unit_id": row["sample_id"], "level": "kernel", "sample_id": row["file_sample_id"],
+                    "origin": row["origin"], "path": row["path"], "domain": row["domain"], "kernel": row["kernel"],
+                    "texts": tuple(store.get_text(d) for d in (
+                        row["cuda_kernel_source"], row["hip_kernel_source"],
+                        row["nvidia_kernel_sass"][0]["digest"], row["amd_kernel_asm"][0]["digest"]))})
+    return out

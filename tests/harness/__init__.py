@@ -1,0 +1,1 @@
+"""Harnesses the tests and the benchmarks share (not part of the shipped package)."""
