@@ -21,6 +21,7 @@ from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
 from toolchains import AMD_SUITES, Toolchain, load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
+from toolchains.sandbox import detect as detect_sandbox
 from toolchains.system import header_parity
 
 
@@ -67,6 +68,10 @@ def cmd_toolchains(args: argparse.Namespace) -> int:
     missing = sum(print_toolchain(vendor, tc) for vendor, tc in toolchains.items())
     if not missing:
         print_header_parity(toolchains)
+    mode = detect_sandbox().mode
+    print(f"sandbox: {mode}" + ("" if mode == "bwrap" else
+                                " (bubblewrap missing or refused: tools can read this host's files; "
+                                "apt-get install bubblewrap)"))
     return 1 if missing else 0
 
 

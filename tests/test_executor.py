@@ -14,11 +14,18 @@ from store import Store
 from toolchains import Step
 from toolchains.executor import Job, LocalExecutor
 from toolchains.launchers import HostLauncher
+from toolchains.sandbox import Sandbox
+
+
+def shell(tmp_path: Path) -> HostLauncher:
+    """The shell, outside bubblewrap: these tests watch the job's processes from the host (their pids,
+    files they write beside the scratch directory); tests/test_sandbox.py tests the sandbox."""
+    return HostLauncher([Path("/bin")], scratch=tmp_path / "scratch", sandbox=Sandbox.weak())
 
 
 @pytest.fixture
 def executor(tmp_path) -> LocalExecutor:
-    return LocalExecutor({"shell": HostLauncher([Path("/bin")], scratch=tmp_path / "scratch")}, workers=2)
+    return LocalExecutor({"shell": shell(tmp_path)}, workers=2)
 
 
 def sh(script: str, inputs=None, outputs=(), timeout=30.0, stdout_as=None) -> Job:
@@ -130,7 +137,7 @@ def shell_action(store, script: str, inputs: dict[str, bytes]) -> Action:
 
 def test_runner_starts_the_largest_inputs_first_and_runs_follow_ups(tmp_path, store):
     log = tmp_path / "order.log"
-    one_worker = LocalExecutor({"shell": HostLauncher([Path("/bin")], scratch=tmp_path / "scratch")}, workers=1)
+    one_worker = LocalExecutor({"shell": shell(tmp_path)}, workers=1)
     runner = ActionRunner(store, one_worker, timeout_s=30)
     sizes = {"small": 10, "large": 5000, "medium": 300}
     first = {shell_action(store, f"echo {name} >> {log}", {"in": b"x" * size}): name for name, size in sizes.items()}

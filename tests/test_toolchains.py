@@ -162,7 +162,7 @@ def test_second_build_is_all_store_hits(store, toolchains):
     run_targets(nv, runner, runs)
     # one nvcc (host assembly + the arch's kept cubin, shared by both targets) and one cuobjdump
     assert runner.counts.as_dict() == {"hits": 2, "misses": 0, "transient_failures": 0, "corrupt_recomputed": 0,
-                                       "jobs_sent": 0, "jobs_by_host": {}}
+                                       "jobs_sent": 0, "jobs_by_host": {}, "jobs_by_sandbox": {}}
 
 
 @pytest.mark.parametrize("main", ["cryptography/aes128_ctr.cu", "graph/pagerank_pull.cu",

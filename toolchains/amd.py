@@ -92,7 +92,7 @@ class AmdToolchain(Toolchain):
     @classmethod
     def native(cls, rocm_path: Path) -> AmdToolchain:
         return cls(HostLauncher([rocm_path / "bin", rocm_path / "llvm" / "bin"],
-                                extra_env={**AMD_ENV, "ROCM_PATH": str(rocm_path)}))
+                                extra_env={**AMD_ENV, "ROCM_PATH": str(rocm_path)}, trees=[rocm_path]))
 
     def tools(self) -> tuple[str, ...]:
         return ("hipify-perl", "hipcc", self.assembler)

@@ -251,7 +251,8 @@ class Toolchain(ABC):
         return ()
 
     def fingerprint(self, tool: str) -> str:
-        """Digest of the tool's version (and its companions'), identity files and passed environment."""
+        """Digest of the tool's version (and its companions'), identity files, passed environment and the
+        sandbox mode it runs in."""
         if tool not in self._fingerprints:
             h = blake3.blake3()
             for name in (tool, *self.companions(tool)):
@@ -261,6 +262,7 @@ class Toolchain(ABC):
             if listings := self.identity_listings(tool):
                 h.update(digest_listing(listings).encode())
             h.update(repr(sorted(passed_env().items())).encode())
+            h.update(f"sandbox={self.launcher.sandbox.mode}".encode())
             self._fingerprints[tool] = h.hexdigest()
         return self._fingerprints[tool]
 

@@ -31,6 +31,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolchains.sandbox import Sandbox
+
 
 @dataclass(frozen=True)
 class Job:
@@ -57,7 +59,8 @@ class Job:
 class JobResult:
     """What a job produced. ``transient`` marks failures that must never be cached; ``host``
     names where it ran; ``cpu_s`` is the user + system CPU time of the tool process and of the
-    subprocesses it waited for, ``wall_s`` its wall time (both 0 where no tool ran)."""
+    subprocesses it waited for, ``wall_s`` its wall time (both 0 where no tool ran); ``sandbox`` the
+    mode the tool ran in (:mod:`toolchains.sandbox`)."""
 
     exit_code: int
     outputs: dict[str, bytes] = field(default_factory=dict)
@@ -66,6 +69,7 @@ class JobResult:
     host: str | None = None
     cpu_s: float = 0.0
     wall_s: float = 0.0
+    sandbox: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -87,6 +91,9 @@ class Launcher(ABC):
     @abstractmethod
     def env(self) -> dict[str, str]:
         """The environment of the tool process (a clean, explicit one)."""
+
+    sandbox: Sandbox
+    """How the tools are confined (:mod:`toolchains.sandbox`); its mode enters every fingerprint."""
 
 
 FollowUp = Callable[[int, "JobResult"], Iterable[Job]]
@@ -130,11 +137,26 @@ def kill_running() -> int:
     return len(groups)
 
 
-def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
-    """Run one job in a fresh scratch directory created by ``launcher``; always cleans up.
+@dataclass
+class ToolRun:
+    """How a tool process ended, before anything is made of it: ``returncode`` (negative: killed by
+    that signal), ``stopped`` (why the runner stopped it: timeout, cancelled) and the outputs it
+    left, with its CPU and wall seconds."""
 
-    ``cancelled`` is polled while the tool runs; when it says so the tool's process group is
-    killed and the job returns as a transient failure."""
+    returncode: int
+    stopped: str | None
+    stdout: bytes
+    stderr: bytes
+    outputs: dict[str, bytes]
+    cpu_s: float
+    wall_s: float
+
+
+def run_tool(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None) -> ToolRun | JobResult:
+    """Run one job in a fresh scratch directory created by ``launcher``; always cleans up. A tool that
+    cannot start gives a transient :class:`JobResult` at once.
+
+    ``cancelled`` is polled while the tool runs; when it says so the tool's process group is killed."""
     parent = launcher.scratch_parent()
     parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="job-", dir=parent))
@@ -153,7 +175,7 @@ def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] |
                                         stdout=out_file, stderr=err_file, start_new_session=True)
             except OSError as exc:
                 return JobResult(exit_code=-1, stderr=f"cannot start {argv[0]}: {exc}".encode(),
-                                 transient=f"tool not startable: {exc}")
+                                 transient=f"tool not startable: {exc}", sandbox=launcher.sandbox.mode)
             with _running_lock:
                 _running.add(proc.pid)
             try:
@@ -166,28 +188,31 @@ def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] |
                     _running.discard(proc.pid)
             wall_s = time.monotonic() - started
             stdout, stderr = _read(out_file), _read(err_file)
-        timing = {"cpu_s": cpu_s, "wall_s": wall_s}
-        if stopped:
-            return JobResult(exit_code=-1, stderr=stderr, transient=stopped, **timing)
-        if returncode < 0:
-            return JobResult(exit_code=returncode, stderr=stderr,
-                             transient=f"killed by signal {signal.Signals(-returncode).name}", **timing)
-        if returncode in TRANSIENT_EXIT_CODES:
-            return JobResult(exit_code=returncode, stderr=stderr, transient=TRANSIENT_EXIT_CODES[returncode],
-                             **timing)
-        if returncode and (match := TRANSIENT_STDERR.search(stderr)):
-            return JobResult(exit_code=returncode, stderr=stderr,
-                             transient=f"a compiler subprocess failed: {match.group(0).decode(errors='replace')}",
-                             **timing)
-        outputs = {}
-        for name in job.outputs:
-            if name == job.stdout_as:
-                outputs[name] = stdout
-            elif (scratch / name).is_file():
-                outputs[name] = (scratch / name).read_bytes()
-        return JobResult(exit_code=returncode, outputs=outputs, stderr=stderr, **timing)
+        outputs = {name: stdout if name == job.stdout_as else (scratch / name).read_bytes()
+                   for name in job.outputs if name == job.stdout_as or (scratch / name).is_file()}
+        return ToolRun(returncode, stopped, stdout, stderr, outputs, cpu_s, wall_s)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
+    """Run one compiler-like job (:func:`run_tool`): a run killed, stopped or whose driver reports a
+    killed subprocess is a transient failure, never a result about the source."""
+    run = run_tool(launcher, job, cancelled)
+    if isinstance(run, JobResult):
+        return run
+    base = {"stderr": run.stderr, "cpu_s": run.cpu_s, "wall_s": run.wall_s, "sandbox": launcher.sandbox.mode}
+    if run.stopped:
+        return JobResult(exit_code=-1, transient=run.stopped, **base)
+    if run.returncode < 0:
+        return JobResult(exit_code=run.returncode, transient=f"killed by signal {signal.Signals(-run.returncode).name}",
+                         **base)
+    if run.returncode in TRANSIENT_EXIT_CODES:
+        return JobResult(exit_code=run.returncode, transient=TRANSIENT_EXIT_CODES[run.returncode], **base)
+    if run.returncode and (match := TRANSIENT_STDERR.search(run.stderr)):
+        return JobResult(exit_code=run.returncode,
+                         transient=f"a compiler subprocess failed: {match.group(0).decode(errors='replace')}", **base)
+    return JobResult(exit_code=run.returncode, outputs=run.outputs, **base)
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float,

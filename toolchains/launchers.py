@@ -1,4 +1,5 @@
-"""Launchers: how a toolchain's tools are started on this host.
+"""Launchers: how a toolchain's tools are started on this host, always inside the sandbox
+(:mod:`toolchains.sandbox`).
 
 ``HostLauncher`` runs binaries from directories of this machine (the PyPI CUDA wheels, a
 system CUDA, a ROCm install in /opt/rocm). ``ChrootLauncher`` runs tools inside a separate OS
@@ -14,18 +15,22 @@ from pathlib import Path
 
 from toolchains.base import passed_env
 from toolchains.executor import Launcher
+from toolchains.sandbox import Sandbox, detect
 
 BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp"}
 
 
 class HostLauncher(Launcher):
-    """Runs tools found in ``bin_dirs`` of this machine, with a clean environment."""
+    """Runs tools found in ``bin_dirs`` of this machine, with a clean environment; in the sandbox
+    they see ``trees`` (default: ``bin_dirs``) and the system's compiler trees, read-only."""
 
     def __init__(self, bin_dirs: list[Path], extra_env: dict[str, str] | None = None,
-                 scratch: Path | None = None):
+                 scratch: Path | None = None, trees: list[Path] | None = None, sandbox: Sandbox | None = None):
         self.bin_dirs = [Path(d) for d in bin_dirs]
+        self.trees = [Path(d) for d in trees] if trees is not None else self.bin_dirs
         self.extra_env = dict(extra_env or {})
         self._scratch = scratch or Path(tempfile.gettempdir()) / "cass-jobs"
+        self.sandbox = sandbox or detect()
 
     def scratch_parent(self) -> Path:
         return self._scratch
@@ -39,7 +44,7 @@ class HostLauncher(Launcher):
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
         path = self.resolve(tool)
-        return [str(path or tool), *args]
+        return self.sandbox.host([str(path or tool), *args], scratch, self.trees)
 
     def env(self) -> dict[str, str]:
         path = ":".join([*map(str, self.bin_dirs), "/usr/bin", "/bin"])
@@ -47,15 +52,17 @@ class HostLauncher(Launcher):
 
 
 class ChrootLauncher(Launcher):
-    """Runs tools inside the OS root ``root`` (needs root privileges): util-linux's unshare(1)
-    enters the root in a private mount namespace with its own ``/proc`` mounted there (ROCm 6's
-    hipcc finds itself through ``/proc/self/exe``); nothing is mounted on the machine itself."""
+    """Runs tools inside the OS root ``root`` (needs root privileges): bubblewrap mounts the root
+    read-only with the job's scratch directory and a fresh ``/proc`` (ROCm 6's hipcc finds itself
+    through ``/proc/self/exe``); in the rlimits mode util-linux's unshare(1) enters the root in a
+    private mount namespace instead. Nothing is mounted on the machine itself."""
 
     SCRATCH_IN_ROOT = "/var/tmp/cass-jobs"
 
     def __init__(self, root: Path, extra_env: dict[str, str] | None = None):
         self.root = Path(root)
         self.extra_env = dict(extra_env or {})
+        self.sandbox: Sandbox = detect()
 
     def scratch_parent(self) -> Path:
         return self.root / self.SCRATCH_IN_ROOT.lstrip("/")
@@ -65,12 +72,14 @@ class ChrootLauncher(Launcher):
         return self.root / inner.lstrip("/")
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
-        try:
-            inner = "/" + str(scratch.relative_to(self.root))
-        except ValueError:
-            inner = "/"
+        if not scratch.is_relative_to(self.root):
+            scratch = Path("/")   # a version probe: no scratch directory
+        if self.sandbox.mode == "bwrap":
+            return self.sandbox.chroot(self.root, [tool, *args], scratch, self.SCRATCH_IN_ROOT)
+        inner = "/" + str(scratch.relative_to(self.root)) if scratch != Path("/") else "/"
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
-        return [unshare, "--mount", "--mount-proc", f"--root={self.root}", f"--wd={inner}", tool, *args]
+        return [*self.sandbox.limits(), unshare, "--mount", "--mount-proc", f"--root={self.root}", f"--wd={inner}",
+                tool, *args]
 
     def env(self) -> dict[str, str]:
         return {**BASE_ENV, "PATH": "/usr/bin:/bin", **passed_env(), **self.extra_env}

@@ -76,7 +76,7 @@ class NvidiaToolchain(Toolchain):
 
     def __init__(self, cuda_home: Path):
         self.cuda_home = Path(cuda_home)
-        super().__init__(HostLauncher([self.cuda_home / "bin"]))
+        super().__init__(HostLauncher([self.cuda_home / "bin"], trees=[self.cuda_home]))
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER)

@@ -81,11 +81,13 @@ class ActionCounts:
     corrupt: int = 0
     sent: int = 0
     by_host: Counter = field(default_factory=Counter)
+    by_sandbox: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict:
         return {"hits": self.hits, "misses": self.misses, "transient_failures": self.transient,
                 "corrupt_recomputed": self.corrupt, "jobs_sent": self.sent,
-                "jobs_by_host": dict(sorted(self.by_host.items()))}
+                "jobs_by_host": dict(sorted(self.by_host.items())),
+                "jobs_by_sandbox": dict(sorted(self.by_sandbox.items()))}
 
 
 @dataclass
@@ -183,6 +185,8 @@ class ActionRunner:
         """Store a finished job's outputs and record (a transient failure is returned, never recorded)."""
         if result.host:
             self.counts.by_host[result.host] += 1
+        if result.sandbox:
+            self.counts.by_sandbox[result.sandbox] += 1
         self.tool_time.setdefault(action.step.tool, ToolTime()).add(result)
         if result.transient:
             self.counts.transient += 1

@@ -1,0 +1,138 @@
+"""The tool sandbox with the real compilers: a source that includes a host file by absolute or escaping
+path, another job's scratch file or ``/proc/self/environ`` gets "file not found", and nothing of the
+planted secret reaches the job's outputs or stderr; honest code builds to the same bytes."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from harness.project import REPO
+
+from cass.pipeline.context import load_params
+from toolchains import Job, Step, Toolchain
+from toolchains.executor import JobResult, run_in_scratch
+from toolchains.sandbox import Sandbox, detect
+
+PARAMS = load_params(REPO / "params.yaml")
+HONEST = REPO / "corpus" / "graphics_rendering" / "mandelbrot_tiles.cu"   # includes no local header
+
+pytestmark = pytest.mark.skipif(detect().mode != "bwrap", reason="bubblewrap is not usable on this host "
+                                                                 "(scripts/setup.sh installs it)")
+
+
+@pytest.fixture(scope="module")
+def secrets(toolchains) -> dict[str, Path]:
+    """The same token in a host file outside /tmp, in $HOME and in a directory beside the jobs'
+    scratch directories (another job's), for each vendor's scratch location."""
+    token = f"SECRET_TOKEN_{uuid.uuid4().hex}"
+    places = {"host": Path("/var/tmp") / f"cass-secret-{uuid.uuid4().hex}" / "secret.txt",
+              "home": Path.home() / f".cass-secret-{uuid.uuid4().hex}.txt"}
+    for vendor, tc in toolchains.items():
+        places[f"other_job_{vendor}"] = tc.launcher.scratch_parent() / f"job-planted-{uuid.uuid4().hex}" / "secret.txt"
+    for path in places.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"int leaked = {token};\n")
+    yield {"token": token, **places}
+    for path in places.values():
+        path.unlink()
+        if path.parent.name.startswith(("cass-secret-", "job-planted-")):
+            path.parent.rmdir()
+
+
+def run_step(tc: Toolchain, step: Step, source: str) -> JobResult:
+    """``step`` of ``tc`` on ``source`` (as main.cu), as the pipeline runs it."""
+    job = Job(tc.vendor, step.tool, step.args, {"main.cu": source.encode()}, step.outputs, timeout_s=300,
+              stdout_as=step.stdout_as)
+    return run_in_scratch(tc.launcher, job)
+
+
+def compile_source(tc: Toolchain, source: str) -> JobResult:
+    """One host compile of ``source`` with ``tc``."""
+    return run_step(tc, tc.targets("main.cu", PARAMS[tc.vendor]["archs"], PARAMS[tc.vendor]["flags"])[0].steps[0],
+                    source)
+
+
+def leaks(result: JobResult, token: str) -> bool:
+    return token.encode() in result.stderr or any(token.encode() in data for data in result.outputs.values())
+
+
+INCLUDES = {
+    "absolute": lambda s, v: f'#include "{s["host"]}"',
+    "escaping": lambda s, v: f'#include "{"../" * 12}{str(s["host"]).lstrip("/")}"',
+    "home": lambda s, v: f'#include "{s["home"]}"',
+    "other_job": lambda s, v: f'#include "{s[f"other_job_{v}"]}"',
+}
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+@pytest.mark.parametrize("kind", sorted(INCLUDES))
+def test_an_include_of_a_host_file_is_not_found_and_nothing_leaks(toolchains, secrets, vendor, kind):
+    tc = toolchains[vendor]
+    result = compile_source(tc, INCLUDES[kind](secrets, vendor) + "\n__global__ void k() {}\nint main() {}\n")
+    assert result.exit_code != 0 and result.transient is None and result.sandbox == "bwrap"
+    assert b"No such file or directory" in result.stderr or b"file not found" in result.stderr
+    assert not leaks(result, secrets["token"])
+
+
+def test_proc_self_environ_holds_only_the_clean_environment(toolchains, monkeypatch):
+    token = f"SECRET_TOKEN_{uuid.uuid4().hex}"
+    monkeypatch.setenv("CASS_PLANTED_SECRET", token)
+    result = compile_source(toolchains["nvidia"], "#include </proc/self/environ>\nint main() {}\n")
+    assert result.transient is None and not leaks(result, token)
+
+
+def test_without_the_sandbox_the_same_include_leaks(toolchains, secrets):
+    """The control: the rlimits mode (no bubblewrap) lets nvcc read the host file, so the tests above
+    would see a leak if the sandbox let one through."""
+    tc = copy.copy(toolchains["nvidia"])
+    tc.launcher = copy.copy(tc.launcher)
+    tc.launcher.sandbox = Sandbox.weak()
+    result = compile_source(tc, INCLUDES["absolute"](secrets, "nvidia") + "\nint main() {}\n")
+    assert leaks(result, secrets["token"])
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_honest_code_translates_and_builds_to_the_same_bytes_in_and_out_of_the_sandbox(toolchains, vendor):
+    tc = toolchains[vendor]
+    weak = copy.copy(tc)
+    weak.launcher = copy.copy(tc.launcher)
+    weak.launcher.sandbox = Sandbox.weak()
+    source = HONEST.read_text()
+    if vendor == "amd":
+        hipified, plain_hipified = (run_step(t, tc.hipify_step("main.cu"), source) for t in (tc, weak))
+        assert hipified.outputs == plain_hipified.outputs and hipified.exit_code == 0
+        source = hipified.outputs["hip"].decode()
+    sandboxed, plain = compile_source(tc, source), compile_source(weak, source)
+    assert sandboxed.exit_code == plain.exit_code == 0, sandboxed.stderr.decode(errors="replace")[-2000:]
+    assert sandboxed.outputs == plain.outputs and sandboxed.outputs
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_a_tool_sees_no_network_no_home_no_project_and_writes_only_its_scratch(toolchains, vendor):
+    script = (f"ls -d /root/.cache {REPO / 'params.yaml'} 2>&1; grep -c : /proc/net/dev; "
+              "touch /usr/cass-planted 2>/dev/null || echo usr-readonly; touch here && echo scratch-writable")
+    job = Job(vendor, "sh", ("-c", script), {}, ("log",), timeout_s=60, stdout_as="log")
+    result = run_in_scratch(toolchains[vendor].launcher, job)
+    log = result.outputs["log"].decode().splitlines()
+    assert result.exit_code == 0
+    assert all("No such file or directory" in line for line in log[:2])   # no home, no project
+    assert log[2:] == ["1", "usr-readonly", "scratch-writable"]          # loopback only; /usr read-only
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_a_sandboxed_job_past_its_timeout_dies_with_everything_it_started(toolchains, vendor):
+    marker = str(6000 + uuid.uuid4().int % 1000)
+    job = Job(vendor, "sh", ("-c", f"sleep {marker} & sleep {marker}; wait"), {}, (), timeout_s=1)
+    result = run_in_scratch(toolchains[vendor].launcher, job)
+    assert result.transient == "timeout after 1 s"
+    for _ in range(50):
+        alive = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
+        if not alive:
+            break
+        time.sleep(0.1)
+    assert not alive, f"sleep {marker} survived its job's timeout: pids {alive}"

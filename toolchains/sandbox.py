@@ -1,0 +1,110 @@
+"""The sandbox every tool that reads untrusted input runs in.
+
+``bwrap`` mode (bubblewrap): the tool sees its toolchain read-only (the toolchain's trees, or its
+whole OS root for a chroot toolchain), the job's scratch directory read-write, a private ``/tmp``,
+a fresh ``/proc`` and ``/dev``, and nothing else of the host: no home, no project, no store, no
+other job's scratch directory. Every namespace is unshared (no network) and the tool dies with its
+parent. An ``#include`` of a host file by absolute or escaping path is "file not found".
+
+``rlimits`` mode, where bubblewrap is missing or refused (no user namespaces): the tool keeps its
+clean environment, its scratch directory as working directory, the wall-clock timeout that kills
+its process group and the rlimits below, but it can read whatever the user running it can read.
+Both modes apply the rlimits; which mode ran enters every tool's fingerprint (a tool that can read
+the host may produce other bytes for the same input), so it is recorded with each action.
+
+``CASS_SANDBOX=rlimits`` selects the weaker mode on purpose (to compare, or where bubblewrap
+cannot work); nothing selects "no sandbox".
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+SYSTEM_TREES = ("/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+"""What a host toolchain needs of the OS (the host compiler, its headers and libraries, the loader's
+cache): read-only, everything else of ``/etc`` and the rest of the host stays out."""
+
+MERGED_USR_LINKS = (("usr/bin", "/bin"), ("usr/sbin", "/sbin"), ("usr/lib", "/lib"), ("usr/lib64", "/lib64"))
+"""Debian's merged-/usr links, recreated inside the sandbox."""
+
+FILE_SIZE_LIMIT = 4 << 30
+"""No file a tool writes may exceed 4 GiB (the largest assembly of real code is a few MiB)."""
+
+MODE_ENV = "CASS_SANDBOX"
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How tools are confined on this host: ``mode`` is ``bwrap`` or ``rlimits``."""
+
+    mode: str
+    bwrap: str | None = None
+
+    @classmethod
+    def weak(cls) -> Sandbox:
+        return cls("rlimits")
+
+    def limits(self) -> list[str]:
+        """The rlimit prefix both modes put in front of a tool (no core files, a file-size cap)."""
+        prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
+        return [prlimit, "--core=0", f"--fsize={FILE_SIZE_LIMIT}", "--"]
+
+    def _bwrap(self, *mounts: str) -> list[str]:
+        """bubblewrap with every namespace unshared and no capabilities, ``mounts`` first, then a fresh
+        ``/proc``, ``/dev`` and private ``/tmp``."""
+        return [self.bwrap or "bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", *mounts,
+                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+
+    @staticmethod
+    def _workdir(scratch: Path, inner: str) -> list[str]:
+        """The job's scratch directory, read-write at ``inner``, as the working directory; a version
+        probe (``scratch`` is ``/``, no input) gets no scratch directory."""
+        if scratch == Path("/"):
+            return ["--chdir", "/"]
+        return ["--bind", str(scratch), inner, "--chdir", inner]
+
+    def host(self, argv: list[str], scratch: Path, trees: list[Path]) -> list[str]:
+        """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory."""
+        if self.mode != "bwrap":
+            return [*self.limits(), *argv]
+        binds = [arg for tree in _outermost([*SYSTEM_TREES, *(os.path.realpath(t) for t in trees)])
+                 for arg in ("--ro-bind", tree, tree)]
+        links = [arg for target, link in MERGED_USR_LINKS if os.path.islink(link)
+                 for arg in ("--symlink", target, link)]
+        return [*self.limits(), *self._bwrap(*binds), *links, *self._workdir(scratch, str(scratch)), "--", *argv]
+
+    def chroot(self, root: Path, argv: list[str], scratch: Path, scratch_parent: str) -> list[str]:
+        """``argv`` inside the OS root ``root``, read-only, with ``scratch`` (a directory under the root's
+        ``scratch_parent``, where other jobs' directories are hidden) as working directory (bwrap mode)."""
+        inner = "/" + str(scratch.relative_to(root)) if scratch != Path("/") else "/"
+        return [*self.limits(), *self._bwrap("--ro-bind", str(root), "/"), "--tmpfs", scratch_parent,
+                *self._workdir(scratch, inner), "--", *argv]
+
+
+def _outermost(trees: list[str]) -> list[str]:
+    """The existing ``trees`` that no other of them contains, in their order."""
+    present = [t for t in dict.fromkeys(trees) if os.path.lexists(t)]
+    return [t for t in present if not any(o != t and Path(t).is_relative_to(o) for o in present)]
+
+
+@functools.cache
+def detect() -> Sandbox:
+    """This host's sandbox: bubblewrap when it is installed and can create its namespaces here
+    (checked once by running ``true`` in it), else the rlimits mode; ``CASS_SANDBOX=rlimits`` forces
+    the latter."""
+    if os.environ.get(MODE_ENV) == "rlimits":
+        return Sandbox.weak()
+    path = shutil.which("bwrap")
+    if path is None:
+        return Sandbox.weak()
+    probe = Sandbox("bwrap", path).host(["/usr/bin/true"], Path("/"), [])
+    try:
+        ok = subprocess.run(probe, capture_output=True, timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return Sandbox("bwrap", path) if ok else Sandbox.weak()
