@@ -1,0 +1,115 @@
+"""Untrusted programs in the sandbox (host-only programs built with the real g++; no GPU needed): each
+hostile behaviour gets its verdict, nothing the program tried to read reaches its output, and the
+host is left as it was."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from toolchains.programs import ProgramLauncher, ProgramLimits, run_program
+from toolchains.sandbox import Sandbox, detect
+
+pytestmark = pytest.mark.skipif(detect().mode != "bwrap", reason="bubblewrap is not usable on this host")
+
+PRELUDE = "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <unistd.h>\n"
+
+
+def build(tmp_path: Path, source: str) -> bytes:
+    src, binary = tmp_path / f"{uuid.uuid4().hex}.cpp", tmp_path / "a.out"
+    src.write_text(PRELUDE + source)
+    subprocess.run(["g++", "-O1", "-o", str(binary), str(src)], check=True)
+    return binary.read_bytes()
+
+
+def launcher(tmp_path: Path, sandbox: Sandbox | None = None, **limits) -> ProgramLauncher:
+    return ProgramLauncher(ProgramLimits(**{"wall_s": 10, "cpu_s": 10, **limits}), sandbox=sandbox,
+                           scratch=tmp_path / "runs")
+
+
+def nobody_processes() -> list[str]:
+    return subprocess.run(["pgrep", "-u", "65534", "-x", "program"], capture_output=True, text=True).stdout.split()
+
+
+def test_an_honest_program_prints_and_exits(tmp_path):
+    run = run_program(launcher(tmp_path), build(tmp_path, 'int main(int c, char **v) { printf("hi %s\\n", v[1]); '
+                                                          "return 7; }"), ("there",))
+    assert (run.verdict, run.exit_code, run.stdout, run.sandbox) == ("exited", 7, b"hi there\n", "bwrap")
+
+
+READER = r"""
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        FILE *f = fopen(argv[i], "r");
+        if (!f) { printf("denied %s\n", argv[i]); continue; }
+        char buf[256] = {0}; fread(buf, 1, sizeof buf - 1, f); printf("read %s: %s\n", argv[i], buf); fclose(f);
+    }
+}
+"""
+
+
+@pytest.fixture
+def secrets(tmp_path):
+    token = f"SECRET_TOKEN_{uuid.uuid4().hex}"
+    paths = [Path.home() / f".cass-secret-{uuid.uuid4().hex}", Path("/var/tmp") / f"cass-store-{uuid.uuid4().hex}",
+             tmp_path / "runs" / "job-other" / "secret"]
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(token)
+    yield token, [Path("/etc/shadow"), *paths]
+    for path in paths:
+        path.unlink()
+
+
+def test_a_program_reads_no_host_file(tmp_path, secrets):
+    token, paths = secrets
+    binary = build(tmp_path, READER)
+    run = run_program(launcher(tmp_path), binary, tuple(map(str, paths)))
+    assert run.verdict == "exited" and token.encode() not in run.stdout + run.stderr
+    assert run.stdout.decode().splitlines() == [f"denied {p}" for p in paths]
+    # the control: outside the sandbox (still as nobody) the same program reads the world-readable files
+    weak = run_program(launcher(tmp_path, sandbox=Sandbox.weak()), binary, tuple(map(str, paths)))
+    assert token.encode() in weak.stdout
+
+
+def test_a_program_has_no_network(tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.5)
+    port = server.getsockname()[1]
+    source = ("#include <arpa/inet.h>\n#include <sys/socket.h>\nint main() { int s = socket(AF_INET, SOCK_STREAM, 0);"
+              f" sockaddr_in a{{}}; a.sin_family = AF_INET; a.sin_port = htons({port}); "
+              'inet_pton(AF_INET, "127.0.0.1", &a.sin_addr); '
+              'puts(connect(s, (sockaddr *)&a, sizeof a) ? "no connection" : "connected"); }')
+    run = run_program(launcher(tmp_path), build(tmp_path, source))
+    assert run.stdout == b"no connection\n"
+    with pytest.raises(TimeoutError):
+        server.accept()
+    server.close()
+
+
+@pytest.mark.parametrize(("name", "source", "limits", "expected"), [
+    ("never exits", "int main() { sleep(1000); }", {"wall_s": 2}, "timeout"),
+    ("spins", "int main() { volatile long i = 0; for (;;) i++; }", {"cpu_s": 1, "wall_s": 20}, "cpu_limit"),
+    ("writes without end", 'int main() { FILE *f = fopen("out", "w"); char b[4096] = {1}; for (;;) fwrite(b, 1, '
+     "sizeof b, f); }", {"file_bytes": 1 << 20}, "file_limit"),
+    ("forks without end", "int main() { for (;;) fork(); }", {"wall_s": 3}, "timeout"),
+])
+def test_a_runaway_program_is_stopped_with_its_verdict_and_leaves_nothing(tmp_path, name, source, limits, expected):
+    run = run_program(launcher(tmp_path, **limits), build(tmp_path, source))
+    assert run.verdict == expected, (name, run)
+    assert nobody_processes() == []
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_program_allocating_without_end_gets_no_more_memory(tmp_path):
+    source = ("int main() { for (long n = 0;; n++) { char *p = (char *)malloc(1 << 20); "
+              'if (!p) { printf("refused after %ld MiB\\n", n); return 3; } memset(p, 1, 1 << 20); } }')
+    run = run_program(launcher(tmp_path, data_bytes=256 << 20), build(tmp_path, source))
+    assert run.verdict == "exited" and run.exit_code == 3
+    assert int(run.stdout.split()[2]) < 256
