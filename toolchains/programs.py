@@ -14,14 +14,13 @@ given (a CUDA runtime), the GPU's device nodes when asked, no network and nothin
 from __future__ import annotations
 
 import glob
-import os
 import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolchains.executor import Job, JobResult, Launcher, ToolRun, run_tool
-from toolchains.sandbox import MERGED_USR_LINKS, SYSTEM_TREES, Sandbox, detect
+from toolchains.sandbox import Sandbox, detect
 
 NOBODY = 65534
 PROGRAM = "program"
@@ -69,10 +68,7 @@ class ProgramLauncher(Launcher):
                  *drop, f"./{tool}", *args]
         if self.sandbox.mode != "bwrap":
             return [*self.limits.prlimit(), *start]
-        binds = [arg for tree in (*SYSTEM_TREES, *map(str, self.libraries)) if os.path.lexists(tree)
-                 for arg in ("--ro-bind", tree, tree)]
-        links = [arg for target, link in MERGED_USR_LINKS if os.path.islink(link)
-                 for arg in ("--symlink", target, link)]
+        binds, links = self.sandbox.system_view(self.libraries)
         devices = [arg for node in sorted(glob.glob("/dev/nvidia*")) if self.gpu for arg in ("--dev-bind", node, node)]
         return [*self.limits.prlimit(), self.sandbox.bwrap or "bwrap", "--unshare-net", "--unshare-pid",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", *binds,

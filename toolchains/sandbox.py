@@ -68,14 +68,21 @@ class Sandbox:
             return ["--chdir", "/"]
         return ["--bind", str(scratch), inner, "--chdir", inner]
 
-    def host(self, argv: list[str], scratch: Path, trees: list[Path]) -> list[str]:
-        """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory."""
-        if self.mode != "bwrap":
-            return [*self.limits(), *argv]
+    @staticmethod
+    def system_view(trees: list[Path]) -> tuple[list[str], list[str]]:
+        """bubblewrap's read-only mounts of the system's trees and ``trees``, and the merged-/usr links
+        (made after ``/tmp`` and ``/dev``, so they go last)."""
         binds = [arg for tree in _outermost([*SYSTEM_TREES, *(os.path.realpath(t) for t in trees)])
                  for arg in ("--ro-bind", tree, tree)]
         links = [arg for target, link in MERGED_USR_LINKS if os.path.islink(link)
                  for arg in ("--symlink", target, link)]
+        return binds, links
+
+    def host(self, argv: list[str], scratch: Path, trees: list[Path]) -> list[str]:
+        """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory."""
+        if self.mode != "bwrap":
+            return [*self.limits(), *argv]
+        binds, links = self.system_view(trees)
         return [*self.limits(), *self._bwrap(*binds), *links, *self._workdir(scratch, str(scratch)), "--", *argv]
 
     def chroot(self, root: Path, argv: list[str], scratch: Path, scratch_parent: str) -> list[str]:
