@@ -4,8 +4,10 @@ host is left as it was."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -26,17 +28,35 @@ def build(tmp_path: Path, source: str) -> bytes:
     return binary.read_bytes()
 
 
-def launcher(tmp_path: Path, sandbox: Sandbox | None = None, **limits) -> ProgramLauncher:
-    return ProgramLauncher(ProgramLimits(**{"wall_s": 10, "cpu_s": 10, **limits}), sandbox=sandbox,
-                           scratch=tmp_path / "runs")
+LIMITS = {"wall_s": 10, "cpu_s": 10, "data_bytes": 2 << 30, "file_bytes": 16 << 20, "processes": 32}
 
 
-def nobody_processes() -> list[str]:
-    return subprocess.run(["pgrep", "-u", "65534", "-x", "program"], capture_output=True, text=True).stdout.split()
+@pytest.fixture
+def runs_dir():
+    """Where runs get their scratch directories: world-readable parents, so that outside the sandbox a
+    program (as its unprivileged user) could read another run's files there."""
+    path = Path("/var/tmp") / f"cass-test-runs-{uuid.uuid4().hex}"
+    path.mkdir(mode=0o755)
+    yield path
+    shutil.rmtree(path)
 
 
-def test_an_honest_program_prints_and_exits(tmp_path):
-    run = run_program(launcher(tmp_path), build(tmp_path, 'int main(int c, char **v) { printf("hi %s\\n", v[1]); '
+def launcher(runs: Path, sandbox: Sandbox | None = None, **limits) -> ProgramLauncher:
+    return ProgramLauncher(ProgramLimits(**{**LIMITS, **limits}), sandbox=sandbox, scratch=runs)
+
+
+def surviving_programs() -> list[str]:
+    """Processes named ``program`` still alive a few seconds after a run ended (the kill is asynchronous)."""
+    for _ in range(50):
+        alive = subprocess.run(["pgrep", "-x", "program"], capture_output=True, text=True).stdout.split()
+        if not alive:
+            break
+        time.sleep(0.1)
+    return alive
+
+
+def test_an_honest_program_prints_and_exits(tmp_path, runs_dir):
+    run = run_program(launcher(runs_dir), build(tmp_path, 'int main(int c, char **v) { printf("hi %s\\n", v[1]); '
                                                           "return 7; }"), ("there",))
     assert (run.verdict, run.exit_code, run.stdout, run.sandbox) == ("exited", 7, b"hi there\n", "bwrap")
 
@@ -53,30 +73,35 @@ int main(int argc, char **argv) {
 
 
 @pytest.fixture
-def secrets(tmp_path):
+def secrets(runs_dir):
+    """A token in a file under $HOME, in a store-like world-readable file and in another run's scratch
+    directory (world-readable too); /etc/shadow besides."""
     token = f"SECRET_TOKEN_{uuid.uuid4().hex}"
-    paths = [Path.home() / f".cass-secret-{uuid.uuid4().hex}", Path("/var/tmp") / f"cass-store-{uuid.uuid4().hex}",
-             tmp_path / "runs" / "job-other" / "secret"]
+    store = Path("/var/tmp") / f"cass-store-{uuid.uuid4().hex}"
+    readable = [store / "objects" / "secret", runs_dir / "job-other" / "secret"]
+    paths = [Path.home() / f".cass-secret-{uuid.uuid4().hex}", *readable]
     for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
         path.write_text(token)
-    yield token, [Path("/etc/shadow"), *paths]
-    for path in paths:
-        path.unlink()
+        path.chmod(0o644)
+    yield token, [Path("/etc/shadow"), *paths], readable
+    paths[0].unlink()
+    shutil.rmtree(store)
 
 
-def test_a_program_reads_no_host_file(tmp_path, secrets):
-    token, paths = secrets
+def test_a_program_reads_no_host_file(tmp_path, runs_dir, secrets):
+    token, paths, readable = secrets
     binary = build(tmp_path, READER)
-    run = run_program(launcher(tmp_path), binary, tuple(map(str, paths)))
+    run = run_program(launcher(runs_dir), binary, tuple(map(str, paths)))
     assert run.verdict == "exited" and token.encode() not in run.stdout + run.stderr
     assert run.stdout.decode().splitlines() == [f"denied {p}" for p in paths]
-    # the control: outside the sandbox (still as nobody) the same program reads the world-readable files
-    weak = run_program(launcher(tmp_path, sandbox=Sandbox.weak()), binary, tuple(map(str, paths)))
-    assert token.encode() in weak.stdout
+    # the control: outside the sandbox the same program, as the same kind of user, reads the world-readable ones
+    weak = run_program(launcher(runs_dir, sandbox=Sandbox.weak()), binary, tuple(map(str, paths)))
+    assert [line.split(":")[0] for line in weak.stdout.decode().splitlines()] == [
+        f"read {p}" if p in readable else f"denied {p}" for p in paths]
 
 
-def test_a_program_has_no_network(tmp_path):
+def test_a_program_has_no_network(tmp_path, runs_dir):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -86,30 +111,38 @@ def test_a_program_has_no_network(tmp_path):
               f" sockaddr_in a{{}}; a.sin_family = AF_INET; a.sin_port = htons({port}); "
               'inet_pton(AF_INET, "127.0.0.1", &a.sin_addr); '
               'puts(connect(s, (sockaddr *)&a, sizeof a) ? "no connection" : "connected"); }')
-    run = run_program(launcher(tmp_path), build(tmp_path, source))
+    run = run_program(launcher(runs_dir), build(tmp_path, source))
     assert run.stdout == b"no connection\n"
     with pytest.raises(TimeoutError):
         server.accept()
     server.close()
 
 
+@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
 @pytest.mark.parametrize(("name", "source", "limits", "expected"), [
     ("never exits", "int main() { sleep(1000); }", {"wall_s": 2}, "timeout"),
+    ("escapes its session", "int main() { if (fork() == 0) { setsid(); sleep(1000); } sleep(1000); }",
+     {"wall_s": 2}, "timeout"),
     ("spins", "int main() { volatile long i = 0; for (;;) i++; }", {"cpu_s": 1, "wall_s": 20}, "cpu_limit"),
+    ("spins past SIGXCPU", "#include <csignal>\nint main() { signal(SIGXCPU, SIG_IGN); volatile long i = 0; "
+     "for (;;) i++; }", {"cpu_s": 1, "wall_s": 20}, "crashed:SIGKILL"),   # the hard limit, a CPU second later
     ("writes without end", 'int main() { FILE *f = fopen("out", "w"); char b[4096] = {1}; for (;;) fwrite(b, 1, '
      "sizeof b, f); }", {"file_bytes": 1 << 20}, "file_limit"),
     ("forks without end", "int main() { for (;;) fork(); }", {"wall_s": 3}, "timeout"),
+    ("crashes", "int main() { volatile int *p = nullptr; return *p; }", {}, "crashed:SIGSEGV"),
 ])
-def test_a_runaway_program_is_stopped_with_its_verdict_and_leaves_nothing(tmp_path, name, source, limits, expected):
-    run = run_program(launcher(tmp_path, **limits), build(tmp_path, source))
-    assert run.verdict == expected, (name, run)
-    assert nobody_processes() == []
-    assert list((tmp_path / "runs").iterdir()) == []
+def test_a_runaway_program_is_stopped_with_its_verdict_and_leaves_nothing(tmp_path, runs_dir, mode, name, source,
+                                                                          limits, expected):
+    run = run_program(launcher(runs_dir, sandbox=None if mode == "bwrap" else Sandbox.weak(), **limits),
+                      build(tmp_path, source))
+    assert (run.verdict, run.sandbox) == (expected, mode), (name, run)
+    assert surviving_programs() == []
+    assert list(runs_dir.iterdir()) == []
 
 
-def test_a_program_allocating_without_end_gets_no_more_memory(tmp_path):
+def test_a_program_allocating_without_end_gets_no_more_memory(tmp_path, runs_dir):
     source = ("int main() { for (long n = 0;; n++) { char *p = (char *)malloc(1 << 20); "
               'if (!p) { printf("refused after %ld MiB\\n", n); return 3; } memset(p, 1, 1 << 20); } }')
-    run = run_program(launcher(tmp_path, data_bytes=256 << 20), build(tmp_path, source))
+    run = run_program(launcher(runs_dir, data_bytes=256 << 20), build(tmp_path, source))
     assert run.verdict == "exited" and run.exit_code == 3
     assert int(run.stdout.split()[2]) < 256

@@ -16,7 +16,7 @@ from harness.project import REPO
 from cass.pipeline.context import load_params
 from toolchains import Job, Step, Toolchain
 from toolchains.executor import JobResult, run_in_scratch
-from toolchains.sandbox import Sandbox, detect
+from toolchains.sandbox import Sandbox, detect, inner_path
 
 PARAMS = load_params(REPO / "params.yaml")
 HONEST = REPO / "corpus" / "graphics_rendering" / "mandelbrot_tiles.cu"   # includes no local header
@@ -61,11 +61,17 @@ def leaks(result: JobResult, token: str) -> bool:
     return token.encode() in result.stderr or any(token.encode() in data for data in result.outputs.values())
 
 
+def seen_by(tc: Toolchain, path: Path) -> str:
+    """``path`` as the toolchain's tools name it: inside the OS root for a chroot toolchain."""
+    root = getattr(tc.launcher, "root", None)
+    return inner_path(root, path) if root is not None and path.is_relative_to(root) else str(path)
+
+
 INCLUDES = {
-    "absolute": lambda s, v: f'#include "{s["host"]}"',
-    "escaping": lambda s, v: f'#include "{"../" * 12}{str(s["host"]).lstrip("/")}"',
-    "home": lambda s, v: f'#include "{s["home"]}"',
-    "other_job": lambda s, v: f'#include "{s[f"other_job_{v}"]}"',
+    "absolute": lambda s, tc: f'#include "{s["host"]}"',
+    "escaping": lambda s, tc: f'#include "{"../" * 12}{str(s["host"]).lstrip("/")}"',
+    "home": lambda s, tc: f'#include "{s["home"]}"',
+    "other_job": lambda s, tc: f'#include "{seen_by(tc, s[f"other_job_{tc.vendor}"])}"',
 }
 
 
@@ -73,35 +79,42 @@ INCLUDES = {
 @pytest.mark.parametrize("kind", sorted(INCLUDES))
 def test_an_include_of_a_host_file_is_not_found_and_nothing_leaks(toolchains, secrets, vendor, kind):
     tc = toolchains[vendor]
-    result = compile_source(tc, INCLUDES[kind](secrets, vendor) + "\n__global__ void k() {}\nint main() {}\n")
+    result = compile_source(tc, INCLUDES[kind](secrets, tc) + "\n__global__ void k() {}\nint main() {}\n")
     assert result.exit_code != 0 and result.transient is None and result.sandbox == "bwrap"
     assert b"No such file or directory" in result.stderr or b"file not found" in result.stderr
     assert not leaks(result, secrets["token"])
 
 
-def test_proc_self_environ_holds_only_the_clean_environment(toolchains, monkeypatch):
+def test_proc_self_environ_shows_only_the_tools_clean_environment(toolchains, monkeypatch):
+    """Not the sandbox's doing but the launcher's: a tool's environment is an allowlist, so a secret in
+    the pipeline's environment is not in ``/proc/self/environ`` of the tool either."""
     token = f"SECRET_TOKEN_{uuid.uuid4().hex}"
     monkeypatch.setenv("CASS_PLANTED_SECRET", token)
     result = compile_source(toolchains["nvidia"], "#include </proc/self/environ>\nint main() {}\n")
     assert result.transient is None and not leaks(result, token)
 
 
-def test_without_the_sandbox_the_same_include_leaks(toolchains, secrets):
-    """The control: the rlimits mode (no bubblewrap) lets nvcc read the host file, so the tests above
-    would see a leak if the sandbox let one through."""
-    tc = copy.copy(toolchains["nvidia"])
-    tc.launcher = copy.copy(tc.launcher)
-    tc.launcher.sandbox = Sandbox.weak()
-    result = compile_source(tc, INCLUDES["absolute"](secrets, "nvidia") + "\nint main() {}\n")
+def weakened(tc: Toolchain) -> Toolchain:
+    """``tc`` with its tools in the rlimits mode (no bubblewrap)."""
+    weak = copy.copy(tc)
+    weak.launcher = copy.copy(tc.launcher)
+    weak.launcher.sandbox = Sandbox.weak()
+    return weak
+
+
+@pytest.mark.parametrize(("vendor", "kind"), [("nvidia", "absolute"), ("nvidia", "home"), ("amd", "other_job")])
+def test_without_the_sandbox_the_same_include_leaks(toolchains, secrets, vendor, kind):
+    """The control: in the rlimits mode nvcc reads the host's files and hipcc (in the chroot) another
+    job's scratch file, so the tests above would see a leak if the sandbox let one through."""
+    tc = weakened(toolchains[vendor])
+    result = compile_source(tc, INCLUDES[kind](secrets, tc) + "\nint main() {}\n")
     assert leaks(result, secrets["token"])
 
 
 @pytest.mark.parametrize("vendor", ["nvidia", "amd"])
 def test_honest_code_translates_and_builds_to_the_same_bytes_in_and_out_of_the_sandbox(toolchains, vendor):
     tc = toolchains[vendor]
-    weak = copy.copy(tc)
-    weak.launcher = copy.copy(tc.launcher)
-    weak.launcher.sandbox = Sandbox.weak()
+    weak = weakened(tc)
     source = HONEST.read_text()
     if vendor == "amd":
         hipified, plain_hipified = (run_step(t, tc.hipify_step("main.cu"), source) for t in (tc, weak))
@@ -127,7 +140,8 @@ def test_a_tool_sees_no_network_no_home_no_project_and_writes_only_its_scratch(t
 @pytest.mark.parametrize("vendor", ["nvidia", "amd"])
 def test_a_sandboxed_job_past_its_timeout_dies_with_everything_it_started(toolchains, vendor):
     marker = str(6000 + uuid.uuid4().int % 1000)
-    job = Job(vendor, "sh", ("-c", f"sleep {marker} & sleep {marker}; wait"), {}, (), timeout_s=1)
+    # the first sleep leaves the process group (setsid): only the PID namespace's end can take it down
+    job = Job(vendor, "sh", ("-c", f"setsid sleep {marker} & sleep {marker}; wait"), {}, (), timeout_s=1)
     result = run_in_scratch(toolchains[vendor].launcher, job)
     assert result.transient == "timeout after 1 s"
     for _ in range(50):

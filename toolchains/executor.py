@@ -189,10 +189,15 @@ def run_tool(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None 
             wall_s = time.monotonic() - started
             stdout, stderr = _read(out_file), _read(err_file)
         outputs = {name: stdout if name == job.stdout_as else (scratch / name).read_bytes()
-                   for name in job.outputs if name == job.stdout_as or (scratch / name).is_file()}
+                   for name in job.outputs if name == job.stdout_as or _plain_file(scratch / name)}
         return ToolRun(returncode, stopped, stdout, stderr, outputs, cpu_s, wall_s)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _plain_file(path: Path) -> bool:
+    """A regular file, not a symlink (a tool could leave a link to a host file under an output's name)."""
+    return path.is_file() and not path.is_symlink()
 
 
 def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
@@ -204,9 +209,8 @@ def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] |
     base = {"stderr": run.stderr, "cpu_s": run.cpu_s, "wall_s": run.wall_s, "sandbox": launcher.sandbox.mode}
     if run.stopped:
         return JobResult(exit_code=-1, transient=run.stopped, **base)
-    if run.returncode < 0:
-        return JobResult(exit_code=run.returncode, transient=f"killed by signal {signal.Signals(-run.returncode).name}",
-                         **base)
+    if run.returncode not in TRANSIENT_EXIT_CODES and (sig := launcher.sandbox.exit_signal(run.returncode)):
+        return JobResult(exit_code=run.returncode, transient=f"killed by signal {sig.name}", **base)
     if run.returncode in TRANSIENT_EXIT_CODES:
         return JobResult(exit_code=run.returncode, transient=TRANSIENT_EXIT_CODES[run.returncode], **base)
     if run.returncode and (match := TRANSIENT_STDERR.search(run.stderr)):

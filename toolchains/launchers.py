@@ -15,7 +15,7 @@ from pathlib import Path
 
 from toolchains.base import passed_env
 from toolchains.executor import Launcher
-from toolchains.sandbox import Sandbox, detect
+from toolchains.sandbox import Sandbox, detect, inner_path
 
 BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp"}
 
@@ -76,10 +76,9 @@ class ChrootLauncher(Launcher):
             scratch = Path("/")   # a version probe: no scratch directory
         if self.sandbox.mode == "bwrap":
             return self.sandbox.chroot(self.root, [tool, *args], scratch, self.SCRATCH_IN_ROOT)
-        inner = "/" + str(scratch.relative_to(self.root)) if scratch != Path("/") else "/"
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
-        return [*self.sandbox.limits(), unshare, "--mount", "--mount-proc", f"--root={self.root}", f"--wd={inner}",
-                tool, *args]
+        return [*self.sandbox.limits(), unshare, "--mount", "--mount-proc", f"--root={self.root}",
+                f"--wd={inner_path(self.root, scratch)}", tool, *args]
 
     def env(self) -> dict[str, str]:
         return {**BASE_ENV, "PATH": "/usr/bin:/bin", **passed_env(), **self.extra_env}

@@ -1,41 +1,48 @@
 """Running untrusted programs (a pair's CUDA or HIP binary) and saying how each run ended.
 
 A program runs in the sandbox of :mod:`toolchains.sandbox` with its binary and inputs in a scratch
-directory, as the unprivileged user ``nobody`` (so the process-count limit holds), under rlimits
-(CPU seconds, data size, file size, processes) and a wall-clock timeout that kills everything it
-started. In ``bwrap`` mode it sees read-only only the system libraries and the ``libraries`` it is
-given (a CUDA runtime), the GPU's device nodes when asked, no network and nothing else of the host.
+directory, as an unprivileged user id of its own (a fresh one per run, so the process-count limit
+counts only that run's processes), under rlimits (CPU seconds, data size, file size, processes) and
+a wall-clock timeout. It runs in a PID namespace of its own, so killing the run kills everything it
+started, ``setsid`` children included. In ``bwrap`` mode it sees read-only only the system
+libraries and the ``libraries`` it is given (a CUDA runtime), the GPU's device nodes when asked, no
+network and nothing else of the host; in the ``rlimits`` mode (no bubblewrap) it can read what any
+user can read on the host.
 
 :func:`verdict` names the end of a run: ``exited`` (with its exit code), ``timeout``,
-``cpu_limit`` (SIGXCPU), ``file_limit`` (SIGXFSZ: wrote too much), ``crashed:<signal>`` (see
-:func:`killed_by` for how a signal is told from an exit code).
+``cpu_limit`` (SIGXCPU at the CPU limit), ``file_limit`` (SIGXFSZ: wrote too much),
+``crashed:<signal>`` (see :func:`toolchains.sandbox.exit_signal`). A program that ignores SIGXCPU is
+killed a CPU second later by the hard limit: ``crashed:SIGKILL``.
 """
 
 from __future__ import annotations
 
 import glob
+import secrets
 import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolchains.executor import Job, JobResult, Launcher, ToolRun, run_tool
-from toolchains.sandbox import Sandbox, detect
+from toolchains.sandbox import Sandbox, detect, exit_signal
 
-NOBODY = 65534
 PROGRAM = "program"
 """The binary's name in its scratch directory."""
+
+RUN_UIDS = (200_000, 65_536)
+"""Run user ids are drawn from [200000, 265536): ids no account of the host has."""
 
 
 @dataclass(frozen=True)
 class ProgramLimits:
-    """What one program run may use (params.yaml ``execute.limits`` in the execute stage)."""
+    """What one program run may use."""
 
-    wall_s: float = 60
-    cpu_s: int = 60
-    data_bytes: int = 8 << 30
-    file_bytes: int = 64 << 20
-    processes: int = 64
+    wall_s: float
+    cpu_s: int
+    data_bytes: int
+    file_bytes: int
+    processes: int
 
     def prlimit(self) -> list[str]:
         # CPU: SIGXCPU at the soft limit, SIGKILL a second later (equal limits would give SIGKILL only)
@@ -44,7 +51,7 @@ class ProgramLimits:
 
 
 class ProgramLauncher(Launcher):
-    """Starts ``./program`` in its scratch directory inside the sandbox, as ``nobody``, under ``limits``."""
+    """Starts ``./program`` in its scratch directory inside the sandbox, as a fresh user id, under ``limits``."""
 
     def __init__(self, limits: ProgramLimits, libraries: list[Path] = (), gpu: bool = False,
                  sandbox: Sandbox | None = None, scratch: Path | None = None):
@@ -62,18 +69,21 @@ class ProgramLauncher(Launcher):
                 **({"LD_LIBRARY_PATH": ":".join(map(str, self.libraries))} if self.libraries else {})}
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
-        # as root: make the binary executable and the directory writable for nobody, then drop to nobody
-        drop = ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-        start = ["/bin/sh", "-c", 'chmod 0755 "$1" && chmod 0777 . && shift && exec "$@"', "sh", tool,
+        uid = RUN_UIDS[0] + secrets.randbelow(RUN_UIDS[1])
+        # as root: make the binary executable and the directory writable for the run's user, then drop to it
+        drop = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        # the shell stays as the program's parent (never PID 1, which ignores SIGXCPU/SIGXFSZ) and reports a
+        # death by signal N as 128 + N
+        start = ["/bin/sh", "-c", 'chmod 0755 "$1" && chmod 0777 . && shift && "$@"', "sh", tool,
                  *drop, f"./{tool}", *args]
         if self.sandbox.mode != "bwrap":
-            return [*self.limits.prlimit(), *start]
-        binds, links = self.sandbox.system_view(self.libraries)
+            return [*self.limits.prlimit(), "/usr/bin/unshare", "--pid", "--fork", "--kill-child", *start]
         devices = [arg for node in sorted(glob.glob("/dev/nvidia*")) if self.gpu for arg in ("--dev-bind", node, node)]
-        return [*self.limits.prlimit(), self.sandbox.bwrap or "bwrap", "--unshare-net", "--unshare-pid",
-                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", *binds,
-                "--proc", "/proc", "--dev", "/dev", *devices, "--tmpfs", "/tmp", *links,
-                "--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--", *start]
+        mounts = [*self.sandbox.system_view(self.libraries), *devices]
+        # no user namespace: the run's user id must be a real one of the host for the process limit to hold
+        sandbox = self.sandbox.command(mounts, unshare=("--unshare-net", "--unshare-pid", "--unshare-ipc",
+                                                        "--unshare-uts", "--unshare-cgroup-try"), drop_caps=False)
+        return [*self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, str(scratch)), "--", *start]
 
 
 @dataclass(frozen=True)
@@ -88,22 +98,15 @@ class ProgramRun:
     sandbox: str
 
 
-def killed_by(run: ToolRun, sandbox: Sandbox) -> signal.Signals | None:
-    """The signal that ended the program, if one did. bubblewrap reports a child killed by signal N as
-    exit code 128 + N (as a shell does), so in ``bwrap`` mode an exit code of 129-192 reads as that
-    signal: a program that calls ``exit(130)`` itself is read as interrupted."""
-    number = -run.returncode if run.returncode < 0 else run.returncode - 128 if sandbox.mode == "bwrap" else 0
-    try:
-        return signal.Signals(number) if number > 0 else None
-    except ValueError:
-        return None
+class SandboxFailedError(OSError):
+    """The sandbox around a program could not be set up (nothing of the program ran)."""
 
 
-def verdict(run: ToolRun, sandbox: Sandbox) -> str:
+def verdict(run: ToolRun) -> str:
     """``exited``, ``timeout``, ``cpu_limit``, ``file_limit`` or ``crashed:<SIGNAL>``."""
     if run.stopped:
         return "timeout"
-    sig = killed_by(run, sandbox)
+    sig = exit_signal(run.returncode, shell_status=True)
     if sig is None:
         return "exited"
     return {signal.SIGXCPU: "cpu_limit", signal.SIGXFSZ: "file_limit"}.get(sig, f"crashed:{sig.name}")
@@ -115,7 +118,9 @@ def run_program(launcher: ProgramLauncher, binary: bytes, args: tuple[str, ...] 
     job = Job("program", PROGRAM, args, {PROGRAM: binary, **(inputs or {})}, ("stdout",),
               timeout_s=launcher.limits.wall_s, stdout_as="stdout")
     run = run_tool(launcher, job)
-    if isinstance(run, JobResult):   # the sandbox itself could not start
-        raise OSError(run.stderr.decode(errors="replace"))
-    return ProgramRun(verdict(run, launcher.sandbox), run.returncode, run.stdout, run.stderr, run.wall_s,
+    if isinstance(run, JobResult):
+        raise SandboxFailedError(run.stderr.decode(errors="replace"))
+    if run.returncode == 1 and run.stderr.startswith((b"bwrap: ", b"setpriv: ", b"unshare: ", b"prlimit: ")):
+        raise SandboxFailedError(f"the sandbox could not start the program: {run.stderr.decode(errors='replace')}")
+    return ProgramRun(verdict(run), run.returncode, run.stdout, run.stderr, run.wall_s,
                       launcher.sandbox.mode)

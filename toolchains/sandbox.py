@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,14 +55,16 @@ class Sandbox:
         prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
         return [prlimit, "--core=0", f"--fsize={FILE_SIZE_LIMIT}", "--"]
 
-    def _bwrap(self, *mounts: str) -> list[str]:
-        """bubblewrap with every namespace unshared and no capabilities, ``mounts`` first, then a fresh
-        ``/proc``, ``/dev`` and private ``/tmp``."""
-        return [self.bwrap or "bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", *mounts,
-                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    def command(self, mounts: list[str], root: list[str] = (), unshare: tuple[str, ...] = ("--unshare-all",),
+                drop_caps: bool = True) -> list[str]:
+        """bubblewrap dying with its parent, with ``unshare``'s namespaces (default: all), without
+        capabilities (unless ``drop_caps`` is false), ``root``'s mounts first, then a fresh ``/proc`` and
+        ``/dev``, a private ``/tmp``, then ``mounts``."""
+        return [self.bwrap or "bwrap", *unshare, "--die-with-parent", *(["--cap-drop", "ALL"] if drop_caps else []),
+                *root, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *mounts]
 
     @staticmethod
-    def _workdir(scratch: Path, inner: str) -> list[str]:
+    def workdir(scratch: Path, inner: str) -> list[str]:
         """The job's scratch directory, read-write at ``inner``, as the working directory; a version
         probe (``scratch`` is ``/``, no input) gets no scratch directory."""
         if scratch == Path("/"):
@@ -69,28 +72,49 @@ class Sandbox:
         return ["--bind", str(scratch), inner, "--chdir", inner]
 
     @staticmethod
-    def system_view(trees: list[Path]) -> tuple[list[str], list[str]]:
-        """bubblewrap's read-only mounts of the system's trees and ``trees``, and the merged-/usr links
-        (made after ``/tmp`` and ``/dev``, so they go last)."""
-        binds = [arg for tree in _outermost([*SYSTEM_TREES, *(os.path.realpath(t) for t in trees)])
-                 for arg in ("--ro-bind", tree, tree)]
+    def system_view(trees: list[Path]) -> list[str]:
+        """Read-only mounts of the system's trees and of ``trees`` (each at its real path, with a link
+        where the given path is a symlink, such as ``/opt/rocm``), and the merged-/usr links."""
+        real = {str(t): os.path.realpath(t) for t in trees}
+        binds = [arg for tree in _outermost([*SYSTEM_TREES, *real.values()]) for arg in ("--ro-bind", tree, tree)]
+        aliases = [arg for given, target in real.items() if given != target and os.path.lexists(target)
+                   for arg in ("--symlink", target, given)]
         links = [arg for target, link in MERGED_USR_LINKS if os.path.islink(link)
                  for arg in ("--symlink", target, link)]
-        return binds, links
+        return [*binds, *aliases, *links]
 
     def host(self, argv: list[str], scratch: Path, trees: list[Path]) -> list[str]:
         """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory."""
         if self.mode != "bwrap":
             return [*self.limits(), *argv]
-        binds, links = self.system_view(trees)
-        return [*self.limits(), *self._bwrap(*binds), *links, *self._workdir(scratch, str(scratch)), "--", *argv]
+        return [*self.limits(), *self.command(self.system_view(trees)), *self.workdir(scratch, str(scratch)),
+                "--", *argv]
 
     def chroot(self, root: Path, argv: list[str], scratch: Path, scratch_parent: str) -> list[str]:
         """``argv`` inside the OS root ``root``, read-only, with ``scratch`` (a directory under the root's
         ``scratch_parent``, where other jobs' directories are hidden) as working directory (bwrap mode)."""
-        inner = "/" + str(scratch.relative_to(root)) if scratch != Path("/") else "/"
-        return [*self.limits(), *self._bwrap("--ro-bind", str(root), "/"), "--tmpfs", scratch_parent,
-                *self._workdir(scratch, inner), "--", *argv]
+        return [*self.limits(), *self.command(["--tmpfs", scratch_parent], root=["--ro-bind", str(root), "/"]),
+                *self.workdir(scratch, inner_path(root, scratch)), "--", *argv]
+
+    def exit_signal(self, returncode: int) -> signal.Signals | None:
+        """The signal that ended a tool, if one did (bubblewrap reports it as 128 + N: :func:`exit_signal`)."""
+        return exit_signal(returncode, self.mode == "bwrap")
+
+
+def exit_signal(returncode: int, shell_status: bool) -> signal.Signals | None:
+    """The signal that ended a process, if one did: a negative return code, or where a parent reports a
+    child killed by signal N as exit code 128 + N (``shell_status``: bubblewrap, a shell), an exit code
+    of 129-192 (a process that calls ``exit(139)`` itself then reads as crashed)."""
+    number = -returncode if returncode < 0 else returncode - 128 if shell_status else 0
+    try:
+        return signal.Signals(number) if number > 0 else None
+    except ValueError:
+        return None
+
+
+def inner_path(root: Path, scratch: Path) -> str:
+    """Where ``scratch`` (a directory under the OS root ``root``, or ``/`` for none) lies inside the root."""
+    return "/" + str(scratch.relative_to(root)) if scratch != Path("/") else "/"
 
 
 def _outermost(trees: list[str]) -> list[str]:

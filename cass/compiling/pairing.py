@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from cass.pipeline.context import Stage
 
-STAGE = "pair"
-
 
 def run(stage: Stage) -> None:
     cuda = stage.upstream("dedup")

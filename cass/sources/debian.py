@@ -299,7 +299,6 @@ class DebianArchive:
 
 # ------------------------------------------------------------------ the fetch_debian stage's work
 
-STAGE = "fetch_debian"
 SCHEMA = {
     "name": pl.String, "version": pl.String, "flavour": pl.String, "origin": pl.String, "tree": pl.String,
     "dsc_url": pl.String, "files": pl.List(pl.Struct({"name": pl.String, "sha256": pl.String})),
@@ -328,13 +327,13 @@ def run(stage: Stage) -> None:
             continue
         downloaded += fetched.downloaded
         rows.append({
-            "name": pkg["name"], "version": str(pkg["version"]), "flavour": pkg.get("flavour", ""), "origin": origin,
+            "name": pkg["name"], "version": str(pkg["version"]), "flavour": pkg["flavour"], "origin": origin,
             "tree": str(fetched.tree), "dsc_url": fetched.dsc_url,
             "files": [{"name": f.name, "sha256": f.sha256} for f in fetched.files],
             "copyright": store.put_text(fetched.copyright_text), "license_source": fetched.license_source,
             "machine_readable_copyright": Copyright.parse(fetched.copyright_text).machine_readable,
-            "paths": list(pkg.get("paths") or []), "limit": int(pkg.get("limit") or 0),
-            "configure": json.dumps(pkg.get("configure") or {}, sort_keys=True),
+            "paths": list(pkg["paths"]), "limit": int(pkg["limit"]),
+            "configure": json.dumps(pkg["configure"], sort_keys=True),
         })
     out.run["files_downloaded"] = downloaded
     print(out.write(pl.DataFrame(rows, schema=SCHEMA).sort("name")))

@@ -26,7 +26,6 @@ from tqdm import tqdm
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import manifest_path
 
-STAGE = "clone_repos"
 COMPLETE_MARK = ".cass-checkout-complete"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

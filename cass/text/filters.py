@@ -18,7 +18,6 @@ import polars as pl
 from cass.pipeline.context import Stage
 from cass.text.cuda import strip_comments, strip_comments_and_strings
 
-STAGE = "filter"
 _KERNEL = re.compile(r"\b__global__\b")
 _HELLO = re.compile(r'"[^"\n]*hello[\s,_-]*(?:world|cuda|gpu|from)[^"\n]*"', re.I)
 TRIVIAL_CODE_LINES = 30

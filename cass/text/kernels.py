@@ -23,7 +23,6 @@ from cass.text.kernel_names import kernel_base_name, match_kernels
 from cass.text.kernel_source import kernel_source
 from cass.text.sass import split_sass
 
-STAGE = "kernels"
 SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
     "file_sample_id": pl.String, "kernel": pl.String, "kernel_name": pl.String,

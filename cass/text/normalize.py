@@ -22,8 +22,6 @@ from cass.text.amdgpu import normalize_amd
 from cass.text.host_asm import strip_host_registration
 from cass.text.sass import normalize_sass
 
-STAGE = "normalize"
-
 
 def run(stage: Stage) -> None:
     params = stage.params

@@ -24,9 +24,6 @@ from cass.translate.hipify_warnings import (
     warning_check,
 )
 
-STAGE = "hipify"
-
-
 FileKey = tuple[str, str]
 """(path, digest) of a CUDA file: one translation per distinct pair."""
 

@@ -19,8 +19,6 @@ from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
 from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
 
-STAGE = "repair"
-
 
 def run(stage: Stage) -> None:
     params = stage.params
