@@ -61,6 +61,13 @@ def build(out: Path) -> bytes:
     return (out / "saxpy").read_bytes()
 
 
+def commit() -> str:
+    """The checkout's commit, or what the copy says it is (the device gets a copy without .git)."""
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                          text=True, check=False)
+    return proc.stdout.strip() or os.environ.get("CASS_COMMIT", "unknown")
+
+
 def unsandboxed(binary: Path) -> tuple[int, bytes, float]:
     start = time.monotonic()
     proc = subprocess.run([str(binary)], capture_output=True, check=False)
@@ -76,8 +83,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         binary = build(out)
-        limits = ProgramLimits(wall_s=60, cpu_s=60)
-        results = {"gpu": gpu, "sandbox": detect().mode, "limits": limits.__dict__, "runs": args.runs}
+        limits = ProgramLimits(wall_s=60, cpu_s=60, data_bytes=8 << 30, file_bytes=64 << 20, processes=64)
+        results = {"gpu": gpu, "sandbox": detect().mode, "limits": limits.__dict__, "runs": args.runs,
+                   "commit": commit()}
         plain = [unsandboxed(out / "saxpy") for _ in range(args.runs)]
         results["outside"] = {"exit_code": plain[0][0], "stdout": plain[0][1].decode().strip(),
                               "stdout_sha256": hashlib.sha256(plain[0][1]).hexdigest()[:16],
