@@ -62,10 +62,12 @@ def build(out: Path) -> bytes:
 
 
 def commit() -> str:
-    """The checkout's commit, or what the copy says it is (the device gets a copy without .git)."""
+    """``CASS_COMMIT`` (a copy of the working tree on a GPU machine may carry a stale .git), else git's HEAD."""
+    if os.environ.get("CASS_COMMIT"):
+        return os.environ["CASS_COMMIT"]
     proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
                           text=True, check=False)
-    return proc.stdout.strip() or os.environ.get("CASS_COMMIT", "unknown")
+    return proc.stdout.strip() or "unknown"
 
 
 def unsandboxed(binary: Path) -> tuple[int, bytes, float]:
