@@ -150,3 +150,11 @@ def test_a_sandboxed_job_past_its_timeout_dies_with_everything_it_started(toolch
             break
         time.sleep(0.1)
     assert not alive, f"sleep {marker} survived its job's timeout: pids {alive}"
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_a_sandboxed_tools_cpu_seconds_reach_its_result(toolchains, vendor):
+    """The run reports' tool CPU seconds come from wait4: the sandbox must not hide the tool's."""
+    job = Job(vendor, "sh", ("-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"), {}, (), timeout_s=60)
+    result = run_in_scratch(toolchains[vendor].launcher, job)
+    assert result.ok and result.cpu_s > 0.5 * result.wall_s > 0

@@ -82,7 +82,7 @@ class ProgramLauncher(Launcher):
         mounts = [*self.sandbox.system_view(self.libraries), *devices]
         # no user namespace: the run's user id must be a real one of the host for the process limit to hold
         sandbox = self.sandbox.command(mounts, unshare=("--unshare-net", "--unshare-pid", "--unshare-ipc",
-                                                        "--unshare-uts", "--unshare-cgroup-try"), drop_caps=False)
+                                                        "--unshare-uts", "--unshare-cgroup-try"), tool=False)
         return [*self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, str(scratch)), "--", *start]
 
 

@@ -56,11 +56,14 @@ class Sandbox:
         return [prlimit, "--core=0", f"--fsize={FILE_SIZE_LIMIT}", "--"]
 
     def command(self, mounts: list[str], root: list[str] = (), unshare: tuple[str, ...] = ("--unshare-all",),
-                drop_caps: bool = True) -> list[str]:
-        """bubblewrap dying with its parent, with ``unshare``'s namespaces (default: all), without
-        capabilities (unless ``drop_caps`` is false), ``root``'s mounts first, then a fresh ``/proc`` and
-        ``/dev``, a private ``/tmp``, then ``mounts``."""
-        return [self.bwrap or "bwrap", *unshare, "--die-with-parent", *(["--cap-drop", "ALL"] if drop_caps else []),
+                tool: bool = True) -> list[str]:
+        """bubblewrap dying with its parent, with ``unshare``'s namespaces (default: all), ``root``'s
+        mounts first, then a fresh ``/proc`` and ``/dev``, a private ``/tmp``, then ``mounts``. A ``tool``
+        runs without capabilities and as PID 1 of its namespace: bubblewrap then waits for it itself, so
+        the CPU seconds of the tool and its subprocesses reach the run report (with bubblewrap's own init
+        in between they are lost), and when it ends everything it started ends with it."""
+        return [self.bwrap or "bwrap", *unshare, "--die-with-parent",
+                *(["--cap-drop", "ALL", "--as-pid-1"] if tool else []),
                 *root, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *mounts]
 
     @staticmethod
