@@ -18,6 +18,7 @@ from harness.project import REPO, copy_pipeline, run_in
 from cass.pipeline.context import load_params
 from store import Store
 from toolchains import Toolchain, ToolchainMissingError, load_toolchains
+from toolchains.sandbox import detect
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +31,14 @@ def toolchains() -> dict[str, Toolchain]:
             except ToolchainMissingError as exc:
                 pytest.fail(str(exc), pytrace=False)
     return tcs
+
+
+@pytest.fixture(scope="session")
+def bubblewrap() -> None:
+    """The sandbox in its full mode; without it a sandbox test fails (never skips) with how to get it."""
+    if detect().mode != "bwrap":
+        pytest.fail("bubblewrap is missing or cannot create namespaces here: `bash scripts/setup.sh` installs "
+                    "Debian's bubblewrap; `cass toolchains` prints the sandbox mode", pytrace=False)
 
 
 @pytest.fixture

@@ -14,10 +14,7 @@ import pytest
 import yaml
 from harness.project import REPO, TOOL_ENV, copy_pipeline, run_in
 
-from toolchains.sandbox import detect
-
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(detect().mode != "bwrap", reason="bubblewrap is not usable on this host")]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bubblewrap")]
 
 SOURCES = {name: REPO / "corpus" / rel for name, rel in {   # self-contained programs that pair, one per file
     "honest.cu": "graphics_rendering/mandelbrot_tiles.cu", "absolute.cu": "image_processing/sobel_edge_streams.cu",

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from toolchains.programs import ProgramLauncher, ProgramLimits, run_program
-from toolchains.sandbox import Sandbox, detect
+from toolchains.sandbox import Sandbox
 
-pytestmark = pytest.mark.skipif(detect().mode != "bwrap", reason="bubblewrap is not usable on this host")
+pytestmark = pytest.mark.usefixtures("bubblewrap")
 
 PRELUDE = "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <unistd.h>\n"
 

@@ -16,13 +16,12 @@ from harness.project import REPO
 from cass.pipeline.context import load_params
 from toolchains import Job, Step, Toolchain
 from toolchains.executor import JobResult, run_in_scratch
-from toolchains.sandbox import Sandbox, detect, inner_path
+from toolchains.sandbox import Sandbox, inner_path
 
 PARAMS = load_params(REPO / "params.yaml")
 HONEST = REPO / "corpus" / "graphics_rendering" / "mandelbrot_tiles.cu"   # includes no local header
 
-pytestmark = pytest.mark.skipif(detect().mode != "bwrap", reason="bubblewrap is not usable on this host "
-                                                                 "(scripts/setup.sh installs it)")
+pytestmark = pytest.mark.usefixtures("bubblewrap")
 
 
 @pytest.fixture(scope="module")
