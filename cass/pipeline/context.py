@@ -91,8 +91,6 @@ def restrict(params: dict, keys: list[str], stage: str) -> DeclaredParams:
             if not isinstance(values, dict) or part not in values:
                 raise UndeclaredParamError(f"stage {stage!r} declares parameter {key!r}, which params.yaml lacks")
             values = values[part]
-            if part in target and not isinstance(target[part], DeclaredParams):
-                break   # reachable already, as part of a whole section
             if depth == len(sections):
                 target[part] = DeclaredParams(values, stage, f"{key}.") if isinstance(values, dict) else values
             else:
