@@ -18,7 +18,8 @@
 # 2. **`pipeline_funnel.png`**: for each pipeline stage in order, the items it received (`in`), split into those
 #    it kept and those it dropped, per drop reason, read from the stages' `metrics/<stage>.json`. This is how the
 #    paper's numbers (e.g. "files that failed conversion (approx. 43.9%) were discarded") are obtained here.
-#    Stages count files, except `kernels` (kernel pairs) and `tokens` (file and kernel rows).
+#    Stages count files, except `kernels` (kernel pairs) and `tokens` (file and kernel rows). `execute` drops
+#    nothing; its bar shows the verified pairs (`match`) as kept and every other execution status as a segment.
 #
 # Inputs: `CASS_EXPORT_DIR`, `CASS_METRICS_DIR` (default `metrics`; any fsspec URL; when it has no stage metrics,
 # e.g. for published shards, the funnel figure says so). Outputs: figures, `domains.csv`, `funnel.csv`,
@@ -49,6 +50,7 @@ STAGES = [
     "compile_nvidia",
     "compile_amd",
     "pair",
+    "execute",
     "normalize",
     "kernels",
     "tokens",
@@ -130,7 +132,17 @@ def read_stage_metrics(directory: str) -> dict[str, dict]:
     return found
 
 
+def verified_view(metrics: dict) -> dict:
+    """The execute stage drops nothing; in the funnel its `kept` are the verified pairs (`match`) and every other
+    execution status is a segment of its own (`exec:<status>`)."""
+    statuses = metrics.get("exec_status") or {}
+    return {"in": metrics["in"], "kept": statuses.get("match", 0), "dropped": metrics["in"] - statuses.get("match", 0),
+            "dropped_by_reason": {f"exec:{k}": n for k, n in statuses.items() if k != "match"}}
+
+
 stage_metrics = read_stage_metrics(cn.METRICS_DIR)
+if "in" in stage_metrics.get("execute", {}):
+    stage_metrics["execute"] = verified_view(stage_metrics["execute"])
 stages = [s for s in STAGES if isinstance(stage_metrics.get(s), dict) and "in" in stage_metrics[s]]
 funnel = pl.DataFrame(
     [

@@ -7,6 +7,8 @@
     cass store gc             remove objects and actions no current manifest needs
     cass summary [PROJECT]    what the last build made and dropped (by stage and reason), where its outputs are
     cass wiring [PROJECT]     check dvc.yaml against the code: every module a stage runs is in its deps
+    cass gpu-batch export DIR build the pairs' programs into a batch for a GPU host this machine cannot reach
+    cass gpu-batch import DIR --name NAME   bring a batch's runs (results.json) into the store as GPU host NAME
 """
 
 from __future__ import annotations
@@ -161,7 +163,36 @@ def build_parser() -> argparse.ArgumentParser:
     wiring = sub.add_parser("wiring", help="check that dvc.yaml's deps cover the modules each stage runs")
     wiring.add_argument("project", nargs="?", default=".", help="the pipeline checkout (default: here)")
     wiring.set_defaults(func=cmd_wiring)
+    batch = sub.add_parser("gpu-batch", help="run the pairs' programs on a GPU host reached by copying files")
+    batch_sub = batch.add_subparsers(dest="batch_command", required=True)
+    batch_export = batch_sub.add_parser("export", help="build the programs and write a batch directory")
+    batch_export.add_argument("folder", type=Path)
+    batch_import = batch_sub.add_parser("import", help="record a batch's results as runs of a named GPU host")
+    batch_import.add_argument("folder", type=Path)
+    batch_import.add_argument("--name", required=True, help="the GPU host's name (gpu_hosts/<name>.json)")
+    batch.set_defaults(func=cmd_gpu_batch)
     return parser
+
+
+def cmd_gpu_batch(args: argparse.Namespace) -> int:
+    from cass.execution.batch import export_batch, import_results
+
+    params = load_params()
+    store = open_store(params)
+    if args.batch_command == "export":
+        done = export_batch(store, params["execute"], args.folder, params["executor"]["workers"] or None)
+        print(f"{done['binaries']} binaries of {done['pairs']} pairs with a main ({done['build_failures']} builds "
+              f"failed), {done['runs']} runs, in {args.folder}. On the GPU host, in a checkout with blake3 "
+              f"installed: python -m toolchains.gpu run-batch {args.folder.name}; then copy the folder back and run "
+              f"cass gpu-batch import {args.folder} --name <host>")
+        return 0
+    done = import_results(store, params["execute"], args.folder, args.name)
+    print(f"{done['runs']} runs of {done['host']} recorded in the store; host facts in {done['recorded']}. "
+          f"Set execute.host: recorded:{args.name} in params.yaml and run dvc repro.")
+    if not done["limits_match_params"]:
+        print("warning: the batch ran with other limits than params.yaml execute.limits; the execute stage keys "
+              "runs by their limits and will not find these", file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

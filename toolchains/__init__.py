@@ -16,6 +16,7 @@ from toolchains.amd import AMD_SUITES, AmdToolchain
 from toolchains.amd import amd_suite as amd_suite_named
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, ToolchainReport, ToolStatus
 from toolchains.executor import Executor, Job, JobResult, LocalExecutor
+from toolchains.hip_nvidia import HipNvidiaToolchain, default_cuda12_root, default_hip_headers
 from toolchains.nvidia import NvidiaToolchain, default_cuda_home
 
 TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd": AmdToolchain}
@@ -33,6 +34,12 @@ def load_toolchains(amd_suite: str | None = None) -> dict[str, Toolchain]:
     return {"nvidia": NvidiaToolchain(cuda_home), "amd": amd}
 
 
+def load_hip_nvidia() -> HipNvidiaToolchain:
+    """This machine's HIP-on-NVIDIA build: the pipeline's nvcc, HIP's NVIDIA headers, CUDA 12's runtime."""
+    cuda_home = Path(os.environ.get("CASS_CUDA_HOME") or default_cuda_home())
+    return HipNvidiaToolchain(cuda_home, default_hip_headers(), default_cuda12_root())
+
+
 def local_executor(toolchains: dict[str, Toolchain], workers: int | None = None) -> LocalExecutor:
     """An executor that runs every toolchain's tools on this machine."""
     return LocalExecutor({v: tc.launcher for v, tc in toolchains.items()}, workers=workers)
@@ -43,6 +50,7 @@ __all__ = [
     "TOOLCHAIN_CLASSES",
     "AmdToolchain",
     "Executor",
+    "HipNvidiaToolchain",
     "Job",
     "JobResult",
     "LocalExecutor",
@@ -53,6 +61,7 @@ __all__ = [
     "Toolchain",
     "ToolchainMissingError",
     "ToolchainReport",
+    "load_hip_nvidia",
     "load_toolchains",
     "local_executor",
 ]

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from toolchains.base import Toolchain, ToolchainReport
-from toolchains.executor import Executor, FollowUp, Job, JobResult, kill_running, run_in_scratch
+from toolchains.executor import Executor, FollowUp, Job, JobResult, kill_running
 
 RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd"}
 """Worker resources and the vendor toolchain each one stands for."""
@@ -160,7 +160,7 @@ def run_job(job: Job) -> JobResult:
 
     log.info("started %s action=%s", job.tool, job.action)
     start = time.monotonic()
-    result = run_in_scratch(toolchain.launcher, job, cancelled)
+    result = toolchain.launcher.run_job(job, cancelled)
     result.host = worker.name
     log.info("finished %s action=%s exit=%d transient=%s in %.2f s", job.tool, job.action, result.exit_code,
              result.transient, time.monotonic() - start)

@@ -95,6 +95,10 @@ class Launcher(ABC):
     sandbox: Sandbox
     """How the tools are confined (:mod:`toolchains.sandbox`); its mode enters every fingerprint."""
 
+    def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
+        """Run one job and say what came of it (default: a compiler-like tool, :func:`run_in_scratch`)."""
+        return run_in_scratch(self, job, cancelled)
+
 
 FollowUp = Callable[[int, "JobResult"], Iterable[Job]]
 """Called with each finished job's index and result after the caller has taken that result;
@@ -286,7 +290,7 @@ class LocalExecutor(Executor):
             def fill() -> None:
                 while waiting and len(running) < self.workers:
                     index = waiting.popleft()
-                    future = pool.submit(run_in_scratch, self._launcher(jobs[index].vendor), jobs[index], stop.is_set)
+                    future = pool.submit(self._launcher(jobs[index].vendor).run_job, jobs[index], stop.is_set)
                     future.add_done_callback(lambda _, i=index: done.put(i))
                     running[index] = future
 

@@ -158,3 +158,17 @@ class NvidiaToolchain(Toolchain):
 
     def finish(self, target: Target, artifact: bytes) -> bytes:
         return strip_fatbin(artifact) if target.kind == "host" else artifact
+
+    def program_flags(self) -> tuple[str, ...]:
+        """What an executable build adds to the caller's flags (none: a CUDA program as it is)."""
+        return ()
+
+    def program_target(self, main: str, archs: list[str], flags: list[str], include_dirs: Sequence[str] = (".",),
+                       ) -> Target:
+        """An executable of ``main`` with SASS for every arch in ``archs`` (``sm_XX``) and the CUDA runtime
+        linked statically, so that only the binary travels to a GPU host."""
+        require_archs(archs, self.vendor)
+        codes = [f"-gencode=arch=compute_{a.removeprefix('sm_')},code={a}" for a in archs]
+        step = Step("nvcc", (*flags, *self.program_flags(), *(f"-I{d}" for d in include_dirs), *codes, main,
+                             "-o", "program", "-cudart", "static"), ("program",))
+        return Target(kind="program", arch="+".join(archs), steps=(step,), artifact="program")

@@ -18,9 +18,11 @@ killed a CPU second later by the hard limit: ``crashed:SIGKILL``.
 from __future__ import annotations
 
 import glob
+import json
 import secrets
 import signal
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +50,11 @@ class ProgramLimits:
         # CPU: SIGXCPU at the soft limit, SIGKILL a second later (equal limits would give SIGKILL only)
         return ["/usr/bin/prlimit", "--core=0", f"--cpu={self.cpu_s}:{self.cpu_s + 1}", f"--data={self.data_bytes}",
                 f"--fsize={self.file_bytes}", f"--nproc={self.processes}", "--"]
+
+
+RUN_FACTS = "run.json"
+"""The output a program job adds to the program's stdout: its verdict, wall seconds and sandbox mode."""
+PROGRAM_OUTPUTS = ("stdout", RUN_FACTS)
 
 
 class ProgramLauncher(Launcher):
@@ -85,6 +92,21 @@ class ProgramLauncher(Launcher):
                                                         "--unshare-uts", "--unshare-cgroup-try"), tool=False)
         return [*self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, str(scratch)), "--", *start]
 
+    def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
+        """Run a program job: any end of the program is a result (its verdict in ``run.json``); a sandbox that
+        could not start it, or a run cancelled from outside, is transient."""
+        run = run_tool(self, job, cancelled)
+        if isinstance(run, JobResult):
+            return run
+        base = {"stderr": run.stderr, "cpu_s": run.cpu_s, "wall_s": run.wall_s, "sandbox": self.sandbox.mode}
+        if run.stopped and not run.stopped.startswith("timeout"):
+            return JobResult(exit_code=-1, transient=run.stopped, **base)
+        if run.returncode == 1 and run.stderr.startswith((b"bwrap: ", b"setpriv: ", b"unshare: ", b"prlimit: ")):
+            return JobResult(exit_code=-1, transient="the sandbox could not start the program", **base)
+        facts = {"verdict": verdict(run), "wall_s": round(run.wall_s, 4), "sandbox": self.sandbox.mode}
+        outputs = {**run.outputs, "stdout": run.stdout, RUN_FACTS: json.dumps(facts, sort_keys=True).encode()}
+        return JobResult(exit_code=run.returncode, outputs=outputs, **base)
+
 
 @dataclass(frozen=True)
 class ProgramRun:
@@ -96,6 +118,12 @@ class ProgramRun:
     stderr: bytes
     wall_s: float
     sandbox: str
+
+    @classmethod
+    def from_result(cls, result: JobResult) -> ProgramRun:
+        facts = json.loads(result.outputs[RUN_FACTS])
+        return cls(facts["verdict"], result.exit_code, result.outputs["stdout"], result.stderr, facts["wall_s"],
+                   facts["sandbox"])
 
 
 class SandboxFailedError(OSError):
@@ -112,15 +140,17 @@ def verdict(run: ToolRun) -> str:
     return {signal.SIGXCPU: "cpu_limit", signal.SIGXFSZ: "file_limit"}.get(sig, f"crashed:{sig.name}")
 
 
+def program_job(binary: bytes, limits: ProgramLimits, args: tuple[str, ...] = (),
+                inputs: dict[str, bytes] | None = None, **identity) -> Job:
+    """The job that runs ``binary`` once (``identity``: the job's vendor, fingerprint and action)."""
+    return Job(identity.pop("vendor", "program"), PROGRAM, args, {PROGRAM: binary, **(inputs or {})},
+               PROGRAM_OUTPUTS, timeout_s=limits.wall_s, stdout_as="stdout", **identity)
+
+
 def run_program(launcher: ProgramLauncher, binary: bytes, args: tuple[str, ...] = (),
                 inputs: dict[str, bytes] | None = None) -> ProgramRun:
     """Run ``binary`` once in a fresh scratch directory (with ``inputs`` beside it)."""
-    job = Job("program", PROGRAM, args, {PROGRAM: binary, **(inputs or {})}, ("stdout",),
-              timeout_s=launcher.limits.wall_s, stdout_as="stdout")
-    run = run_tool(launcher, job)
-    if isinstance(run, JobResult):
-        raise SandboxFailedError(run.stderr.decode(errors="replace"))
-    if run.returncode == 1 and run.stderr.startswith((b"bwrap: ", b"setpriv: ", b"unshare: ", b"prlimit: ")):
-        raise SandboxFailedError(f"the sandbox could not start the program: {run.stderr.decode(errors='replace')}")
-    return ProgramRun(verdict(run), run.returncode, run.stdout, run.stderr, run.wall_s,
-                      launcher.sandbox.mode)
+    result = launcher.run_job(program_job(binary, launcher.limits, args, inputs))
+    if result.transient:
+        raise SandboxFailedError(f"{result.transient}: {result.stderr.decode(errors='replace')}")
+    return ProgramRun.from_result(result)

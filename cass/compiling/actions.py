@@ -178,10 +178,10 @@ class ActionRunner:
             for index, result in self.executor.run([job for _, job in sent], unblocked):
                 bar.update()
                 action = sent[index][0]
-                outcomes[action.key] = self._record(action, result)
+                outcomes[action.key] = self.record(action, result)
         return outcomes
 
-    def _record(self, action: Action, result: JobResult) -> Outcome:
+    def record(self, action: Action, result: JobResult) -> Outcome:
         """Store a finished job's outputs and record (a transient failure is returned, never recorded)."""
         if result.host:
             self.counts.by_host[result.host] += 1

@@ -2,7 +2,8 @@
 
 ``data/hub/`` mirrors the target repository: ``data/<config>/train-XXXXX-of-XXXXX.parquet``
 (named as ``datasets.push_to_hub`` names shards) and ``README.md``. Configs: ``pairs``
-(file-level), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
+(file-level), ``verified`` (the pairs whose two programs printed the same output: ``exec_status`` is
+``match``), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
 messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable key (BLAKE3
 of its id modulo the shard count), and the shard count by the table's size over
 ``hub.shard_bytes``, so changing one sample rewrites one shard per config that holds it.
@@ -31,7 +32,7 @@ HUB_DIR = DATA_DIR / STAGE
 SOURCES = {"pairs": ("export/pairs", "sample_id"), "kernels": ("export/kernels", "kernel_id"),
            "instruct_source": ("instruct/source", "id"), "instruct_asm": ("instruct/asm", "id")}
 STAGE_ORDER = ("fetch_stack", "clone_repos", "ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd",
-               "pair", "normalize", "kernels", "tokens", "instruct")
+               "pair", "execute", "normalize", "kernels", "tokens", "instruct")
 CITATION = """@article{heakl2025cass,
   title={CASS: Nvidia to AMD Transpilation with Data, Models, and Benchmark},
   author={Heakl, Ahmed and Hashmi, Sarim and Stahl, Gustavo Bertolo and Han, Seung Hun Eddie and Khan, Salman
@@ -80,6 +81,23 @@ def stage_counts() -> list[tuple[str, dict]]:
     return found
 
 
+def execution_section(metrics: dict | None) -> list[str]:
+    """The card's account of the execute stage: where programs ran and what came of each pair."""
+    if metrics is None:
+        return []
+    host = metrics["host"]
+    where = "nowhere: no GPU host was configured or found" if host is None else (
+        f"`{host['name']}`: {host['description']}, host fingerprint `{host['fingerprint'][:16]}`")
+    lines = ["", "## Execution", "",
+             f"Both programs of every pair with a `main` (the CUDA original built with nvcc, the HIP translation "
+             f"through HIP's NVIDIA back end) ran {metrics['runs']} times each in the program sandbox, on {where}. "
+             f"Limits per run: `{json.dumps(metrics['limits'], sort_keys=True)}`; numeric tolerance for "
+             f"`match_tolerant`: `{json.dumps(metrics['tolerance'], sort_keys=True)}`. The `verified` config holds "
+             "the `match` rows: byte-identical stdout on both sides and in every run.", "",
+             "| exec_status | pairs |", "|---|---:|"]
+    return lines + [f"| `{status}` | {n} |" for status, n in metrics["exec_status"].items()]
+
+
 def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]]) -> str:
     """The dataset card: YAML header the Hub reads, then the documentation."""
     header = {
@@ -111,6 +129,7 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
     for stage, m in counts:
         reasons = ", ".join(f"{r}: {n}" for r, n in m.get("dropped_by_reason", {}).items()) or "-"
         lines.append(f"| {stage} | {m.get('in', '-')} | {m.get('kept', '-')} | {reasons} |")
+    lines += execution_section(dict(counts).get("execute"))
     tools = read_toolchain_record()
     lines += ["", "## Toolchains", "", "| vendor | tool | version | fingerprint |", "|---|---|---|---|"]
     for vendor, by_tool in sorted(tools.items()):
@@ -135,6 +154,8 @@ def run(stage: Stage) -> None:
     for name, (folder, key) in SOURCES.items():
         configs[name] = pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet")))
         keys[name] = key
+    configs["verified"] = configs["pairs"].filter(pl.col("exec_status") == "match")
+    keys["verified"] = "sample_id"
     for origin in sorted(configs["pairs"]["origin"].unique()):
         configs[f"pairs_{origin}"] = configs["pairs"].filter(pl.col("origin") == origin)
         keys[f"pairs_{origin}"] = "sample_id"

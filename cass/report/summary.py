@@ -49,6 +49,8 @@ def summary(project: Path, width: int = 100) -> str:
         reasons = ", ".join(f"{reason} {n}" for reason, n in m.get("dropped_by_reason", {}).items())
         line = f"  {stage:<{name_width}} {m['in']:>6} -> {m['kept']:<6} {'dropped: ' + reasons if reasons else ''}"
         line = line.rstrip()
+        if stage == "execute":
+            line = f"{line} executed: {', '.join(f'{k} {n}' for k, n in m['exec_status'].items())}"
         lines.append(line if len(line) <= width else line[:width - 3] + "...")
     runs = {s: r for s in metrics if (r := _read(project / "metrics" / "run" / f"{s}.json")) is not None}
     actions = [r["actions"] for r in runs.values() if "actions" in r]

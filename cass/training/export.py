@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 
 import polars as pl
 
@@ -32,6 +33,19 @@ def split_files(store: Store, files: list[dict]) -> tuple[str, list[dict]]:
     """(main file text, [{path, text} of each header])."""
     texts = [{"path": f["path"], "text": store.get_text(f["digest"])} for f in files]
     return texts[0]["text"], texts[1:]
+
+
+EXEC_COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String,
+                "cuda_exit_code": pl.Int64, "hip_exit_code": pl.Int64, "cuda_wall_s": pl.Float64, "hip_wall_s": pl.Float64}
+"""What the execute stage found (first run of each side; null where a side did not run)."""
+
+
+def execution_columns(row: dict) -> dict:
+    """A pair's execution columns from its row of the execute stage's manifest."""
+    first = {side: (row[f"{side}_runs"] or [None])[0] for side in ("cuda", "hip")}
+    return {"exec_status": row["exec_status"], "exec_detail": row["exec_detail"], "exec_host": row["exec_host"],
+            **{f"{side}_{name}": run and run[key] for side, run in first.items()
+               for name, key in (("exit_code", "exit_code"), ("wall_s", "wall_s"))}}
 
 
 def export_row(store: Store, row: dict, provenance: dict) -> dict:
@@ -103,6 +117,7 @@ def schema(params: dict) -> dict:
         **{f"{t}_{kind}": pl.String for t in tools for kind in ("version", "fingerprint")},
         "nvidia_flags": pl.String, "amd_flags": pl.String,
         **TOKEN_COLUMNS,
+        **EXEC_COLUMNS,
     }
 
 
@@ -160,14 +175,17 @@ def run(stage: Stage) -> None:
     counts = {r.pop("unit_id"): r for r in pl.read_parquet(manifest_path("tokens", "counts"))
               .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
     prov = provenance(params)
-    rows = [{**export_row(store, r, prov), **counts[r["sample_id"]]}
+    executed = {r["sample_id"]: execution_columns(r) for r in stage.upstream("execute").iter_rows(named=True)}
+    rows = [{**export_row(store, r, prov), **counts[r["sample_id"]], **executed[r["sample_id"]]}
             for r in pairs.sort("sample_id").iter_rows(named=True)]
     kernels = [kernel_row(store, r, counts[r["sample_id"]])
                for r in stage.upstream("kernels").sort("sample_id").iter_rows(named=True)]
     if EXPORT_DIR.exists():
         shutil.rmtree(EXPORT_DIR)
     per_shard = params["export"]["rows_per_shard"]
-    metrics = {"pairs": write_table(pl.DataFrame(rows, schema=schema(params)), "pairs", per_shard),
+    table = pl.DataFrame(rows, schema=schema(params))
+    metrics = {"pairs": write_table(table, "pairs", per_shard),
+               "exec_status": dict(sorted(Counter(table["exec_status"]).items())),
                "kernels": write_table(pl.DataFrame(kernels, schema=kernel_schema(params)), "kernels", per_shard)}
     write_metrics(STAGE, metrics)
     print(metrics)

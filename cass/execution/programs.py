@@ -1,0 +1,114 @@
+"""A pair's two programs: which pairs have one, building both as cached actions, and running them.
+
+The CUDA original is built with the pipeline's nvcc, the HIP translation through HIP's NVIDIA back end
+(:class:`toolchains.hip_nvidia.HipNvidiaToolchain`), both with the same flags and SASS for
+``execute.archs``. Builds run on this machine's toolchains. A run is an action too: its key is the
+binary's digest, the run host's fingerprint, the limits and the run's number, so a rerun with
+nothing changed runs nothing, and runs brought back from a GPU host elsewhere are store hits here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+from cass.compiling.actions import Action, ActionRunner, Outcome
+from cass.compiling.compile import TargetRun, failure_reason, run_targets
+from cass.text.cuda import strip_comments_and_strings
+from store import Store
+from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
+from toolchains.gpu import RunHost, launcher_for
+from toolchains.programs import PROGRAM, PROGRAM_OUTPUTS, RUN_FACTS, ProgramLimits
+
+SIDES = ("cuda", "hip")
+"""The two programs of a pair: the CUDA original and the HIP translation."""
+
+_MAIN = re.compile(r"\bint\s+main\s*\(([^)]*)\)")
+
+
+def main_signature(source: str) -> str | None:
+    """The parameter list of the file's ``int main(...)``, or None when it defines no ``main``."""
+    found = _MAIN.search(strip_comments_and_strings(source))
+    return found.group(1).strip() if found else None
+
+
+def takes_arguments(signature: str) -> bool:
+    """Whether a ``main`` with this parameter list reads command-line arguments."""
+    return signature not in ("", "void")
+
+
+def build_toolchains() -> dict[str, Toolchain]:
+    """The toolchain of each side."""
+    return {"cuda": load_toolchains()["nvidia"], "hip": load_hip_nvidia()}
+
+
+@dataclass
+class Build:
+    """A side's binary (its digest) or why it did not build."""
+
+    binary: str | None
+    reason: str | None = None
+    detail: str = ""
+
+
+def build_programs(store: Store, params: dict, rows: list[dict], workers: int | None,
+                   ) -> tuple[dict[tuple[str, str], Build], Counter, set[str]]:
+    """Both programs of every row (``files``/``hip_files``, ``include_dirs``), by (sample id, side), with the
+    builds' action counts and keys."""
+    runs: dict[tuple[str, str], TargetRun] = {}
+    counts: Counter = Counter()
+    keys: set[str] = set()
+    toolchains = build_toolchains()
+    for side, toolchain in toolchains.items():
+        for row in rows:
+            files = row["files" if side == "cuda" else "hip_files"]
+            target = toolchain.program_target(files[0]["path"], params["archs"], params["flags"], row["include_dirs"])
+            runs[row["sample_id"], side] = TargetRun(target, {f["path"]: f["digest"] for f in files})
+        runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}, workers), params["timeout_s"])
+        run_targets(toolchain, runner, [r for (_, s), r in runs.items() if s == side])
+        counts.update({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
+        keys |= runner.keys
+    builds = {}
+    for (sample, side), run in runs.items():
+        if run.failure is None:
+            builds[sample, side] = Build(run.inputs[run.target.artifact])
+        else:
+            reason, detail = failure_reason(toolchains[side], run, store)
+            builds[sample, side] = Build(None, reason.removeprefix("compile_failed:"), detail)
+    return builds, counts, keys
+
+
+def run_action(host: RunHost, limits: ProgramLimits, binary: str, run: int) -> Action:
+    """Run number ``run`` of ``binary`` on ``host`` under ``limits``, as an action."""
+    description = {"vendor": "gpu", "tool": PROGRAM, "host": host.fingerprint(), "limits": asdict(limits),
+                   "inputs": [[PROGRAM, binary]], "outputs": list(PROGRAM_OUTPUTS), "run": run}
+    return Action("gpu", Step(PROGRAM, (), PROGRAM_OUTPUTS, stdout_as="stdout"), ((PROGRAM, binary),),
+                  Store.action_key(description), host.fingerprint())
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run as the store holds it."""
+
+    verdict: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    wall_s: float
+
+    @classmethod
+    def of(cls, store: Store, outcome: Outcome) -> Run:
+        record = outcome.record
+        facts = json.loads(store.get(record.outputs[RUN_FACTS]))
+        return cls(facts["verdict"], record.exit_code, record.outputs["stdout"], record.stderr, facts["wall_s"])
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "exited" and self.exit_code == 0
+
+
+def program_runner(store: Store, host: RunHost, limits: ProgramLimits, workers: int) -> ActionRunner:
+    """Runs program actions on this machine (``host`` is this machine's facts), ``workers`` at a time."""
+    return ActionRunner(store, LocalExecutor({"gpu": launcher_for(host, limits)}, workers=workers), limits.wall_s)

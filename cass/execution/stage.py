@@ -1,0 +1,128 @@
+"""Stage ``execute``'s work: every pair with a ``main`` built for an NVIDIA GPU on both sides, each
+program run ``execute.runs`` times on the run host, the outputs compared.
+
+``exec_status`` per pair: ``match`` (the same stdout on both sides, every run), ``match_tolerant``
+(the numbers differ within ``execute.tolerance``, the rest is equal), ``mismatch`` (with the first
+differing line), ``nondeterministic`` (a side's runs differ), ``cuda_failed``/``hip_failed`` (the
+build failed or a run did not exit 0), ``needs_input`` (the CUDA original takes arguments and fails
+without them), ``timeout``, ``no_main`` and ``not_run:no_gpu_host``. No row is dropped: the manifest
+is the pair stage's with the execution columns added.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+
+import polars as pl
+
+from cass.compiling.actions import Outcome
+from cass.execution.compare import first_difference, tolerant_equal
+from cass.execution.hosts import ExecutionHost, resolve_host
+from cass.execution.programs import (SIDES, Build, Run, build_programs, main_signature, program_runner, run_action,
+                                     takes_arguments)
+from cass.pipeline.context import Stage
+from store import Store
+from toolchains.programs import ProgramLimits
+
+RUNS_DTYPE = pl.List(pl.Struct({"verdict": pl.String, "exit_code": pl.Int64, "stdout": pl.String,
+                                "stderr": pl.String, "wall_s": pl.Float64}))
+COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String,
+           "cuda_program": pl.String, "hip_program": pl.String, "cuda_runs": RUNS_DTYPE, "hip_runs": RUNS_DTYPE}
+
+
+def _first_line(store: Store, digest: str) -> str:
+    lines = store.get_text(digest, "replace").strip().splitlines()
+    return lines[0][:200] if lines else ""
+
+
+def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, tolerance: dict) -> tuple[str, str]:
+    """(exec_status, detail) of a pair whose both programs ran."""
+    for side in SIDES:
+        for n, run in enumerate(runs[side], 1):
+            if run.verdict == "timeout":
+                return "timeout", f"{side} run {n} ran out of time"
+    for side in SIDES:
+        for n, run in enumerate(runs[side], 1):
+            if not run.ok:
+                status = "needs_input" if side == "cuda" and takes_arguments else f"{side}_failed"
+                return status, f"{side} run {n}: {run.verdict}, exit {run.exit_code}: {_first_line(store, run.stderr)}"
+        if len({run.stdout for run in runs[side]}) > 1:
+            outputs = [store.get(run.stdout) for run in runs[side]]
+            return "nondeterministic", f"{side}: {first_difference(outputs[0], next(o for o in outputs if o != outputs[0]))}"
+    cuda, hip = store.get(runs["cuda"][0].stdout), store.get(runs["hip"][0].stdout)
+    if cuda == hip:
+        return "match", ""
+    status = "match_tolerant" if tolerant_equal(cuda, hip, **tolerance) else "mismatch"
+    return status, first_difference(cuda, hip)
+
+
+def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | None,
+            workers: int | None) -> tuple[list[dict], dict]:
+    """The execution columns of every row, and the stage's run report."""
+    limits = ProgramLimits(**params["limits"])
+    results = {row["sample_id"]: {"exec_host": host.name if host else None} for row in rows}
+    mains = {row["sample_id"]: main_signature(store.get_text(row["files"][0]["digest"], "replace")) for row in rows}
+    runnable = [row for row in rows if mains[row["sample_id"]] is not None]
+    for sample, signature in mains.items():
+        if signature is None:
+            results[sample].update(exec_status="no_main", exec_detail="the CUDA file defines no main")
+    if host is None:
+        for row in runnable:
+            results[row["sample_id"]].update(exec_status="not_run:no_gpu_host",
+                                             exec_detail="no GPU host (params.yaml execute.host)")
+        return [{"sample_id": s, **r} for s, r in results.items()], {"host": None}
+    if host.host.has_gpu and host.host.sm not in params["archs"]:
+        raise ValueError(f"run host {host.name} is a {host.host.gpu} ({host.host.sm}), but the programs are built "
+                         f"for {params['archs']}: add {host.host.sm} to params.yaml execute.archs")
+    builds, build_counts, build_keys = build_programs(store, params, runnable, workers)
+    actions = {(b.binary, n): run_action(host.host, limits, b.binary, n)
+               for b in builds.values() if b.binary for n in range(1, params["runs"] + 1)}
+    if host.live:
+        runner = program_runner(store, host.host, limits, params["workers"])
+        outcomes = runner.run(list(actions.values()), desc=f"run on {host.name}")
+        run_counts = runner.counts.as_dict()
+    else:
+        outcomes = {a.key: Outcome(record) for a in actions.values() if (record := store.lookup(a.key))}
+        run_counts = {"hits": len(outcomes), "not_recorded": len(actions) - len(outcomes)}
+    for row in runnable:
+        sample, result = row["sample_id"], results[row["sample_id"]]
+        built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}
+        result.update({f"{side}_program": b.binary for side, b in built.items()})
+        if failed := next((s for s in SIDES if built[s].binary is None), None):
+            result.update(exec_status=f"{failed}_failed", exec_detail=f"build: {built[failed].reason}: "
+                                                                      f"{built[failed].detail[:2000]}")
+            continue
+        found = {side: [outcomes.get(actions[built[side].binary, n].key) for n in range(1, params["runs"] + 1)]
+                 for side in SIDES}
+        if missing := [s for s in SIDES if any(o is None or o.record is None for o in found[s])]:
+            why = ("no run recorded for GPU host " + host.name) if not host.live else "a run failed transiently"
+            result.update(exec_status="not_run:no_gpu_host" if not host.live else "not_run:transient",
+                          exec_detail=f"{'+'.join(missing)}: {why}")
+            continue
+        runs = {side: [Run.of(store, o) for o in found[side]] for side in SIDES}
+        result.update({f"{side}_runs": [asdict(r) for r in runs[side]] for side in SIDES})
+        status, detail = judge(store, runs, takes_arguments(mains[sample]), params["tolerance"])
+        result.update(exec_status=status, exec_detail=detail)
+    keys = build_keys | {a.key for a in actions.values()}
+    report = {"host": {"name": host.name, **asdict(host.host), "description": host.host.describe(),
+                       "fingerprint": host.host.fingerprint()},
+              "builds": dict(build_counts), "runs": run_counts, "keys": sorted(keys)}
+    return [{"sample_id": s, **r} for s, r in results.items()], report
+
+
+def run(stage: Stage) -> None:
+    params = stage.params["execute"]
+    rows = stage.upstream("pair")
+    out = stage.output(rows.height)
+    host = resolve_host(params["host"])
+    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), host,
+                            stage.params["executor"]["workers"] or None)
+    statuses = Counter(r["exec_status"] for r in added)
+    out.action_keys = set(report.pop("keys", []))
+    out.run.update(report)
+    out.extra_metrics.update(exec_status=dict(sorted(statuses.items())), host=report["host"],
+                             limits=params["limits"], archs=params["archs"], runs=params["runs"],
+                             tolerance=params["tolerance"])
+    extra = pl.DataFrame(added, schema={"sample_id": pl.String, **COLUMNS})
+    print(out.write(rows.join(extra, on="sample_id", how="left")))

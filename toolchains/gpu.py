@@ -1,0 +1,147 @@
+"""Where pair programs run: run hosts, their fingerprints, and the batch runner of a GPU host that is
+reached by copying files.
+
+A :class:`RunHost` is a machine's facts as far as a program's output can depend on them: the GPU
+model, the driver, the CUDA version the driver supports, the compute capability, and the sandbox
+mode programs run in. Its fingerprint enters every run's action key, because a run's output is a
+result of the machine as well as of the code. :func:`local_gpu_host` asks ``nvidia-smi`` for this
+machine's GPU; :func:`cpu_host` is this machine without one (host-only programs, and tests).
+
+A GPU host that cannot reach the store (no network, a cluster node behind a queue) gets a batch
+directory instead (``cass gpu-batch export``): ``binaries/<digest>`` and ``batch.json``. On the GPU
+host, with only this package and ``blake3``::
+
+    python -m toolchains.gpu run-batch DIR
+
+runs every binary in the program sandbox and writes ``DIR/results.json`` (the host's facts, each
+run's verdict, exit code, wall time) and the outputs under ``DIR/results/``; ``cass gpu-batch
+import`` brings them into the store as cached runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import blake3
+
+from toolchains.programs import ProgramLauncher, ProgramLimits, program_job
+from toolchains.sandbox import detect
+
+BATCH_FILE = "batch.json"
+RESULTS_FILE = "results.json"
+
+
+@dataclass(frozen=True)
+class RunHost:
+    """A machine programs run on: ``gpu`` is the GPU's model (``none`` for a host without one), ``sm`` its
+    compute capability as an arch name (``sm_90``)."""
+
+    gpu: str
+    driver: str | None
+    cuda: str | None
+    sm: str | None
+    sandbox: str
+
+    def fingerprint(self) -> str:
+        """BLAKE3 over the host's facts."""
+        return blake3.blake3(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu != "none"
+
+    def describe(self) -> str:
+        if not self.has_gpu:
+            return f"no GPU (sandbox {self.sandbox})"
+        return f"{self.gpu} ({self.sm}, driver {self.driver}, CUDA {self.cuda}; sandbox {self.sandbox})"
+
+
+class GpuQueryError(RuntimeError):
+    """nvidia-smi ran but its answer could not be read, or the GPUs of one host differ."""
+
+
+def local_gpu_host() -> RunHost | None:
+    """This machine's GPU host (all its GPUs must be one model), or None without ``nvidia-smi`` or a GPU."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    query = subprocess.run([smi, "--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=60, check=False)
+    gpus = {tuple(f.strip() for f in line.split(",")) for line in query.stdout.splitlines() if line.strip()}
+    if query.returncode or not gpus:
+        return None
+    if len(gpus) > 1:
+        raise GpuQueryError(f"this host has GPUs of different kinds {sorted(gpus)}; run one kind per host "
+                            "(CUDA_VISIBLE_DEVICES)")
+    ((name, driver, cap),) = gpus
+    banner = subprocess.run([smi], capture_output=True, text=True, timeout=60, check=False).stdout
+    cuda = re.search(r"CUDA Version:\s*([\d.]+)", banner)
+    if not re.fullmatch(r"\d+\.\d+", cap):
+        raise GpuQueryError(f"nvidia-smi gave the compute capability {cap!r}")
+    return RunHost(name, driver, cuda.group(1) if cuda else None, "sm_" + cap.replace(".", ""), detect().mode)
+
+
+def cpu_host() -> RunHost:
+    """This machine without a GPU: programs that launch no kernel run; the others fail to find a device."""
+    return RunHost("none", None, None, None, detect().mode)
+
+
+def launcher_for(host: RunHost, limits: ProgramLimits) -> ProgramLauncher:
+    """The program launcher of ``host`` (with the GPU's device nodes where it has a GPU)."""
+    return ProgramLauncher(limits, gpu=host.has_gpu)
+
+
+def run_batch(folder: Path, host: RunHost) -> dict:
+    """Run every binary of a batch directory on ``host`` (this machine); write and return the results."""
+    batch = json.loads((folder / BATCH_FILE).read_text())
+    limits = ProgramLimits(**batch["limits"])
+    launcher = launcher_for(host, limits)
+    out = folder / "results"
+    out.mkdir(exist_ok=True)
+    runs = []
+    for n, entry in enumerate(batch["runs"], 1):
+        binary = (folder / "binaries" / entry["binary"]).read_bytes()
+        if blake3.blake3(binary).hexdigest() != entry["binary"]:
+            raise ValueError(f"{folder / 'binaries' / entry['binary']}: the file's BLAKE3 is not its name")
+        result = launcher.run_job(program_job(binary, limits))
+        if result.transient:
+            raise RuntimeError(f"run {n} of {entry['binary'][:16]}: {result.transient}: "
+                               f"{result.stderr.decode(errors='replace')}")
+        name = f"{entry['binary']}-{entry['run']}"
+        for output, data in (*result.outputs.items(), ("stderr", result.stderr)):
+            (out / f"{name}.{output}").write_bytes(data)
+        facts = json.loads(result.outputs["run.json"])
+        runs.append({**entry, "exit_code": result.exit_code, "name": name})
+        print(f"[{n}/{len(batch['runs'])}] {entry['binary'][:16]} run {entry['run']}: {facts['verdict']} "
+              f"exit {result.exit_code} in {facts['wall_s']:.2f} s", flush=True)
+    results = {"host": asdict(host), "limits": batch["limits"], "runs": runs}
+    (folder / RESULTS_FILE).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m toolchains.gpu", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run-batch", help="run a batch directory's binaries on this machine's GPU")
+    run.add_argument("folder", type=Path)
+    run.add_argument("--cpu", action="store_true", help="run without a GPU (programs that launch no kernel)")
+    args = parser.parse_args(argv)
+    host = cpu_host() if args.cpu else local_gpu_host()
+    if host is None:
+        print("no NVIDIA GPU found (nvidia-smi is missing or lists none); --cpu runs without one", file=sys.stderr)
+        return 2
+    print(f"running on {host.describe()}", flush=True)
+    results = run_batch(args.folder, host)
+    print(f"{len(results['runs'])} runs; results in {args.folder / RESULTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""HIP on NVIDIA: HIP sources built for the NVIDIA platform, so a translation runs on an NVIDIA GPU.
+
+HIP's headers map every ``hip*`` call to CUDA when ``__HIP_PLATFORM_NVIDIA__`` is defined
+(``hip/nvidia_detail``). The headers come from the AMD toolchain's packages: ROCm 5.7's (the trixie
+root; ROCm 6.4's Debian packages ship no ``nvidia_detail``). They are written against CUDA 12 (CUDA 13
+removed fields and calls they use), so the CUDA runtime headers, static runtime and CCCL are CUDA
+12.9's PyPI wheels, compiled by the pipeline's nvcc. The binary links the runtime statically: only
+the binary travels to a GPU host.
+
+nvcc sees the HIP headers through a directory that holds nothing but a ``hip`` link to them
+(:func:`hip_include_dir`): adding the AMD root's ``/usr/include`` itself would put that OS's C
+library headers before this machine's.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+from pathlib import Path
+
+from toolchains.amd import AMD_SUITES
+from toolchains.base import ToolStatus
+from toolchains.launchers import HostLauncher
+from toolchains.nvidia import NvidiaToolchain
+
+CUDA12_PACKAGES = "nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 nvidia-cuda-profiler-api-cu12==12.9.79"
+CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api")
+"""The CUDA 12 wheels' folders under ``site-packages/nvidia``, each with an ``include``."""
+
+
+def default_hip_headers() -> Path:
+    """ROCm 5.7's HIP headers in the trixie AMD root (``CASS_HIP_HEADERS`` wins)."""
+    return Path(os.environ.get("CASS_HIP_HEADERS") or AMD_SUITES["trixie"].default_root / "usr" / "include" / "hip")
+
+
+def default_cuda12_root() -> Path:
+    """Where the CUDA 12 wheels are installed in this Python environment."""
+    return Path(sysconfig.get_paths()["purelib"]) / "nvidia"
+
+
+def hip_include_dir(hip_headers: Path) -> Path:
+    """A directory holding only ``hip`` -> ``hip_headers`` (made once per headers path, in the cache)."""
+    cache = Path(os.environ.get("CASS_CACHE") or Path.home() / ".cache" / "cass")
+    real = Path(os.path.realpath(hip_headers))
+    folder = cache / "hip-include" / str(real).strip("/").replace("/", "_")
+    link = folder / "hip"
+    if not link.is_symlink():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".hip-{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(real)
+        tmp.replace(link)
+    return folder
+
+
+class HipNvidiaToolchain(NvidiaToolchain):
+    """nvcc with HIP's NVIDIA headers and CUDA 12's runtime: HIP programs as NVIDIA executables."""
+
+    vendor = "hip-nvidia"
+    install_hint = (
+        "HIP on NVIDIA needs the CUDA 12 runtime wheels (pip install "
+        f"{CUDA12_PACKAGES}; `bash scripts/setup.sh` does) and ROCm 5.7's HIP headers from the trixie AMD root "
+        "(`bash scripts/setup.sh`, or CASS_HIP_HEADERS=<a ROCm 5.x include/hip>)."
+    )
+
+    def __init__(self, cuda_home: Path, hip_headers: Path, cuda12_root: Path):
+        self.hip_headers = Path(hip_headers)
+        self.cuda12 = [Path(cuda12_root) / part for part in CUDA12_PARTS]
+        self.hip_include = hip_include_dir(self.hip_headers) if self.hip_headers.is_dir() else None
+        super().__init__(cuda_home)
+        trees = [self.cuda_home, *self.cuda12, self.hip_headers, *([self.hip_include] if self.hip_include else [])]
+        # the folders' paths differ between machines: they reach nvcc through its environment, never the
+        # arguments of an action key (the files themselves enter the fingerprint)
+        paths = [f"-I{self.hip_include}", *(f"-I{p / 'include'}" for p in self.cuda12), f"-L{self.cuda12[0] / 'lib'}"]
+        prepend = " ".join([os.environ.get("NVCC_PREPEND_FLAGS", ""), *paths]).strip()
+        self.launcher = HostLauncher([self.cuda_home / "bin"], trees=trees, extra_env={"NVCC_PREPEND_FLAGS": prepend})
+
+    def tools(self) -> tuple[str, ...]:
+        return ("nvcc",)
+
+    def status(self, tool: str) -> ToolStatus:
+        if not (self.hip_headers / "nvidia_detail").is_dir():
+            return ToolStatus(self.vendor, tool, None, None, f"no HIP headers for NVIDIA at {self.hip_headers}")
+        if missing := [str(p) for p in self.cuda12 if not (p / "include").is_dir()]:
+            return ToolStatus(self.vendor, tool, None, None, f"no CUDA 12 headers at {', '.join(missing)}")
+        return super().status(tool)
+
+    def identity_files(self, tool: str) -> list[Path]:
+        return [*super().identity_files(tool), self.hip_headers, *self.cuda12]
+
+    def program_flags(self) -> tuple[str, ...]:
+        return ("-x", "cu", "-D__HIP_PLATFORM_NVIDIA__")
