@@ -23,7 +23,8 @@ from toolchains.base import ToolStatus
 from toolchains.launchers import HostLauncher
 from toolchains.nvidia import NvidiaToolchain
 
-CUDA12_PACKAGES = "nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 nvidia-cuda-profiler-api-cu12==12.9.79"
+CUDA12_PACKAGES = ("nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 "
+                   "nvidia-cuda-profiler-api-cu12==12.9.79")
 CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api")
 """The CUDA 12 wheels' folders under ``site-packages/nvidia``, each with an ``include``."""
 

@@ -19,8 +19,16 @@ import polars as pl
 from cass.compiling.actions import Outcome
 from cass.execution.compare import first_difference, tolerant_equal
 from cass.execution.hosts import ExecutionHost, resolve_host
-from cass.execution.programs import (SIDES, Build, Run, build_programs, main_signature, program_runner, run_action,
-                                     takes_arguments)
+from cass.execution.programs import (
+    SIDES,
+    Build,
+    Run,
+    build_programs,
+    main_signature,
+    program_runner,
+    run_action,
+    takes_arguments,
+)
 from cass.pipeline.context import Stage
 from store import Store
 from toolchains.programs import ProgramLimits
@@ -48,8 +56,8 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
                 status = "needs_input" if side == "cuda" and takes_arguments else f"{side}_failed"
                 return status, f"{side} run {n}: {run.verdict}, exit {run.exit_code}: {_first_line(store, run.stderr)}"
         if len({run.stdout for run in runs[side]}) > 1:
-            outputs = [store.get(run.stdout) for run in runs[side]]
-            return "nondeterministic", f"{side}: {first_difference(outputs[0], next(o for o in outputs if o != outputs[0]))}"
+            first, *others = [store.get(run.stdout) for run in runs[side]]
+            return "nondeterministic", f"{side}: {first_difference(first, next(o for o in others if o != first))}"
     cuda, hip = store.get(runs["cuda"][0].stdout), store.get(runs["hip"][0].stdout)
     if cuda == hip:
         return "match", ""

@@ -36,7 +36,8 @@ def split_files(store: Store, files: list[dict]) -> tuple[str, list[dict]]:
 
 
 EXEC_COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String,
-                "cuda_exit_code": pl.Int64, "hip_exit_code": pl.Int64, "cuda_wall_s": pl.Float64, "hip_wall_s": pl.Float64}
+                "cuda_exit_code": pl.Int64, "hip_exit_code": pl.Int64,
+                "cuda_wall_s": pl.Float64, "hip_wall_s": pl.Float64}
 """What the execute stage found (first run of each side; null where a side did not run)."""
 
 

@@ -1,0 +1,144 @@
+"""The execute stage: pairs' programs built on both sides with the real nvcc (CUDA; HIP through its NVIDIA
+back end), run in the program sandbox, compared. Without a GPU the programs that launch no kernel still run
+(host ``cpu``), which shows every verdict; a GPU run of the bundled corpus is marked ``gpu``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in, run_report
+
+from cass.execution.compare import first_difference, tolerant_equal
+from toolchains.gpu import local_gpu_host
+
+PROGRAMS = Path(__file__).parent / "fixtures" / "programs"
+EXPECTED = {
+    "matches.cu": "match",
+    "struct_size.cu": "mismatch",
+    "nearly_equal.cu": "match_tolerant",
+    "clock_reader.cu": "nondeterministic",
+    "wants_a_file.cu": "needs_input",
+    "never_ends.cu": "timeout",
+    "kernels_only.cu": "no_main",
+    "launches_a_kernel.cu": "cuda_failed",   # no GPU here: the CUDA runtime finds no device
+}
+RUNNABLE = len(EXPECTED) - 1   # every file but the one without main
+
+
+def test_tolerant_comparison_accepts_close_numbers_only():
+    assert tolerant_equal(b"x = 1.000000001\nn 3\n", b"x = 1.000000002\nn 3\n", rtol=1e-6, atol=0)
+    assert not tolerant_equal(b"x = 1.0\n", b"x = 1.1\n", rtol=1e-6, atol=0)
+    assert not tolerant_equal(b"x = 1.0\n", b"y = 1.0\n", rtol=1, atol=1)      # the text around differs
+    assert not tolerant_equal(b"1 2\n", b"1 2 3\n", rtol=1, atol=1)           # a number more
+    assert tolerant_equal(b"nan inf\n", b"nan inf\n", rtol=0, atol=0)
+
+
+def test_first_difference_names_the_line_and_both_texts():
+    assert first_difference(b"a\nb\nc\n", b"a\nB\nc\n") == "line 2: 'b' | 'B'"
+    assert first_difference(b"a\n", b"a\nextra\n") == "line 2: only the actual output has 'extra'"
+
+
+def set_params(root: Path, **execute) -> None:
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["corpus"]["trees"] = [{"path": "corpus", "origin": "programs"}]
+    params["execute"].update(execute)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def statuses(root: Path) -> dict[str, str]:
+    table = pl.read_parquet(sorted((root / "data" / "export" / "pairs").glob("*.parquet")))
+    return dict(zip(table["path"], table["exec_status"], strict=True))
+
+
+@pytest.fixture(scope="module")
+def programs_project(tmp_path_factory) -> Path:
+    """The programs above as the corpus of a fresh project, built up to the pair stage."""
+    root = copy_pipeline(tmp_path_factory.mktemp("execute") / "project", with_bundled_corpus=False)
+    shutil.copytree(PROGRAMS, root / "corpus")
+    set_params(root, host="none", limits={"wall_s": 3, "cpu_s": 3, "data_bytes": 4 << 30, "file_bytes": 1 << 20,
+                                          "processes": 64})
+    run_in(["dvc", "repro", "pair"], root)
+    assert metrics(root, "pair")["kept"] == len(EXPECTED), metrics(root, "dedup")
+    return root
+
+
+@pytest.mark.slow
+def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(programs_project):
+    root = programs_project
+    batch = root / "batch"
+    cass = [str(Path(sys.executable).parent / "cass")]
+    run_in([*cass, "gpu-batch", "export", str(batch)], root)
+    listed = json.loads((batch / "batch.json").read_text())
+    assert len(listed["runs"]) == 2 * 2 * RUNNABLE   # two programs per pair, two runs each
+    # the GPU host's side: this package alone, the batch folder, no store and no project
+    runner = subprocess.run([sys.executable, "-m", "toolchains.gpu", "run-batch", str(batch), "--cpu"], cwd=REPO,
+                            env=TOOL_ENV, capture_output=True, text=True, check=True)
+    assert "run 2" in runner.stdout
+    run_in([*cass, "gpu-batch", "import", str(batch), "--name", "ci-cpu"], root)
+    assert json.loads((root / "gpu_hosts" / "ci-cpu.json").read_text())["host"]["gpu"] == "none"
+
+    set_params(root, host="recorded:ci-cpu")
+    run_in(["dvc", "repro"], root)
+    assert statuses(root) == EXPECTED
+    report = run_report(root, "execute")
+    assert report["builds"]["misses"] == 0 and report["runs"] == {"hits": 2 * 2 * RUNNABLE, "not_recorded": 0}
+    verified = pl.read_parquet(sorted((root / "data" / "hub" / "data" / "verified").glob("*.parquet")))
+    assert verified["path"].to_list() == ["matches.cu"]
+    table = pl.read_parquet(sorted((root / "data" / "export" / "pairs").glob("*.parquet")))
+    mismatch = table.filter(pl.col("path") == "struct_size.cu").row(0, named=True)
+    assert mismatch["exec_detail"] == ("line 1: 'device properties take 1008 bytes' | "
+                                       "'device properties take 792 bytes'")
+    assert mismatch["cuda_exit_code"] == 0 and mismatch["hip_exit_code"] == 0
+    assert "| `mismatch` | 1 |" in (root / "data" / "hub" / "README.md").read_text()
+
+    # the same runs live on this machine: the batch's keys are this host's keys, nothing runs again
+    set_params(root, host="cpu")
+    run_in(["dvc", "repro"], root)
+    assert statuses(root) == EXPECTED
+    report = run_report(root, "execute")
+    assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == 2 * 2 * RUNNABLE
+
+
+@pytest.mark.slow
+def test_one_changed_source_rebuilds_and_reruns_only_its_two_programs(programs_project):
+    root = programs_project
+    set_params(root, host="cpu")
+    run_in(["dvc", "repro"], root)
+    source = root / "corpus" / "matches.cu"
+    source.write_text(source.read_text().replace("0.25 * step", "0.125 * step"))
+    run_in(["dvc", "repro"], root)
+    report = run_report(root, "execute")
+    assert report["builds"]["misses"] == 2
+    assert report["runs"]["misses"] == 4 and report["runs"]["hits"] == 2 * 2 * (RUNNABLE - 1)
+    assert statuses(root)["matches.cu"] == "match"
+
+
+@pytest.mark.slow
+def test_without_a_gpu_host_every_pair_is_passed_on_as_not_run(project):
+    """The default (``execute.host: auto``) on this machine, which has no GPU: nothing is built or run."""
+    if local_gpu_host() is not None:
+        pytest.skip("this machine has a GPU")
+    found = metrics(project, "execute")
+    assert found["exec_status"] == {"not_run:no_gpu_host": found["in"]} and found["dropped"] == 0
+    assert found["host"] is None
+    table = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    assert set(table["exec_status"]) == {"not_run:no_gpu_host"}
+    assert pl.read_parquet(sorted((project / "data" / "hub" / "data" / "verified").glob("*.parquet"))).height == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_the_bundled_pairs_print_the_same_output_on_this_machines_gpu(project):
+    """On a machine with an NVIDIA GPU (and the whole environment): the bundled corpus, executed. Every pair
+    matches but those whose HIP uses a warp vote HIP 5.7's NVIDIA back end cannot build (see README)."""
+    if local_gpu_host() is None:
+        pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
+    found = metrics(project, "execute")
+    assert set(found["exec_status"]) <= {"match", "hip_failed"} and found["exec_status"]["match"] >= 44
