@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
-                  "analysis")
+                  "analysis", "gpu_hosts")
 
 BUILT_HERE = ("__pycache__", "executed", "figures", "plots", "metrics.json")
 """What this checkout's own runs wrote into the copied folders (the copy builds its own)."""
