@@ -87,7 +87,8 @@ class HipNvidiaToolchain(NvidiaToolchain):
         return super().status(tool)
 
     def identity_files(self, tool: str) -> list[Path]:
-        return [*super().identity_files(tool), self.hip_headers, *self.cuda12]
+        return [*super().identity_files(tool), self.hip_headers, *(p / "include" for p in self.cuda12),
+                self.cuda12[0] / "lib"]
 
     def program_flags(self) -> tuple[str, ...]:
         return ("-x", "cu", "-D__HIP_PLATFORM_NVIDIA__")

@@ -43,6 +43,7 @@ def import_results(store: Store, params: dict, folder: Path, name: str) -> dict:
     """Record a run batch's results in the store and its host in ``gpu_hosts/<name>.json``."""
     results = json.loads((folder / RESULTS_FILE).read_text())
     host = RunHost(**results["host"])
+    path = record_host(name, host)   # refuses a name recorded with other facts before anything is stored
     limits = ProgramLimits(**results["limits"])
     recorder = ActionRunner(store, executor=None, timeout_s=limits.wall_s)
     for entry in results["runs"]:
@@ -51,6 +52,5 @@ def import_results(store: Store, params: dict, folder: Path, name: str) -> dict:
         result = JobResult(exit_code=entry["exit_code"], outputs=outputs, stderr=Path(f"{base}.stderr").read_bytes(),
                            host=name, sandbox=host.sandbox)
         recorder.record(run_action(host, limits, entry["binary"], entry["run"]), result)
-    path = record_host(name, host)
     return {"runs": len(results["runs"]), "host": host.describe(), "recorded": str(path),
             "limits_match_params": results["limits"] == params["limits"]}

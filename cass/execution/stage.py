@@ -5,7 +5,8 @@ program run ``execute.runs`` times on the run host, the outputs compared.
 (the numbers differ within ``execute.tolerance``, the rest is equal), ``mismatch`` (with the first
 differing line), ``nondeterministic`` (a side's runs differ), ``cuda_failed``/``hip_failed`` (the
 build failed or a run did not exit 0), ``needs_input`` (the CUDA original takes arguments and fails
-without them), ``timeout``, ``no_main`` and ``not_run:no_gpu_host``. No row is dropped: the manifest
+without them), ``timeout``, ``no_main``, ``not_run:no_gpu_host`` and ``not_run:transient`` (a build or run
+killed for no reason of the source: not cached, retried by ``dvc repro -f execute``). No row is dropped: the manifest
 is the pair stage's with the execution columns added.
 """
 
@@ -55,6 +56,7 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
             if not run.ok:
                 status = "needs_input" if side == "cuda" and takes_arguments else f"{side}_failed"
                 return status, f"{side} run {n}: {run.verdict}, exit {run.exit_code}: {_first_line(store, run.stderr)}"
+    for side in SIDES:
         if len({run.stdout for run in runs[side]}) > 1:
             first, *others = [store.get(run.stdout) for run in runs[side]]
             return "nondeterministic", f"{side}: {first_difference(first, next(o for o in others if o != first))}"
@@ -98,8 +100,10 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
         built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}
         result.update({f"{side}_program": b.binary for side, b in built.items()})
         if failed := next((s for s in SIDES if built[s].binary is None), None):
-            result.update(exec_status=f"{failed}_failed", exec_detail=f"build: {built[failed].reason}: "
-                                                                      f"{built[failed].detail[:2000]}")
+            # a build that failed for no reason of the source (killed, out of time) is not a verdict on the pair
+            transient = built[failed].reason in ("transient", "timeout")
+            result.update(exec_status="not_run:transient" if transient else f"{failed}_failed",
+                          exec_detail=f"build: {built[failed].reason}: {built[failed].detail[:2000]}")
             continue
         found = {side: [outcomes.get(actions[built[side].binary, n].key) for n in range(1, params["runs"] + 1)]
                  for side in SIDES}
