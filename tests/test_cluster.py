@@ -25,6 +25,7 @@ from cass.pipeline.context import load_params
 from store import Store
 from toolchains import load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
+from toolchains.gpu import local_gpu_host
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -155,6 +156,16 @@ def test_a_host_without_the_toolchain_it_advertises_does_not_start(hosts):
     assert proc.wait(timeout=120) != 0
     assert "host false-amd cannot start: amd tool hipcc: not found" in hosts.log("false-amd")
     assert "scripts/setup.sh" in hosts.log("false-amd")
+
+
+def test_a_host_advertising_a_gpu_it_lacks_does_not_start_and_none_is_offered(hosts, cluster):
+    if local_gpu_host() is not None:
+        pytest.skip("this machine has a GPU")
+    proc = hosts.start_worker("false-gpu", {"gpu": 1}, NO_AMD, wait=False)
+    assert proc.wait(timeout=120) != 0
+    assert "host false-gpu cannot start: worker false-gpu advertises 'gpu' but nvidia-smi finds no NVIDIA GPU" in \
+        hosts.log("false-gpu")
+    assert cluster.gpu_host() is None   # the execute stage's `auto` then looks for a GPU on the driver's machine
 
 
 def running(marker: str) -> list[int]:

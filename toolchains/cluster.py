@@ -1,7 +1,9 @@
 """Vendor hosts on Dask ``distributed``: tool jobs run where the vendor's toolchain lives.
 
 A host runs ``dask worker <scheduler> --resources "nvidia=N" --preload toolchains.cluster``
-(``amd=N`` and/or ``hipify=N`` on an AMD host). The preload hook (:func:`dask_setup`) loads the
+(``amd=N`` and/or ``hipify=N`` on an AMD host; ``gpu=N`` on a host whose NVIDIA GPU runs pairs' programs:
+the preload then refuses to start without a GPU that ``nvidia-smi`` lists, and the host checks every
+program job's run-host fingerprint as it checks a tool's). The preload hook (:func:`dask_setup`) loads the
 host's own toolchains for the vendors it advertises, refuses to start when one is missing, and
 fingerprints every tool once. The driver (:class:`Cluster`) asks every host for its
 :class:`~toolchains.base.ToolchainReport`, plans and keys actions with the hosts' fingerprints
@@ -18,6 +20,7 @@ its ``allowed-failures`` (3 by default), then comes back as a transient failure,
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
@@ -27,13 +30,17 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from toolchains.base import Toolchain, ToolchainReport
-from toolchains.executor import Executor, FollowUp, Job, JobResult, kill_running
+from toolchains.executor import Executor, FollowUp, Job, JobResult, Launcher, kill_running
+from toolchains.gpu import RunHost, launcher_for, local_gpu_host
+from toolchains.programs import ProgramLimits
 
 RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd"}
 """Worker resources and the vendor toolchain each one stands for."""
+GPU_RESOURCE = "gpu"
+"""The resource of a host that runs programs on its NVIDIA GPU (jobs of vendor ``gpu``)."""
 
 log = logging.getLogger("cass.worker")
 
@@ -65,6 +72,7 @@ class ToolchainMismatchError(RuntimeError):
 
 _toolchains: dict[str, Toolchain] = {}
 _reports: dict[str, ToolchainReport] = {}
+_gpu_hosts: list[RunHost] = []
 
 
 class HostSetupError(SystemExit):
@@ -92,10 +100,21 @@ def dask_setup(worker) -> None:
 def _load_toolchains(worker) -> None:
     from toolchains import load_toolchains
 
-    resources = {r for r, n in worker.state.total_resources.items() if n > 0 and r in RESOURCE_VENDOR}
+    advertised = {r for r, n in worker.state.total_resources.items() if n > 0}
+    resources = advertised & set(RESOURCE_VENDOR)
+    if GPU_RESOURCE in advertised:
+        host = local_gpu_host()
+        if host is None:
+            raise RuntimeError(f"worker {worker.name} advertises {GPU_RESOURCE!r} but nvidia-smi finds no NVIDIA GPU "
+                               "on this host")
+        _gpu_hosts[:] = [host]
+        log.info("host %s serves gpu: %s, fingerprint %s", worker.name, host.describe(), host.fingerprint()[:16])
+    elif not resources:
+        raise RuntimeError(f"worker {worker.name} advertises none of the resources "
+                           f"{sorted([*RESOURCE_VENDOR, GPU_RESOURCE])}: start it with --resources \"nvidia=N\" "
+                           "(or amd=N, hipify=N, gpu=N)")
     if not resources:
-        raise RuntimeError(f"worker {worker.name} advertises none of the resources {sorted(RESOURCE_VENDOR)}: "
-                           'start it with --resources "nvidia=N" (or amd=N, hipify=N)')
+        return
     local = load_toolchains()
     for resource in sorted(resources):
         tc = local[RESOURCE_VENDOR[resource]]
@@ -137,16 +156,31 @@ def host_reports(dask_worker=None) -> dict[str, ToolchainReport]:
     return dict(_reports)
 
 
+def host_gpu(dask_worker=None) -> dict | None:
+    """This host's GPU facts, where it serves ``gpu`` (run on the GPU workers by :meth:`Cluster.gpu_host`)."""
+    return asdict(_gpu_hosts[0]) if _gpu_hosts else None
+
+
+def _served(job: Job, worker) -> tuple[Launcher, str]:
+    """The launcher and fingerprint this host runs ``job`` with."""
+    if job.vendor == GPU_RESOURCE:
+        if not _gpu_hosts:
+            raise NoHostError(f"host {worker.name} serves no GPU (was it started with --resources gpu=N and "
+                              "--preload toolchains.cluster?)")
+        return launcher_for(_gpu_hosts[0], ProgramLimits(**job.limits)), _gpu_hosts[0].fingerprint()
+    toolchain = _toolchains.get(job.vendor)
+    if toolchain is None:
+        raise NoHostError(f"host {worker.name} has no {job.vendor} toolchain loaded (was it started with "
+                          "--preload toolchains.cluster?)")
+    return toolchain.launcher, toolchain.fingerprint(job.tool)
+
+
 def run_job(job: Job) -> JobResult:
     """Run one job on this host, after checking that its toolchain is the one the key names."""
     from distributed import get_worker
 
     worker = get_worker()
-    toolchain = _toolchains.get(job.vendor)
-    if toolchain is None:
-        raise NoHostError(f"host {worker.name} has no {job.vendor} toolchain loaded (was it started with "
-                          "--preload toolchains.cluster?)")
-    own = toolchain.fingerprint(job.tool)
+    launcher, own = _served(job, worker)
     if job.fingerprint != own:
         raise ToolchainMismatchError(
             f"host {worker.name} ({worker.address}) refuses {job.tool} job {job.action}: its {job.tool} "
@@ -160,7 +194,7 @@ def run_job(job: Job) -> JobResult:
 
     log.info("started %s action=%s", job.tool, job.action)
     start = time.monotonic()
-    result = toolchain.launcher.run_job(job, cancelled)
+    result = launcher.run_job(job, cancelled)
     result.host = worker.name
     log.info("finished %s action=%s exit=%d transient=%s in %.2f s", job.tool, job.action, result.exit_code,
              result.transient, time.monotonic() - start)
@@ -238,6 +272,20 @@ class Cluster:
         first = compiling[0].reports[vendor]
         report = ToolchainReport(vendor, tools, first.layout, first.include_root, first.missing_libraries)
         return TOOLCHAIN_CLASSES[vendor].from_report(report)
+
+    def gpu_host(self) -> RunHost | None:
+        """The GPU hosts' facts (they must agree: a run's key names one host's facts), or None without one."""
+        serving = [h.address for h in self.hosts(with_reports=False) if h.resources.get(GPU_RESOURCE, 0) > 0]
+        if not serving:
+            return None
+        facts = {addr: f for addr, f in self.client.run(host_gpu, workers=serving, on_error="ignore").items()
+                 if isinstance(f, dict)}
+        kinds = {json.dumps(f, sort_keys=True) for f in facts.values()}
+        if len(kinds) > 1:
+            raise ToolchainMismatchError(
+                f"the hosts serving {GPU_RESOURCE!r} differ ({'; '.join(sorted(kinds))}); a run is keyed by one "
+                "host's facts: give each kind of GPU host its own scheduler")
+        return RunHost(**json.loads(kinds.pop())) if kinds else None
 
     def _no_host(self, resource: str, hosts: list[Host]) -> str:
         connected = "; ".join(f"{h.name} ({', '.join(f'{r}={n:g}' for r, n in sorted(h.resources.items()))})"

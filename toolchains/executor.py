@@ -41,7 +41,8 @@ class Job:
     ``vendor`` names the toolchain that provides ``tool`` (``"nvidia"`` or ``"amd"``).
     ``stdout_as`` names an output that receives the tool's standard output. ``fingerprint`` is
     the tool's fingerprint the job's action key was computed with (a host whose own differs
-    refuses the job); ``action`` is that key (for names and logs).
+    refuses the job); ``action`` is that key (for names and logs); ``limits`` are a program job's
+    run limits (:class:`toolchains.programs.ProgramLimits` fields), for a host that runs it elsewhere.
     """
 
     vendor: str
@@ -53,6 +54,7 @@ class Job:
     stdout_as: str | None = None
     fingerprint: str | None = None
     action: str | None = None
+    limits: Mapping[str, float] | None = None
 
 
 @dataclass

@@ -2,8 +2,8 @@
 reached by copying files.
 
 A :class:`RunHost` is a machine's facts as far as a program's output can depend on them: the GPU
-model, the driver, the CUDA version the driver supports, the compute capability, and the sandbox
-mode programs run in. Its fingerprint enters every run's action key, because a run's output is a
+model, the driver, the CUDA version the driver supports, the compute capability, the sandbox
+mode programs run in and the C library. Its fingerprint enters every run's action key, because a run's output is a
 result of the machine as well as of the code. :func:`local_gpu_host` asks ``nvidia-smi`` for this
 machine's GPU; :func:`cpu_host` is this machine without one (host-only programs, and tests).
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import re
 import shutil
 import subprocess
@@ -48,6 +49,8 @@ class RunHost:
     cuda: str | None
     sm: str | None
     sandbox: str
+    libc: str
+    """The C library the binaries load (they link the CUDA runtime statically, the C and C++ libraries not)."""
 
     def fingerprint(self) -> str:
         """BLAKE3 over the host's facts."""
@@ -85,12 +88,18 @@ def local_gpu_host() -> RunHost | None:
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", banner)
     if not re.fullmatch(r"\d+\.\d+", cap):
         raise GpuQueryError(f"nvidia-smi gave the compute capability {cap!r}")
-    return RunHost(name, driver, cuda.group(1) if cuda else None, "sm_" + cap.replace(".", ""), detect().mode)
+    return RunHost(name, driver, cuda.group(1) if cuda else None, "sm_" + cap.replace(".", ""), detect().mode, libc())
 
 
 def cpu_host() -> RunHost:
     """This machine without a GPU: programs that launch no kernel run; the others fail to find a device."""
-    return RunHost("none", None, None, None, detect().mode)
+    return RunHost("none", None, None, None, detect().mode, libc())
+
+
+def libc() -> str:
+    """This host's C library and version (``glibc 2.36``)."""
+    name, version = platform.libc_ver()
+    return f"{name} {version}".strip() or "unknown"
 
 
 def launcher_for(host: RunHost, limits: ProgramLimits) -> ProgramLauncher:

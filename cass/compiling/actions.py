@@ -112,10 +112,11 @@ action; must return each unblocked action once)."""
 class ActionRunner:
     """Runs actions through the store: hits are read, misses executed, results recorded."""
 
-    def __init__(self, store: Store, executor: Executor, timeout_s: float):
+    def __init__(self, store: Store, executor: Executor | None, timeout_s: float, limits: dict | None = None):
         self.store = store
         self.executor = executor
         self.timeout_s = timeout_s
+        self.limits = limits
         self.counts = ActionCounts()
         self.keys: set[str] = set()
         self.tool_time: dict[str, ToolTime] = {}
@@ -132,7 +133,7 @@ class ActionRunner:
         """The hermetic job of ``action``: its step, its input bytes from the store, its fingerprint."""
         return Job(vendor=action.vendor, tool=action.step.tool, args=action.step.args, inputs=self._inputs(action),
                    outputs=action.step.outputs, timeout_s=self.timeout_s, stdout_as=action.step.stdout_as,
-                   fingerprint=action.fingerprint, action=action.key)
+                   fingerprint=action.fingerprint, action=action.key, limits=self.limits)
 
     def run(self, actions: list[Action], desc: str, follow: FollowActions | None = None) -> dict[str, Outcome]:
         """Outcomes of ``actions`` and of every action ``follow`` unblocks, by key (each key runs
@@ -213,7 +214,8 @@ class ActionRunner:
 
 
 @functools.cache
-def _cluster(address: str) -> Cluster:
+def cluster_at(address: str) -> Cluster:
+    """The connection to the scheduler at ``address`` (one per process, closed at exit)."""
     cluster = Cluster(address)
     atexit.register(cluster.close)
     return cluster
@@ -226,7 +228,7 @@ def pipeline_toolchains(params: dict, vendors: tuple[str, ...] = ("nvidia", "amd
     if address is None:
         local = load_toolchains(params["amd"]["toolchain"])
         return {v: local[v] for v in vendors}
-    cluster = _cluster(address)
+    cluster = cluster_at(address)
     hosts = cluster.hosts()
     return {v: cluster.toolchain(v, hosts) for v in vendors}
 
@@ -238,5 +240,5 @@ def stage_runner(store: Store, toolchain: Toolchain, params: dict, timeout_s: fl
     if address is None:
         executor = local_executor({toolchain.vendor: toolchain}, params["executor"]["workers"] or None)
     else:
-        executor = _cluster(address).executor(params["executor"]["host_wait_s"])
+        executor = cluster_at(address).executor(params["executor"]["host_wait_s"])
     return ActionRunner(store, executor, timeout_s)

@@ -1,6 +1,7 @@
 """Which run host the ``execute`` stage uses (params.yaml ``execute.host``), and recorded GPU hosts.
 
-``auto``: this machine's NVIDIA GPU when ``nvidia-smi`` finds one, else none. ``cpu``: this machine
+``auto``: the ``gpu`` workers of the Dask scheduler when one is configured (``executor.scheduler``,
+``CASS_SCHEDULER``), else this machine's NVIDIA GPU when ``nvidia-smi`` finds one, else none. ``cpu``: this machine
 without a GPU (programs that launch no kernel; the runner's tests). ``recorded:<name>``: a GPU host
 this machine cannot reach, whose runs came back from a batch (``cass gpu-batch``); its facts are in
 ``gpu_hosts/<name>.json`` (in git, so a collaborator keys runs the same way) and its runs in the
@@ -14,6 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cass.compiling.actions import cluster_at
 from toolchains.gpu import RunHost, cpu_host, local_gpu_host
 
 RECORDED_DIR = Path("gpu_hosts")
@@ -26,6 +28,8 @@ class ExecutionHost:
     name: str
     host: RunHost
     live: bool
+    scheduler: str | None = None
+    """The Dask scheduler whose ``gpu`` workers run the programs (None: this machine)."""
 
 
 def recorded_path(name: str) -> Path:
@@ -47,13 +51,16 @@ def record_host(name: str, host: RunHost) -> Path:
     return path
 
 
-def resolve_host(setting: str) -> ExecutionHost | None:
-    """The run host ``execute.host`` names, or None where there is none."""
+def resolve_host(setting: str, scheduler: str | None = None) -> ExecutionHost | None:
+    """The run host ``execute.host`` names, or None where there is none (``auto`` with a ``scheduler``: its
+    workers with the ``gpu`` resource first)."""
     if setting == "none":
         return None
     if setting == "cpu":
         return ExecutionHost("cpu", cpu_host(), live=True)
     if setting == "auto":
+        if scheduler and (host := cluster_at(scheduler).gpu_host()):
+            return ExecutionHost("cluster", host, live=True, scheduler=scheduler)
         host = local_gpu_host()
         return ExecutionHost("local", host, live=True) if host else None
     if setting.startswith("recorded:"):

@@ -14,13 +14,18 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from cass.compiling.actions import Action, ActionRunner, Outcome
+from cass.compiling.actions import Action, ActionRunner, Outcome, cluster_at
 from cass.compiling.compile import TargetRun, failure_reason, run_targets
+from cass.execution.hosts import ExecutionHost
 from cass.text.cuda import strip_comments_and_strings
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
 from toolchains.gpu import RunHost, launcher_for
 from toolchains.programs import PROGRAM, PROGRAM_OUTPUTS, RUN_FACTS, ProgramLimits
+
+RUNNER_VERSION = 1
+"""Changes when the way programs are run changes (the launcher's environment, mounts, verdicts): every run's
+key includes it, so no run made the old way is reused."""
 
 SIDES = ("cuda", "hip")
 """The two programs of a pair: the CUDA original and the HIP translation."""
@@ -82,7 +87,8 @@ def build_programs(store: Store, params: dict, rows: list[dict], workers: int | 
 
 def run_action(host: RunHost, limits: ProgramLimits, binary: str, run: int) -> Action:
     """Run number ``run`` of ``binary`` on ``host`` under ``limits``, as an action."""
-    description = {"vendor": "gpu", "tool": PROGRAM, "host": host.fingerprint(), "limits": asdict(limits),
+    description = {"vendor": "gpu", "tool": PROGRAM, "runner": RUNNER_VERSION, "host": host.fingerprint(),
+                   "limits": asdict(limits),
                    "inputs": [[PROGRAM, binary]], "outputs": list(PROGRAM_OUTPUTS), "run": run}
     return Action("gpu", Step(PROGRAM, (), PROGRAM_OUTPUTS, stdout_as="stdout"), ((PROGRAM, binary),),
                   Store.action_key(description), host.fingerprint())
@@ -109,6 +115,11 @@ class Run:
         return self.verdict == "exited" and self.exit_code == 0
 
 
-def program_runner(store: Store, host: RunHost, limits: ProgramLimits, workers: int) -> ActionRunner:
-    """Runs program actions on this machine (``host`` is this machine's facts), ``workers`` at a time."""
-    return ActionRunner(store, LocalExecutor({"gpu": launcher_for(host, limits)}, workers=workers), limits.wall_s)
+def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, workers: int,
+                   host_wait_s: float) -> ActionRunner:
+    """Runs program actions on ``host``: the cluster's GPU hosts, or this machine ``workers`` at a time."""
+    if host.scheduler:
+        executor = cluster_at(host.scheduler).executor(host_wait_s)
+    else:
+        executor = LocalExecutor({"gpu": launcher_for(host.host, limits)}, workers=workers)
+    return ActionRunner(store, executor, limits.wall_s, limits=asdict(limits))

@@ -32,6 +32,7 @@ from cass.execution.programs import (
 )
 from cass.pipeline.context import Stage
 from store import Store
+from toolchains.cluster import scheduler_address
 from toolchains.programs import ProgramLimits
 
 RUNS_DTYPE = pl.List(pl.Struct({"verdict": pl.String, "exit_code": pl.Int64, "stdout": pl.String,
@@ -68,7 +69,7 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
 
 
 def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | None,
-            workers: int | None) -> tuple[list[dict], dict]:
+            executor: dict) -> tuple[list[dict], dict]:
     """The execution columns of every row, and the stage's run report."""
     limits = ProgramLimits(**params["limits"])
     results = {row["sample_id"]: {"exec_host": host.name if host else None} for row in rows}
@@ -85,11 +86,11 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
     if host.host.has_gpu and host.host.sm not in params["archs"]:
         raise ValueError(f"run host {host.name} is a {host.host.gpu} ({host.host.sm}), but the programs are built "
                          f"for {params['archs']}: add {host.host.sm} to params.yaml execute.archs")
-    builds, build_counts, build_keys = build_programs(store, params, runnable, workers)
+    builds, build_counts, build_keys = build_programs(store, params, runnable, executor["workers"] or None)
     actions = {(b.binary, n): run_action(host.host, limits, b.binary, n)
                for b in builds.values() if b.binary for n in range(1, params["runs"] + 1)}
     if host.live:
-        runner = program_runner(store, host.host, limits, params["workers"])
+        runner = program_runner(store, host, limits, params["workers"], executor["host_wait_s"])
         outcomes = runner.run(list(actions.values()), desc=f"run on {host.name}")
         run_counts = runner.counts.as_dict()
     else:
@@ -127,9 +128,8 @@ def run(stage: Stage) -> None:
     params = stage.params["execute"]
     rows = stage.upstream("pair")
     out = stage.output(rows.height)
-    host = resolve_host(params["host"])
-    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), host,
-                            stage.params["executor"]["workers"] or None)
+    host = resolve_host(params["host"], scheduler_address(stage.params["executor"]))
+    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), host, stage.params["executor"])
     statuses = Counter(r["exec_status"] for r in added)
     out.action_keys = set(report.pop("keys", []))
     out.run.update(report)
