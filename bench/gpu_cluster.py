@@ -65,7 +65,7 @@ def main() -> int:
             def job(entry: dict, fingerprint: str):
                 binary = (args.batch / "binaries" / entry["binary"]).read_bytes()
                 return program_job(binary, limits, vendor="gpu", fingerprint=fingerprint,
-                                   action=f"{entry['binary'][:16]}-{entry['run']}", limits=asdict(limits))
+                                   action=f"{entry['binary'][:16]}-{entry['run']}")
 
             started = time.monotonic()
             results = dict(cluster.executor(host_wait_s=60).run([job(e, host.fingerprint()) for e in entries]))

@@ -23,7 +23,7 @@ import secrets
 import signal
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from toolchains.executor import Job, JobResult, Launcher, ToolRun, run_tool
@@ -142,9 +142,9 @@ def verdict(run: ToolRun) -> str:
 
 def program_job(binary: bytes, limits: ProgramLimits, args: tuple[str, ...] = (),
                 inputs: dict[str, bytes] | None = None, **identity) -> Job:
-    """The job that runs ``binary`` once (``identity``: the job's vendor, fingerprint and action)."""
+    """The job that runs ``binary`` once under ``limits`` (``identity``: the job's vendor, fingerprint and action)."""
     return Job(identity.pop("vendor", "program"), PROGRAM, args, {PROGRAM: binary, **(inputs or {})},
-               PROGRAM_OUTPUTS, timeout_s=limits.wall_s, stdout_as="stdout", **identity)
+               PROGRAM_OUTPUTS, timeout_s=limits.wall_s, stdout_as="stdout", limits=asdict(limits), **identity)
 
 
 def run_program(launcher: ProgramLauncher, binary: bytes, args: tuple[str, ...] = (),
