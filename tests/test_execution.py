@@ -138,10 +138,14 @@ def test_without_a_gpu_host_every_pair_is_passed_on_as_not_run(project):
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_the_bundled_pairs_print_the_same_output_on_this_machines_gpu(project):
+def test_the_bundled_pairs_print_the_same_output_on_this_machines_gpu(request):
     """On a machine with an NVIDIA GPU (and the whole environment): the bundled corpus, executed. Every pair
-    matches but those whose HIP uses a warp vote HIP 5.7's NVIDIA back end cannot build (see README)."""
+    matches but the four whose HIP uses a warp vote HIP 5.7's NVIDIA back end cannot build (see README)."""
     if local_gpu_host() is None:
         pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
-    found = metrics(project, "execute")
-    assert set(found["exec_status"]) <= {"match", "hip_failed"} and found["exec_status"]["match"] >= 44
+    project = request.getfixturevalue("project")   # built only where there is a GPU to run it on
+    table = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    failed = table.filter(pl.col("exec_status") != "match")
+    assert set(failed["exec_status"]) <= {"hip_failed"} and table.height - failed.height >= 44
+    assert {Path(p).stem for p in failed["path"]} <= {"warp_moments", "warp_shuffle_reduce", "stft_warp_peaks",
+                                                       "softmax_warp_reduce"}
