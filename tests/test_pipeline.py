@@ -291,13 +291,12 @@ def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(pro
     hub_dir = project / "data" / "hub"
     card = DatasetCard.load(hub_dir / "README.md")
     names = [c["config_name"] for c in card.data.configs]
-    assert {"pairs", "verified", "kernels", "instruct_source", "instruct_asm", "pairs_bundled"} == set(names)
+    # nothing is verified on a machine without a GPU host: no `verified` config (an empty one would not load)
+    verified = set() if local_gpu_host() is None else {"verified"}
+    assert {"pairs", "kernels", "instruct_source", "instruct_asm", "pairs_bundled", *verified} == set(names)
     for config in card.data.configs:
         files = sorted(str(p) for p in hub_dir.glob(config["data_files"][0]["path"] + ".parquet"))
-        rows = datasets.load_dataset("parquet", data_files=files, split="train").num_rows
-        # nothing is verified on a machine without a GPU host; the config is there, empty, with its schema
-        empty = config["config_name"] == "verified" and local_gpu_host() is None
-        assert rows == 0 if empty else rows > 0, config
+        assert datasets.load_dataset("parquet", data_files=files, split="train").num_rows > 0, config
     assert "@article{heakl2025cass" in card.text and "| hipcc |" in card.text
 
     fake = FakeHub()

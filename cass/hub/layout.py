@@ -3,7 +3,7 @@
 ``data/hub/`` mirrors the target repository: ``data/<config>/train-XXXXX-of-XXXXX.parquet``
 (named as ``datasets.push_to_hub`` names shards) and ``README.md``. Configs: ``pairs``
 (file-level), ``verified`` (the pairs whose two programs printed the same output: ``exec_status`` is
-``match``), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
+``match``; left out while there is none), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
 messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable key (BLAKE3
 of its id modulo the shard count), and the shard count by the table's size over
 ``hub.shard_bytes``, so changing one sample rewrites one shard per config that holds it.
@@ -93,7 +93,8 @@ def execution_section(metrics: dict | None) -> list[str]:
              f"through HIP's NVIDIA back end) ran {metrics['runs']} times each in the program sandbox, on {where}. "
              f"Limits per run: `{json.dumps(metrics['limits'], sort_keys=True)}`; numeric tolerance for "
              f"`match_tolerant`: `{json.dumps(metrics['tolerance'], sort_keys=True)}`. The `verified` config holds "
-             "the `match` rows: byte-identical stdout on both sides and in every run.", "",
+             "the `match` rows: byte-identical stdout on both sides and in every run (it is left out while no "
+             "pair is verified).", "",
              "| exec_status | pairs |", "|---|---:|"]
     return lines + [f"| `{status}` | {n} |" for status, n in metrics["exec_status"].items()]
 
@@ -154,8 +155,10 @@ def run(stage: Stage) -> None:
     for name, (folder, key) in SOURCES.items():
         configs[name] = pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet")))
         keys[name] = key
-    configs["verified"] = configs["pairs"].filter(pl.col("exec_status") == "match")
-    keys["verified"] = "sample_id"
+    verified = configs["pairs"].filter(pl.col("exec_status") == "match")
+    if verified.height:   # an empty config would not load (`datasets` finds no data in it)
+        configs["verified"] = verified
+        keys["verified"] = "sample_id"
     for origin in sorted(configs["pairs"]["origin"].unique()):
         configs[f"pairs_{origin}"] = configs["pairs"].filter(pl.col("origin") == origin)
         keys[f"pairs_{origin}"] = "sample_id"
