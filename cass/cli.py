@@ -9,6 +9,7 @@
     cass wiring [PROJECT]     check dvc.yaml against the code: every module a stage runs is in its deps
     cass gpu-batch export DIR build the pairs' programs into a batch for a GPU host this machine cannot reach
     cass gpu-batch import DIR --name NAME   bring a batch's runs (results.json) into the store as GPU host NAME
+    cass eval --predictions FILE | --baseline NAME   score predictions on the translation benchmark
 """
 
 from __future__ import annotations
@@ -171,7 +172,52 @@ def build_parser() -> argparse.ArgumentParser:
     batch_import.add_argument("folder", type=Path)
     batch_import.add_argument("--name", required=True, help="the GPU host's name (gpu_hosts/<name>.json)")
     batch.set_defaults(func=cmd_gpu_batch)
+    evaluation = sub.add_parser("eval", help="score predictions (or a baseline) on the translation benchmark")
+    what = evaluation.add_mutually_exclusive_group(required=True)
+    what.add_argument("--predictions", type=Path, help="JSONL or Parquet of {task_id, task: source|asm, prediction}")
+    what.add_argument("--baseline", choices=("reference", "identity", "hipify-perl"))
+    evaluation.add_argument("--tasks", type=Path, default=Path("translation_bench/tasks"))
+    evaluation.add_argument("--host", help="where programs run (default: params.yaml execute.host)")
+    evaluation.add_argument("--out", type=Path, help="report folder (default: eval_results/<name>)")
+    evaluation.add_argument("--export-batch", type=Path, metavar="DIR",
+                            help="build, then write the programs to run as a batch for a GPU host (runs nothing)")
+    evaluation.set_defaults(func=cmd_eval)
     return parser
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from cass.benchmark.baselines import baseline
+    from cass.benchmark.evaluate import evaluate, summarize
+    from cass.benchmark.report import markdown, write_report
+    from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
+    from cass.execution.batch import write_batch
+    from cass.execution.hosts import resolve_host
+
+    params = load_params()
+    tasks = load_tasks(args.tasks)
+    try:   # a malformed file fails before anything is opened or built
+        predictions = None if args.baseline else read_predictions(args.predictions, tasks)
+    except PredictionsError as exc:
+        print(f"cass eval: {exc}", file=sys.stderr)
+        return 2
+    store = open_store(params)
+    predictions = predictions or baseline(args.baseline, store, params, tasks)
+    name = args.baseline or args.predictions.stem
+    host = None if args.export_batch else resolve_host(args.host or params["execute"]["host"],
+                                                      scheduler_address(params["executor"]))
+    rows, report = evaluate(store, params, tasks, predictions, host)
+    if args.export_batch:
+        runs = write_batch(store, args.export_batch, set(report["binaries"]), params["execute"])
+        print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "
+              f"(python -m toolchains.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
+              "--host recorded:<name>")
+        return 0
+    summary = summarize(rows, tasks)
+    out = args.out or Path("eval_results") / name
+    write_report(out, name, rows, summary, report)
+    print(markdown(name, summary, report))
+    print(f"report: {out / 'report.json'}, {out / 'report.md'}, {out / 'accuracy.png'}")
+    return 0
 
 
 def cmd_gpu_batch(args: argparse.Namespace) -> int:

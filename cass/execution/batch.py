@@ -24,18 +24,25 @@ from toolchains.gpu import BATCH_FILE, RESULTS_FILE, RunHost
 from toolchains.programs import PROGRAM_OUTPUTS, ProgramLimits
 
 
+def write_batch(store: Store, folder: Path, binaries: set[str], params: dict) -> int:
+    """``binaries`` (store digests) and ``execute.runs`` runs of each under ``execute.limits``, as a batch
+    directory; returns the number of runs."""
+    (folder / "binaries").mkdir(parents=True, exist_ok=True)
+    for digest in sorted(binaries):
+        (folder / "binaries" / digest).write_bytes(store.get(digest))
+    runs = [{"binary": digest, "run": n} for digest in sorted(binaries) for n in range(1, params["runs"] + 1)]
+    (folder / BATCH_FILE).write_text(json.dumps({"limits": params["limits"], "runs": runs}, indent=1) + "\n")
+    return len(runs)
+
+
 def export_batch(store: Store, params: dict, folder: Path, workers: int | None = None) -> dict:
     """Write the batch of the pair stage's programs to ``folder``; returns what it holds."""
     rows = [r for r in read_manifest("pair").iter_rows(named=True)
             if main_signature(store.get_text(r["files"][0]["digest"], "replace")) is not None]
     builds, counts, _ = build_programs(store, params, rows, workers)
-    binaries = sorted({b.binary for b in builds.values() if b.binary})
-    (folder / "binaries").mkdir(parents=True, exist_ok=True)
-    for digest in binaries:
-        (folder / "binaries" / digest).write_bytes(store.get(digest))
-    runs = [{"binary": digest, "run": n} for digest in binaries for n in range(1, params["runs"] + 1)]
-    (folder / BATCH_FILE).write_text(json.dumps({"limits": params["limits"], "runs": runs}, indent=1) + "\n")
-    return {"pairs": len(rows), "binaries": len(binaries), "runs": len(runs),
+    binaries = {b.binary for b in builds.values() if b.binary}
+    runs = write_batch(store, folder, binaries, params)
+    return {"pairs": len(rows), "binaries": len(binaries), "runs": runs,
             "build_failures": sum(b.binary is None for b in builds.values()), "builds": dict(counts)}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import asdict, dataclass
 
 from cass.compiling.actions import Action, ActionRunner, Outcome, cluster_at
@@ -58,30 +59,40 @@ class Build:
     detail: str = ""
 
 
+def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[TargetRun]], timeout_s: float,
+              workers: int | None) -> tuple[dict[Hashable, Build], Counter, set[str]]:
+    """Every key's target runs, as cached actions on this machine: a key's :class:`Build` is its last target's
+    artifact, or why its first failing target failed; with the action counts and keys."""
+    runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}, workers), timeout_s)
+    run_targets(toolchain, runner, [run for runs in plans.values() for run in runs])
+    builds = {}
+    for key, runs in plans.items():
+        if failed := next((run for run in runs if run.failure is not None), None):
+            reason, detail = failure_reason(toolchain, failed, store)
+            builds[key] = Build(None, reason.removeprefix("compile_failed:"), detail)
+        else:
+            builds[key] = Build(runs[-1].inputs[runs[-1].target.artifact])
+    counts = Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
+    return builds, counts, runner.keys
+
+
 def build_programs(store: Store, params: dict, rows: list[dict], workers: int | None,
                    ) -> tuple[dict[tuple[str, str], Build], Counter, set[str]]:
     """Both programs of every row (``files``/``hip_files``, ``include_dirs``), by (sample id, side), with the
     builds' action counts and keys."""
-    runs: dict[tuple[str, str], TargetRun] = {}
+    builds: dict = {}
     counts: Counter = Counter()
     keys: set[str] = set()
-    toolchains = build_toolchains()
-    for side, toolchain in toolchains.items():
+    for side, toolchain in build_toolchains().items():
+        plans = {}
         for row in rows:
             files = row["files" if side == "cuda" else "hip_files"]
             target = toolchain.program_target(files[0]["path"], params["archs"], params["flags"], row["include_dirs"])
-            runs[row["sample_id"], side] = TargetRun(target, {f["path"]: f["digest"] for f in files})
-        runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}, workers), params["timeout_s"])
-        run_targets(toolchain, runner, [r for (_, s), r in runs.items() if s == side])
-        counts.update({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
-        keys |= runner.keys
-    builds = {}
-    for (sample, side), run in runs.items():
-        if run.failure is None:
-            builds[sample, side] = Build(run.inputs[run.target.artifact])
-        else:
-            reason, detail = failure_reason(toolchains[side], run, store)
-            builds[sample, side] = Build(None, reason.removeprefix("compile_failed:"), detail)
+            plans[row["sample_id"], side] = [TargetRun(target, {f["path"]: f["digest"] for f in files})]
+        done, side_counts, side_keys = run_plans(store, toolchain, plans, params["timeout_s"], workers)
+        builds |= done
+        counts += side_counts
+        keys |= side_keys
     return builds, counts, keys
 
 
@@ -123,3 +134,20 @@ def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, wor
     else:
         executor = LocalExecutor({"gpu": launcher_for(host.host, limits)}, workers=workers)
     return ActionRunner(store, executor, limits.wall_s, limits=asdict(limits))
+
+
+def run_programs(store: Store, host: ExecutionHost, limits: ProgramLimits, binaries: set[str], runs: int,
+                 workers: int, host_wait_s: float) -> tuple[dict[str, list[Outcome | None]], dict, set[str]]:
+    """``runs`` runs of every binary on ``host``: taken from the store, and on a live host the others run there.
+    A run without a result (none recorded for a recorded host, or a transient failure) is None."""
+    actions = {(b, n): run_action(host.host, limits, b, n) for b in sorted(binaries) for n in range(1, runs + 1)}
+    if host.live:
+        runner = program_runner(store, host, limits, workers, host_wait_s)
+        outcomes = runner.run(list(actions.values()), desc=f"run on {host.name}")
+        counts = runner.counts.as_dict()
+    else:
+        outcomes = {a.key: Outcome(record) for a in actions.values() if (record := store.lookup(a.key))}
+        counts = {"hits": len(outcomes), "not_recorded": len(actions) - len(outcomes)}
+    found = {b: [(o if (o := outcomes.get(actions[b, n].key)) and o.record else None) for n in range(1, runs + 1)]
+             for b in binaries}
+    return found, counts, {a.key for a in actions.values()}

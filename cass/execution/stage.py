@@ -17,19 +17,9 @@ from dataclasses import asdict
 
 import polars as pl
 
-from cass.compiling.actions import Outcome
 from cass.execution.compare import first_difference, tolerant_equal
 from cass.execution.hosts import ExecutionHost, resolve_host
-from cass.execution.programs import (
-    SIDES,
-    Build,
-    Run,
-    build_programs,
-    main_signature,
-    program_runner,
-    run_action,
-    takes_arguments,
-)
+from cass.execution.programs import SIDES, Build, Run, build_programs, main_signature, run_programs, takes_arguments
 from cass.pipeline.context import Stage
 from store import Store
 from toolchains.cluster import scheduler_address
@@ -87,15 +77,9 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
         raise ValueError(f"run host {host.name} is a {host.host.gpu} ({host.host.sm}), but the programs are built "
                          f"for {params['archs']}: add {host.host.sm} to params.yaml execute.archs")
     builds, build_counts, build_keys = build_programs(store, params, runnable, executor["workers"] or None)
-    actions = {(b.binary, n): run_action(host.host, limits, b.binary, n)
-               for b in builds.values() if b.binary for n in range(1, params["runs"] + 1)}
-    if host.live:
-        runner = program_runner(store, host, limits, params["workers"], executor["host_wait_s"])
-        outcomes = runner.run(list(actions.values()), desc=f"run on {host.name}")
-        run_counts = runner.counts.as_dict()
-    else:
-        outcomes = {a.key: Outcome(record) for a in actions.values() if (record := store.lookup(a.key))}
-        run_counts = {"hits": len(outcomes), "not_recorded": len(actions) - len(outcomes)}
+    binaries = {b.binary for b in builds.values() if b.binary}
+    found, run_counts, run_keys = run_programs(store, host, limits, binaries, params["runs"], params["workers"],
+                                               executor["host_wait_s"])
     for row in runnable:
         sample, result = row["sample_id"], results[row["sample_id"]]
         built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}
@@ -106,18 +90,16 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
             result.update(exec_status="not_run:transient" if transient else f"{failed}_failed",
                           exec_detail=f"build: {built[failed].reason}: {built[failed].detail[:2000]}")
             continue
-        found = {side: [outcomes.get(actions[built[side].binary, n].key) for n in range(1, params["runs"] + 1)]
-                 for side in SIDES}
-        if missing := [s for s in SIDES if any(o is None or o.record is None for o in found[s])]:
+        if missing := [s for s in SIDES if None in found[built[s].binary]]:
             why = ("no run recorded for GPU host " + host.name) if not host.live else "a run failed transiently"
             result.update(exec_status="not_run:no_gpu_host" if not host.live else "not_run:transient",
                           exec_detail=f"{'+'.join(missing)}: {why}")
             continue
-        runs = {side: [Run.of(store, o) for o in found[side]] for side in SIDES}
+        runs = {side: [Run.of(store, o) for o in found[built[side].binary]] for side in SIDES}
         result.update({f"{side}_runs": [asdict(r) for r in runs[side]] for side in SIDES})
         status, detail = judge(store, runs, takes_arguments(mains[sample]), params["tolerance"])
         result.update(exec_status=status, exec_detail=detail)
-    keys = build_keys | {a.key for a in actions.values()}
+    keys = build_keys | run_keys
     report = {"host": {"name": host.name, **asdict(host.host), "description": host.host.describe(),
                        "fingerprint": host.host.fingerprint()},
               "builds": dict(build_counts), "runs": run_counts, "keys": sorted(keys)}

@@ -1,0 +1,96 @@
+"""The translation benchmark's tasks (``translation_bench/tasks``) and the predictions made for them.
+
+A task is a CUDA program with its metadata, its reference HIP translation and its reference stdout
+(recorded on a GPU host; see ``translation_bench/README.md``). Predictions are JSONL or Parquet rows of
+``{task_id, task, prediction}``, ``task`` being ``source`` (HIP for the CUDA program) or ``asm``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+TASKS_DIR = Path("translation_bench") / "tasks"
+TASK_KINDS = ("source", "asm")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark task."""
+
+    id: str
+    domain: str
+    difficulty: str
+    constructs: tuple[str, ...]
+    cuda: str
+    reference_hip: str
+    reference_stdout: bytes
+
+
+def load_tasks(root: Path = TASKS_DIR) -> dict[str, Task]:
+    """Every task under ``root``, by id (a task missing a file, or whose metadata names another id, is an error)."""
+    tasks = {}
+    for meta_path in sorted(root.glob("*/*.yaml")):
+        meta = yaml.safe_load(meta_path.read_text())
+        stem = meta_path.with_suffix("")
+        if meta.get("id") != stem.name:
+            raise ValueError(f"{meta_path}: id {meta.get('id')!r} is not the file's name {stem.name!r}")
+        missing = [s for s in (".cu", ".hip", ".stdout") if not stem.with_suffix(s).is_file()]
+        if missing:
+            names = ", ".join(stem.name + s for s in missing)
+            raise FileNotFoundError(f"task {stem.name}: no {names} in {stem.parent}")
+        tasks[stem.name] = Task(stem.name, meta["domain"], meta["difficulty"], tuple(meta["constructs"]),
+                                stem.with_suffix(".cu").read_text(), stem.with_suffix(".hip").read_text(),
+                                stem.with_suffix(".stdout").read_bytes())
+    if not tasks:
+        raise FileNotFoundError(f"no tasks under {root}")
+    return tasks
+
+
+@dataclass(frozen=True)
+class Prediction:
+    task_id: str
+    task: str
+    prediction: str
+
+
+class PredictionsError(ValueError):
+    """A predictions file that cannot be evaluated; the message names the file, the line and the cause."""
+
+
+def read_predictions(path: Path, tasks: dict[str, Task]) -> list[Prediction]:
+    """The predictions of a JSONL (one object per line) or Parquet file, checked against ``tasks``."""
+    if path.suffix == ".parquet":
+        try:
+            rows = pl.read_parquet(path).to_dicts()
+        except Exception as exc:
+            raise PredictionsError(f"{path}: not a readable Parquet file: {exc}") from exc
+        numbered = [(f"row {i}", row) for i, row in enumerate(rows)]
+    else:
+        numbered = []
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                numbered.append((f"line {n}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise PredictionsError(f"{path}:{n}: not a JSON object: {exc}") from exc
+    predictions, seen = [], set()
+    for where, row in numbered:
+        if not isinstance(row, dict) or set(row) < {"task_id", "task", "prediction"}:
+            raise PredictionsError(f"{path} {where}: needs the keys task_id, task and prediction")
+        if row["task_id"] not in tasks:
+            raise PredictionsError(f"{path} {where}: unknown task_id {row['task_id']!r}")
+        if row["task"] not in TASK_KINDS:
+            raise PredictionsError(f"{path} {where}: task is {row['task']!r}, not one of {list(TASK_KINDS)}")
+        if not isinstance(row["prediction"], str):
+            raise PredictionsError(f"{path} {where}: prediction is not a string")
+        if (row["task_id"], row["task"]) in seen:
+            raise PredictionsError(f"{path} {where}: a second prediction for {row['task_id']} ({row['task']})")
+        seen.add((row["task_id"], row["task"]))
+        predictions.append(Prediction(row["task_id"], row["task"], row["prediction"]))
+    return predictions
