@@ -201,7 +201,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"cass eval: {exc}", file=sys.stderr)
         return 2
     store = open_store(params)
-    predictions = predictions or baseline(args.baseline, store, params, tasks)
+    if predictions is None:
+        predictions = baseline(args.baseline, store, params, tasks)
     name = args.baseline or args.predictions.stem
     host = None if args.export_batch else resolve_host(args.host or params["execute"]["host"],
                                                       scheduler_address(params["executor"]))

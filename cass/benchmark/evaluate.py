@@ -114,13 +114,12 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(nvidia_counts)}}
     runs: dict[str, list] = {}
     if host is not None:
+        if host.host.has_gpu and host.host.sm not in execute["archs"]:
+            raise ValueError(f"run host {host.name} is a {host.host.gpu} ({host.host.sm}), but the programs are "
+                             f"built for {execute['archs']}: add {host.host.sm} to params.yaml execute.archs")
         limits = ProgramLimits(**execute["limits"])
         runs, report["runs"], _ = run_programs(store, host, limits, binaries, execute["runs"], execute["workers"],
                                                params["executor"]["host_wait_s"])
-
-    def walls(key: str) -> list[float] | None:
-        found = runs.get(built[key].binary) if key in built and built[key].binary else None
-        return [Run.of(store, o).wall_s for o in found] if found and None not in found else None
 
     chrf = CHRF()
     rows = []
@@ -139,21 +138,24 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         else:
             done = [Run.of(store, o) for o in runs[built[key].binary]]
             verdict, detail = judge_source(store, done, tasks[task_id].reference_stdout, execute["tolerance"])
-            row.update(verdict=verdict, detail=detail)
-            ref = walls(f"{REFERENCE}:{task_id}")
-            if ref and verdict.startswith("pass"):
-                row["runtime_ratio"] = round(statistics.median(r.wall_s for r in done) / statistics.median(ref), 4)
+            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in done))
         rows.append(row)
+    reference_wall = {r["task_id"]: r.get("_wall") for r in rows if r["baseline_reference"] and r["verdict"] == "pass"}
+    for row in rows:   # against the reference's median wall time, where the reference itself passed
+        wall, ref = row.pop("_wall", None), reference_wall.get(row["task_id"])
+        if wall is not None and ref and row["verdict"].startswith("pass"):
+            row["runtime_ratio"] = round(wall / ref, 4)
     if asm:
         assembled, asm_counts = assemble(store, params, {k: p.prediction for k, p in asm.items()}, workers)
         report["builds"]["assembler"] = dict(asm_counts)
         for key, p in asm.items():
             reference = compiled[f"{REFERENCE}:{p.task_id}"]
             text = store.get_text(reference.binary) if reference.binary else ""
-            ok = assembled[key].binary is not None
+            ok = assembled[key].binary is not None and bool(p.prediction.strip())   # empty text assembles
             rows.append({"task_id": p.task_id, "task": "asm", "baseline_reference": False, "amd_compiles": ok,
                          "runtime_ratio": None, "verdict": "not_run:no_amd_host",
-                         "detail": "assembled" if ok else f"assemble_failed: {assembled[key].detail[:1000]}",
+                         "detail": "assembled" if ok else
+                         f"assemble_failed: {assembled[key].detail[:1000] or 'empty prediction'}",
                          "chrf": round(chrf.sentence_score(p.prediction, [text]).score, 2) if text else None})
     return rows, report
 

@@ -71,8 +71,12 @@ def read_predictions(path: Path, tasks: dict[str, Task]) -> list[Prediction]:
             raise PredictionsError(f"{path}: not a readable Parquet file: {exc}") from exc
         numbered = [(f"row {i}", row) for i, row in enumerate(rows)]
     else:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PredictionsError(f"{path}: cannot be read: {exc}") from exc
         numbered = []
-        for n, line in enumerate(path.read_text().splitlines(), 1):
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -81,7 +85,7 @@ def read_predictions(path: Path, tasks: dict[str, Task]) -> list[Prediction]:
                 raise PredictionsError(f"{path}:{n}: not a JSON object: {exc}") from exc
     predictions, seen = [], set()
     for where, row in numbered:
-        if not isinstance(row, dict) or set(row) < {"task_id", "task", "prediction"}:
+        if not isinstance(row, dict) or not {"task_id", "task", "prediction"} <= set(row):
             raise PredictionsError(f"{path} {where}: needs the keys task_id, task and prediction")
         if row["task_id"] not in tasks:
             raise PredictionsError(f"{path} {where}: unknown task_id {row['task_id']!r}")

@@ -91,7 +91,7 @@ def build_programs(store: Store, params: dict, rows: list[dict], workers: int | 
             plans[row["sample_id"], side] = [TargetRun(target, {f["path"]: f["digest"] for f in files})]
         done, side_counts, side_keys = run_plans(store, toolchain, plans, params["timeout_s"], workers)
         builds |= done
-        counts += side_counts
+        counts.update(side_counts)   # `+=` would drop the zero counts
         keys |= side_keys
     return builds, counts, keys
 
