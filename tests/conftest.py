@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from pathlib import Path
 
@@ -39,6 +40,17 @@ def bubblewrap() -> None:
     if detect().mode != "bwrap":
         pytest.fail("bubblewrap is missing or cannot create namespaces here: `bash scripts/setup.sh` installs "
                     "Debian's bubblewrap; `cass toolchains` prints the sandbox mode", pytrace=False)
+
+
+@pytest.fixture
+def listener():
+    """A TCP socket listening on 127.0.0.1 (``.getsockname()[1]`` is its port) that programs must not reach:
+    ``accept`` raises TimeoutError when nothing connected."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(0.5)
+        yield server
 
 
 @pytest.fixture

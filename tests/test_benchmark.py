@@ -5,7 +5,6 @@ verdicts that need none are asserted on a host-only task; the tasks' own program
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -95,15 +94,12 @@ def test_a_malformed_predictions_file_names_the_line_and_the_cause(tmp_path, hos
 
 
 @pytest.mark.slow
-def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_path, host_only_tasks, store):
+def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_path, host_only_tasks, store,
+                                                                          listener):
     tasks = load_tasks(host_only_tasks)
     params = load_params(REPO / "params.yaml")
     params["execute"]["limits"]["wall_s"] = 4
     hip = tasks["testing_sum"].reference_hip
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.1)
     port = listener.getsockname()[1]
     network = ('int s = socket(AF_INET, SOCK_STREAM, 0); struct sockaddr_in a = {}; a.sin_family = AF_INET; '
                f'a.sin_port = htons({port}); a.sin_addr.s_addr = htonl(0x7f000001); '

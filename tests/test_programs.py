@@ -5,7 +5,6 @@ host is left as it was."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -101,12 +100,8 @@ def test_a_program_reads_no_host_file(tmp_path, runs_dir, secrets):
         f"read {p}" if p in readable else f"denied {p}" for p in paths]
 
 
-def test_a_program_has_no_network(tmp_path, runs_dir):
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.5)
-    port = server.getsockname()[1]
+def test_a_program_has_no_network(tmp_path, runs_dir, listener):
+    port = listener.getsockname()[1]
     source = ("#include <arpa/inet.h>\n#include <sys/socket.h>\nint main() { int s = socket(AF_INET, SOCK_STREAM, 0);"
               f" sockaddr_in a{{}}; a.sin_family = AF_INET; a.sin_port = htons({port}); "
               'inet_pton(AF_INET, "127.0.0.1", &a.sin_addr); '
@@ -114,8 +109,7 @@ def test_a_program_has_no_network(tmp_path, runs_dir):
     run = run_program(launcher(runs_dir), build(tmp_path, source))
     assert run.stdout == b"no connection\n"
     with pytest.raises(TimeoutError):
-        server.accept()
-    server.close()
+        listener.accept()
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
