@@ -5,18 +5,19 @@ pipeline's repair layer; source task only)."""
 
 from __future__ import annotations
 
-from cass.benchmark.evaluate import amd_compiles
+from cass.benchmark.evaluate import amd_compiles, main_file
 from cass.benchmark.tasks import Prediction, Task
 from cass.compiling.compile import TargetRun
-from cass.execution.programs import run_plans
+from cass.execution.programs import Build, run_plans
 from store import Store
 from toolchains import Target, load_toolchains
 
 BASELINES = ("reference", "identity", "hipify-perl")
 
 
-def _main(task_id: str) -> str:
-    return f"{task_id}.cu"
+def artifact_texts(store: Store, builds: dict[str, Build]) -> dict[str, str]:
+    """Each build's artifact as text ("" where it failed: such a prediction then fails as it should)."""
+    return {key: store.get_text(b.binary) if b.binary else "" for key, b in builds.items()}
 
 
 def sass(store: Store, params: dict, tasks: dict[str, Task], workers: int | None) -> dict[str, str]:
@@ -25,21 +26,19 @@ def sass(store: Store, params: dict, tasks: dict[str, Task], workers: int | None
     arch = params["nvidia"]["archs"][0]
     plans = {}
     for task in tasks.values():
-        targets = nvidia.targets(_main(task.id), [arch], params["nvidia"]["flags"])
+        targets = nvidia.targets(main_file(task.id), [arch], params["nvidia"]["flags"])
         device = next(t for t in targets if t.kind == "device")
-        plans[task.id] = [TargetRun(device, {_main(task.id): store.put_text(task.cuda)})]
-    builds, _, _ = run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], workers)
-    return {t: store.get_text(b.binary) if b.binary else "" for t, b in builds.items()}
+        plans[task.id] = [TargetRun(device, {main_file(task.id): store.put_text(task.cuda)})]
+    return artifact_texts(store, run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], workers)[0])
 
 
 def hipify(store: Store, params: dict, tasks: dict[str, Task], workers: int | None) -> dict[str, str]:
     """hipify-perl's translation of each task's CUDA program."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
-    step = amd.hipify_step(_main("task"))   # a one-step target: hipify-perl's stdout is the artifact
-    plans = {t.id: [TargetRun(Target("source", "hip", (step,), "hip"), {_main("task"): store.put_text(t.cuda)})]
+    step = amd.hipify_step(main_file("task"))   # a one-step target: hipify-perl's stdout is the artifact
+    plans = {t.id: [TargetRun(Target("source", "hip", (step,), "hip"), {main_file("task"): store.put_text(t.cuda)})]
              for t in tasks.values()}
-    builds, _, _ = run_plans(store, amd, plans, params["hipify"]["timeout_s"], workers)
-    return {t: store.get_text(b.binary) if b.binary else "" for t, b in builds.items()}
+    return artifact_texts(store, run_plans(store, amd, plans, params["hipify"]["timeout_s"], workers)[0])
 
 
 def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> list[Prediction]:

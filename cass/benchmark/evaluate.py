@@ -39,7 +39,8 @@ from toolchains.programs import ProgramLimits
 REFERENCE = "reference"
 
 
-def _main(task_id: str) -> str:
+def main_file(task_id: str) -> str:
+    """The file name a task's program is compiled under."""
     return f"{task_id}.cu"
 
 
@@ -49,8 +50,8 @@ def amd_compiles(store: Store, params: dict, sources: dict[str, tuple[str, str]]
     arch's device assembly where all compiled), with the action counts."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
     archs, flags = params["amd"]["archs"], params["amd"]["flags"]
-    plans = {key: [TargetRun(t, {_main(task): store.put_text(text)}) for t in amd.targets(_main(task), archs, flags)]
-             for key, (task, text) in sources.items()}
+    plans = {key: [TargetRun(t, {main_file(task): store.put_text(text)})
+                   for t in amd.targets(main_file(task), archs, flags)] for key, (task, text) in sources.items()}
     for runs in plans.values():   # the first arch's device assembly last: the build's artifact
         runs.sort(key=lambda run: run.target.kind == "device" and run.target.arch == archs[0])
     builds, counts, _ = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
@@ -62,8 +63,8 @@ def nvidia_builds(store: Store, params: dict, sources: dict[str, tuple[str, str]
     """Every ``key: (task id, HIP text)`` built through HIP's NVIDIA back end."""
     toolchain = load_hip_nvidia()
     execute = params["execute"]
-    plans = {key: [TargetRun(toolchain.program_target(_main(task), execute["archs"], execute["flags"]),
-                             {_main(task): store.put_text(text)})] for key, (task, text) in sources.items()}
+    plans = {key: [TargetRun(toolchain.program_target(main_file(task), execute["archs"], execute["flags"]),
+                             {main_file(task): store.put_text(text)})] for key, (task, text) in sources.items()}
     builds, counts, _ = run_plans(store, toolchain, plans, execute["timeout_s"], workers)
     return builds, counts
 
@@ -114,9 +115,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(nvidia_counts)}}
     runs: dict[str, list] = {}
     if host is not None:
-        if host.host.has_gpu and host.host.sm not in execute["archs"]:
-            raise ValueError(f"run host {host.name} is a {host.host.gpu} ({host.host.sm}), but the programs are "
-                             f"built for {execute['archs']}: add {host.host.sm} to params.yaml execute.archs")
+        host.require_arch(execute["archs"])
         limits = ProgramLimits(**execute["limits"])
         runs, report["runs"], _ = run_programs(store, host, limits, binaries, execute["runs"], execute["workers"],
                                                params["executor"]["host_wait_s"])

@@ -31,6 +31,12 @@ class ExecutionHost:
     scheduler: str | None = None
     """The Dask scheduler whose ``gpu`` workers run the programs (None: this machine)."""
 
+    def require_arch(self, archs: list[str]) -> None:
+        """Refuse a GPU the programs carry no SASS for (``execute.archs``), naming the fix."""
+        if self.host.has_gpu and self.host.sm not in archs:
+            raise ValueError(f"run host {self.name} is a {self.host.gpu} ({self.host.sm}), but the programs are "
+                             f"built for {archs}: add {self.host.sm} to params.yaml execute.archs")
+
 
 def recorded_path(name: str) -> Path:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):

@@ -73,9 +73,7 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
             results[row["sample_id"]].update(exec_status="not_run:no_gpu_host",
                                              exec_detail="no GPU host (params.yaml execute.host)")
         return [{"sample_id": s, **r} for s, r in results.items()], {"host": None}
-    if host.host.has_gpu and host.host.sm not in params["archs"]:
-        raise ValueError(f"run host {host.name} is a {host.host.gpu} ({host.host.sm}), but the programs are built "
-                         f"for {params['archs']}: add {host.host.sm} to params.yaml execute.archs")
+    host.require_arch(params["archs"])
     builds, build_counts, build_keys = build_programs(store, params, runnable, executor["workers"] or None)
     binaries = {b.binary for b in builds.values() if b.binary}
     found, run_counts, run_keys = run_programs(store, host, limits, binaries, params["runs"], params["workers"],
