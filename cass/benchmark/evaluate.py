@@ -31,7 +31,7 @@ from cass.benchmark.tasks import Prediction, Task
 from cass.compiling.compile import TargetRun
 from cass.execution.compare import first_difference, tolerant_equal
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, Run, run_plans, run_programs
+from cass.execution.programs import Build, Run, disagreement, run_plans, run_programs
 from store import Store
 from toolchains import Target, load_hip_nvidia, load_toolchains
 from toolchains.programs import ProgramLimits
@@ -87,15 +87,14 @@ def judge_source(store: Store, runs: list[Run], reference: bytes, tolerance: dic
         if run.verdict == "timeout":
             return "timeout", f"run {n} ran out of time"
         if not run.ok:
-            lines = store.get_text(run.stderr, "replace").strip().splitlines()
-            return "run_failed", f"run {n}: {run.verdict}, exit {run.exit_code}: {lines[0][:200] if lines else ''}"
-    outputs = [store.get(run.stdout) for run in runs]
-    if len(set(outputs)) > 1:
-        return "nondeterministic", first_difference(outputs[0], next(o for o in outputs if o != outputs[0]))
-    if outputs[0] == reference:
+            return "run_failed", run.failure(store, n)
+    if differs := disagreement(store, runs):
+        return "nondeterministic", differs
+    output = store.get(runs[0].stdout)
+    if output == reference:
         return "pass", ""
-    verdict = "pass_tolerant" if tolerant_equal(reference, outputs[0], **tolerance) else "wrong_output"
-    return verdict, first_difference(reference, outputs[0])
+    verdict = "pass_tolerant" if tolerant_equal(reference, output, **tolerance) else "wrong_output"
+    return verdict, first_difference(reference, output)
 
 
 def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: list[Prediction],

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 from cass.compiling.actions import Action, ActionRunner, Outcome, cluster_at
 from cass.compiling.compile import TargetRun, failure_reason, run_targets
+from cass.execution.compare import first_difference
 from cass.execution.hosts import ExecutionHost
 from cass.text.cuda import strip_comments_and_strings
 from store import Store
@@ -124,6 +125,18 @@ class Run:
     @property
     def ok(self) -> bool:
         return self.verdict == "exited" and self.exit_code == 0
+
+    def failure(self, store: Store, number: int) -> str:
+        """How run ``number`` ended when it did not exit 0: its verdict, exit code and first stderr line."""
+        lines = store.get_text(self.stderr, "replace").strip().splitlines()
+        return f"run {number}: {self.verdict}, exit {self.exit_code}: {lines[0][:200] if lines else ''}"
+
+
+def disagreement(store: Store, runs: list[Run]) -> str | None:
+    """Where a program's runs printed different output (the first one against the first that differs), or None."""
+    first, *others = [store.get(run.stdout) for run in runs]
+    other = next((o for o in others if o != first), None)
+    return None if other is None else first_difference(first, other)
 
 
 def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, workers: int,

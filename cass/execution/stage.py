@@ -19,7 +19,16 @@ import polars as pl
 
 from cass.execution.compare import first_difference, tolerant_equal
 from cass.execution.hosts import ExecutionHost, resolve_host
-from cass.execution.programs import SIDES, Build, Run, build_programs, main_signature, run_programs, takes_arguments
+from cass.execution.programs import (
+    SIDES,
+    Build,
+    Run,
+    build_programs,
+    disagreement,
+    main_signature,
+    run_programs,
+    takes_arguments,
+)
 from cass.pipeline.context import Stage
 from store import Store
 from toolchains.cluster import scheduler_address
@@ -29,11 +38,6 @@ RUNS_DTYPE = pl.List(pl.Struct({"verdict": pl.String, "exit_code": pl.Int64, "st
                                 "stderr": pl.String, "wall_s": pl.Float64}))
 COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String,
            "cuda_program": pl.String, "hip_program": pl.String, "cuda_runs": RUNS_DTYPE, "hip_runs": RUNS_DTYPE}
-
-
-def _first_line(store: Store, digest: str) -> str:
-    lines = store.get_text(digest, "replace").strip().splitlines()
-    return lines[0][:200] if lines else ""
 
 
 def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, tolerance: dict) -> tuple[str, str]:
@@ -46,11 +50,10 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
         for n, run in enumerate(runs[side], 1):
             if not run.ok:
                 status = "needs_input" if side == "cuda" and takes_arguments else f"{side}_failed"
-                return status, f"{side} run {n}: {run.verdict}, exit {run.exit_code}: {_first_line(store, run.stderr)}"
+                return status, f"{side} {run.failure(store, n)}"
     for side in SIDES:
-        if len({run.stdout for run in runs[side]}) > 1:
-            first, *others = [store.get(run.stdout) for run in runs[side]]
-            return "nondeterministic", f"{side}: {first_difference(first, next(o for o in others if o != first))}"
+        if differs := disagreement(store, runs[side]):
+            return "nondeterministic", f"{side}: {differs}"
     cuda, hip = store.get(runs["cuda"][0].stdout), store.get(runs["hip"][0].stdout)
     if cuda == hip:
         return "match", ""

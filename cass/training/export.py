@@ -45,8 +45,7 @@ def execution_columns(row: dict) -> dict:
     """A pair's execution columns from its row of the execute stage's manifest."""
     first = {side: (row[f"{side}_runs"] or [None])[0] for side in ("cuda", "hip")}
     return {"exec_status": row["exec_status"], "exec_detail": row["exec_detail"], "exec_host": row["exec_host"],
-            **{f"{side}_{name}": run and run[key] for side, run in first.items()
-               for name, key in (("exit_code", "exit_code"), ("wall_s", "wall_s"))}}
+            **{f"{side}_{name}": run and run[name] for side, run in first.items() for name in ("exit_code", "wall_s")}}
 
 
 def export_row(store: Store, row: dict, provenance: dict) -> dict:
