@@ -10,6 +10,7 @@
     cass gpu-batch export DIR build the pairs' programs into a batch for a GPU host this machine cannot reach
     cass gpu-batch import DIR --name NAME   bring a batch's runs (results.json) into the store as GPU host NAME
     cass eval --predictions FILE | --baseline NAME   score predictions on the translation benchmark
+    cass generate [--backend B] [--model M]      translate the benchmark's tasks with a model
 """
 
 from __future__ import annotations
@@ -172,6 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
     batch_import.add_argument("folder", type=Path)
     batch_import.add_argument("--name", required=True, help="the GPU host's name (gpu_hosts/<name>.json)")
     batch.set_defaults(func=cmd_gpu_batch)
+    gen = sub.add_parser("generate", help="translate the benchmark's tasks with a model (params.yaml generate)")
+    gen.add_argument("--backend", choices=("transformers", "openai"), help="default: generate.backend")
+    gen.add_argument("--model", help="a model directory, tiny-qwen2 or the server's model (default: generate.model)")
+    gen.add_argument("--base-url", help="the OpenAI-compatible server (default: generate.base_url)")
+    gen.add_argument("--tasks", type=Path, help="default: benchmark.tasks")
+    gen.add_argument("--out", type=Path, default=Path("predictions/generated.jsonl"),
+                     help="where the predictions go (the evaluate stage scores every file in predictions/)")
+    gen.set_defaults(func=cmd_generate)
     evaluation = sub.add_parser("eval", help="score predictions (or a baseline) on the translation benchmark")
     what = evaluation.add_mutually_exclusive_group(required=True)
     what.add_argument("--predictions", type=Path, help="JSONL or Parquet of {task_id, task: source|asm, prediction}")
@@ -185,10 +194,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    from cass.benchmark.tasks import load_tasks
+    from cass.models.backends import load_backend
+    from cass.models.generate import generate, write_predictions
+
+    params = load_params()
+    overrides = {"backend": args.backend, "model": args.model, "base_url": args.base_url}
+    params["generate"].update({k: v for k, v in overrides.items() if v is not None})
+    backend = load_backend(params["generate"], params["tiny_model"])
+    rows, facts = generate(open_store(params), params, load_tasks(args.tasks or Path(params["benchmark"]["tasks"])),
+                           backend)
+    write_predictions(rows, args.out)
+    report = facts["report"]
+    print(f"{len(rows)} predictions in {args.out}: {report['generated']} generated, {report['hits']} from the store, "
+          f"{report['wall_s']} s; model {facts['model']}")
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from cass.benchmark.baselines import baseline
-    from cass.benchmark.evaluate import evaluate, summarize
-    from cass.benchmark.report import markdown, write_report
+    from cass.benchmark.evaluate import evaluate
+    from cass.benchmark.stage import score
     from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
     from cass.execution.batch import write_batch
     from cass.execution.hosts import resolve_host
@@ -204,19 +231,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if predictions is None:
         predictions = baseline(args.baseline, store, params, tasks)
     name = args.baseline or args.predictions.stem
-    host = None if args.export_batch else resolve_host(args.host or params["execute"]["host"],
-                                                      scheduler_address(params["executor"]))
-    rows, report = evaluate(store, params, tasks, predictions, host)
     if args.export_batch:
+        _, report = evaluate(store, params, tasks, predictions, None)
         runs = write_batch(store, args.export_batch, set(report["binaries"]), params["execute"])
         print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "
               f"(python -m toolchains.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
               "--host recorded:<name>")
         return 0
-    summary = summarize(rows, tasks)
+    host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
     out = args.out or Path("eval_results") / name
-    write_report(out, name, rows, summary, report)
-    print(markdown(name, summary, report))
+    score(store, params, tasks, name, predictions, host, out)
     print(f"report: {out / 'report.json'}, {out / 'report.md'}, {out / 'accuracy.png'}")
     return 0
 

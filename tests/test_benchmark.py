@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
-from harness.project import REPO, TOOL_ENV
+import yaml
+from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in
 
+from cass.benchmark.baselines import baseline
 from cass.benchmark.evaluate import evaluate, summarize
 from cass.benchmark.report import write_report
 from cass.benchmark.tasks import TASKS_DIR, PredictionsError, load_tasks, read_predictions
@@ -43,7 +46,7 @@ def program(header: str, body: str = 'printf("total %lld\\n", total);') -> str:
     return HOST_ONLY.replace("CUDA_HEADER", header).replace("BODY", body)
 
 
-KINDS = ("right", "wrong", "does_not_compile", "hangs", "network", "asm_empty")
+KINDS = ("right", "wrong", "does_not_compile", "hangs", "network", "asm_empty", "asm_right", "asm_renamed")
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +118,11 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
     }
     predictions = tmp_path / "predictions.jsonl"
     lines = [{"task_id": f"testing_{kind}", "task": "source", "prediction": text} for kind, text in texts.items()]
-    lines.append({"task_id": "testing_asm_empty", "task": "asm", "prediction": ""})
+    sum_task = {"testing_sum": tasks["testing_sum"]}
+    reference_asm = next(p.prediction for p in baseline("reference", store, params, sum_task) if p.task == "asm")
+    lines += [{"task_id": "testing_asm_empty", "task": "asm", "prediction": ""},
+              {"task_id": "testing_asm_right", "task": "asm", "prediction": reference_asm},
+              {"task_id": "testing_asm_renamed", "task": "asm", "prediction": reference_asm.replace("scale", "scalf")}]
     predictions.write_text("".join(json.dumps(line) + "\n" for line in lines))
     rows, report = evaluate(store, params, tasks, read_predictions(predictions, tasks),
                             ExecutionHost("cpu", cpu_host(), live=True))
@@ -125,6 +132,7 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
     assert {r["verdict"] for r in rows if r["baseline_reference"]} == {"pass"}   # the harness's own check
     right = results["right", "source"]
     assert right["verdict"] == "pass" and right["amd_compiles"] and right["runtime_ratio"] > 0
+    assert right["peak_rss_mib"] > 0 and right["memory_ratio"] > 0   # the run's process tree, against the reference's
     assert results["wrong", "source"]["verdict"] == "wrong_output"
     assert results["wrong", "source"]["detail"].startswith("line 1: 'total ")
     assert results["does_not_compile", "source"]["verdict"] == "compile_failed"
@@ -135,12 +143,19 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
     empty = results["asm_empty", "asm"]
     assert (empty["verdict"], empty["amd_compiles"], empty["detail"]) == (
         "not_run:no_amd_host", False, "assemble_failed: empty prediction")
+    right = results["asm_right", "asm"]   # assembled, linked with the host code: a program, never run here
+    assert (right["verdict"], right["amd_compiles"], right["detail"], right["chrf"]) == (
+        "not_run:no_amd_host", True, "linked", 100.0)
+    renamed = results["asm_renamed", "asm"]   # a valid code object, but the host code launches `scale`
+    assert not renamed["amd_compiles"] and renamed["detail"].startswith("kernels_missing: linked, but no kernel")
+    # 5 steps for each of the 3 (empty text assembles and links too, into a program without kernels)
+    assert report["builds"]["assembly_programs"]["misses"] == 5 * 3
 
     summary = summarize(rows, tasks)
     write_report(tmp_path / "report", "mixed", rows, summary, report)
     written = json.loads((tmp_path / "report" / "report.json").read_text())
     assert written["summary"]["by_domain"]["testing"]["source"]["accuracy"] == 0.2   # 1 of 5
-    assert written["summary"]["reference_check"] == {"pass": 6}   # every task with a prediction
+    assert written["summary"]["reference_check"] == {"pass": 8}   # every task with a prediction
     assert "| testing | 5 | 80.0% | 20.0% |" in (tmp_path / "report" / "report.md").read_text()
     assert (tmp_path / "report" / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -161,3 +176,123 @@ def test_the_reference_passes_and_emptied_kernels_fail_on_this_machines_gpu(tmp_
     rows, _ = evaluate(store, load_params(REPO / "params.yaml"), tasks, read_predictions(predictions, tasks), host)
     verdicts = {r["baseline_reference"]: r["verdict"] for r in rows}
     assert verdicts == {True: "pass", False: "wrong_output"}
+
+
+PIPELINE_TASKS = ("finance_black_scholes_greeks", "math_collatz_trajectories")
+SMALL_PROGRAM = """// Scales a vector on the GPU and prints a checksum of the result.
+#include <cstdio>
+#include <cuda_runtime.h>
+
+__global__ void scale(float *v, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] = v[i] * a + 1.0f;
+}
+
+int main() {
+    const int n = 1 << 12;
+    float host[n];
+    for (int i = 0; i < n; ++i) host[i] = (float)(i % 17);
+    float *dev;
+    cudaMalloc(&dev, n * sizeof(float));
+    cudaMemcpy(dev, host, n * sizeof(float), cudaMemcpyHostToDevice);
+    scale<<<(n + 255) / 256, 256>>>(dev, 2.0f, n);
+    cudaMemcpy(host, dev, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += host[i];
+    printf("checksum %.1f\\n", sum);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def bench_project(tmp_path_factory) -> Path:
+    """A pipeline copy whose corpus is two of the benchmark's tasks (origin bench), a training file and a
+    training copy of one task with its comments changed, built with `dvc repro` (no run host), the train and generate
+    stages on with the small random model."""
+    root = copy_pipeline(tmp_path_factory.mktemp("bench") / "project", with_bundled_corpus=False,
+                         bench_tasks=PIPELINE_TASKS)
+    tasks = load_tasks(root / TASKS_DIR)
+    (root / "corpus").mkdir()
+    (root / "corpus" / "scale.cu").write_text(SMALL_PROGRAM)   # short examples: training stays cheap on a CPU
+    copied = tasks["math_collatz_trajectories"].cuda.replace("//", "// copied from a tutorial:", 3)
+    (root / "corpus" / "collatz_copy.cu").write_text(copied)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["corpus"]["trees"] = [{"path": "corpus", "origin": "scraped"}, *params["corpus"]["trees"][1:]]
+    params["execute"]["host"] = "none"
+    # the loop with the tiny random model (trained 3 steps): every step runs, not its skill; the tasks' SASS prompts
+    # are longer than 4096 tokens
+    params["train"].update(enabled=True, max_steps=3, save_steps=1, gradient_accumulation=1, max_length=4096)
+    params["generate"].update(enabled=True, model="trained", max_new_tokens=8, max_prompt_tokens=4096)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run_in(["dvc", "repro", "hub", "evaluate"], root)   # the figures, publishing and packs are not looked at
+    return root
+
+
+def hub_config(root: Path, name: str) -> pl.DataFrame:
+    return pl.read_parquet(sorted((root / "data" / "hub" / "data" / name).glob("*.parquet")))
+
+
+@pytest.mark.slow
+def test_the_tasks_flow_through_the_pipeline_decontaminate_it_and_stay_out_of_training(bench_project):
+    root = bench_project
+    dedup = metrics(root, "dedup")
+    assert dedup["dropped_by_origin"] == {"scraped:contaminated": 1} and dedup["kept"] == 3
+    removed = pl.read_parquet(root / "data" / "dedup" / "removed.parquet")
+    assert removed["path"].to_list() == ["collatz_copy.cu"]
+    assert "math/math_collatz_trajectories.cu" in removed["kept"][0]
+    paired = pl.read_parquet(root / "data" / "pair" / "manifest.parquet")
+    assert sorted(paired.filter(pl.col("origin") == "bench")["path"]) == [
+        "finance/finance_black_scholes_greeks.cu", "math/math_collatz_trajectories.cu"]   # both vendors' asm
+    instruct = metrics(root, "instruct")
+    assert instruct["dropped_by_reason"]["benchmark_holdout"] >= 4   # both tasks, both levels at least
+    for config in ("pairs", "kernels", "instruct_source", "instruct_asm"):
+        assert "bench" not in hub_config(root, config)["origin"].to_list(), config
+    assert hub_config(root, "pairs_bench").height == 2
+    card = (root / "data" / "hub" / "README.md").read_text()
+    assert "## Decontamination" in card and "`contaminated`: 1 in this build" in card
+
+
+@pytest.mark.slow
+def test_the_evaluate_stage_scores_the_baselines_on_the_pipelines_own_actions(bench_project):
+    root = bench_project
+    results = metrics(root, "evaluate")["results"]
+    assert metrics(root, "evaluate")["tasks"] == 2
+    reference, identity, hipify = results["reference"], results["identity"], results["hipify-perl"]
+    assert reference["source"]["compile_rate"] == 1.0 and reference["asm"]["compile_rate"] == 1.0   # linked
+    assert reference["asm"]["mean_chrf"] == 100.0
+    assert identity["source"]["compile_rate"] == 0.0 and identity["asm"]["compile_rate"] == 0.0
+    assert hipify["source"]["compile_rate"] == 1.0 and "asm" not in hipify
+    for name, result in results.items():   # no run host: nothing passes, nothing is silently judged
+        if name in ("reference", "hipify-perl"):   # the others do not compile
+            assert result["source"]["verdicts"] == {"not_run:no_gpu_host": 2}
+        assert result["reference_check"] == {"not_run:no_gpu_host": 2}
+    report = json.loads((root / "data" / "evaluate" / "hipify-perl" / "report.json").read_text())
+    # hipify-perl's translations are the pipeline's HIP texts (no repair needed): its hipcc compiles were made
+    # by the compile_amd stage, under the same file names, and the evaluation found them in the store
+    assert report["run"]["builds"]["amd"]["hits"] == 4 and report["run"]["builds"]["amd"]["misses"] == 0
+    generated = metrics(root, "generate")
+    assert generated["predictions"] == 4 and generated["model"]["backend"] == "transformers"
+    assert "source:prompt_too_long" not in generated["extracted"]   # the tasks' CUDA programs fit 4096 tokens
+    assert generated["extracted"]["asm:prompt_too_long"] >= 1       # a whole program's SASS seldom does
+    model = results["model"]   # the generate stage's predictions, scored like any other (8 random tokens: no program)
+    assert model["source"]["n"] == model["asm"]["n"] == 2
+    assert model["source"]["verdicts"] == {"compile_failed": 2} and model["asm"]["compile_rate"] == 0.0
+    assert "evaluate" not in run_in(["dvc", "status"], root)   # an unchanged rerun evaluates nothing
+
+
+@pytest.mark.slow
+def test_the_loop_trains_then_generates_with_the_trained_model_and_an_unchanged_rerun_does_neither(bench_project):
+    from cass.models.backends import directory_digest
+
+    root = bench_project
+    trained = metrics(root, "train")
+    assert trained["steps"] == 3 and trained["method"] == "full" and trained["examples"] > 0
+    log = pl.read_csv(root / "data" / "train" / "log.csv")
+    assert log["step"].to_list() == [1, 2, 3] and log["loss"].is_finite().all()   # the curve `dvc plots` draws
+    generated = metrics(root, "generate")
+    assert generated["model"]["weights"] == directory_digest(root / "data" / "train" / "model")
+    assert "model" in metrics(root, "evaluate")["results"]
+    status = run_in(["dvc", "status"], root)
+    assert "train" not in status and "generate" not in status

@@ -10,6 +10,7 @@ import datasketch
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 from harness.project import REPO
 
 from cass.dedup.corpus import run as run_dedup
@@ -76,8 +77,8 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def write_filter_manifest(store: Store, sources: dict[str, str]) -> None:
-    rows = [{"sample_id": f"{i:016x}", "origin": "test", "path": path, "domain": "d",
+def write_filter_manifest(store: Store, sources: dict[str, str], origins: dict[str, str] | None = None) -> None:
+    rows = [{"sample_id": f"{i:016x}", "origin": (origins or {}).get(path, "test"), "path": path, "domain": "d",
              "files": [{"path": path, "digest": store.put_text(text)}], "unresolved_includes": [],
              "bytes": len(text.encode())} for i, (path, text) in enumerate(sorted(sources.items()))]
     write_parquet(pl.DataFrame(rows, schema={"sample_id": pl.String, "origin": pl.String, "path": pl.String,
@@ -109,17 +110,25 @@ def test_stage_keeps_the_longest_and_caches_signatures(project):
     assert json.loads(Path("metrics/run/dedup.json").read_text())["signatures"] == {"computed": 1, "cached": 4}
 
 
-def test_decontamination_drops_items_near_a_reference(project):
+def test_decontamination_drops_items_near_a_reference_and_never_the_benchmarks_own_tasks(project):
     store = Store(project / ".cass" / "store")
     (project / "bench_tasks").mkdir()
-    (project / "bench_tasks" / "task1.cu").write_text(OTHER.replace("// ", "// task: ", 2))
-    params = Path("params.yaml")
-    params.write_text(params.read_text().replace("reference_trees: []", "reference_trees: [bench_tasks]"))
-    write_filter_manifest(store, {"a.cu": KERNEL, "d.cu": OTHER})
+    task = OTHER.replace("// ", "// task: ", 2)
+    (project / "bench_tasks" / "task1.cu").write_text(task)
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["dedup"].update(reference_trees=["bench_tasks"], exempt_origins=["bench"])
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    # the task itself comes in as origin bench (as the pipeline ingests translation_bench/tasks), and would be
+    # the exact duplicate of a longer training copy and contaminated by its own file were it not exempt
+    write_filter_manifest(store, {"a.cu": KERNEL, "task1.cu": task, "z.cu": task + "\n// a training copy\n"},
+                          origins={"task1.cu": "bench"})
     run_dedup(Stage("dedup"))
     removed = pl.read_parquet("data/dedup/removed.parquet")
-    assert removed["path"].to_list() == ["d.cu"] and removed["reason"].to_list() == ["contaminated"]
+    assert dict(zip(removed["path"], removed["reason"], strict=True)) == {"z.cu": "contaminated"}
     assert "bench_tasks/task1.cu" in removed["kept"][0]
+    kept = pl.read_parquet("data/dedup/manifest.parquet")
+    assert sorted(zip(kept["path"], kept["origin"], strict=True)) == [("a.cu", "test"), ("task1.cu", "bench")]
+    assert json.loads(Path("metrics/dedup.json").read_text())["kept"] == 2
 
 
 def test_a_document_without_tokens_gets_the_empty_signature():

@@ -60,6 +60,9 @@ AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0
 """hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
 of some warnings) is fixed."""
 
+LLVM_TOOLS = ("llvm-mc", "ld.lld", "clang-offload-bundler")
+"""The LLVM tools that turn device assembly into a program: assembler, linker, offload bundler."""
+
 LIBRARY_SUBDIRS = ("hipblas", "hiprand", "hipsparse", "hipfft", "hipsolver", "rocblas", "rocrand", "rocsparse")
 """Library header folders under the toolchain's include directory. hipify-perl 6.0 rewrites
 ``<cublas_v2.h>``, ``<curand.h>`` and ``<cusparse.h>`` to flat names (``<hipblas.h>``, ...)
@@ -95,24 +98,29 @@ class AmdToolchain(Toolchain):
                                 extra_env={**AMD_ENV, "ROCM_PATH": str(rocm_path)}, trees=[rocm_path]))
 
     def tools(self) -> tuple[str, ...]:
-        return ("hipify-perl", "hipcc", self.assembler)
+        return ("hipify-perl", "hipcc", *self.llvm_tools())
+
+    def llvm_tools(self) -> tuple[str, str, str]:
+        """This installation's LLVM assembler, linker and offload bundler: ``llvm-mc``, ``ld.lld`` and
+        ``clang-offload-bundler`` (ROCm), or Debian's names with the LLVM version suffix (``llvm-mc-17``)."""
+        suffix = self.layout()["llvm_suffix"]
+        return tuple(f"{tool}{suffix}" for tool in LLVM_TOOLS)
 
     @property
     def assembler(self) -> str:
-        """LLVM's assembler of this installation: ``llvm-mc`` (ROCm) or Debian's versioned name."""
-        return self.layout()["assembler"]
+        return self.llvm_tools()[0]
 
     def local_layout(self) -> dict:
-        assembler = "llvm-mc"
+        suffix = ""
         if isinstance(self.launcher, ChrootLauncher):
             versioned = sorted(self._fs("/usr/bin").glob("llvm-mc-*"))
             if versioned:
-                assembler = versioned[-1].name
+                suffix = versioned[-1].name.removeprefix("llvm-mc")
         include = self._include()
         script = self.tool_path("hipify-perl")
         tables = WarningTables.from_script(script.read_text(errors="replace")) if script else WarningTables((), ())
         hipblas = self._fs(f"{include}/hipblas/hipblas.h")
-        return {"assembler": assembler, "hipify_warning_tables": [list(t) for t in astuple(tables)],
+        return {"llvm_suffix": suffix, "hipify_warning_tables": [list(t) for t in astuple(tables)],
                 "hipblas_v2": hipblas.is_file() and "HIPBLAS_V2" in hipblas.read_text(errors="replace"),
                 "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
                                          if self._fs(f"{include}/{sub}").is_dir()]}
@@ -141,7 +149,7 @@ class AmdToolchain(Toolchain):
     def identity_files(self, tool: str) -> list[Path]:
         tool_file = self.tool_path(tool)
         files = [tool_file] if tool_file else []
-        if tool == self.assembler and isinstance(self.launcher, ChrootLauncher):
+        if tool in self.llvm_tools() and isinstance(self.launcher, ChrootLauncher):
             files.append(self._fs("/var/lib/dpkg/status"))   # names the LLVM package version
         if tool == "hipcc":
             if isinstance(self.launcher, ChrootLauncher):
@@ -197,6 +205,26 @@ class AmdToolchain(Toolchain):
         return Step(self.assembler, ("-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-filetype=obj", source,
                                      "-o", "check.o"), ("check.o",))
 
+    def assembly_program_steps(self, arch: str, assembly: str, host_source: str, flags: dict) -> tuple[Step, ...]:
+        """Device assembly for ``arch`` made into a program with the host code of ``host_source`` (a HIP file):
+        assembled, linked into a code object, bundled as clang bundles HIP device code, embedded by the host
+        compile (the host stubs launch the kernels of that code object by name) and linked. The HIP file passes
+        through the device steps (a step sees only the outputs of the step before it)."""
+        assembler, linker, bundler = self.llvm_tools()
+        bundle = f"-targets=host-x86_64-unknown-linux,hipv4-amdgcn-amd-amdhsa--{arch}"
+        return (
+            Step(assembler, ("-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-filetype=obj", assembly, "-o",
+                             "device.o"), ("device.o", host_source)),
+            Step(linker, ("-shared", "device.o", "-o", "device.hsaco"), ("device.hsaco", host_source),
+                 reads=("device.o", host_source)),
+            Step(bundler, ("-type=o", "-bundle-align=4096", bundle, "-input=/dev/null", "-input=device.hsaco",
+                           "-output=device.hipfb"), ("device.hipfb", host_source), reads=("device.hsaco", host_source)),
+            Step("hipcc", (*self._common_flags(flags), f"--offload-arch={arch}", "--cuda-host-only", "-Xclang",
+                           "-fcuda-include-gpubinary", "-Xclang", "device.hipfb", "-c", host_source, "-o", "host.o"),
+                 ("host.o",), reads=("device.hipfb", host_source)),
+            Step("hipcc", (f"--offload-arch={arch}", "host.o", "-o", "program"), ("program",)),
+        )
+
     def hipify_step(self, main: str) -> Step:
         """hipify-perl without its per-line diagnostics (``-quiet-warnings``: the same HIP text,
         far faster); HIP text on stdout."""
@@ -226,10 +254,14 @@ class AmdToolchain(Toolchain):
         defines += ["-DHIP_ENABLE_WARP_SYNC_BUILTINS"] if self.hip_version() >= WARP_SYNC_HIP else []
         return (*defines, *(["-DHIPBLAS_V2"] if self.hipblas_v2() else []))
 
+    def _common_flags(self, flags: dict, include_dirs: Sequence[str] = (".",)) -> tuple[str, ...]:
+        """hipcc's flags for a HIP source: ``amd.flags``, the platform's defines, include folders."""
+        return (*flags["common"], *flags["opt"], *self.platform_defines(), *(f"-I{d}" for d in include_dirs),
+                *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
+
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         require_archs(archs, self.vendor)
-        common = (*flags["common"], *flags["opt"], *self.platform_defines(), *(f"-I{d}" for d in include_dirs),
-                  *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
+        common = self._common_flags(flags, include_dirs)
         host = Target(
             kind="host", arch="x86_64",
             steps=(Step("hipcc", (*common, f"--offload-arch={archs[0]}", "--cuda-host-only", "-S",

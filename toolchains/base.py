@@ -40,12 +40,14 @@ def passed_env() -> dict[str, str]:
 @dataclass(frozen=True)
 class Step:
     """One tool run inside a target. The first step of a target sees the sample's files; a later
-    step sees only the outputs of the step before it."""
+    step sees only the outputs of the step before it that it reads: ``reads``, or where that is None,
+    those its arguments name."""
 
     tool: str
     args: tuple[str, ...]
     outputs: tuple[str, ...]
     stdout_as: str | None = None
+    reads: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

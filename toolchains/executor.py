@@ -147,7 +147,8 @@ def kill_running() -> int:
 class ToolRun:
     """How a tool process ended, before anything is made of it: ``returncode`` (negative: killed by
     that signal), ``stopped`` (why the runner stopped it: timeout, cancelled) and the outputs it
-    left, with its CPU and wall seconds."""
+    left, with its CPU and wall seconds, and where it was sampled (:class:`PeakMemory`) the peak resident
+    memory of its descendants in KiB."""
 
     returncode: int
     stopped: str | None
@@ -156,13 +157,47 @@ class ToolRun:
     outputs: dict[str, bytes]
     cpu_s: float
     wall_s: float
+    peak_rss_kib: int | None
 
 
-def run_tool(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None) -> ToolRun | JobResult:
+class PeakMemory:
+    """The peak resident memory of a process's descendants, sampled while it runs: the largest ``VmHWM`` (the
+    kernel's high-water mark of each process's memory, so a sample misses only growth after the last one)
+    in KiB. The process itself is left out, and so is ``wait4``'s ``ru_maxrss``: a forked process starts at
+    its parent's size, here this Python process's, while a sandboxed program is forked by a small shell."""
+
+    interval_s = 0.005
+
+    def __init__(self) -> None:
+        self.peak_kib: int | None = None   # None: the program ended before the first sample
+
+    def sample(self, root: int) -> None:
+        pending = _children(root)
+        while pending:
+            pid = pending.pop()
+            pending += _children(pid)
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:   # gone since it was listed
+                continue
+            if match := re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE):
+                self.peak_kib = max(self.peak_kib or 0, int(match.group(1)))
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def run_tool(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None,
+             memory: PeakMemory | None = None) -> ToolRun | JobResult:
     """Run one job in a fresh scratch directory created by ``launcher``; always cleans up. A tool that
     cannot start gives a transient :class:`JobResult` at once.
 
-    ``cancelled`` is polled while the tool runs; when it says so the tool's process group is killed."""
+    ``cancelled`` is polled while the tool runs; when it says so the tool's process group is killed.
+    ``memory``, where given, samples the tool's descendants' memory while it runs."""
     parent = launcher.scratch_parent()
     parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="job-", dir=parent))
@@ -185,7 +220,7 @@ def run_tool(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None 
             with _running_lock:
                 _running.add(proc.pid)
             try:
-                returncode, cpu_s, stopped = _wait(proc, job.timeout_s, cancelled)
+                returncode, cpu_s, stopped = _wait(proc, job.timeout_s, cancelled, memory)
             except BaseException:
                 _kill_group(proc)
                 raise
@@ -196,7 +231,7 @@ def run_tool(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None 
             stdout, stderr = _read(out_file), _read(err_file)
         outputs = {name: stdout if name == job.stdout_as else (scratch / name).read_bytes()
                    for name in job.outputs if name == job.stdout_as or _plain_file(scratch / name)}
-        return ToolRun(returncode, stopped, stdout, stderr, outputs, cpu_s, wall_s)
+        return ToolRun(returncode, stopped, stdout, stderr, outputs, cpu_s, wall_s, memory and memory.peak_kib)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -226,15 +261,19 @@ def run_in_scratch(launcher: Launcher, job: Job, cancelled: Callable[[], bool] |
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float,
-          cancelled: Callable[[], bool] | None) -> tuple[int, float, str | None]:
+          cancelled: Callable[[], bool] | None, memory: PeakMemory | None = None) -> tuple[int, float, str | None]:
     """Wait for ``proc``: its return code, the CPU seconds of it and its waited-for subprocesses
-    (from ``wait4``), and why its group was killed (timeout, cancellation) or None."""
+    (from ``wait4``), and why its group was killed (timeout, cancellation) or None; ``memory`` is sampled
+    meanwhile."""
     finished = threading.Event()
     stopped: list[str] = []
 
     def watch() -> None:
         deadline = time.monotonic() + timeout_s
-        while not finished.wait(min(POLL_S, max(deadline - time.monotonic(), 0))):
+        tick = memory.interval_s if memory else POLL_S
+        while not finished.wait(min(tick, max(deadline - time.monotonic(), 0))):
+            if memory:
+                memory.sample(proc.pid)
             reason = (f"timeout after {timeout_s:g} s" if time.monotonic() >= deadline
                       else "cancelled" if cancelled is not None and cancelled() else None)
             if reason:

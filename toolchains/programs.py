@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolchains.executor import Job, JobResult, Launcher, ToolRun, run_tool
+from toolchains.executor import Job, JobResult, Launcher, PeakMemory, ToolRun, run_tool
 from toolchains.sandbox import Sandbox, detect, exit_signal
 
 PROGRAM = "program"
@@ -53,7 +53,9 @@ class ProgramLimits:
 
 
 RUN_FACTS = "run.json"
-"""The output a program job adds to the program's stdout: its verdict, wall seconds and sandbox mode."""
+"""The output a program job adds to the program's stdout: its verdict, wall seconds, peak resident memory (KiB,
+sampled over the sandbox's processes: :class:`toolchains.executor.PeakMemory`) and sandbox mode."""
+RUN_FACT_KEYS = frozenset({"verdict", "wall_s", "max_rss_kib", "sandbox"})
 PROGRAM_OUTPUTS = ("stdout", RUN_FACTS)
 
 
@@ -95,7 +97,7 @@ class ProgramLauncher(Launcher):
     def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
         """Run a program job: any end of the program is a result (its verdict in ``run.json``); a sandbox that
         could not start it, or a run cancelled from outside, is transient."""
-        run = run_tool(self, job, cancelled)
+        run = run_tool(self, job, cancelled, PeakMemory())
         if isinstance(run, JobResult):
             return run
         base = {"stderr": run.stderr, "cpu_s": run.cpu_s, "wall_s": run.wall_s, "sandbox": self.sandbox.mode}
@@ -103,27 +105,29 @@ class ProgramLauncher(Launcher):
             return JobResult(exit_code=-1, transient=run.stopped, **base)
         if run.returncode == 1 and run.stderr.startswith((b"bwrap: ", b"setpriv: ", b"unshare: ", b"prlimit: ")):
             return JobResult(exit_code=-1, transient="the sandbox could not start the program", **base)
-        facts = {"verdict": verdict(run), "wall_s": round(run.wall_s, 4), "sandbox": self.sandbox.mode}
+        facts = {"verdict": verdict(run), "wall_s": round(run.wall_s, 4), "max_rss_kib": run.peak_rss_kib,
+                 "sandbox": self.sandbox.mode}
         outputs = {**run.outputs, "stdout": run.stdout, RUN_FACTS: json.dumps(facts, sort_keys=True).encode()}
         return JobResult(exit_code=run.returncode, outputs=outputs, **base)
 
 
 @dataclass(frozen=True)
 class ProgramRun:
-    """One run of a program: how it ended (:func:`verdict`), its exit code, output and time."""
+    """One run of a program: how it ended (:func:`verdict`), its exit code, output, time and peak memory."""
 
     verdict: str
     exit_code: int
     stdout: bytes
     stderr: bytes
     wall_s: float
+    max_rss_kib: int | None
     sandbox: str
 
     @classmethod
     def from_result(cls, result: JobResult) -> ProgramRun:
         facts = json.loads(result.outputs[RUN_FACTS])
         return cls(facts["verdict"], result.exit_code, result.outputs["stdout"], result.stderr, facts["wall_s"],
-                   facts["sandbox"])
+                   facts["max_rss_kib"], facts["sandbox"])
 
 
 class SandboxFailedError(OSError):

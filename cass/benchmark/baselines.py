@@ -5,10 +5,12 @@ pipeline's repair layer; source task only)."""
 
 from __future__ import annotations
 
-from cass.benchmark.evaluate import amd_compiles, main_file
+from cass.benchmark.evaluate import amd_compiles
 from cass.benchmark.tasks import Prediction, Task
 from cass.compiling.compile import TargetRun
 from cass.execution.programs import Build, run_plans
+from cass.text.amdgpu import normalize_amd
+from cass.text.sass import normalize_sass
 from store import Store
 from toolchains import Target, load_toolchains
 
@@ -21,23 +23,24 @@ def artifact_texts(store: Store, builds: dict[str, Build]) -> dict[str, str]:
 
 
 def sass(store: Store, params: dict, tasks: dict[str, Task], workers: int | None) -> dict[str, str]:
-    """Each task's SASS for ``nvidia.archs[0]`` (the assembly task's input)."""
+    """Each task's SASS for ``nvidia.archs[0]``, normalised as the instruct export's SASS is: the assembly task's
+    input ("" where the task does not compile for NVIDIA)."""
     nvidia = load_toolchains(params["amd"]["toolchain"])["nvidia"]
     arch = params["nvidia"]["archs"][0]
     plans = {}
     for task in tasks.values():
-        targets = nvidia.targets(main_file(task.id), [arch], params["nvidia"]["flags"])
+        targets = nvidia.targets(task.path, [arch], params["nvidia"]["flags"])
         device = next(t for t in targets if t.kind == "device")
-        plans[task.id] = [TargetRun(device, {main_file(task.id): store.put_text(task.cuda)})]
-    return artifact_texts(store, run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], workers)[0])
+        plans[task.id] = [TargetRun(device, {task.path: store.put_text(task.cuda)})]
+    texts = artifact_texts(store, run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], workers)[0])
+    return {task: normalize_sass(text) if text else "" for task, text in texts.items()}
 
 
 def hipify(store: Store, params: dict, tasks: dict[str, Task], workers: int | None) -> dict[str, str]:
     """hipify-perl's translation of each task's CUDA program."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
-    step = amd.hipify_step(main_file("task"))   # a one-step target: hipify-perl's stdout is the artifact
-    plans = {t.id: [TargetRun(Target("source", "hip", (step,), "hip"), {main_file("task"): store.put_text(t.cuda)})]
-             for t in tasks.values()}
+    plans = {t.id: [TargetRun(Target("source", "hip", (amd.hipify_step(t.path),), "hip"),   # one step: its stdout
+                              {t.path: store.put_text(t.cuda)})] for t in tasks.values()}
     return artifact_texts(store, run_plans(store, amd, plans, params["hipify"]["timeout_s"], workers)[0])
 
 
@@ -45,9 +48,11 @@ def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> l
     """The predictions of baseline ``name`` for every task (both tasks where the baseline has both)."""
     workers = params["executor"]["workers"] or None
     if name == "reference":
-        compiled, _ = amd_compiles(store, params, {t: (t, task.reference_hip) for t, task in tasks.items()}, workers)
+        compiled, _ = amd_compiles(store, params, {t: (task.path, task.reference_hip) for t, task in tasks.items()},
+                                   workers)
         return [*(Prediction(t, "source", task.reference_hip) for t, task in tasks.items()),
-                *(Prediction(t, "asm", store.get_text(b.binary)) for t, b in compiled.items() if b.binary)]
+                *(Prediction(t, "asm", normalize_amd(store.get_text(b.binary)))
+                  for t, b in compiled.items() if b.binary)]
     if name == "identity":
         return [*(Prediction(t, "source", task.cuda) for t, task in tasks.items()),
                 *(Prediction(t, "asm", text) for t, text in sass(store, params, tasks, workers).items())]

@@ -7,20 +7,24 @@ sandbox, beside the task's reference HIP. Verdicts: ``pass`` (stdout byte-identi
 stdout recorded on a GPU host), ``pass_tolerant`` (numbers within ``execute.tolerance``; reported
 apart), ``wrong_output`` (with the first differing line), ``run_failed``, ``timeout``,
 ``nondeterministic``, ``build_failed`` (the NVIDIA back end rejects it), ``compile_failed`` (hipcc
-rejects it) and ``not_run:no_gpu_host``. Runtime is the prediction's median wall time over the
-reference translation's, in the same evaluation.
+rejects it) and ``not_run:no_gpu_host``. A passing prediction's median wall time and peak resident memory
+are divided by the reference translation's, run in the same evaluation.
 
-Assembly task (RDNA3 device assembly): assembled with the AMD toolchain's ``llvm-mc`` for
-``amd.archs[0]`` (the assemble rate) and scored by chrF against the reference HIP's device assembly;
-it runs only on an AMD GPU host, so its verdict is ``assembled`` or ``assemble_failed`` plus
-``not_run:no_amd_host``, never a pass.
+Assembly task (RDNA3 device assembly): assembled for ``amd.archs[0]``, linked into a code object and
+into a program with the task's host code (the reference HIP's host side, whose launch stubs name the
+kernels); the link rate counts the predictions that became such a program defining every kernel the
+host code launches. Scored by chrF against the reference HIP's device assembly, normalised as the instruct export's
+AMD assembly is (the task's input is normalised SASS, as in training); it runs only on an AMD
+GPU host, so its verdict is ``not_run:no_amd_host``, never a pass.
 
-Every compile, assembly and run is a cached action of the store, so an unchanged evaluation builds and
-runs nothing.
+Every file of a task is built under the task's path (``<domain>/<id>.cu``), the name the pipeline's
+stages give origin ``bench``, so the evaluation and the pipeline share their actions in the store. Every
+compile, link and run is a cached action, so an unchanged evaluation builds and runs nothing.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict
@@ -32,26 +36,24 @@ from cass.compiling.compile import TargetRun
 from cass.execution.compare import first_difference, tolerant_equal
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import Build, Run, disagreement, run_plans, run_programs
+from cass.text.amdgpu import normalize_amd, split_amd
 from store import Store
 from toolchains import Target, load_hip_nvidia, load_toolchains
 from toolchains.programs import ProgramLimits
 
 REFERENCE = "reference"
-
-
-def main_file(task_id: str) -> str:
-    """The file name a task's program is compiled under."""
-    return f"{task_id}.cu"
+HOST_SOURCE = "host.hip"
+"""The name the task's reference HIP has where an assembly prediction is linked with its host code."""
 
 
 def amd_compiles(store: Store, params: dict, sources: dict[str, tuple[str, str]], workers: int | None,
                  ) -> tuple[dict[str, Build], Counter]:
-    """hipcc's host and device compiles of every ``key: (task id, HIP text)``; per key the build (its first
+    """hipcc's host and device compiles of every ``key: (file name, HIP text)``; per key the build (its first
     arch's device assembly where all compiled), with the action counts."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
     archs, flags = params["amd"]["archs"], params["amd"]["flags"]
-    plans = {key: [TargetRun(t, {main_file(task): store.put_text(text)})
-                   for t in amd.targets(main_file(task), archs, flags)] for key, (task, text) in sources.items()}
+    plans = {key: [TargetRun(t, {name: store.put_text(text)}) for t in amd.targets(name, archs, flags)]
+             for key, (name, text) in sources.items()}
     for runs in plans.values():   # the first arch's device assembly last: the build's artifact
         runs.sort(key=lambda run: run.target.kind == "device" and run.target.arch == archs[0])
     builds, counts, _ = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
@@ -60,23 +62,25 @@ def amd_compiles(store: Store, params: dict, sources: dict[str, tuple[str, str]]
 
 def nvidia_builds(store: Store, params: dict, sources: dict[str, tuple[str, str]], workers: int | None,
                   ) -> tuple[dict[str, Build], Counter]:
-    """Every ``key: (task id, HIP text)`` built through HIP's NVIDIA back end."""
+    """Every ``key: (file name, HIP text)`` built through HIP's NVIDIA back end."""
     toolchain = load_hip_nvidia()
     execute = params["execute"]
-    plans = {key: [TargetRun(toolchain.program_target(main_file(task), execute["archs"], execute["flags"]),
-                             {main_file(task): store.put_text(text)})] for key, (task, text) in sources.items()}
+    plans = {key: [TargetRun(toolchain.program_target(name, execute["archs"], execute["flags"]),
+                             {name: store.put_text(text)})] for key, (name, text) in sources.items()}
     builds, counts, _ = run_plans(store, toolchain, plans, execute["timeout_s"], workers)
     return builds, counts
 
 
-def assemble(store: Store, params: dict, sources: dict[str, str], workers: int | None) -> tuple[dict[str, Build],
-                                                                                                  Counter]:
-    """Every ``key: assembly text`` assembled for ``amd.archs[0]``."""
+def assembly_programs(store: Store, params: dict, sources: dict[str, tuple[str, str]], workers: int | None,
+                      ) -> tuple[dict[str, Build], Counter]:
+    """Every ``key: (device assembly, host HIP text)`` made into a program for ``amd.archs[0]``
+    (:meth:`toolchains.amd.AmdToolchain.assembly_program_steps`)."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
     arch = params["amd"]["archs"][0]
-    step = amd.assemble_step(arch, "prediction.s")
-    plans = {key: [TargetRun(Target("device", arch, (step,), "check.o"), {"prediction.s": store.put_text(text)})]
-             for key, text in sources.items()}
+    target = Target("program", arch, amd.assembly_program_steps(arch, "prediction.s", HOST_SOURCE,
+                                                                params["amd"]["flags"]), "program")
+    plans = {key: [TargetRun(target, {"prediction.s": store.put_text(asm), HOST_SOURCE: store.put_text(host)})]
+             for key, (asm, host) in sources.items()}
     builds, counts, _ = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
     return builds, counts
 
@@ -97,18 +101,32 @@ def judge_source(store: Store, runs: list[Run], reference: bytes, tolerance: dic
     return verdict, first_difference(reference, output)
 
 
+def judge_assembly(prediction: str, program: Build, reference_assembly: str) -> tuple[bool, str]:
+    """(whether the prediction became a program able to launch every kernel of the task, detail)."""
+    if not prediction.strip():   # empty text assembles, and links into a program without kernels
+        return False, "assemble_failed: empty prediction"
+    if program.binary is None:
+        return False, f"{program.reason}: {program.detail[:1000]}"
+    missing = sorted(set(split_amd(reference_assembly)) - set(split_amd(prediction)))
+    if missing:
+        return False, f"kernels_missing: linked, but no kernel descriptor (.amdhsa_kernel) for {', '.join(missing)}"
+    return True, "linked"
+
+
 def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: list[Prediction],
              host: ExecutionHost | None) -> tuple[list[dict], dict]:
     """Per-prediction verdicts and the evaluation's run report (builds, runs, the host)."""
     workers = params["executor"]["workers"] or None
     execute = params["execute"]
     source = {f"{i}": (p.task_id, p.prediction) for i, p in enumerate(predictions) if p.task == "source"}
+    samples = {f"{i}": p.sample for i, p in enumerate(predictions)}
     asm = {f"{i}": p for i, p in enumerate(predictions) if p.task == "asm"}
     wanted = {p.task_id for p in predictions}
     references = {f"{REFERENCE}:{t}": (t, tasks[t].reference_hip) for t in sorted(wanted)}
-    compiled, amd_counts = amd_compiles(store, params, {**source, **references}, workers)
-    runnable = {k: v for k, v in {**source, **references}.items() if compiled[k].binary}
-    built, nvidia_counts = nvidia_builds(store, params, runnable, workers)
+    named = {key: (tasks[t].path, text) for key, (t, text) in {**source, **references}.items()}
+    compiled, amd_counts = amd_compiles(store, params, named, workers)
+    built, nvidia_counts = nvidia_builds(store, params, {k: v for k, v in named.items() if compiled[k].binary},
+                                         workers)
     binaries = {b.binary for b in built.values() if b.binary}
     report = {"host": host and {"name": host.name, **asdict(host.host)}, "binaries": sorted(binaries),
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(nvidia_counts)}}
@@ -124,9 +142,9 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     for key, (task_id, text) in {**source, **references}.items():
         is_reference = key.startswith(REFERENCE)
         score = None if is_reference else chrf.sentence_score(text, [tasks[task_id].reference_hip]).score
-        row = {"task_id": task_id, "task": "source", "baseline_reference": is_reference,
-               "amd_compiles": compiled[key].binary is not None, "runtime_ratio": None,
-               "chrf": None if score is None else round(score, 2)}
+        row = {"task_id": task_id, "task": "source", "sample": samples.get(key, 0), "baseline_reference": is_reference,
+               "amd_compiles": compiled[key].binary is not None, "runtime_ratio": None, "peak_rss_mib": None,
+               "memory_ratio": None, "chrf": None if score is None else round(score, 2)}
         if not row["amd_compiles"]:
             row.update(verdict="compile_failed", detail=f"{compiled[key].reason}: {compiled[key].detail[:1000]}")
         elif built[key].binary is None:
@@ -136,26 +154,45 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         else:
             done = [Run.of(store, o) for o in runs[built[key].binary]]
             verdict, detail = judge_source(store, done, tasks[task_id].reference_stdout, execute["tolerance"])
-            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in done))
+            peaks = [r.max_rss_kib for r in done if r.max_rss_kib is not None]   # None: ended before a sample
+            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in done),
+                       peak_rss_mib=round(max(peaks) / 1024, 1) if peaks else None)
         rows.append(row)
-    reference_wall = {r["task_id"]: r.get("_wall") for r in rows if r["baseline_reference"] and r["verdict"] == "pass"}
-    for row in rows:   # against the reference's median wall time, where the reference itself passed
-        wall, ref = row.pop("_wall", None), reference_wall.get(row["task_id"])
+    reference_runs = {r["task_id"]: (r["_wall"], r["peak_rss_mib"]) for r in rows
+                      if r["baseline_reference"] and r["verdict"] == "pass"}
+    for row in rows:   # against the reference's runs in this evaluation, where the reference itself passed
+        wall, ref = row.pop("_wall", None), reference_runs.get(row["task_id"])
         if wall is not None and ref and row["verdict"].startswith("pass"):
-            row["runtime_ratio"] = round(wall / ref, 4)
+            row["runtime_ratio"] = round(wall / ref[0], 4)
+            row["memory_ratio"] = round(row["peak_rss_mib"] / ref[1], 4) if ref[1] and row["peak_rss_mib"] else None
     if asm:
-        assembled, asm_counts = assemble(store, params, {k: p.prediction for k, p in asm.items()}, workers)
-        report["builds"]["assembler"] = dict(asm_counts)
+        reference_asm = {t: normalize_amd(store.get_text(compiled[f"{REFERENCE}:{t}"].binary))
+                         for t in {p.task_id for p in asm.values()} if compiled[f"{REFERENCE}:{t}"].binary}
+        programs, asm_counts = assembly_programs(
+            store, params, {k: (p.prediction, tasks[p.task_id].reference_hip) for k, p in asm.items()}, workers)
+        report["builds"]["assembly_programs"] = dict(asm_counts)
         for key, p in asm.items():
-            reference = compiled[f"{REFERENCE}:{p.task_id}"]
-            text = store.get_text(reference.binary) if reference.binary else ""
-            ok = assembled[key].binary is not None and bool(p.prediction.strip())   # empty text assembles
-            rows.append({"task_id": p.task_id, "task": "asm", "baseline_reference": False, "amd_compiles": ok,
-                         "runtime_ratio": None, "verdict": "not_run:no_amd_host",
-                         "detail": "assembled" if ok else
-                         f"assemble_failed: {assembled[key].detail[:1000] or 'empty prediction'}",
-                         "chrf": round(chrf.sentence_score(p.prediction, [text]).score, 2) if text else None})
+            reference = reference_asm.get(p.task_id, "")
+            linked, detail = judge_assembly(p.prediction, programs[key], reference)
+            rows.append({"task_id": p.task_id, "task": "asm", "sample": p.sample, "baseline_reference": False,
+                         "amd_compiles": linked,
+                         "runtime_ratio": None, "peak_rss_mib": None, "memory_ratio": None,
+                         "verdict": "not_run:no_amd_host", "detail": detail,
+                         "chrf": round(chrf.sentence_score(p.prediction, [reference]).score, 2) if reference else None})
     return rows, report
+
+
+def pass_at_k(rows: list[dict]) -> dict:
+    """pass@k (the unbiased estimator over each task's n samples, k = the fewest samples of a task) where some task
+    has more than one sample; else nothing (accuracy is pass@1)."""
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for row in rows:
+        by_task[row["task_id"]].append(row["verdict"] == "pass")
+    k = min(map(len, by_task.values()))
+    if max(map(len, by_task.values())) == 1:
+        return {}
+    estimates = [1 - math.comb(len(v) - sum(v), k) / math.comb(len(v), k) for v in by_task.values()]
+    return {"pass_at_k": {"k": k, "value": round(sum(estimates) / len(estimates), 4)}}
 
 
 def summarize(rows: list[dict], tasks: dict[str, Task]) -> dict:
@@ -172,14 +209,19 @@ def summarize(rows: list[dict], tasks: dict[str, Task]) -> dict:
             return {}
         n = len(rows_of)
         ratios = [r["runtime_ratio"] for r in rows_of if r["runtime_ratio"] is not None]
+        memory = [r["memory_ratio"] for r in rows_of if r["memory_ratio"] is not None]
         chrf = [r["chrf"] for r in rows_of if r["chrf"] is not None]
         out = {"n": n, "compile_rate": round(sum(r["amd_compiles"] for r in rows_of) / n, 4),
                "mean_chrf": round(sum(chrf) / len(chrf), 2) if chrf else None,
                "verdicts": dict(sorted(Counter(r["verdict"] for r in rows_of).items()))}
         if kind == "source":
-            out |= {"accuracy": round(sum(r["verdict"] == "pass" for r in rows_of) / n, 4),
-                    "accuracy_tolerant": round(sum(r["verdict"].startswith("pass") for r in rows_of) / n, 4),
-                    "median_runtime_ratio": statistics.median(ratios) if ratios else None}
+            out |= pass_at_k(rows_of)
+            judged = not any(r["verdict"].startswith("not_run") for r in rows_of)   # else unknown, not 0
+            out |= {"accuracy": round(sum(r["verdict"] == "pass" for r in rows_of) / n, 4) if judged else None,
+                    "accuracy_tolerant": round(sum(r["verdict"].startswith("pass") for r in rows_of) / n, 4)
+                    if judged else None,
+                    "median_runtime_ratio": statistics.median(ratios) if ratios else None,
+                    "median_memory_ratio": statistics.median(memory) if memory else None}
         return out
 
     references = [r for r in rows if r["baseline_reference"]]

@@ -21,13 +21,14 @@ def markdown(name: str, summary: dict, report: dict) -> str:
              f"Run host: {host['name'] + ' (' + host['gpu'] + ')' if host else 'none (nothing ran)'}; "
              f"the references' own check: {summary['reference_check']}.", "",
              "| domain | source n | compile rate (gfx) | accuracy | accuracy (tolerant) | median runtime / reference "
-             "| asm n | assemble rate | asm chrF |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| median peak memory / reference | asm n | link rate | asm chrF |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for domain, kinds in summary["by_domain"].items():
         s, a = kinds.get("source", {}), kinds.get("asm", {})
-        ratio = s.get("median_runtime_ratio")
+        ratios = [s.get(f"median_{what}_ratio") for what in ("runtime", "memory")]
         lines.append(f"| {domain} | {s.get('n', '-')} | {_pct(s.get('compile_rate'))} | {_pct(s.get('accuracy'))} | "
-                     f"{_pct(s.get('accuracy_tolerant'))} | {'-' if ratio is None else f'{ratio:.2f}'} | "
+                     f"{_pct(s.get('accuracy_tolerant'))} | "
+                     + " | ".join("-" if r is None else f"{r:.2f}" for r in ratios) + " | "
                      f"{a.get('n', '-')} | {_pct(a.get('compile_rate'))} | {a.get('mean_chrf') or '-'} |")
     verdicts = summary["by_domain"].get("all", {})
     lines += ["", "Verdicts: " + "; ".join(f"{kind}: {v['verdicts']}" for kind, v in verdicts.items())]

@@ -2,7 +2,8 @@
 
 A task is a CUDA program with its metadata, its reference HIP translation and its reference stdout
 (recorded on a GPU host; see ``translation_bench/README.md``). Predictions are JSONL or Parquet rows of
-``{task_id, task, prediction}``, ``task`` being ``source`` (HIP for the CUDA program) or ``asm``.
+``{task_id, task, prediction}``, ``task`` being ``source`` (HIP for the CUDA program) or ``asm``, with an optional
+``sample`` (0, 1, ...) where several predictions are drawn for one task (pass@k).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import yaml
 
 TASKS_DIR = Path("translation_bench") / "tasks"
 TASK_KINDS = ("source", "asm")
+PREDICTION_SUFFIXES = (".jsonl", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,9 @@ class Task:
     """One benchmark task."""
 
     id: str
+    path: str
+    """The CUDA program's path under the tasks folder (``<domain>/<id>.cu``): the name every build of the task's
+    texts uses, as the pipeline's own stages do for origin ``bench``, so both share the store's actions."""
     domain: str
     difficulty: str
     constructs: tuple[str, ...]
@@ -43,7 +48,8 @@ def load_tasks(root: Path = TASKS_DIR) -> dict[str, Task]:
         if missing:
             names = ", ".join(stem.name + s for s in missing)
             raise FileNotFoundError(f"task {stem.name}: no {names} in {stem.parent}")
-        tasks[stem.name] = Task(stem.name, meta["domain"], meta["difficulty"], tuple(meta["constructs"]),
+        path = stem.with_suffix(".cu").relative_to(root).as_posix()
+        tasks[stem.name] = Task(stem.name, path, meta["domain"], meta["difficulty"], tuple(meta["constructs"]),
                                 stem.with_suffix(".cu").read_text(), stem.with_suffix(".hip").read_text(),
                                 stem.with_suffix(".stdout").read_bytes())
     if not tasks:
@@ -56,6 +62,8 @@ class Prediction:
     task_id: str
     task: str
     prediction: str
+    sample: int = 0
+    """Which of several samples for the same task and kind this is (pass@k is computed over them)."""
 
 
 class PredictionsError(ValueError):
@@ -93,8 +101,12 @@ def read_predictions(path: Path, tasks: dict[str, Task]) -> list[Prediction]:
             raise PredictionsError(f"{path} {where}: task is {row['task']!r}, not one of {list(TASK_KINDS)}")
         if not isinstance(row["prediction"], str):
             raise PredictionsError(f"{path} {where}: prediction is not a string")
-        if (row["task_id"], row["task"]) in seen:
-            raise PredictionsError(f"{path} {where}: a second prediction for {row['task_id']} ({row['task']})")
-        seen.add((row["task_id"], row["task"]))
-        predictions.append(Prediction(row["task_id"], row["task"], row["prediction"]))
+        sample = row.get("sample", 0)
+        if type(sample) is not int or sample < 0:
+            raise PredictionsError(f"{path} {where}: sample is {sample!r}, not a number from 0")
+        if (row["task_id"], row["task"], sample) in seen:
+            raise PredictionsError(f"{path} {where}: a second prediction for {row['task_id']} ({row['task']}, "
+                                   f"sample {sample})")
+        seen.add((row["task_id"], row["task"], sample))
+        predictions.append(Prediction(row["task_id"], row["task"], row["prediction"], sample))
     return predictions

@@ -53,7 +53,8 @@ def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun
                 continue
             run.next_step += 1
             if run.pending:
-                named = set(run.target.steps[run.next_step].args)
+                step = run.target.steps[run.next_step]
+                named = set(step.args if step.reads is None else step.reads)
                 run.inputs = {n: d for n, d in outcome.record.outputs.items() if n in named}
                 unblocked.append(next_action(run))
             else:

@@ -4,8 +4,12 @@
    ``cass.dedup.minhash.token_hashes``) plus the digests of its local headers.
 2. Near: MinHash LSH (``cass.dedup.minhash``) with the ``dedup`` parameters; signatures are cached in
    the store per source content, so a rerun computes signatures only for new contents.
-3. Decontamination (optional): every item that is a near duplicate of a file under
-   ``dedup.reference_trees`` (benchmark tasks, say) is dropped.
+3. Decontamination: every item that is a near duplicate of a file under ``dedup.reference_trees``
+   (by default the translation benchmark's tasks) is dropped as ``contaminated``.
+
+Items of ``dedup.exempt_origins`` (by default ``bench``, the benchmark's tasks themselves, which are the
+reference files) pass through untouched: no other item can make them drop, and they are never
+decontaminated against themselves.
 
 The representative kept for a group is the first by the documented rule: a permissive license
 first (when a ``license_type`` column exists), then the most files (a repository checkout with
@@ -76,6 +80,8 @@ def run(stage: Stage) -> None:
     store = stage.store
     rows = rank(stage.upstream("filter"))
     out = stage.output(rows.height)
+    exempt = rows.filter(pl.col("origin").is_in(dp["exempt_origins"]))
+    rows = rows.filter(~pl.col("origin").is_in(dp["exempt_origins"]))
     removed: list[dict] = []
 
     def remove(row: dict, reason: str, cluster: int, kept: dict | None, sim: float, kept_label: str) -> None:
@@ -110,8 +116,8 @@ def run(stage: Stage) -> None:
             rep_row = survivors[rep]
             remove(row, "near_duplicate", rep, rep_row, sim, f"{rep_row['origin']}:{rep_row['path']}")
 
-    if dp["reference_trees"]:
-        refs = reference_texts(dp["reference_trees"], params["corpus"]["extensions"])
+    refs = reference_texts(dp["reference_trees"], params["corpus"]["extensions"])
+    if refs:
         ref_digests = {path: digest_bytes(text.encode()) for path, text in refs.items()}
         ref_sigs, _, ref_keys = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)
         out.action_keys |= ref_keys
@@ -131,7 +137,7 @@ def run(stage: Stage) -> None:
         kept = [k for i, k in enumerate(kept) if i not in contaminated]
 
     kept_rows = [survivors[i] for i in kept]
-    kept_ids = {r["sample_id"] for r in kept_rows}
+    kept_ids = {r["sample_id"] for r in kept_rows} | set(exempt["sample_id"])
     write_parquet(pl.DataFrame(removed, schema=REMOVED_SCHEMA), manifest_path(STAGE, "removed"))
     per_origin = Counter((r["origin"], r["reason"]) for r in removed)
     out.extra_metrics["dropped_by_origin"] = {f"{o}:{r}": c for (o, r), c in sorted(per_origin.items())}

@@ -21,7 +21,7 @@ from cass.pipeline.manifests import read_manifest
 from store import Store
 from toolchains import JobResult
 from toolchains.gpu import BATCH_FILE, RESULTS_FILE, RunHost
-from toolchains.programs import PROGRAM_OUTPUTS, ProgramLimits
+from toolchains.programs import PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, ProgramLimits
 
 
 def write_batch(store: Store, folder: Path, binaries: set[str], params: dict) -> int:
@@ -56,6 +56,10 @@ def import_results(store: Store, params: dict, folder: Path, name: str) -> dict:
     for entry in results["runs"]:
         base = folder / "results" / entry["name"]
         outputs = {output: Path(f"{base}.{output}").read_bytes() for output in PROGRAM_OUTPUTS}
+        missing = RUN_FACT_KEYS - set(json.loads(outputs[RUN_FACTS]))
+        if missing:   # a GPU host whose checkout runs programs the old way: its runs would not read back
+            raise ValueError(f"{base}.{RUN_FACTS} lacks {sorted(missing)}: the batch was run by an older "
+                             "`python -m toolchains.gpu run-batch`; update the GPU host's checkout and run it again")
         result = JobResult(exit_code=entry["exit_code"], outputs=outputs, stderr=Path(f"{base}.stderr").read_bytes(),
                            host=name, sandbox=host.sandbox)
         recorder.record(run_action(host, limits, entry["binary"], entry["run"]), result)

@@ -25,7 +25,7 @@ from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_too
 from toolchains.gpu import RunHost, launcher_for
 from toolchains.programs import PROGRAM, PROGRAM_OUTPUTS, RUN_FACTS, ProgramLimits
 
-RUNNER_VERSION = 1
+RUNNER_VERSION = 3
 """Changes when the way programs are run changes (the launcher's environment, mounts, verdicts): every run's
 key includes it, so no run made the old way is reused."""
 
@@ -115,12 +115,14 @@ class Run:
     stdout: str
     stderr: str
     wall_s: float
+    max_rss_kib: int | None
 
     @classmethod
     def of(cls, store: Store, outcome: Outcome) -> Run:
         record = outcome.record
         facts = json.loads(store.get(record.outputs[RUN_FACTS]))
-        return cls(facts["verdict"], record.exit_code, record.outputs["stdout"], record.stderr, facts["wall_s"])
+        return cls(facts["verdict"], record.exit_code, record.outputs["stdout"], record.stderr, facts["wall_s"],
+                   facts["max_rss_kib"])
 
     @property
     def ok(self) -> bool:

@@ -35,7 +35,7 @@ from toolchains.cluster import scheduler_address
 from toolchains.programs import ProgramLimits
 
 RUNS_DTYPE = pl.List(pl.Struct({"verdict": pl.String, "exit_code": pl.Int64, "stdout": pl.String,
-                                "stderr": pl.String, "wall_s": pl.Float64}))
+                                "stderr": pl.String, "wall_s": pl.Float64, "max_rss_kib": pl.Int64}))
 COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String,
            "cuda_program": pl.String, "hip_program": pl.String, "cuda_runs": RUNS_DTYPE, "hip_runs": RUNS_DTYPE}
 

@@ -99,6 +99,20 @@ def execution_section(metrics: dict | None) -> list[str]:
     return lines + [f"| `{status}` | {n} |" for status, n in metrics["exec_status"].items()]
 
 
+def decontamination_section(params: dict, dedup_metrics: dict | None) -> list[str]:
+    """The card's account of how training data is kept apart from the translation benchmark."""
+    trees = ", ".join(f"`{t}`" for t in params["dedup"]["reference_trees"]) or "no tree"
+    holdout = ", ".join(f"`{o}`" for o in params["export"]["holdout_origins"]) or "none"
+    dropped = (dedup_metrics or {}).get("dropped_by_reason", {}).get("contaminated", 0)
+    return ["", "## Decontamination", "",
+            "Training data is decontaminated against the translation benchmark by default. Every item that is a "
+            f"near duplicate (the dedup parameters below) of a file under {trees} "
+            f"(`dedup.reference_trees`) is dropped as `contaminated`: {dropped} in this build. The benchmark's own "
+            f"tasks (origins {holdout}, `export.holdout_origins`) pass "
+            "through the same stages for their assemblies, but are in no training config (`pairs`, `kernels`, "
+            "`verified`, `instruct_*`); they are the `pairs_<origin>` config of their origin only."]
+
+
 def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]]) -> str:
     """The dataset card: YAML header the Hub reads, then the documentation."""
     header = {
@@ -131,6 +145,7 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
         reasons = ", ".join(f"{r}: {n}" for r, n in m.get("dropped_by_reason", {}).items()) or "-"
         lines.append(f"| {stage} | {m.get('in', '-')} | {m.get('kept', '-')} | {reasons} |")
     lines += execution_section(dict(counts).get("execute"))
+    lines += decontamination_section(params, dict(counts).get("dedup"))
     tools = read_toolchain_record()
     lines += ["", "## Toolchains", "", "| vendor | tool | version | fingerprint |", "|---|---|---|---|"]
     for vendor, by_tool in sorted(tools.items()):
@@ -152,15 +167,18 @@ def run(stage: Stage) -> None:
     shard_bytes = params["hub"]["shard_bytes"]
     configs: dict[str, pl.DataFrame] = {}
     keys: dict[str, str] = {}
-    for name, (folder, key) in SOURCES.items():
-        configs[name] = pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet")))
+    tables = {name: pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet"))) for name, (folder, _) in
+              SOURCES.items()}
+    holdout = pl.col("origin").is_in(params["export"]["holdout_origins"])
+    for name, (_, key) in SOURCES.items():   # the held-out origins (the benchmark's tasks) in no training config
+        configs[name] = tables[name].filter(~holdout)
         keys[name] = key
     verified = configs["pairs"].filter(pl.col("exec_status") == "match")
     if verified.height:   # an empty config would not load (`datasets` finds no data in it)
         configs["verified"] = verified
         keys["verified"] = "sample_id"
-    for origin in sorted(configs["pairs"]["origin"].unique()):
-        configs[f"pairs_{origin}"] = configs["pairs"].filter(pl.col("origin") == origin)
+    for origin in sorted(tables["pairs"]["origin"].unique()):
+        configs[f"pairs_{origin}"] = tables["pairs"].filter(pl.col("origin") == origin)
         keys[f"pairs_{origin}"] = "sample_id"
     if HUB_DIR.exists():
         shutil.rmtree(HUB_DIR)

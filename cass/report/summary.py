@@ -17,6 +17,7 @@ OUTPUTS = (
     ("Hub layout", "data/hub/data"),
     ("dataset card", "data/hub/README.md"),
     ("figures", "analysis/figures"),
+    ("benchmark reports", "data/evaluate/<name>/report.md"),
     ("every dropped row, with its reason", "data/<stage>/dropped.parquet"),
 )
 
@@ -52,6 +53,16 @@ def summary(project: Path, width: int = 100) -> str:
         if stage == "execute":
             line = f"{line} executed: {', '.join(f'{k} {n}' for k, n in m['exec_status'].items())}"
         lines.append(line if len(line) <= width else line[:width - 3] + "...")
+    if results := metrics.get("evaluate", {}).get("results"):
+        host = metrics["evaluate"]["host"] or "none: compile and link rates only"
+        lines.append(f"Translation benchmark ({metrics['evaluate']['tasks']} tasks; run host {host}):")
+        for name, r in results.items():
+            source, asm = r.get("source", {}), r.get("asm", {})
+            line = f"  {name:<{name_width}} source: compiles {100 * source.get('compile_rate', 0):.1f}%"
+            if metrics["evaluate"]["host"]:
+                accuracy = source.get("accuracy")
+                line += ", passes " + ("-" if accuracy is None else f"{100 * accuracy:.1f}%")
+            lines.append(line + (f"; asm: links {100 * asm['compile_rate']:.1f}%" if asm else ""))
     runs = {s: r for s in metrics if (r := _read(project / "metrics" / "run" / f"{s}.json")) is not None}
     actions = [r["actions"] for r in runs.values() if "actions" in r]
     if actions:

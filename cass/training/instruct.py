@@ -11,14 +11,17 @@ leaves most kernel bodies as they are, and such a pair teaches a model to copy i
 listed in ``data/instruct/dropped.parquet`` (the stages' dropped-rows schema, ``sample_id`` the
 example's id) with the reason ``identity_translation`` and counted
 in the metrics (``in`` / ``kept`` / ``dropped_by_reason``, examples over both tasks, which the
-analysis funnel shows). Kernel-level source examples therefore remain only where translation
-changed the kernel; every kernel keeps its assembly example, whose two sides always differ.
+analysis funnel shows). Units of ``export.holdout_origins`` (the benchmark's tasks, origin ``bench``) are
+never training data: they are listed and counted the same way with the reason ``benchmark_holdout``.
+Kernel-level source examples therefore remain only where translation changed the kernel; every kernel
+keeps its assembly example, whose two sides always differ.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 
 import polars as pl
 
@@ -34,6 +37,7 @@ MESSAGES = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
 SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "kernel": pl.String, "origin": pl.String,
           "path": pl.String, "domain": pl.String, "messages": MESSAGES}
 IDENTITY = "identity_translation"
+HOLDOUT = "benchmark_holdout"
 TEXTS = {"source": (0, 1), "asm": (2, 3)}
 """Which of a unit's texts (CUDA source, HIP source, SASS, AMD asm) each task turns into messages."""
 
@@ -61,28 +65,33 @@ def run(stage: Stage) -> None:
     per_shard = params["export"]["rows_per_shard"]
     metrics: dict = {}
     dropped = []
+    holdout = set(params["export"]["holdout_origins"])
     for task in TASKS:
         prompt, answer = TEXTS[task.name]
         rows, dropped_before = [], len(dropped)
         for i in items:
             example_id = f"{i['unit_id']}/{task.name}"
-            if same_text(i["texts"][prompt], i["texts"][answer]):
+            why = ((HOLDOUT, f"origin {i['origin']} is in export.holdout_origins") if i["origin"] in holdout else
+                   (IDENTITY, "the answer is the prompt's text") if same_text(i["texts"][prompt], i["texts"][answer])
+                   else None)
+            if why:
                 dropped.append({"sample_id": example_id, "origin": i["origin"], "path": i["path"],
-                                "domain": i["domain"], "stage": STAGE, "reason": IDENTITY,
-                                "detail": f"{task.name} task, {i['level']} level: the answer is the prompt's text"})
+                                "domain": i["domain"], "stage": STAGE, "reason": why[0],
+                                "detail": f"{task.name} task, {i['level']} level: {why[1]}"})
                 continue
             rows.append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"], "kernel": i["kernel"],
                          "origin": i["origin"], "path": i["path"], "domain": i["domain"],
                          "messages": task.messages(i["texts"][prompt], i["texts"][answer])})
         table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
         shards = write_shards(table, OUT_DIR / task.name, per_shard)
+        reasons = Counter(d["reason"] for d in dropped[dropped_before:])
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
-                              "dropped_identity": len(dropped) - dropped_before}
+                              "dropped_identity": reasons[IDENTITY], "dropped_holdout": reasons[HOLDOUT]}
     write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), OUT_DIR / "dropped.parquet")
     kept = sum(m["rows"] for m in metrics.values())
     metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
-                    "dropped_by_reason": {IDENTITY: len(dropped)} if dropped else {}})
+                    "dropped_by_reason": dict(sorted(Counter(d["reason"] for d in dropped).items()))})
     (OUT_DIR / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
     write_metrics(STAGE, metrics)
     print(metrics)

@@ -6,14 +6,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
-                  "analysis", "gpu_hosts")
+                  "analysis", "gpu_hosts", "predictions")
+BENCH_TASKS = Path("translation_bench") / "tasks"
 
 BUILT_HERE = ("__pycache__", "executed", "figures", "plots", "metrics.json")
 """What this checkout's own runs wrote into the copied folders (the copy builds its own)."""
@@ -62,11 +65,29 @@ def _copy(name: str, dest: Path) -> None:
         shutil.copy2(src, target)
 
 
-def copy_pipeline(dest: Path, with_bundled_corpus: bool = True) -> Path:
-    """A new git + DVC project at ``dest`` holding this pipeline (and the bundled corpus)."""
+def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Sequence[str] = ()) -> Path:
+    """A new git + DVC project at ``dest`` holding this pipeline (and the bundled corpus), with only the translation
+    benchmark's tasks ``bench_tasks`` (ids); without any, the copy's corpus has no ``bench`` origin and its
+    ``evaluate`` stage no baseline (the benchmark's 60 tasks would more than double a copy's build)."""
     dest.mkdir(parents=True)
     for name in (*PIPELINE_FILES, *(("corpus",) if with_bundled_corpus else ())):
         _copy(name, dest)
+    tasks = dest / BENCH_TASKS
+    tasks.mkdir(parents=True)   # a file in it: git keeps no empty folder, and the copy's clones need the stage dep
+    (tasks / "README.md").write_text(f"This copy holds {len(bench_tasks)} of the benchmark's tasks.\n")
+    for task in bench_tasks:
+        for path in (REPO / BENCH_TASKS).glob(f"*/{task}.*"):
+            (tasks / path.parent.name).mkdir(exist_ok=True)
+            shutil.copy2(path, tasks / path.parent.name / path.name)
+    if not bench_tasks:   # edited as text: the copy's params.yaml keeps its layout for the tests' own edits
+        params = dest / "params.yaml"
+        text = params.read_text()
+        tree = re.search(rf"\n    - path: {BENCH_TASKS}\b.*\n.*origin: bench.*", text)
+        baselines = re.search(r"\n  baselines: \[.*?\]", text)
+        if tree is None or baselines is None:
+            raise ValueError(f"{params}: no corpus tree {BENCH_TASKS} (origin bench) or no benchmark.baselines")
+        text = text.replace(baselines.group(0), "\n  baselines: []").replace(tree.group(0), "")
+        params.write_text(text)
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
         run_in(cmd, dest)
     return dest

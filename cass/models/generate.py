@@ -1,0 +1,144 @@
+"""Stage ``generate``'s work (and ``cass generate``): the benchmark's tasks translated by a model.
+
+For every task and every kind in ``generate.tasks`` the prompt is the one the instruct export trains on
+(:mod:`cass.training.prompts`): the task's CUDA program for ``source``, its SASS for ``nvidia.archs[0]`` for ``asm``
+(the pipeline's own cached compile, normalised as the instruct export's SASS is). ``generate.samples`` completions
+are drawn per prompt. Each completion is a cached action of the store, keyed by the model's identity
+(:mod:`cass.models.backends`), the prompt, the sampling parameters and the sample's number, recorded as soon as it
+is made: a killed run resumes where it stopped, and an unchanged run generates nothing. The code is taken from the
+answer's fence (the task's answer fence, else the first fence, else the whole text; how, per prediction). A prompt
+longer than ``generate.max_prompt_tokens`` (counted where the backend knows the tokenizer) is not sent: its
+prediction is empty, counted as ``prompt_too_long``. Predictions go to ``data/generate/predictions.jsonl`` in the
+evaluator's format (``sample`` numbers the samples: the evaluator reports pass@k over them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from tqdm import tqdm
+
+from cass.benchmark.baselines import sass
+from cass.benchmark.tasks import Task, load_tasks
+from cass.models.backends import Backend, Messages, Sampling, load_backend, start_optional_stage
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR
+from cass.pipeline.metrics import write_metrics, write_run_report
+from cass.training.prompts import TASKS
+from store import ActionRecord, Store
+
+STAGE = "generate"
+OUT_DIR = DATA_DIR / STAGE
+PREDICTIONS = "predictions.jsonl"
+GENERATOR_VERSION = 1
+"""Changes when the way completions are made changes (prompt layout, decoding): it enters every key."""
+FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str],
+            workers: int | None) -> dict[tuple[str, str], Messages]:
+    """The chat prompt of every (task id, kind)."""
+    by_name = {t.name: t for t in TASKS}
+    unknown = sorted(set(kinds) - set(by_name))
+    if unknown:
+        raise ValueError(f"generate.tasks names {unknown}: the tasks are {sorted(by_name)}")
+    inputs = {"source": {t: task.cuda for t, task in tasks.items()}}
+    if "asm" in kinds:
+        inputs["asm"] = sass(store, params, tasks, workers)
+    return {(t, kind): [{"role": "user", "content": by_name[kind].prompt(inputs[kind][t])}]
+            for kind in kinds for t in sorted(tasks) if inputs[kind][t]}
+
+
+def completion_key(identity: dict, messages: Messages, sampling: Sampling, sample: int) -> str:
+    drawn = {k: v for k, v in sampling.describe().items() if k != "samples"}   # one more sample keeps the others
+    return Store.action_key({"tool": STAGE, "version": GENERATOR_VERSION, "model": identity, "messages": messages,
+                             "sampling": drawn, "sample": sample})
+
+
+def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Messages],
+                 sampling: Sampling) -> tuple[dict[tuple[str, str, int], str], Counter]:
+    """Every sample of every prompt: from the store, the others made by ``backend`` and recorded one by one."""
+    texts: dict[tuple[str, str, int], str] = {}
+    counts: Counter = Counter(hits=0, generated=0)
+    lock = threading.Lock()   # the HTTP backend finishes completions on its threads
+    for sample in range(sampling.samples):
+        keys = {k: completion_key(backend.identity, m, sampling, sample) for k, m in asked.items()}
+        for k, key in keys.items():
+            if record := store.lookup(key):
+                texts[(*k, sample)] = store.get_text(record.outputs["completion"])
+                counts["hits"] += 1
+        missing = [k for k in asked if (*k, sample) not in texts]
+        if not missing:
+            continue
+        bar = tqdm(total=len(missing), desc=f"generate sample {sample + 1}/{sampling.samples}", unit="prompt")
+
+        def done(index: int, text: str, missing=missing, keys=keys, sample=sample, bar=bar) -> None:
+            k = missing[index]
+            store.record(keys[k], ActionRecord("ok", 0, {"completion": store.put_text(text)}, store.put(b"")))
+            with lock:
+                texts[(*k, sample)] = text
+                counts["generated"] += 1
+                bar.update()
+
+        backend.complete([asked[k] for k in missing], sampling, sample, done)
+        bar.close()
+    return texts, counts
+
+
+def extract(text: str, fence: str) -> tuple[str, str]:
+    """(code, how) from a completion: the block fenced as ``fence``, else the first fenced block, else the text."""
+    blocks = FENCE.findall(text)
+    for language, body in blocks:
+        if language.strip() == fence:
+            return body.strip("\n"), "answer_fence"
+    if blocks:
+        return blocks[0][1].strip("\n"), "first_fence"
+    return text.strip(), "no_fence"
+
+
+def generate(store: Store, params: dict, tasks: dict[str, Task], backend: Backend) -> tuple[list[dict], dict]:
+    """The predictions of ``backend`` for ``tasks`` (evaluator rows plus how each was extracted) and a run report."""
+    gp = params["generate"]
+    sampling = Sampling(gp["temperature"], gp["top_p"], gp["max_new_tokens"], gp["samples"], gp["seed"])
+    asked = prompts(store, params, tasks, gp["tasks"], params["executor"]["workers"] or None)
+    lengths = {k: backend.prompt_tokens(m) for k, m in asked.items()}
+    too_long = {k for k, n in lengths.items() if n is not None and n > gp["max_prompt_tokens"]}
+    started = time.monotonic()
+    texts, counts = complete_all(store, backend, {k: m for k, m in asked.items() if k not in too_long}, sampling)
+    fences = {t.name: t.answer_fence for t in TASKS}
+    rows = [{"task_id": task_id, "task": kind, "sample": sample, "prediction": "", "extracted": "prompt_too_long"}
+            for task_id, kind in too_long for sample in range(sampling.samples)]   # never sent: an empty prediction
+    for (task_id, kind, sample), text in texts.items():
+        code, how = extract(text, fences[kind])
+        rows.append({"task_id": task_id, "task": kind, "sample": sample, "prediction": code, "extracted": how})
+    rows.sort(key=lambda r: (r["task_id"], r["task"], r["sample"]))
+    report = {**counts, "wall_s": round(time.monotonic() - started, 3), "prompts": len(asked),
+              "prompts_too_long": len(too_long)}
+    return rows, {"model": backend.identity, "sampling": sampling.describe(), "report": report}
+
+
+def write_predictions(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    gp = params["generate"]
+    if not start_optional_stage(STAGE, OUT_DIR, gp["enabled"]):
+        return
+    tasks = load_tasks(Path(params["benchmark"]["tasks"]))
+    rows, facts = generate(stage.store, params, tasks, load_backend(gp, params["tiny_model"]))
+    write_predictions(rows, OUT_DIR / PREDICTIONS)
+    extracted = Counter((r["task"], r["extracted"]) for r in rows)
+    write_metrics(STAGE, {"enabled": True, "name": gp["name"], "model": facts["model"], "sampling": facts["sampling"],
+                          "predictions": len(rows),
+                          "extracted": {f"{kind}:{how}": n for (kind, how), n in sorted(extracted.items())}})
+    write_run_report(STAGE, facts["report"])
+    print(f"generate: {len(rows)} predictions ({facts['report']['generated']} generated, "
+          f"{facts['report']['hits']} from the store) in {OUT_DIR / PREDICTIONS}")

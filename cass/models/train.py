@@ -1,0 +1,128 @@
+"""Stage ``train``'s work: supervised fine-tuning on the instruct export with TRL's ``SFTTrainer`` (off by default).
+
+The base model is ``train.base_model``: a model directory, or ``tiny-qwen2`` (built offline from ``tiny_model``).
+The examples are the chat messages of the instruct configs named in ``train.tasks`` (``data/instruct/<task>/``), so
+training and inference share one prompt module (:mod:`cass.training.prompts`). The loss is on the answer only (TRL's
+prompt-completion form); an example longer than ``train.max_length`` is left out (truncation would cut its answer)
+and counted. ``train.method`` is ``full`` or
+``lora`` (``peft``; the adapter is merged into the saved model). Checkpoints go to
+``train.checkpoint_dir/<run digest>/`` every ``train.save_steps`` steps; the digest covers the base model's files,
+the examples and every training parameter, so a run that was killed resumes from its last checkpoint and a changed
+run starts afresh. The trained model (weights and tokenizer) goes to ``data/train/model``, the trainer's log to
+``data/train/log.csv`` (step, loss, learning rate: the loss curve ``dvc plots show`` draws) and the figures of the
+run to ``metrics/train.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import blake3
+
+from cass.models.backends import TRAINED_MODEL, directory_digest, local_model, start_optional_stage
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR
+from cass.pipeline.metrics import write_metrics, write_run_report
+
+STAGE = "train"
+OUT_DIR = DATA_DIR / STAGE
+MODEL_DIR = TRAINED_MODEL
+INSTRUCT_DIR = DATA_DIR / "instruct"
+
+
+def shards(tasks: list[str], instruct: Path = INSTRUCT_DIR) -> list[Path]:
+    """The Parquet shards of the instruct configs ``tasks``."""
+    files = sorted(p for task in tasks for p in (instruct / task).glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no instruct shards for {tasks} under {instruct}: run the instruct stage first")
+    return files
+
+
+def run_digest(base: Path, files: list[Path], params: dict) -> str:
+    """What a run's checkpoints belong to: the base model's files, the examples and the training parameters."""
+    h = blake3.blake3(directory_digest(base).encode())
+    for f in files:
+        h.update(f.read_bytes())
+    h.update(json.dumps({k: v for k, v in params.items() if k != "enabled"}, sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def train(params: dict, tiny: dict, out: Path, callbacks: list | None = None) -> dict:
+    """Fine-tune ``params['base_model']`` on the instruct examples; the trained model in ``out``; the run's figures."""
+    import datasets
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    base = local_model(params["base_model"], tiny)
+    files = shards(params["tasks"])
+    data = datasets.load_dataset("parquet", data_files=[str(f) for f in files], split="train").select_columns(
+        ["messages"])
+    checkpoints = Path(params["checkpoint_dir"]) / run_digest(base, files, params)
+    resume = any(checkpoints.glob("checkpoint-*"))
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    # the loss on the answer only (prompt-completion form); an example longer than max_length would lose its
+    # answer to truncation, so it is left out and counted
+    lengths = [len(tokenizer.apply_chat_template(m, return_dict=True)["input_ids"]) for m in data["messages"]]
+    fitting = [i for i, n in enumerate(lengths) if n <= params["max_length"]]
+    if not fitting:
+        raise ValueError(f"none of the {len(lengths)} examples fits train.max_length ({params['max_length']} tokens; "
+                         f"the shortest has {min(lengths)})")
+    data = data.select(fitting).map(lambda row: {"prompt": row["messages"][:1], "completion": row["messages"][1:]},
+                                    remove_columns=["messages"])
+    model = AutoModelForCausalLM.from_pretrained(str(base), dtype="auto")
+    peft_config = None
+    if params["method"] == "lora":
+        from peft import LoraConfig
+
+        lora = params["lora"]
+        peft_config = LoraConfig(r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"],
+                                 target_modules=lora["target_modules"], task_type="CAUSAL_LM")
+    elif params["method"] != "full":
+        raise ValueError(f"train.method is {params['method']!r}: choose full or lora")
+    config = SFTConfig(output_dir=str(checkpoints), num_train_epochs=params["epochs"], max_steps=params["max_steps"],
+                       learning_rate=params["learning_rate"], per_device_train_batch_size=params["batch_size"],
+                       gradient_accumulation_steps=params["gradient_accumulation"], seed=params["seed"],
+                       max_length=params["max_length"], save_steps=params["save_steps"], save_total_limit=2,
+                       logging_steps=1, report_to=[], use_cpu=not torch.cuda.is_available(), disable_tqdm=False)
+    trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer,
+                         peft_config=peft_config, callbacks=callbacks)
+    result = trainer.train(resume_from_checkpoint=resume or None)
+    trained = trainer.model.merge_and_unload() if peft_config else trainer.model
+    if out.exists():
+        shutil.rmtree(out)
+    trained.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    losses = [(e["step"], e["loss"], e.get("learning_rate")) for e in trainer.state.log_history if "loss" in e]
+    return {"base_model": params["base_model"], "base_digest": directory_digest(base), "method": params["method"],
+            "examples": data.num_rows, "examples_over_max_length": len(lengths) - len(fitting),
+            "steps": result.global_step, "resumed": resume, "log": losses,
+            "runtime_s": round(result.metrics["train_runtime"], 2),
+            "samples_per_s": round(result.metrics["train_samples_per_second"], 3)}
+
+
+def write_log(losses: list[tuple], path: Path) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["step", "loss", "learning_rate"])
+        writer.writerows(losses)
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    tp = params["train"]
+    if not start_optional_stage(STAGE, OUT_DIR, tp["enabled"]):
+        return
+    facts = train(tp, params["tiny_model"], MODEL_DIR)
+    log = facts.pop("log")
+    write_log(log, OUT_DIR / "log.csv")
+    losses = [loss for _, loss, _ in log]
+    timing = {k: facts.pop(k) for k in ("runtime_s", "samples_per_s", "resumed")}   # how this run went
+    write_metrics(STAGE, {"enabled": True, **facts, "first_loss": losses[0] if losses else None,
+                          "final_loss": losses[-1] if losses else None})
+    write_run_report(STAGE, timing)
+    print(f"train: {facts['steps']} steps on {facts['examples']} examples in {timing['runtime_s']} s "
+          f"({timing['samples_per_s']} examples/s{', resumed' if timing['resumed'] else ''}); model in {MODEL_DIR}")
