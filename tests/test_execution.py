@@ -103,7 +103,7 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
 
     # the same runs live on this machine: the batch's keys are this host's keys, nothing runs again
     set_params(root, host="cpu")
-    run_in(["dvc", "repro"], root)
+    run_in(["dvc", "repro", "export"], root)
     assert statuses(root) == EXPECTED
     report = run_report(root, "execute")
     assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == 2 * 2 * RUNNABLE
@@ -113,10 +113,10 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
 def test_one_changed_source_rebuilds_and_reruns_only_its_two_programs(programs_project):
     root = programs_project
     set_params(root, host="cpu")
-    run_in(["dvc", "repro"], root)
+    run_in(["dvc", "repro", "export"], root)
     source = root / "corpus" / "matches.cu"
     source.write_text(source.read_text().replace("0.25 * step", "0.125 * step"))
-    run_in(["dvc", "repro"], root)
+    run_in(["dvc", "repro", "export"], root)
     report = run_report(root, "execute")
     assert report["builds"]["misses"] == 2
     assert report["runs"]["misses"] == 4 and report["runs"]["hits"] == 2 * 2 * (RUNNABLE - 1)

@@ -99,7 +99,7 @@ def project(tmp_path_factory, toolchains) -> tuple[Path, dict[str, str]]:
     params["corpus"]["trees"] = [{"path": "corpus", "origin": "junk"}]
     params["filter"]["max_bytes"] = MAX_BYTES
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run_in(["dvc", "repro"], root)
+    run_in(["dvc", "repro", "export"], root)   # the tests read the stages up to the export
     return root, kinds
 
 

@@ -140,3 +140,20 @@ def test_a_program_allocating_without_end_gets_no_more_memory(tmp_path, runs_dir
     run = run_program(launcher(runs_dir, data_bytes=256 << 20), build(tmp_path, source))
     assert run.verdict == "exited" and run.exit_code == 3
     assert int(run.stdout.split()[2]) < 256
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
+def test_a_runs_peak_memory_is_the_programs_own(tmp_path, runs_dir, mode):
+    """The peak resident memory of a run is that of the program inside the sandbox, not of the sandbox's own
+    processes: 192 MiB touched shows (the memory is sampled while it runs, so the program holds it a moment),
+    a program touching nothing stays far below. Both live 100 ms: a program ending before the first sample (5 ms)
+    has no peak (None) rather than a wrong one."""
+    sandbox = None if mode == "bwrap" else Sandbox.weak()
+    touches = ("int main(int c, char **v) { size_t n = 192u << 20; char *volatile p = (char *)malloc(n); "
+               "memset(p, c, n); long s = 0; for (size_t i = 0; i < n; i += 4096) s += p[i]; "
+               'printf("%ld\\n", s); usleep(100000); }')   # sampled: the peak is seen within 5 ms
+    big = run_program(launcher(runs_dir, sandbox=sandbox), build(tmp_path, touches))
+    small = run_program(launcher(runs_dir, sandbox=sandbox),
+                        build(tmp_path, 'int main() { puts("hi"); usleep(100000); }'))
+    assert big.verdict == small.verdict == "exited" and big.sandbox == small.sandbox == mode
+    assert big.max_rss_kib >= 192 << 10 and 0 < small.max_rss_kib < 32 << 10

@@ -75,6 +75,7 @@ class ChrootLauncher(Launcher):
         if not scratch.is_relative_to(self.root):
             scratch = Path("/")   # a version probe: no scratch directory
         if self.sandbox.mode == "bwrap":
+            self.scratch_parent().mkdir(parents=True, exist_ok=True)   # the mount point of the jobs' tmpfs
             return self.sandbox.chroot(self.root, [tool, *args], scratch, self.SCRATCH_IN_ROOT)
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
         return [*self.sandbox.limits(), unshare, "--mount", "--mount-proc", f"--root={self.root}",
