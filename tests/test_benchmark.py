@@ -142,12 +142,13 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
     assert "connect -1" in results["network", "source"]["detail"]
     empty = results["asm_empty", "asm"]
     assert (empty["verdict"], empty["amd_compiles"], empty["detail"]) == (
-        "not_run:no_amd_host", False, "assemble_failed: empty prediction")
+        "compile_failed", False, "assemble_failed: empty prediction")
     right = results["asm_right", "asm"]   # assembled, linked with the host code: a program, never run here
     assert (right["verdict"], right["amd_compiles"], right["detail"], right["chrf"]) == (
         "not_run:no_amd_host", True, "linked", 100.0)
     renamed = results["asm_renamed", "asm"]   # a valid code object, but the host code launches `scale`
-    assert not renamed["amd_compiles"] and renamed["detail"].startswith("kernels_missing: linked, but no kernel")
+    assert (renamed["verdict"], renamed["amd_compiles"]) == ("compile_failed", False)
+    assert renamed["detail"].startswith("kernels_missing: linked, but no kernel")
     # 5 steps for each of the 3 (empty text assembles and links too, into a program without kernels)
     assert report["builds"]["assembly_programs"]["misses"] == 5 * 3
 

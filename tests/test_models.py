@@ -144,3 +144,4 @@ def test_a_killed_training_run_resumes_from_its_last_checkpoint(params, instruct
     other = train({**settings, "learning_rate": 2e-3}, params["tiny_model"], instruct_shards / "other",
                   callbacks=[fresh])
     assert not other["resumed"] and fresh.ran == [1, 2, 3]   # other parameters: another run, from scratch
+    assert other["tokens_per_s"] > 0   # TRL's count of the tokens trained on

@@ -14,8 +14,9 @@ Assembly task (RDNA3 device assembly): assembled for ``amd.archs[0]``, linked in
 into a program with the task's host code (the reference HIP's host side, whose launch stubs name the
 kernels); the link rate counts the predictions that became such a program defining every kernel the
 host code launches. Scored by chrF against the reference HIP's device assembly, normalised as the instruct export's
-AMD assembly is (the task's input is normalised SASS, as in training); it runs only on an AMD
-GPU host, so its verdict is ``not_run:no_amd_host``, never a pass.
+AMD assembly is (the task's input is normalised SASS, as in training). A prediction that did not become such a
+program is ``compile_failed`` (the detail says whether it failed to assemble, to link or to define the kernels); one
+that did runs only on an AMD GPU host, so its verdict is ``not_run:no_amd_host``, never a pass.
 
 Every file of a task is built under the task's path (``<domain>/<id>.cu``), the name the pipeline's
 stages give origin ``bench``, so the evaluation and the pipeline share their actions in the store. Every
@@ -177,7 +178,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
             rows.append({"task_id": p.task_id, "task": "asm", "sample": p.sample, "baseline_reference": False,
                          "amd_compiles": linked,
                          "runtime_ratio": None, "peak_rss_mib": None, "memory_ratio": None,
-                         "verdict": "not_run:no_amd_host", "detail": detail,
+                         "verdict": "not_run:no_amd_host" if linked else "compile_failed", "detail": detail,
                          "chrf": round(chrf.sentence_score(p.prediction, [reference]).score, 2) if reference else None})
     return rows, report
 

@@ -104,8 +104,14 @@ def extract(text: str, fence: str) -> tuple[str, str]:
 def generate(store: Store, params: dict, tasks: dict[str, Task], backend: Backend) -> tuple[list[dict], dict]:
     """The predictions of ``backend`` for ``tasks`` (evaluator rows plus how each was extracted) and a run report."""
     gp = params["generate"]
+    return translate(store, gp, prompts(store, params, tasks, gp["tasks"], params["executor"]["workers"] or None),
+                     backend)
+
+
+def translate(store: Store, gp: dict, asked: dict[tuple[str, str], Messages],
+              backend: Backend) -> tuple[list[dict], dict]:
+    """:func:`generate` for prompts already made (``gp``: the ``generate`` parameters)."""
     sampling = Sampling(gp["temperature"], gp["top_p"], gp["max_new_tokens"], gp["samples"], gp["seed"])
-    asked = prompts(store, params, tasks, gp["tasks"], params["executor"]["workers"] or None)
     lengths = {k: backend.prompt_tokens(m) for k, m in asked.items()}
     too_long = {k for k, n in lengths.items() if n is not None and n > gp["max_prompt_tokens"]}
     started = time.monotonic()

@@ -97,11 +97,14 @@ def train(params: dict, tiny: dict, out: Path, callbacks: list | None = None) ->
     trained.save_pretrained(out)
     tokenizer.save_pretrained(out)
     losses = [(e["step"], e["loss"], e.get("learning_rate")) for e in trainer.state.log_history if "loss" in e]
+    # TRL counts the tokens it trained on (padding excluded) as it logs; in this run, after a resume
+    tokens = max((e["num_tokens"] for e in trainer.state.log_history if "num_tokens" in e), default=0)
     return {"base_model": params["base_model"], "base_digest": directory_digest(base), "method": params["method"],
             "examples": data.num_rows, "examples_over_max_length": len(lengths) - len(fitting),
             "steps": result.global_step, "resumed": resume, "log": losses,
             "runtime_s": round(result.metrics["train_runtime"], 2),
-            "samples_per_s": round(result.metrics["train_samples_per_second"], 3)}
+            "samples_per_s": round(result.metrics["train_samples_per_second"], 3),
+            "tokens_per_s": round(tokens / result.metrics["train_runtime"], 1)}
 
 
 def write_log(losses: list[tuple], path: Path) -> None:
@@ -120,9 +123,10 @@ def run(stage: Stage) -> None:
     log = facts.pop("log")
     write_log(log, OUT_DIR / "log.csv")
     losses = [loss for _, loss, _ in log]
-    timing = {k: facts.pop(k) for k in ("runtime_s", "samples_per_s", "resumed")}   # how this run went
+    timing = {k: facts.pop(k) for k in ("runtime_s", "samples_per_s", "tokens_per_s", "resumed")}   # how it went
     write_metrics(STAGE, {"enabled": True, **facts, "first_loss": losses[0] if losses else None,
                           "final_loss": losses[-1] if losses else None})
     write_run_report(STAGE, timing)
     print(f"train: {facts['steps']} steps on {facts['examples']} examples in {timing['runtime_s']} s "
-          f"({timing['samples_per_s']} examples/s{', resumed' if timing['resumed'] else ''}); model in {MODEL_DIR}")
+          f"({timing['samples_per_s']} examples/s, {timing['tokens_per_s']} tokens/s"
+          f"{', resumed' if timing['resumed'] else ''}); model in {MODEL_DIR}")
