@@ -289,6 +289,20 @@ def merge_metrics(section: str, values: dict, path: Path | None = None) -> dict:
     return data[section]
 
 
+class NothingToPlot(Exception):
+    """A notebook's table has no rows (nothing was exported): the analyze stage records the notebook as skipped."""
+
+
+def require_rows(frame: pl.DataFrame, table: str, section: str) -> pl.DataFrame:
+    """``frame``, read from ``table``; where it has no rows, the notebook's metrics ``section`` says it was skipped
+    and :class:`NothingToPlot` stops the notebook."""
+    if frame.is_empty():
+        reason = f"the {table!r} table under {shown_path(EXPORT_DIR)} has no rows"
+        merge_metrics(section, {"skipped": reason})
+        raise NothingToPlot(reason)
+    return frame
+
+
 def write_plot_csv(frame: pl.DataFrame, name: str) -> Path:
     """Write a small table to ``PLOTS_DIR/<name>.csv`` (floats rounded to 4 digits)."""
     PLOTS_DIR.mkdir(parents=True, exist_ok=True)

@@ -104,7 +104,7 @@ for y, row in enumerate(domains.iter_rows(named=True)):
         note += f", {row['kernels']} kernel{'s' if row['kernels'] != 1 else ''}"
     ax.text(row["pairs"], y, note, va="center", fontsize=9)
 ax.invert_yaxis()
-ax.set_xlim(0, max(left) * 1.35)
+ax.set_xlim(0, max(left, default=0) * 1.35 or 1)   # an empty export draws an empty chart
 ax.set_xlabel("file-level pairs (count)")
 ax.set_ylabel("domain")
 ax.set_title(f"Domain distribution ({sum(left)} pairs, {int(domains['kernels'].sum())} kernel pairs)")

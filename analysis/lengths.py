@@ -48,12 +48,12 @@ backends = cn.backends(columns)
 print("export dir:", cn.shown_path(cn.EXPORT_DIR))
 print("backends:", [(b.key, b.text) for b in backends])
 
-lines = pairs.select(
+lines = cn.require_rows(pairs.select(
     "sample_id",
     "origin",
     *[cn.lines_expr(columns, b.text).alias(f"{b.key}__asm") for b in backends],
     *[cn.lines_expr(columns, src).alias(f"{src}__lines") for src in sorted({b.source for b in backends})],
-).collect()
+).collect(), "pairs", "lengths")
 long = pl.concat(
     [
         lines.select(

@@ -131,7 +131,9 @@ pl.DataFrame(CATEGORY_RULES, schema=["vendor", "category", "regex"], orient="row
 pairs = cn.scan_table("pairs")
 device = cn.device_columns(pairs.collect_schema().names())
 vendors = [v for v in ("nvidia", "amd") if v in device]
-data = cn.limit_rows(pairs.select("sample_id", "origin", *[device[v].text for v in vendors]), "sample_id").collect()
+data = cn.require_rows(
+    cn.limit_rows(pairs.select("sample_id", "origin", *[device[v].text for v in vendors]), "sample_id").collect(),
+    "pairs", "opcodes")
 origins = sorted(data["origin"].unique().to_list())
 labels = {v: f"{'NVIDIA SASS' if v == 'nvidia' else 'AMD device'} ({device[v].arch})" for v in vendors}
 

@@ -66,20 +66,39 @@ def inputs(request: pytest.FixtureRequest) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory, inputs: tuple[str, str]) -> Path:
     out = tmp_path_factory.mktemp("analysis")
+    proc = run_analyze(*inputs, out)
+    assert proc.returncode == 0, f"stages.analyze failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def run_analyze(export_dir: str, metrics_dir: str, out: Path) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
-        "CASS_EXPORT_DIR": inputs[0],
-        "CASS_METRICS_DIR": inputs[1],
+        "CASS_EXPORT_DIR": export_dir,
+        "CASS_METRICS_DIR": metrics_dir,
         "CASS_FIGURES_DIR": str(out / "figures"),
         "CASS_PLOTS_DIR": str(out / "plots"),
         "CASS_ANALYSIS_METRICS": str(out / "metrics.json"),
         "CASS_EXECUTED_DIR": str(out / "executed"),
     }
-    proc = subprocess.run(
-        [sys.executable, "-m", "stages.analyze"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, f"stages.analyze failed:\n{proc.stdout}\n{proc.stderr}"
-    return out
+    return subprocess.run([sys.executable, "-m", "stages.analyze"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_an_empty_export_skips_what_it_cannot_draw_and_still_draws_the_funnel(inputs, tmp_path) -> None:
+    """A build that exported nothing (every file dropped somewhere) runs the stage: the notebooks that plot pairs
+    are skipped with the reason in their metrics section; the funnel, which shows where the files went, is drawn."""
+    empty = tmp_path / "export"
+    for table in ("pairs", "kernels"):
+        (empty / table).mkdir(parents=True)
+        pl.read_parquet(sorted(Path(inputs[0], table).glob("*.parquet"))).head(0).write_parquet(
+            empty / table / "train-00000-of-00001.parquet")
+    proc = run_analyze(str(empty), inputs[1], tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "skipped lengths.py: the 'pairs' table" in proc.stdout
+    sections = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert sections["lengths"] == sections["opcodes"] == {"skipped": f"the 'pairs' table under {empty} has no rows"}
+    assert sections["composition"]["funnel"] and (tmp_path / "out" / "figures" / "pipeline_funnel.png").is_file()
 
 
 @pytest.fixture(scope="module")

@@ -310,7 +310,7 @@ def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(pro
         before = hub_hashes(project)
         changed = project / "corpus" / "graph" / "bfs_frontier.cu"
         changed.write_text(changed.read_text() + "\n// reviewed: frontier bounds\n")
-        run(["dvc", "repro"], project)
+        run(["dvc", "repro"], project)   # every stage: the collaborator's clone below starts from a whole build
         after = hub_hashes(project)
         differing = sorted(p for p in after if before.get(p) != after[p])
         dry = publish(api, hub_dir, {**params, "dry_run": True})
@@ -340,7 +340,7 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
     assert run(["git", "status", "--porcelain"], clone) == ""
     changed = clone / "corpus" / "graph" / "bfs_frontier.cu"
     changed.write_text(changed.read_text() + "\n// collaborator's edit\n")
-    run(["dvc", "repro"], clone)
+    run(["dvc", "repro", "export"], clone)
     assert action_counts(clone, "hipify")["misses"] == 1
     assert action_counts(clone, "compile_amd")["misses"] == 2
     assert 1 <= action_counts(clone, "compile_nvidia")["misses"] <= 2
@@ -362,7 +362,7 @@ def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(clean_hashes, tmp_
     before_compiling = None
     while time.monotonic() < deadline and proc.poll() is None:
         recorded = sum(1 for _ in actions.glob("*/*"))
-        if before_compiling is None and (other / "metrics" / "hipify.json").exists():
+        if before_compiling is None and (other / "metrics" / "dedup.json").exists():   # the stage before it
             before_compiling = recorded
         if before_compiling is not None and recorded >= before_compiling + 20:
             break  # at least 20 compile actions are finished and recorded
@@ -384,7 +384,7 @@ def test_rerun_is_up_to_date_and_one_changed_file_recompiles_only_that_file(proj
         assert f"Stage '{stage}' didn't change, skipping" in out
     changed = project / "corpus" / "graph" / "pagerank_pull.cu"
     changed.write_text(changed.read_text() + "\n// a comment added by a contributor\n")
-    run(["dvc", "repro"], project)
+    run(["dvc", "repro", "export"], project)
     paired = metrics(project, "pair")["kept"]
     assert action_counts(project, "hipify")["misses"] == 1
     nv = action_counts(project, "compile_nvidia")
@@ -445,13 +445,16 @@ def test_a_corrupt_object_is_caught_rebuilt_and_never_exported(project):
                             capture_output=True, text=True, check=False)
     assert export.returncode != 0 and sass[0] in export.stderr and "corrupt" in export.stderr
     assert {p.name: p.read_bytes() for p in shards} == exported
-    run(["dvc", "repro", "--force", "export"], project)   # export and every stage before it
+    compile_nvidia = ["dvc", "repro", "--force", "--single-item", "compile_nvidia"]
+    run(compile_nvidia, project)
     assert action_counts(project, "compile_nvidia")["misses"] >= 1
+    run([sys.executable, "-m", "stages.export"], project)   # the store is whole again: the same bytes
     assert {p.name: p.read_bytes() for p in shards} == exported
 
     flip_a_byte(project, sass[1])
-    run(["dvc", "repro", "--force", "export"], project)
+    run(compile_nvidia, project)
     assert action_counts(project, "compile_nvidia")["corrupt_recomputed"] >= 1
+    run([sys.executable, "-m", "stages.export"], project)
     assert {p.name: p.read_bytes() for p in shards} == exported
     assert "0 corrupt" in run(["cass", "store", "verify"], project)
 
@@ -459,6 +462,6 @@ def test_a_corrupt_object_is_caught_rebuilt_and_never_exported(project):
 def test_gc_keeps_what_the_manifests_need(project):
     out = run(["cass", "store", "gc"], project)
     assert "removed" in out
-    run(["dvc", "repro", "--force", "compile_nvidia", "compile_amd"], project)   # and every stage before them
+    run(["dvc", "repro", "--force", "--single-item", "hipify", "compile_nvidia", "compile_amd"], project)
     for stage in ("hipify", "compile_nvidia", "compile_amd"):
         assert action_counts(project, stage)["misses"] == 0

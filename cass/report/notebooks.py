@@ -16,7 +16,8 @@ to the kernel as absolute paths.
 The notebooks are independent: they run at once, as many as there are cores (``--jobs``), each writing its
 metrics section to a file of its own, merged into the metrics file at the end. A cell that raises fails the
 stage: the message names the notebook, the cell and the error, and the partly executed notebook is still written
-for inspection. The metrics file is started afresh unless ``--only`` is given.
+for inspection. A notebook whose table has no rows (an empty export) stops with ``NothingToPlot`` instead: it is
+skipped, and its metrics section says why. The metrics file is started afresh unless ``--only`` is given.
 
 Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
 """
@@ -58,6 +59,10 @@ PATH_VARIABLES = {
 
 class AnalysisError(RuntimeError):
     """A notebook failed: carries the notebook name and the failing cell's error."""
+
+
+class NotebookSkipped(Exception):
+    """A notebook stopped because its table has no rows (``NothingToPlot``): not a failure."""
 
 
 class _InterpreterKernelSpecs(KernelSpecManager):
@@ -156,6 +161,8 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
         try:
             client.execute(env=env, cleanup_kc=True)  # we own the kernel manager: shut the kernel down
         except CellExecutionError as error:
+            if error.ename == "NothingToPlot":   # raised by analysis/_common.require_rows: an empty table
+                raise NotebookSkipped(f"{path.name}: {error.evalue}") from error
             where = _failed_cell(nb)
             cell = f"cell {where[0]} ({where[1]!r})" if where else "a cell"
             raise AnalysisError(
@@ -178,7 +185,11 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         def run(path: Path) -> None:
             start = time.monotonic()
             own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
-            out = execute_notebook(path, executed_dir, own, timeout)
+            try:
+                out = execute_notebook(path, executed_dir, own, timeout)
+            except NotebookSkipped as skipped:   # its metrics section says so
+                print(f"analyze: skipped {skipped}", flush=True)
+                return
             print(f"analyze: {path.name} -> {out} ({time.monotonic() - start:.1f} s)", flush=True)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
