@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cass.benchmark.tasks import load_tasks
 from cass.models.backends import Messages, TransformersBackend
-from cass.models.generate import PREDICTIONS, prompts, translate, write_predictions
+from cass.models.generate import PREDICTIONS, extraction_counts, prompts, translate, write_predictions
 from cass.models.tiny import build
 from cass.models.train import INSTRUCT_DIR, train
 from cass.pipeline.context import load_params, open_store
@@ -88,15 +88,12 @@ def run(folder: Path) -> None:
     rows, generated = translate(Store(Path("store")), GENERATE, asked, backend)
     write_predictions([{k: r[k] for k in ("task_id", "task", "sample", "prediction")} for r in rows], Path(PREDICTIONS))
     report = generated["report"]
-    extracted: dict[str, int] = {}
-    for r in rows:
-        extracted[f"{r['task']}:{r['extracted']}"] = extracted.get(f"{r['task']}:{r['extracted']}", 0) + 1
     results = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "python": platform.python_version(),
                "model": MODEL, "parameters": AutoModelForCausalLM.from_pretrained(str(base)).num_parameters(),
                "train": TRAIN, "generate": GENERATE, "training": facts,
                "generation": {**report, "completion_tokens": backend.generated_tokens,
                               "tokens_per_s": round(backend.generated_tokens / report["wall_s"], 1)},
-               "extracted": extracted, "wall_s": round(time.monotonic() - started, 1)}
+               "extracted": extraction_counts(rows), "wall_s": round(time.monotonic() - started, 1)}
     Path("results.json").write_text(json.dumps(results, indent=1))
     print(json.dumps({k: v for k, v in results.items() if k != "training"}, indent=1))
     print(f"training: {facts['steps']} steps, loss {facts['log'][0][1]:.3f} -> {facts['log'][-1][1]:.3f}, "

@@ -128,6 +128,12 @@ def translate(store: Store, gp: dict, asked: dict[tuple[str, str], Messages],
     return rows, {"model": backend.identity, "sampling": sampling.describe(), "report": report}
 
 
+def extraction_counts(rows: list[dict]) -> dict[str, int]:
+    """How the predictions' code was taken, counted per ``<task>:<how>``."""
+    counts = Counter((r["task"], r["extracted"]) for r in rows)
+    return {f"{kind}:{how}": n for (kind, how), n in sorted(counts.items())}
+
+
 def write_predictions(rows: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
@@ -141,10 +147,9 @@ def run(stage: Stage) -> None:
     tasks = load_tasks(Path(params["benchmark"]["tasks"]))
     rows, facts = generate(stage.store, params, tasks, load_backend(gp, params["tiny_model"]))
     write_predictions(rows, OUT_DIR / PREDICTIONS)
-    extracted = Counter((r["task"], r["extracted"]) for r in rows)
     write_metrics(STAGE, {"enabled": True, "name": gp["name"], "model": facts["model"], "sampling": facts["sampling"],
                           "predictions": len(rows),
-                          "extracted": {f"{kind}:{how}": n for (kind, how), n in sorted(extracted.items())}})
+                          "extracted": extraction_counts(rows)})
     write_run_report(STAGE, facts["report"])
     print(f"generate: {len(rows)} predictions ({facts['report']['generated']} generated, "
           f"{facts['report']['hits']} from the store) in {OUT_DIR / PREDICTIONS}")
