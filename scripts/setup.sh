@@ -34,7 +34,7 @@ HOST_PACKAGES=$(py 'from toolchains.system import host_packages; print(" ".join(
 # shellcheck disable=SC2086
 installed=$(dpkg-query -W -f='${db:Status-Abbrev}\n' $HOST_PACKAGES 2>/dev/null | grep -c '^ii' || true)
 if [ "$installed" -lt "$(wc -w <<<"$HOST_PACKAGES")" ]; then
-  echo "setup: installing the system library headers of the NVIDIA side: $HOST_PACKAGES"
+  echo "setup: installing the system library headers and the OpenCL compiler of the NVIDIA side: $HOST_PACKAGES"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $HOST_PACKAGES >/dev/null
 fi

@@ -337,6 +337,20 @@ def test_kernel_source_plain() -> None:
         assert kernel_source(source, "no_such_kernel") is None
 
 
+def test_kernel_source_of_opencl_kernels() -> None:
+    source = ("// comment naming block_sum(\nstatic inline float twice(float v) { return 2.0f * v; }\n\n"
+              "__kernel void scale(__global float *y,\n                    float s) {\n"
+              "    y[get_global_id(0)] = twice(s);\n}\n"
+              "kernel void block_sum(global const float *x) { if (x[0] > 0) { } }\n")
+    assert kernel_source(source, "scale", opencl=True) == (
+        "__kernel void scale(__global float *y,\n                    float s) {\n"
+        "    y[get_global_id(0)] = twice(s);\n}")
+    assert kernel_source(source, "block_sum", opencl=True) == \
+        "kernel void block_sum(global const float *x) { if (x[0] > 0) { } }"
+    assert kernel_source(source, "twice", opencl=True) is None   # a helper, not a kernel
+    assert kernel_source(source, "scale") is None   # no __global__ function in CUDA terms
+
+
 def test_kernel_source_template() -> None:
     for name in ("tiled_matmul.cu", "tiled_matmul.hip.cpp"):
         source = _read(name)

@@ -44,3 +44,17 @@ def test_a_real_program_that_says_hello_is_not_trivial():
     program = f'__global__ void k(float *x, float *y) {{\n    int i = threadIdx.x;\n{body}\n}}\n' \
               'int main() { printf("Hello from the saxpy test\\n"); return 0; }\n'
     assert drop_reason(program, PARAMS) is None
+
+
+def test_opencl_files_are_filtered_by_their_own_kernel_keyword():
+    opencl = KERNEL.replace("__global__ void k(float *x, float *y)",
+                            "__kernel void k(__global float *x, __global float *y)")
+    assert drop_reason(opencl, PARAMS, path="k/saxpy.cl") is None
+    assert drop_reason(opencl, PARAMS, path="k/saxpy.cu")[0] == "no_kernel"   # __global is an OpenCL address space
+    helper_only = "static inline float f(__global float *x) { return x[0]; }\n" + "int x;\n" * 12
+    assert drop_reason(helper_only, PARAMS, path="h.cl") == (
+        "no_kernel", "no __kernel function in the file or its local headers")
+    assert defines_kernel("kernel void k(global int *a) { a[0] = 1; }", "h.cl") and not defines_kernel(
+        "/* __kernel void k() */ void f() {}", "h.cl")
+    empty = "__kernel void k(__global int *a) { }\n" + "int x;\n" * 12
+    assert drop_reason(empty, PARAMS, path="e.cl") == ("trivial", "every kernel has an empty body")

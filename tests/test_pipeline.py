@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def test_dag_has_every_stage(project, clean_hashes):
 
 def test_every_sample_is_accounted_for(project):
     ingest = metrics(project, "ingest")
-    assert ingest["in"] == len(list((project / "corpus").rglob("*.cu")))
+    assert ingest["in"] == len(list((project / "corpus").rglob("*.cu"))) + len(list((project / "corpus").rglob("*.cl")))
     for stage in ("filter", "dedup", "hipify", "repair", "compile_nvidia", "compile_amd", "pair"):
         m = metrics(project, stage)
         assert m["in"] == m["kept"] + m["dropped"] == m["kept"] + sum(m["dropped_by_reason"].values())
@@ -119,11 +120,43 @@ def test_kernel_level_pairs_outnumber_file_pairs_and_sass_normalisation_saves_to
     kernels = pl.read_parquet(sorted((project / "data" / "export" / "kernels").glob("*.parquet")))
     assert kernels.height > pairs.height
     assert set(kernels["sample_id"]) <= set(pairs["sample_id"])
-    assert kernels.filter(~pl.col("cuda_kernel_source").str.contains("__global__")).height == 0
+    keyword = pl.when(pl.col("origin") == "opencl").then(pl.lit("__kernel")).otherwise(pl.lit("__global__"))
+    assert kernels.filter(~pl.col("cuda_kernel_source").str.contains(keyword)).height == 0
     assert metrics(project, "tokens")["sass_token_reduction"] >= 0.30   # the target tokenizer's tokens
     raw, norm = pairs["cuda_device_sass_sm_89"], pairs["cuda_device_sass_sm_89_norm"]
     assert not norm.str.contains("/* 0x", literal=True).any() and raw.str.contains("/* 0x", literal=True).all()
     assert (norm.str.contains("Function : ", literal=True)).all()
+
+
+def test_opencl_kernels_pair_on_both_vendors_kernel_by_kernel(project):
+    """The bundled OpenCL C files: device-only pairs (SASS through clang + libclc + ptxas, gfx1100 assembly through
+    the AMD root's clang), every kernel matched by name and cut from the source, in the asm task only (the source
+    task has no translation to learn) and in a config of their own on the Hub."""
+    files = sorted((project / "corpus" / "opencl").rglob("*.cl"))
+    assert len(files) >= 24
+    ocl = metrics(project, "yield")["corpora"]["opencl"]
+    assert ocl["files"] == len(files) and ocl["both"] >= 0.9 * len(files)
+    pairs = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    pairs = pairs.filter(pl.col("origin") == "opencl")
+    assert pairs.height == ocl["both"]
+    assert pairs["cuda_host_asm"].is_null().all() and pairs["hip_host_asm"].is_null().all()
+    assert (pairs["cuda_source"] == pairs["hip_source"]).all() and (pairs["exec_status"] == "no_main").all()
+    assert pairs["cuda_device_sass_sm_89"].str.contains("code for sm_89").all()
+    kernels = pl.read_parquet(sorted((project / "data" / "export" / "kernels").glob("*.parquet")))
+    kernels = kernels.filter(pl.col("origin") == "opencl")
+    defined = Counter(name for f in files for name in re.findall(r"__kernel\s+void\s+(\w+)", f.read_text()))
+    assert Counter(kernels["kernel"]) == defined   # unmangled names, the same on both vendors
+    assert metrics(project, "kernels")["dropped_by_reason"].get("source_not_found", 0) == 0
+    for row in kernels.iter_rows(named=True):
+        assert row["cuda_kernel_source"].startswith(f"__kernel void {row['kernel']}(")
+        assert row["cuda_kernel_sass_sm_89"].startswith(f"Function : {row['kernel']}\n")
+        assert f".amdhsa_kernel {row['kernel']}\n" in row["hip_kernel_asm_gfx1100"]
+    instruct = metrics(project, "instruct")
+    asm = pl.read_parquet(sorted((project / "data" / "instruct" / "asm").glob("*.parquet")))
+    assert asm.filter(pl.col("origin") == "opencl").height > 0
+    source = pl.read_parquet(sorted((project / "data" / "instruct" / "source").glob("*.parquet")))
+    assert source.filter(pl.col("origin") == "opencl").height == 0 and instruct["source"]["dropped_identity"] > 0
+    assert metrics(project, "hub")["pairs_opencl"]["rows"] == pairs.height
 
 
 def test_every_normalised_amd_assembly_in_the_export_assembles(project, toolchains, store):
@@ -417,9 +450,11 @@ def test_a_new_arch_compiles_only_that_arch(project):
     set_param(project, "archs: [sm_89]", "archs: [sm_89, sm_80]")
     run(["dvc", "repro", "export"], project)
     nv, actions = metrics(project, "compile_nvidia"), action_counts(project, "compile_nvidia")
-    # per sample and arch two actions (sm_89: host compile with its cubin, then cuobjdump; sm_80: nvcc -cubin,
-    # then cuobjdump); the one sample that fails to compile: one. Every sm_89 action is a hit, every sm_80 one new.
-    assert actions["hits"] == actions["misses"] == 2 * nv["kept"] + nv["dropped"]
+    # per CUDA sample and arch two actions (sm_89: host compile with its cubin, then cuobjdump; sm_80: nvcc -cubin,
+    # then cuobjdump); the one sample that fails to compile: one. Per OpenCL sample: one PTX for both archs, then
+    # ptxas and cuobjdump per arch. Every sm_89 action is a hit, every sm_80 one new.
+    opencl = metrics(project, "ingest")["by_origin"]["opencl"]
+    assert actions["hits"] - 3 * opencl == actions["misses"] - 2 * opencl == 2 * (nv["kept"] - opencl) + nv["dropped"]
     df = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
     assert df["cuda_device_sass_sm_80"].str.contains("code for sm_80").all()
     # the tasks keep the first configured arch (sm_89) at file and kernel level: no prompt changed

@@ -40,8 +40,26 @@ WARP = b"""__global__ void warp_sum(float *v) {
 """
 """Warp code with CUDA builtins no HIP declares (``__syncwarp``) and no hipify-perl maps (``__stwt``)."""
 REPO = Path(__file__).resolve().parents[1]
-FLAGS = {"nvidia": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"]},
-         "amd": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "opt": ["-Os"]}}
+FLAGS = {"nvidia": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"],
+                    "opencl": ["-cl-std=CL1.2", "-O2", "-march=sm_80"]},
+         "amd": {"common": ["-std=c++17", "-DNDEBUG", "-w"], "opt": ["-Os"], "opencl": ["-cl-std=CL1.2", "-O2"]}}
+OPENCL = b"""#include "axpy_math.h"
+__kernel void axpy_sqrt(__global const float *x, __global float *y, float a, int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = fused(a, x[i], sqrt(y[i]));
+}
+__kernel void block_sum(__global const float *x, __global float *out, __local float *tile) {
+    int l = get_local_id(0);
+    tile[l] = x[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+        if (l < s) tile[l] += tile[l + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) out[get_group_id(0)] = tile[0];
+}
+"""
+OPENCL_HEADER = b"static inline float fused(float a, float x, float y) { return mad(a, x, y); }\n"
 
 
 def build(store, toolchain, files: dict[str, bytes], archs: list[str]) -> list[TargetRun]:
@@ -238,3 +256,39 @@ def test_both_toolchains_carry_the_vendor_library_headers(toolchains):
     """cuBLAS, cuRAND, cuFFT, cuSPARSE, cuSOLVER, thrust, CUB and their hip*/roc* translations."""
     for tc in toolchains.values():
         assert len(tc.library_headers) == 7 and tc.missing_libraries() == [], tc.vendor
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_opencl_kernels_compile_to_device_assembly_on_both_vendors(store, toolchains, vendor):
+    """OpenCL C: no host assembly, device assembly per arch naming every kernel (unmangled), the builtins
+    (get_global_id, sqrt, barrier) resolved by libclc (NVIDIA) or ROCm's device libraries (AMD)."""
+    tc = toolchains[vendor]
+    archs = ["sm_80", "sm_89"] if vendor == "nvidia" else ["gfx1100", "gfx90a"]
+    runs = build(store, tc, {"k/axpy.cl": OPENCL, "k/axpy_math.h": OPENCL_HEADER}, archs)
+    out = artifacts(store, tc, runs)
+    assert set(out) == {f"device:{a}" for a in archs}
+    for arch, text in out.items():
+        if vendor == "nvidia":
+            assert f"code for {arch.removeprefix('device:')}" in text
+            assert "Function : axpy_sqrt" in text and "Function : block_sum" in text and "BAR.SYNC" in text
+        else:
+            assert f"amdgcn-amd-amdhsa--{arch.removeprefix('device:')}" in text
+            assert ".amdhsa_kernel axpy_sqrt" in text and ".amdhsa_kernel block_sum" in text
+            assert "s_barrier" in text and "s_endpgm" in text
+    if vendor == "nvidia":   # one PTX (clang, libclc linked) for every arch; ptxas and cuobjdump per arch
+        assert [[s.tool for s in r.target.steps] for r in runs] == [["clang-15", "ptxas", "cuobjdump"]] * 2
+        assert runs[0].target.steps[0] == runs[1].target.steps[0]
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_opencl_compile_failures_are_categorised_like_cuda_ones(store, toolchains, vendor):
+    tc = toolchains[vendor]
+    archs = ["sm_89"] if vendor == "nvidia" else ["gfx1100"]
+    broken = b"__kernel void k(__global float *y) {\n    y[get_global_id(0)] = undeclared_value\n}\n"
+    missing = b'#include "gone.h"\n__kernel void k(__global float *y) { y[0] = 1.0f; }\n'
+    [syntax] = build(store, tc, {"k/broken.cl": broken}, archs)
+    [header] = build(store, tc, {"k/missing.cl": missing}, archs)
+    reason, detail = failure_reason(tc, syntax, store)
+    assert reason == "compile_failed:syntax" and "broken.cl:2" in detail
+    assert failure_reason(tc, header, store)[0] == "compile_failed:missing_header"
+    assert failure_reason(tc, header, store, unresolved=["gone.h"])[0] == "compile_failed:generated_header"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cass.translate.hipify_warnings import WarningTables
 from cass.translate.repair import WARP_SYNC_HIP
-from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, require_archs
+from toolchains.base import Step, Target, Toolchain, ToolchainMissingError
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
 AMD_PACKAGES = (
@@ -98,7 +98,12 @@ class AmdToolchain(Toolchain):
                                 extra_env={**AMD_ENV, "ROCM_PATH": str(rocm_path)}, trees=[rocm_path]))
 
     def tools(self) -> tuple[str, ...]:
-        return ("hipify-perl", "hipcc", *self.llvm_tools())
+        return ("hipify-perl", "hipcc", *self.llvm_tools(), self.opencl_compiler)
+
+    @property
+    def opencl_compiler(self) -> str:
+        """The clang that compiles OpenCL C for amdgcn (the one hipcc drives; ``clang-17`` in a Debian root)."""
+        return f"clang{self.layout()['llvm_suffix']}"
 
     def llvm_tools(self) -> tuple[str, str, str]:
         """This installation's LLVM assembler, linker and offload bundler: ``llvm-mc``, ``ld.lld`` and
@@ -151,7 +156,7 @@ class AmdToolchain(Toolchain):
         files = [tool_file] if tool_file else []
         if tool in self.llvm_tools() and isinstance(self.launcher, ChrootLauncher):
             files.append(self._fs("/var/lib/dpkg/status"))   # names the LLVM package version
-        if tool == "hipcc":
+        if tool in ("hipcc", self.opencl_compiler):
             if isinstance(self.launcher, ChrootLauncher):
                 # The root is apt-managed: its dpkg status names every package version (compiler,
                 # headers, device libraries); the compiler tree is hashed on top of that.
@@ -259,8 +264,7 @@ class AmdToolchain(Toolchain):
         return (*flags["common"], *flags["opt"], *self.platform_defines(), *(f"-I{d}" for d in include_dirs),
                 *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
 
-    def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
-        require_archs(archs, self.vendor)
+    def cuda_targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str]) -> list[Target]:
         common = self._common_flags(flags, include_dirs)
         host = Target(
             kind="host", arch="x86_64",
@@ -278,3 +282,13 @@ class AmdToolchain(Toolchain):
             for arch in archs
         ]
         return [host, *devices]
+
+    def opencl_targets(self, main: str, archs: list[str], flags: list[str],
+                       include_dirs: Sequence[str]) -> list[Target]:
+        """OpenCL C to gfx assembly by clang for ``amdgcn-amd-amdhsa`` (ROCm's device libraries give the
+        builtins), one target per arch."""
+        return [Target(kind="device", arch=arch, artifact="device.s",
+                       steps=(Step(self.opencl_compiler, ("-x", "cl", *flags, "-target", "amdgcn-amd-amdhsa",
+                                                          f"-mcpu={arch}", *(f"-I{d}" for d in include_dirs), "-S",
+                                                          main, "-o", "device.s"), ("device.s",)),))
+                for arch in archs]

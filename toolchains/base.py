@@ -17,6 +17,7 @@ from pathlib import Path
 
 import blake3
 
+from cass.text.language import is_opencl
 from toolchains.executor import Launcher
 
 ENV_ALLOWLIST = (
@@ -268,10 +269,23 @@ class Toolchain(ABC):
             self._fingerprints[tool] = h.hexdigest()
         return self._fingerprints[tool]
 
-    @abstractmethod
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
-        """Plans for the host assembly and the device assembly of every arch of one sample;
-        ``include_dirs`` (relative to the sample's layout root) become ``-I`` flags, in order."""
+        """Plans for the host assembly and the device assembly of every arch of one sample (an OpenCL
+        sample: device assembly only); ``include_dirs`` (relative to the sample's layout root) become
+        ``-I`` flags, in order."""
+        require_archs(archs, self.vendor)
+        if is_opencl(main):
+            return self.opencl_targets(main, archs, flags["opencl"], include_dirs)
+        return self.cuda_targets(main, archs, flags, include_dirs)
+
+    @abstractmethod
+    def cuda_targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str]) -> list[Target]:
+        """Host and device assembly of a CUDA (NVIDIA) or HIP (AMD) sample."""
+
+    @abstractmethod
+    def opencl_targets(self, main: str, archs: list[str], flags: list[str],
+                       include_dirs: Sequence[str]) -> list[Target]:
+        """Device assembly of an OpenCL C sample for every arch; ``flags``: the vendor's ``flags.opencl``."""
 
     def finish(self, target: Target, artifact: bytes) -> bytes:
         """Deterministic post-processing of a target's artifact (default: none)."""

@@ -1,4 +1,5 @@
-"""NVIDIA toolchain: nvcc for host x86 assembly and cubins, cuobjdump (+ nvdisasm) for SASS.
+"""NVIDIA toolchain: nvcc for host x86 assembly and cubins, cuobjdump (+ nvdisasm) for SASS; for OpenCL C,
+clang with libclc to PTX and ``ptxas`` to a cubin.
 
 Flags follow the CASS paper's NVIDIA recipe (``-std=c++17 -Xcompiler=-Os -DNDEBUG -w``).
 ``--objdir-as-tempdir`` keeps nvcc's intermediate names (which end up in the host assembly's
@@ -32,6 +33,12 @@ PIP_PACKAGES = (
 HOST_COMPILER = "g++"
 """nvcc's host compiler, found on the launcher's PATH (Debian's g++ 12 on Debian 12)."""
 
+OPENCL_COMPILER = "clang-15"
+"""The OpenCL C compiler of the NVIDIA route (Debian's ``clang-15``), found on the launcher's PATH."""
+LIBCLC_NVPTX = Path("/usr/lib/clc/nvptx64--nvidiacl.bc")
+"""libclc's OpenCL builtins (get_global_id, sqrt, ...) for NVPTX (Debian's ``libclc-15``), linked into every kernel."""
+OPENCL_PACKAGES = "clang-15 libclc-15"
+
 _FATBIN_START = re.compile(rb"^\s*\.section\s+\.nv_fatbin\b")
 _TEXT_LINE = re.compile(rb"^\s*\.text\s*$")
 
@@ -58,6 +65,11 @@ def strip_fatbin(host_asm: bytes) -> bytes:
     return b"".join(out)
 
 
+def sass_step(cubin: str) -> Step:
+    """A cubin's SASS, as cuobjdump prints it."""
+    return Step("cuobjdump", ("-sass", cubin), ("device.sass",), stdout_as="device.sass")
+
+
 class NvidiaToolchain(Toolchain):
     """nvcc, cuobjdump and nvdisasm from a CUDA tree (PyPI wheels by default)."""
 
@@ -65,7 +77,8 @@ class NvidiaToolchain(Toolchain):
     install_hint = (
         "Install the pinned NVIDIA compiler wheels with `bash scripts/setup.sh` "
         f"(pip install {PIP_PACKAGES}), or point CASS_CUDA_HOME at a CUDA toolkit that has "
-        "bin/nvcc, bin/cuobjdump and bin/nvdisasm."
+        "bin/nvcc, bin/cuobjdump and bin/nvdisasm; OpenCL needs Debian's "
+        f"{OPENCL_PACKAGES} (apt-get install {OPENCL_PACKAGES}, also done by scripts/setup.sh)."
     )
 
     library_headers = (
@@ -79,7 +92,7 @@ class NvidiaToolchain(Toolchain):
         super().__init__(HostLauncher([self.cuda_home / "bin"], trees=[self.cuda_home]))
 
     def tools(self) -> tuple[str, ...]:
-        return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER)
+        return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER, "ptxas", OPENCL_COMPILER)
 
     def include_root(self) -> Path:
         return self.cuda_home / "include"
@@ -97,7 +110,7 @@ class NvidiaToolchain(Toolchain):
                 *sorted(Path("/usr/lib/gcc").glob("x86_64-linux-gnu/*/include"))]
 
     def tool_path(self, tool: str) -> Path | None:
-        if tool == HOST_COMPILER:
+        if tool in (HOST_COMPILER, OPENCL_COMPILER):
             found = shutil.which(HOST_COMPILER, path=self.launcher.env()["PATH"])
             return Path(os.path.realpath(found)) if found else None
         path = self.cuda_home / "bin" / tool
@@ -119,6 +132,13 @@ class NvidiaToolchain(Toolchain):
                           *sorted(Path("/usr/lib/gcc").glob("*/*/cc1plus"))]
         elif tool == HOST_COMPILER:
             candidates = [p for p in [self.tool_path(tool)] if p]
+        elif tool == OPENCL_COMPILER:
+            # the compiler, its OpenCL headers (opencl-c.h, in the resource directory) and libclc
+            clang = self.tool_path(tool)
+            candidates = [*([clang, *sorted(clang.parent.parent.glob("lib/clang/*/include"))] if clang else []),
+                          LIBCLC_NVPTX]
+        elif tool == "ptxas":
+            candidates = [home / "bin" / "ptxas"]
         else:
             candidates = [home / "bin" / "cuobjdump", home / "bin" / "nvdisasm"]
         return [p for p in candidates if p.exists()]
@@ -137,24 +157,34 @@ class NvidiaToolchain(Toolchain):
         return Step("nvcc", (*self._common(flags, include_dirs), f"-arch={arch}", "-cubin", main, "-o", "device.cubin"),
                     ("device.cubin",))
 
-    def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
-        require_archs(archs, self.vendor)
+    def cuda_targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str]) -> list[Target]:
         common = self._common(flags, include_dirs)
         host_step = Step("nvcc", (*common, f"-arch={archs[0]}", "-Xcompiler=-S", "-c", "--objdir-as-tempdir",
                                   "--keep", main, "-o", "host.s"), ("host.s", f"host.s.{archs[0]}.cubin"))
         host = Target(kind="host", arch="x86_64", steps=(host_step,), artifact="host.s")
 
-        def sass(cubin: str) -> Step:
-            return Step("cuobjdump", ("-sass", cubin), ("device.sass",), stdout_as="device.sass")
-
-        devices = [Target(kind="device", arch=archs[0], steps=(host_step, sass(f"host.s.{archs[0]}.cubin")),
+        devices = [Target(kind="device", arch=archs[0], steps=(host_step, sass_step(f"host.s.{archs[0]}.cubin")),
                           artifact="device.sass")]
         devices += [
             Target(kind="device", arch=arch, artifact="device.sass",
-                   steps=(self.cubin_step(main, arch, flags, include_dirs), sass("device.cubin")))
+                   steps=(self.cubin_step(main, arch, flags, include_dirs), sass_step("device.cubin")))
             for arch in archs[1:]
         ]
         return [host, *devices]
+
+    def opencl_targets(self, main: str, archs: list[str], flags: list[str],
+                       include_dirs: Sequence[str]) -> list[Target]:
+        """OpenCL C to PTX by clang with libclc linked in (``flags`` set the language version, the optimisation
+        and the PTX's virtual arch, ``-march=sm_XX``; one PTX for every arch), then a cubin per arch by ``ptxas``
+        and its SASS by cuobjdump: the route of the driver's clBuildProgram without a driver."""
+        ptx = Step(OPENCL_COMPILER, ("-x", "cl", *flags, "-target", "nvptx64-unknown-nvidiacl", "-Xclang",
+                                     "-finclude-default-header", "-Xclang", "-mlink-builtin-bitcode", "-Xclang",
+                                     str(LIBCLC_NVPTX), *(f"-I{d}" for d in include_dirs), "-S", main,
+                                     "-o", "device.ptx"), ("device.ptx",))
+        return [Target(kind="device", arch=arch, artifact="device.sass",
+                       steps=(ptx, Step("ptxas", (f"-arch={arch}", "device.ptx", "-o", "device.cubin"),
+                                        ("device.cubin",)), sass_step("device.cubin")))
+                for arch in archs]
 
     def finish(self, target: Target, artifact: bytes) -> bytes:
         return strip_fatbin(artifact) if target.kind == "host" else artifact

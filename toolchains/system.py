@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolchains.nvidia import OPENCL_PACKAGES
+
 
 @dataclass(frozen=True)
 class SystemLibrary:
@@ -53,8 +55,9 @@ SYSTEM_LIBRARIES: tuple[SystemLibrary, ...] = (
 
 
 def host_packages() -> list[str]:
-    """The Debian packages this machine (the NVIDIA side) needs, sorted."""
-    return sorted({lib.host_package for lib in SYSTEM_LIBRARIES})
+    """The Debian packages this machine (the NVIDIA side) needs, sorted: the system library headers and the
+    OpenCL route's clang and libclc."""
+    return sorted({lib.host_package for lib in SYSTEM_LIBRARIES} | set(OPENCL_PACKAGES.split()))
 
 
 def amd_packages(clang_major: int) -> list[str]:

@@ -113,7 +113,7 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
             artifacts[r.target] = store.put(toolchain.finish(r.target, raw))
         added.append({
             "sample_id": row["sample_id"],
-            f"{vendor}_host_asm": next(d for t, d in artifacts.items() if t.kind == "host"),
+            f"{vendor}_host_asm": next((d for t, d in artifacts.items() if t.kind == "host"), None),   # OpenCL: none
             f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
                                      if t.kind == "device"],
         })

@@ -236,7 +236,8 @@ def run(stage: Stage) -> None:
         root = Path(tree["path"])
         if not root.is_dir():
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
-        ingest.tree(root, tree["origin"], extensions, configure=configure(tree.get("configure")))
+        ingest.tree(root, tree["origin"], tree.get("extensions", extensions),
+                    configure=configure(tree.get("configure")))
     fetched = fetched_stack()
     cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched), configure)
     debian_packages(ingest, store, params, extensions, configure)

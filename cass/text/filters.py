@@ -2,9 +2,10 @@
 
 * ``too_short`` / ``too_long``: line count of the main file outside [min_lines, max_lines]
   (the paper: 10..7000);
-* ``no_kernel``: no ``__global__`` function outside comments and strings, in the file or in the local
-  headers it includes (real libraries define their kernels as templates in headers and instantiate
-  them in ``.cu`` files; whether a file compiles to any kernel at all shows in its SASS);
+* ``no_kernel``: no ``__global__`` function (OpenCL C: ``__kernel``/``kernel`` function) outside comments
+  and strings, in the file or in the local headers it includes (real libraries define their kernels as
+  templates in headers and instantiate them in ``.cu`` files; whether a file compiles to any kernel at
+  all shows in its SASS);
 * ``trivial``: hello-world boilerplate: a short file (under ``TRIVIAL_CODE_LINES`` lines of code)
   that prints a greeting, or one whose every kernel body is empty.
 """
@@ -17,36 +18,47 @@ import polars as pl
 
 from cass.pipeline.context import Stage
 from cass.text.cuda import strip_comments, strip_comments_and_strings
+from cass.text.language import is_opencl
 
 _KERNEL = re.compile(r"\b__global__\b")
+_OPENCL_KERNEL = re.compile(r"\b(?:__kernel|kernel)\s+void\b")
 _HELLO = re.compile(r'"[^"\n]*hello[\s,_-]*(?:world|cuda|gpu|from)[^"\n]*"', re.I)
 TRIVIAL_CODE_LINES = 30
 _KERNEL_BODY = re.compile(r"__global__[^{;]*\{\s*\}")
+_OPENCL_KERNEL_BODY = re.compile(r"\b(?:__kernel|kernel)\s+void\b[^{;]*\{\s*\}")
 
 
-def defines_kernel(text: str) -> bool:
-    """Whether a text defines a ``__global__`` function outside comments and strings."""
-    return "__global__" in text and bool(_KERNEL.search(strip_comments_and_strings(text)))
+def kernel_patterns(path: str) -> tuple[re.Pattern, re.Pattern]:
+    """(a kernel definition, an empty kernel) in the language of the file at ``path``."""
+    return (_OPENCL_KERNEL, _OPENCL_KERNEL_BODY) if is_opencl(path) else (_KERNEL, _KERNEL_BODY)
 
 
-def drop_reason(source: str, params: dict, kernel_in_headers: bool = False) -> tuple[str, str] | None:
-    """Why a source fails the filters (reason, detail), or None if it passes;
+def defines_kernel(text: str, path: str = "") -> bool:
+    """Whether a text (of the file at ``path``) defines a kernel outside comments and strings."""
+    kernel = kernel_patterns(path)[0]
+    return bool(kernel.search(text)) and bool(kernel.search(strip_comments_and_strings(text)))
+
+
+def drop_reason(source: str, params: dict, kernel_in_headers: bool = False, path: str = "") -> tuple[str, str] | None:
+    """Why a source (of the main file at ``path``) fails the filters (reason, detail), or None if it passes;
     ``kernel_in_headers``: a local header it includes defines a kernel."""
+    kernel, empty_kernel = kernel_patterns(path)
     lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
     if lines < params["min_lines"]:
         return "too_short", f"{lines} lines < {params['min_lines']}"
     if lines > params["max_lines"]:
         return "too_long", f"{lines} lines > {params['max_lines']}"
     code = strip_comments_and_strings(source)
-    kernels = len(_KERNEL.findall(code))
+    kernels = len(kernel.findall(code))
     if params["require_kernel"] and kernels == 0 and not kernel_in_headers:
-        return "no_kernel", "no __global__ function in the file or its local headers"
+        keyword = "__kernel" if is_opencl(path) else "__global__"
+        return "no_kernel", f"no {keyword} function in the file or its local headers"
     if params["drop_trivial"]:
         code_without_comments = strip_comments(source)
         code_lines = sum(1 for ln in code_without_comments.splitlines() if ln.strip())
         if code_lines < TRIVIAL_CODE_LINES and _HELLO.search(code_without_comments):
             return "trivial", f"hello-world boilerplate ({code_lines} lines of code print a greeting)"
-        if kernels and len(_KERNEL_BODY.findall(code)) == kernels:
+        if kernels and len(empty_kernel.findall(code)) == kernels:
             return "trivial", "every kernel has an empty body"
     return None
 
@@ -57,13 +69,15 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("ingest")
     out = stage.output(rows.height)
     keep = []
-    header_kernels: dict[str, bool] = {}   # headers are shared by many samples: look at each once
+    header_kernels: dict[tuple[str, bool], bool] = {}   # headers are shared by many samples: look at each once
     for row in rows.iter_rows(named=True):
         source = store.get_text(row["files"][0]["digest"])
+        main = row["files"][0]["path"]
         for f in row["files"][1:]:
-            if f["digest"] not in header_kernels:
-                header_kernels[f["digest"]] = defines_kernel(store.get_text(f["digest"]))
-        reason = drop_reason(source, params["filter"], any(header_kernels[f["digest"]] for f in row["files"][1:]))
+            if (f["digest"], is_opencl(main)) not in header_kernels:
+                header_kernels[f["digest"], is_opencl(main)] = defines_kernel(store.get_text(f["digest"]), main)
+        reason = drop_reason(source, params["filter"],
+                             any(header_kernels[f["digest"], is_opencl(main)] for f in row["files"][1:]), main)
         if reason:
             out.drop(row, *reason)
         else:

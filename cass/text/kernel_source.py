@@ -1,5 +1,5 @@
-"""A ``__global__`` function's full text in a CUDA or HIP source (comments, literals and
-preprocessor lines masked while searching)."""
+"""A kernel's full text in a CUDA or HIP source (a ``__global__`` function) or an OpenCL C source (a
+``__kernel`` function); comments, literals and preprocessor lines masked while searching."""
 
 from __future__ import annotations
 
@@ -110,11 +110,13 @@ def _match_close(masked: str, i: int, open_c: str, close_c: str) -> int | None:
 
 
 _GLOBAL = re.compile(r"\b__global__\b")
+_OPENCL_KERNEL = re.compile(r"\b(?:__kernel|kernel)\b")
 _TEMPLATE = re.compile(r"\btemplate\b")
 
 
-def kernel_source(source: str, name: str) -> str | None:
-    """Text of the ``__global__`` function ``name`` in a CUDA or HIP source, or None.
+def kernel_source(source: str, name: str, opencl: bool = False) -> str | None:
+    """Text of the ``__global__`` function ``name`` in a CUDA or HIP source (``opencl``: of the ``__kernel``
+    function in an OpenCL C source), or None.
 
     ``name`` is the plain function name (a mangled name is reduced with ``kernel_base_name``).
     The text runs from the start of the line where the declaration begins (its ``template <...>``
@@ -126,11 +128,12 @@ def kernel_source(source: str, name: str) -> str | None:
     """
     name = kernel_base_name(name)
     masked = _mask_source(source)
+    marker = _OPENCL_KERNEL if opencl else _GLOBAL
     pattern = re.compile(rf"(?<![\w~])\b{re.escape(name)}\s*(?:<[^;{{}}()]*>\s*)?\(")
     for m in pattern.finditer(masked):
         head_start = max(masked.rfind(c, 0, m.start()) for c in ";{}") + 1
         head = masked[head_start : m.start()]
-        if not _GLOBAL.search(head) or re.search(r"(?:::|\.|->)\s*$", head):
+        if not marker.search(head) or re.search(r"(?:::|\.|->)\s*$", head):
             continue
         close = _match_close(masked, m.end() - 1, "(", ")")
         if close is None:

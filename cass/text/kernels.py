@@ -6,7 +6,8 @@ includes template arguments, so each instantiation is its own kernel), then by u
 where it is unique on both sides (vector types mangle differently: CUDA ``float2`` is
 ``6float2``, HIP's ``15HIP_vector_typeIfLj2EE``). Each matched kernel becomes a row with the
 source of that ``__global__`` function from the CUDA file and from its HIP translation. The
-row's ``kernel`` is the CUDA mangled name. What does not match is counted with its reason: ``only_nvidia`` /
+row's ``kernel`` is the CUDA mangled name. An OpenCL C file's kernels (unmangled names) are cut from the
+same OpenCL source on both sides. What does not match is counted with its reason: ``only_nvidia`` /
 ``only_amd`` (a kernel one compiler emitted and the other did not, e.g. a name hipify changed),
 ``source_not_found`` (the function's text could not be cut out of a source, e.g. one made by a
 macro).
@@ -21,6 +22,7 @@ from cass.pipeline.manifests import ASM_LIST
 from cass.text.amdgpu import split_amd
 from cass.text.kernel_names import kernel_base_name, match_kernels
 from cass.text.kernel_source import kernel_source
+from cass.text.language import is_opencl
 from cass.text.sass import split_sass
 
 SCHEMA = {
@@ -67,6 +69,7 @@ def run(stage: Stage) -> None:
         amd = split_all(store, row["amd_device_norm"], split_amd)
         cuda_source = store.get_text(row["files"][0]["digest"])
         hip_source = store.get_text(row["hip_files"][0]["digest"])
+        opencl = is_opencl(row["files"][0]["path"])
         matched = match_kernels(sass, amd)
         hip_matched = set(matched.values())
         unmatched = [(k, "only_nvidia") for k in sass if k not in matched] + \
@@ -78,10 +81,11 @@ def run(stage: Stage) -> None:
             out.rows_in += 1
             unit = identity(row, kernel)
             name = kernel_base_name(kernel)
-            cuda_text, hip_text = kernel_source(cuda_source, kernel), kernel_source(hip_source, hip_kernel)
+            cuda_text = kernel_source(cuda_source, kernel, opencl)
+            hip_text = kernel_source(hip_source, hip_kernel, opencl)
             if cuda_text is None or hip_text is None:
                 missing = "CUDA" if cuda_text is None else "HIP"
-                out.drop(unit, "source_not_found", f"no __global__ {name} in the {missing} source")
+                out.drop(unit, "source_not_found", f"no kernel {name} in the {missing} source")
                 continue
             kept.append({
                 **unit, "file_sample_id": row["sample_id"], "kernel": kernel, "kernel_name": name,

@@ -35,7 +35,7 @@ def run(stage: Stage) -> None:
     for row in rows.iter_rows(named=True):
         normalized[row["sample_id"]] = {
             "host": store.put_text(strip_host_registration(store.get_text(row["nvidia_host_asm"])))
-            if strip_host else None,
+            if strip_host and row["nvidia_host_asm"] else None,
             "nvidia": normalize_all(store, row["nvidia_device_asm"], normalize_sass),
             "amd": normalize_all(store, row["amd_device_asm"], normalize_amd),
         }

@@ -48,6 +48,11 @@ def execution_columns(row: dict) -> dict:
             **{f"{side}_{name}": run and run[name] for side, run in first.items() for name in ("exit_code", "wall_s")}}
 
 
+def optional_text(store: Store, digest: str | None) -> str | None:
+    """A stored text, or None where there is none (an OpenCL pair has no host assembly)."""
+    return store.get_text(digest) if digest else None
+
+
 def export_row(store: Store, row: dict, provenance: dict) -> dict:
     """One dataset row with every text read (and verified) from the store."""
     cuda_source, cuda_headers = split_files(store, row["files"])
@@ -55,11 +60,11 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
     texts = {
         "cuda_source": cuda_source,
         "hip_source": hip_source,
-        "cuda_host_asm": store.get_text(row["nvidia_host_asm"]),
+        "cuda_host_asm": optional_text(store, row["nvidia_host_asm"]),
         **({"cuda_host_asm_norm": store.get_text(row["nvidia_host_norm"])} if row["nvidia_host_norm"] else {}),
         **{f"cuda_device_sass_{a['arch']}": store.get_text(a["digest"]) for a in row["nvidia_device_asm"]},
         **{f"cuda_device_sass_{a['arch']}_norm": store.get_text(a["digest"]) for a in row["nvidia_device_norm"]},
-        "hip_host_asm": store.get_text(row["amd_host_asm"]),
+        "hip_host_asm": optional_text(store, row["amd_host_asm"]),
         **{f"hip_device_asm_{a['arch']}": store.get_text(a["digest"]) for a in row["amd_device_asm"]},
         **{f"hip_device_asm_{a['arch']}_norm": store.get_text(a["digest"]) for a in row["amd_device_norm"]},
     }
@@ -77,7 +82,7 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
         "hip_repaired": row["hip_repaired"],
         "hip_source_hipify": store.get_text(raw_main) if (raw_main := row["hip_files_hipify"][0]["digest"])
         != row["hip_files"][0]["digest"] else None,
-        **{f"{name}_lines": line_count(text) for name, text in texts.items()},
+        **{f"{name}_lines": None if text is None else line_count(text) for name, text in texts.items()},
         "cuda_source_digest": row["files"][0]["digest"],
         "hip_source_digest": row["hip_files"][0]["digest"],
         **provenance,

@@ -6,7 +6,8 @@ faster). Its diagnostics (identifiers it cannot map, such as ``unsupported devic
 "__shfl_down_sync"``) are rebuilt as :mod:`cass.translate.hipify_warnings` describes: the real
 hipify-perl's per-line checks on the lines that can warn, plus its check of the translated text;
 they are kept per sample. The HIP files keep the CUDA files' relative paths, so
-``#include "..."`` still resolves.
+``#include "..."`` still resolves. OpenCL C samples pass through untranslated (both vendors compile the
+same OpenCL source).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import polars as pl
 from cass.compiling.actions import Action, pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
+from cass.text.language import is_opencl
 from cass.translate.hipify_warnings import (
     WarningCheck,
     WarningTables,
@@ -59,13 +61,19 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("dedup")
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, amd, stage.params, params["hipify"]["timeout_s"])
-    translate, checked = plan_files(store, amd, tables, {(f["path"], f["digest"]) for fs in rows["files"] for f in fs})
+    cuda_files = {(f["path"], f["digest"]) for fs in rows["files"] for f in fs if not is_opencl(fs[0]["path"])}
+    translate, checked = plan_files(store, amd, tables, cuda_files)
     outcomes = runner.run([*translate.values(), *(a for _, a in checked.values())], desc="hipify-perl")
     hip = {key: o.record.outputs["hip"] for key, a in translate.items() if (o := outcomes[a.key]).ok}
     warnings = {key: file_warnings(store, tables, key, d, checked.get(key), outcomes) for key, d in hip.items()}
 
     added = []
+    empty = store.put_text("")
     for row in rows.iter_rows(named=True):
+        if is_opencl(row["files"][0]["path"]):
+            added.append({"sample_id": row["sample_id"], "hip_files": row["files"], "hipify_warnings": empty,
+                          "hipify_warning_count": 0})
+            continue
         keys = [(f["path"], f["digest"]) for f in row["files"]]
         failed = [(k[0], outcomes[translate[k].key]) for k in keys if k not in hip]
         failed += [(k[0], outcomes[checked[k][1].key]) for k in keys

@@ -5,7 +5,8 @@ Each distinct hipified file is one cached action keyed by the rule set's id, the
 archs run wave32) and the file's digest. The manifest keeps hipify-perl's own files
 (``hip_files_hipify``) next to the repaired ones (``hip_files``, what compile_amd builds), the
 rules that fired per sample (``repair_rules``) and whether any file changed (``hip_repaired``).
-``repair.enabled: false`` passes hipify-perl's files on unchanged. Nothing is dropped here.
+``repair.enabled: false`` passes hipify-perl's files on unchanged, as OpenCL C samples always are.
+Nothing is dropped here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import polars as pl
 from cass.compiling.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
+from cass.text.language import is_opencl
 from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
 
 
@@ -37,8 +39,9 @@ def run(stage: Stage) -> None:
     added = []
     for row in rows.iter_rows(named=True):
         files, fired = [], set()
+        repairs = repairer and not is_opencl(row["hip_files_hipify"][0]["path"])
         for f in row["hip_files_hipify"]:
-            digest, rules = repairer(f["digest"]) if repairer else (f["digest"], [])
+            digest, rules = repairer(f["digest"]) if repairs else (f["digest"], [])
             files.append({"path": f["path"], "digest": digest})
             fired.update(rules)
             for rule in rules:

@@ -66,9 +66,10 @@ def _copy(name: str, dest: Path) -> None:
 
 
 def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Sequence[str] = ()) -> Path:
-    """A new git + DVC project at ``dest`` holding this pipeline (and the bundled corpus), with only the translation
-    benchmark's tasks ``bench_tasks`` (ids); without any, the copy's corpus has no ``bench`` origin and its
-    ``evaluate`` stage no baseline (the benchmark's 60 tasks would more than double a copy's build)."""
+    """A new git + DVC project at ``dest`` holding this pipeline (and the bundled corpus, its OpenCL tree included),
+    with only the translation benchmark's tasks ``bench_tasks`` (ids); without any, the copy's corpus has no
+    ``bench`` origin and its ``evaluate`` stage no baseline (the benchmark's 60 tasks would more than double a
+    copy's build)."""
     dest.mkdir(parents=True)
     for name in (*PIPELINE_FILES, *(("corpus",) if with_bundled_corpus else ())):
         _copy(name, dest)
@@ -79,8 +80,10 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
         for path in (REPO / BENCH_TASKS).glob(f"*/{task}.*"):
             (tasks / path.parent.name).mkdir(exist_ok=True)
             shutil.copy2(path, tasks / path.parent.name / path.name)
+    params = dest / "params.yaml"
+    if not with_bundled_corpus:   # the bundled corpus's OpenCL tree goes with it
+        params.write_text(re.sub(r"\n    - path: corpus/opencl\b.*(?:\n      .*)*", "", params.read_text()))
     if not bench_tasks:   # edited as text: the copy's params.yaml keeps its layout for the tests' own edits
-        params = dest / "params.yaml"
         text = params.read_text()
         tree = re.search(rf"\n    - path: {BENCH_TASKS}\b.*\n.*origin: bench.*", text)
         baselines = re.search(r"\n  baselines: \[.*?\]", text)
