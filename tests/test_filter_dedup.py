@@ -56,5 +56,9 @@ def test_opencl_files_are_filtered_by_their_own_kernel_keyword():
         "no_kernel", "no __kernel function in the file or its local headers")
     assert defines_kernel("kernel void k(global int *a) { a[0] = 1; }", "h.cl") and not defines_kernel(
         "/* __kernel void k() */ void f() {}", "h.cl")
+    for qualified in ("__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void k(global int *a) { a[0] = 1; }",
+                      "void __kernel k(global int *a) { a[0] = 1; }"):
+        assert defines_kernel(qualified, "q.cl")
+    assert not defines_kernel("__constant float kernel[9] = {0};\nvoid blur(float *p) { p[0] = kernel[4]; }", "b.cl")
     empty = "__kernel void k(__global int *a) { }\n" + "int x;\n" * 12
     assert drop_reason(empty, PARAMS, path="e.cl") == ("trivial", "every kernel has an empty body")

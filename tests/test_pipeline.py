@@ -252,9 +252,14 @@ def test_no_training_example_answers_with_its_own_prompt(project):
     kernels = pl.read_parquet(sorted((project / "data" / "export" / "kernels").glob("*.parquet")))
     same = {r["kernel_id"]: r["cuda_kernel_source"].split() == r["hip_kernel_source"].split()
             for r in kernels.iter_rows(named=True)}
+    pairs = pl.read_parquet(sorted((project / "data" / "export" / "pairs").glob("*.parquet")))
+    same_file = {r["sample_id"]: (r["origin"], r["cuda_source"].split() == r["hip_source"].split())
+                 for r in pairs.iter_rows(named=True)}
     dropped_ids = {d.removesuffix("/source") for d in dropped["sample_id"]}
     kept_ids = {i.removesuffix("/source") for i in tables["source"].filter(pl.col("level") == "kernel")["id"]}
-    assert dropped_ids <= set(same) and all(same[k] for k in dropped_ids)
+    files = dropped_ids - set(same)   # file-level drops: OpenCL files, the same source on both sides
+    assert dropped_ids - files <= set(same) and all(same[k] for k in dropped_ids - files)
+    assert files <= set(same_file) and all(same_file[k] == ("opencl", True) for k in files) and files
     assert kept_ids <= set(same) and not any(same[k] for k in kept_ids)
 
 
@@ -326,7 +331,8 @@ def test_hub_layout_loads_and_publishing_again_sends_only_the_changed_shards(pro
     names = [c["config_name"] for c in card.data.configs]
     # nothing is verified on a machine without a GPU host: no `verified` config (an empty one would not load)
     verified = set() if local_gpu_host() is None else {"verified"}
-    assert {"pairs", "kernels", "instruct_source", "instruct_asm", "pairs_bundled", *verified} == set(names)
+    assert {"pairs", "kernels", "instruct_source", "instruct_asm", "pairs_bundled", "pairs_opencl", *verified} == \
+        set(names)
     for config in card.data.configs:
         files = sorted(str(p) for p in hub_dir.glob(config["data_files"][0]["path"] + ".parquet"))
         assert datasets.load_dataset("parquet", data_files=files, split="train").num_rows > 0, config
@@ -424,7 +430,8 @@ def test_rerun_is_up_to_date_and_one_changed_file_recompiles_only_that_file(proj
     assert 1 <= nv["misses"] <= 2  # one nvcc (host + kept cubin); cuobjdump only if the cubin bytes changed
     amd = action_counts(project, "compile_amd")
     assert amd["misses"] == 2  # host + gfx1100
-    assert amd["hits"] >= 2 * (paired - 1)
+    opencl = metrics(project, "yield")["corpora"]["opencl"]["both"]   # one action each (gfx1100), no host
+    assert amd["hits"] >= 2 * (paired - opencl - 1) + opencl
 
 
 def set_param(project: Path, old: str, new: str) -> None:

@@ -111,7 +111,7 @@ class NvidiaToolchain(Toolchain):
 
     def tool_path(self, tool: str) -> Path | None:
         if tool in (HOST_COMPILER, OPENCL_COMPILER):
-            found = shutil.which(HOST_COMPILER, path=self.launcher.env()["PATH"])
+            found = shutil.which(tool, path=self.launcher.env()["PATH"])
             return Path(os.path.realpath(found)) if found else None
         path = self.cuda_home / "bin" / tool
         return path if path.is_file() else None
@@ -145,8 +145,13 @@ class NvidiaToolchain(Toolchain):
 
     def identity_listings(self, tool: str) -> list[Path]:
         """The system headers nvcc's host compiler finds (installing a -dev package changes what
-        compiles): listed, not read, since /usr/include holds hundreds of MB."""
-        return [Path("/usr/include")] if tool == "nvcc" else []
+        compiles), and the LLVM libraries the OpenCL compiler does its work in (libLLVM, libclang-cpp):
+        listed, not read, since they hold hundreds of MB."""
+        if tool == "nvcc":
+            return [Path("/usr/include")]
+        if tool == OPENCL_COMPILER and (clang := self.tool_path(tool)):
+            return [clang.parent.parent / "lib"]
+        return []
 
     @staticmethod
     def _common(flags: dict, include_dirs: Sequence[str]) -> tuple[str, ...]:

@@ -21,11 +21,15 @@ from cass.text.cuda import strip_comments, strip_comments_and_strings
 from cass.text.language import is_opencl
 
 _KERNEL = re.compile(r"\b__global__\b")
-_OPENCL_KERNEL = re.compile(r"\b(?:__kernel|kernel)\s+void\b")
+_OPENCL_QUALIFIER = (r"\b(?:__kernel|kernel)\s+(?:__attribute__\s*\(\([^;{}]*?\)\)\s*)*void\b"
+                     r"|\bvoid\s+(?:__kernel|kernel)\b")
+_OPENCL_KERNEL = re.compile(_OPENCL_QUALIFIER)
+"""``__kernel void``, with attributes between (``__kernel __attribute__((reqd_work_group_size(64,1,1))) void``), or
+``void __kernel``: not the word ``kernel`` alone, a common variable name (a filter's kernel)."""
 _HELLO = re.compile(r'"[^"\n]*hello[\s,_-]*(?:world|cuda|gpu|from)[^"\n]*"', re.I)
 TRIVIAL_CODE_LINES = 30
 _KERNEL_BODY = re.compile(r"__global__[^{;]*\{\s*\}")
-_OPENCL_KERNEL_BODY = re.compile(r"\b(?:__kernel|kernel)\s+void\b[^{;]*\{\s*\}")
+_OPENCL_KERNEL_BODY = re.compile(rf"(?:{_OPENCL_QUALIFIER})\s+\w+\s*\([^{{;]*\)\s*\{{\s*\}}")
 
 
 def kernel_patterns(path: str) -> tuple[re.Pattern, re.Pattern]:
