@@ -39,6 +39,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 STAGES = [
+    "synthesize",
     "fetch_stack",
     "fetch_debian",
     "clone_repos",
@@ -56,7 +57,8 @@ STAGES = [
     "tokens",
     "instruct",
 ]
-UNITS = {"kernels": "kernel pairs", "tokens": "file + kernel rows", "instruct": "training examples"}
+UNITS = {"synthesize": "drawn prompts", "kernels": "kernel pairs", "tokens": "file + kernel rows",
+         "instruct": "training examples"}
 
 # %% [markdown]
 # ## Domains

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 from harness.project import REPO
-from openai_standin import ChatServer
+from openai_standin import ModelServer
 
 from cass.benchmark.tasks import TASKS_DIR, load_tasks
 from cass.models import tiny
@@ -87,7 +87,7 @@ def test_greedy_samples_are_refused():
 @pytest.mark.slow
 def test_the_openai_backend_gets_the_models_own_answers_and_retries_a_failing_server(store, params, tasks, model_dir):
     local, _ = generate(store, params, tasks, TransformersBackend(model_dir, batch_size=2))
-    with ChatServer(model_dir, fail_first=2) as server:
+    with ModelServer(model_dir, fail_first=2) as server:
         http = OpenAIBackend(server.base_url, "tiny", revision="r1", concurrency=1, retries=3, timeout_s=60)
         one = {TWO[0]: tasks[TWO[0]]}
         rows, facts = generate(store, params, one, http)

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from cass.compiling.actions import ActionRunner
 from cass.execution.hosts import record_host
-from cass.execution.programs import build_programs, main_signature, run_action
+from cass.execution.programs import build_programs, run_action
 from cass.pipeline.manifests import read_manifest
+from cass.text.cuda import main_signature
 from store import Store
 from toolchains import JobResult
 from toolchains.gpu import BATCH_FILE, RESULTS_FILE, RunHost

@@ -10,7 +10,6 @@ nothing changed runs nothing, and runs brought back from a GPU host elsewhere ar
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import asdict, dataclass
@@ -19,7 +18,6 @@ from cass.compiling.actions import Action, ActionRunner, Outcome, cluster_at
 from cass.compiling.compile import TargetRun, failure_reason, run_targets
 from cass.execution.compare import first_difference
 from cass.execution.hosts import ExecutionHost
-from cass.text.cuda import strip_comments_and_strings
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
 from toolchains.gpu import RunHost, launcher_for
@@ -31,15 +29,6 @@ key includes it, so no run made the old way is reused."""
 
 SIDES = ("cuda", "hip")
 """The two programs of a pair: the CUDA original and the HIP translation."""
-
-_MAIN = re.compile(r"\bint\s+main\s*\(([^)]*)\)")
-
-
-def main_signature(source: str) -> str | None:
-    """The parameter list of the file's ``int main(...)``, or None when it defines no ``main``."""
-    found = _MAIN.search(strip_comments_and_strings(source))
-    return found.group(1).strip() if found else None
-
 
 def takes_arguments(signature: str) -> bool:
     """Whether a ``main`` with this parameter list reads command-line arguments."""

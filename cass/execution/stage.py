@@ -25,11 +25,11 @@ from cass.execution.programs import (
     Run,
     build_programs,
     disagreement,
-    main_signature,
     run_programs,
     takes_arguments,
 )
 from cass.pipeline.context import Stage
+from cass.text.cuda import main_signature
 from store import Store
 from toolchains.cluster import scheduler_address
 from toolchains.programs import ProgramLimits
@@ -70,7 +70,7 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
     runnable = [row for row in rows if mains[row["sample_id"]] is not None]
     for sample, signature in mains.items():
         if signature is None:
-            results[sample].update(exec_status="no_main", exec_detail="the CUDA file defines no main")
+            results[sample].update(exec_status="no_main", exec_detail="the main file defines no main function")
     if host is None:
         for row in runnable:
             results[row["sample_id"]].update(exec_status="not_run:no_gpu_host",

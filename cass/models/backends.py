@@ -57,9 +57,10 @@ class Backend(ABC):
 
     @abstractmethod
     def complete(self, prompts: list[Messages], sampling: Sampling, sample: int,
-                 done: Callable[[int, str], None]) -> None:
+                 done: Callable[[int, str], None]) -> dict[int, str]:
         """Sample number ``sample`` of every prompt; ``done(index, text)`` as each finishes (so a killed run keeps
-        what it finished)."""
+        what it finished). Returns why each prompt the model refused failed, by index (the others go on); raises
+        :class:`ConnectionError` when the model cannot be reached at all."""
 
     def prompt_tokens(self, messages: Messages) -> int | None:
         """The prompt's length in the model's tokens, where this side knows the tokenizer (else None: the server
@@ -117,7 +118,7 @@ class TransformersBackend(Backend):
         return self._loaded
 
     def complete(self, prompts: list[Messages], sampling: Sampling, sample: int,
-                 done: Callable[[int, str], None]) -> None:
+                 done: Callable[[int, str], None]) -> dict[int, str]:
         import torch
 
         tokenizer, model, device = self._load()
@@ -134,11 +135,14 @@ class TransformersBackend(Backend):
                                      pad_token_id=tokenizer.pad_token_id, **options)
             for i, row in enumerate(out[:, inputs["input_ids"].shape[1]:]):
                 done(start + i, tokenizer.decode(row, skip_special_tokens=True))
+        return {}
 
 
 class OpenAIBackend(Backend):
     """A server of the OpenAI-compatible chat API, through the ``openai`` client: ``concurrency`` requests at once,
-    each retried with exponential backoff on connection errors, timeouts, 408/409/429 and 5xx."""
+    each retried with exponential backoff on connection errors, timeouts, 408/409/429 and 5xx. A request the server
+    still refuses (another 4xx: a prompt over its context, say) fails alone; a server that stays unreachable or
+    failing stops the run."""
 
     def __init__(self, base_url: str, model: str, revision: str | None, concurrency: int, retries: int,
                  timeout_s: float):
@@ -153,16 +157,28 @@ class OpenAIBackend(Backend):
         return {"backend": "openai", "model": self.model, "revision": self.revision}
 
     def complete(self, prompts: list[Messages], sampling: Sampling, sample: int,
-                 done: Callable[[int, str], None]) -> None:
-        def one(index: int) -> None:
-            reply = self.client.chat.completions.create(
-                model=self.model, messages=prompts[index], temperature=sampling.temperature, top_p=sampling.top_p,
-                max_tokens=sampling.max_new_tokens, seed=sampling.seed + sample)
-            done(index, reply.choices[0].message.content or "")
+                 done: Callable[[int, str], None]) -> dict[int, str]:
+        import openai
 
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            for future in [pool.submit(one, i) for i in range(len(prompts))]:
-                future.result()
+        def one(index: int) -> str | None:
+            try:
+                reply = self.client.chat.completions.create(
+                    model=self.model, messages=prompts[index], temperature=sampling.temperature,
+                    top_p=sampling.top_p, max_tokens=sampling.max_new_tokens, seed=sampling.seed + sample)
+            except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as exc:
+                raise ConnectionError(f"{self.client.base_url}: {type(exc).__name__}: {exc} (after "
+                                      f"{self.client.max_retries} retries)") from exc
+            except openai.APIStatusError as exc:
+                return f"HTTP {exc.status_code}: {exc.message}"[:2000]
+            done(index, reply.choices[0].message.content or "")
+            return None
+
+        pool = ThreadPoolExecutor(self.concurrency)
+        try:
+            futures = {i: pool.submit(one, i) for i in range(len(prompts))}
+            return {i: error for i, f in futures.items() if (error := f.result()) is not None}
+        finally:   # on a failure, what has not started does not start: the next run asks for it
+            pool.shutdown(cancel_futures=True)
 
 
 def start_optional_stage(name: str, out_dir: Path, enabled: bool) -> bool:

@@ -8,8 +8,10 @@ are drawn per prompt. Each completion is a cached action of the store, keyed by 
 is made: a killed run resumes where it stopped, and an unchanged run generates nothing. The code is taken from the
 answer's fence (the task's answer fence, else the first fence, else the whole text; how, per prediction). A prompt
 longer than ``generate.max_prompt_tokens`` (counted where the backend knows the tokenizer) is not sent: its
-prediction is empty, counted as ``prompt_too_long``. Predictions go to ``data/generate/predictions.jsonl`` in the
-evaluator's format (``sample`` numbers the samples: the evaluator reports pass@k over them).
+prediction is empty, counted as ``prompt_too_long``; so is that of a request the server refuses (a 4xx but 408, 409
+and 429: ``request_failed``, not recorded, so the stage's next run asks again). Predictions go to
+``data/generate/predictions.jsonl`` in the evaluator's format (``sample`` numbers the samples: the evaluator
+reports pass@k over them).
 """
 
 from __future__ import annotations
@@ -60,10 +62,12 @@ def completion_key(identity: dict, messages: Messages, sampling: Sampling, sampl
                              "sampling": drawn, "sample": sample})
 
 
-def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Messages],
-                 sampling: Sampling) -> tuple[dict[tuple[str, str, int], str], Counter]:
-    """Every sample of every prompt: from the store, the others made by ``backend`` and recorded one by one."""
+def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Messages], sampling: Sampling
+                 ) -> tuple[dict[tuple[str, str, int], str], Counter, dict[tuple[str, str, int], str]]:
+    """Every sample of every prompt: from the store, the others made by ``backend`` and recorded one by one; and
+    why each the backend refused failed (not recorded: the next run asks again)."""
     texts: dict[tuple[str, str, int], str] = {}
+    failed: dict[tuple[str, str, int], str] = {}
     counts: Counter = Counter(hits=0, generated=0)
     lock = threading.Lock()   # the HTTP backend finishes completions on its threads
     for sample in range(sampling.samples):
@@ -85,9 +89,10 @@ def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Me
                 counts["generated"] += 1
                 bar.update()
 
-        backend.complete([asked[k] for k in missing], sampling, sample, done)
+        errors = backend.complete([asked[k] for k in missing], sampling, sample, done)
         bar.close()
-    return texts, counts
+        failed.update({(*missing[i], sample): error for i, error in errors.items()})
+    return texts, counts, failed
 
 
 def extract(text: str, fence: str) -> tuple[str, str]:
@@ -115,16 +120,20 @@ def translate(store: Store, gp: dict, asked: dict[tuple[str, str], Messages],
     lengths = {k: backend.prompt_tokens(m) for k, m in asked.items()}
     too_long = {k for k, n in lengths.items() if n is not None and n > gp["max_prompt_tokens"]}
     started = time.monotonic()
-    texts, counts = complete_all(store, backend, {k: m for k, m in asked.items() if k not in too_long}, sampling)
+    texts, counts, failed = complete_all(store, backend, {k: m for k, m in asked.items() if k not in too_long},
+                                         sampling)
     fences = {t.name: t.answer_fence for t in TASKS}
     rows = [{"task_id": task_id, "task": kind, "sample": sample, "prediction": "", "extracted": "prompt_too_long"}
             for task_id, kind in too_long for sample in range(sampling.samples)]   # never sent: an empty prediction
+    rows += [{"task_id": task_id, "task": kind, "sample": sample, "prediction": "", "extracted": "request_failed"}
+             for task_id, kind, sample in failed]
     for (task_id, kind, sample), text in texts.items():
         code, how = extract(text, fences[kind])
         rows.append({"task_id": task_id, "task": kind, "sample": sample, "prediction": code, "extracted": how})
     rows.sort(key=lambda r: (r["task_id"], r["task"], r["sample"]))
     report = {**counts, "wall_s": round(time.monotonic() - started, 3), "prompts": len(asked),
-              "prompts_too_long": len(too_long)}
+              "prompts_too_long": len(too_long),
+              "requests_failed": {"/".join(map(str, k)): e for k, e in failed.items()}}
     return rows, {"model": backend.identity, "sampling": sampling.describe(), "report": report}
 
 

@@ -93,6 +93,40 @@ def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], fail
     return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired)}
 
 
+def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: set[str],
+                   amd_ok: set[str]) -> dict[str, dict]:
+    """Per synthesis template (``requests``: ``data/synthesize/requests.parquet``): draws, answers, programs kept,
+    candidates after filter and dedup, compiled for NVIDIA, paired; ``both_over_answered`` is the paper's "kept
+    after compiling" share of its generations (49%)."""
+    ids = set(candidates["sample_id"])
+    table = requests.with_columns(pl.col("sample_id").is_in(list(ids)).alias("candidate")).group_by(
+        "template_id").agg(
+        pl.len().alias("drawn"), pl.col("completion").is_not_null().sum().alias("answered"),
+        (pl.col("status") == "kept").sum().alias("programs"), pl.col("candidate").sum().alias("candidates"),
+        (pl.col("candidate") & pl.col("sample_id").is_in(list(nvidia_ok))).sum().alias("nvidia_ok"),
+        (pl.col("candidate") & pl.col("sample_id").is_in(list(nvidia_ok & amd_ok))).sum().alias("both"),
+    ).sort("template_id")
+    found = {}
+    for row in table.iter_rows(named=True):
+        template = row.pop("template_id")
+        found[template] = {**row, "both_over_answered": round(row["both"] / row["answered"], 4)
+                           if row["answered"] else None}
+    return found
+
+
+def template_markdown(templates: dict[str, dict]) -> list[str]:
+    """The per-template yield as a Markdown table, with a total row."""
+    columns = ("drawn", "answered", "programs", "candidates", "nvidia_ok", "both")
+    total = {c: sum(t[c] for t in templates.values()) for c in columns}
+    lines = ["", "**synthetic**, per template: draws, answers, programs kept (kernel and main, no duplicate), "
+             "candidates after filter and dedup, NVIDIA ok, both vendors, both / answered.", "",
+             "| template | " + " | ".join(columns) + " | both / answered |", "|---|" + "---:|" * (len(columns) + 1)]
+    for name, t in [*templates.items(), ("all", total)]:
+        share = f"{100 * t['both'] / t['answered']:.1f}%" if t["answered"] else "-"
+        lines.append(f"| {name} | " + " | ".join(str(t[c]) for c in columns) + f" | {share} |")
+    return lines
+
+
 SUMMARY_HEADER = ("| corpus | files | NVIDIA ok | AMD ok | both | both / NVIDIA ok | NVIDIA ok with configured "
                   "headers | pairs repaired |")
 
@@ -124,6 +158,8 @@ def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
         if y["top_nvidia_causes"]:
             lines += ["", "| NVIDIA cause | files |", "|---|---:|"]
             lines += [f"| `{t['cause'].replace('|', '/')}` | {t['files']} |" for t in y["top_nvidia_causes"]]
+    if yields.get("synthetic_templates"):
+        lines += template_markdown(yields["synthetic_templates"])
     return "\n".join(lines) + "\n"
 
 
@@ -144,6 +180,9 @@ def run(stage: Stage) -> None:
     failed = failures(candidates, dropped, nvidia_ok)
     write_parquet(failed, DATA_DIR / STAGE / "failures.parquet", sort_by=None)
     yields = report(candidates, nvidia_ok, amd_ok, failed, repaired)
+    requests = manifest_path("synthesize", "requests")
+    if requests.exists():
+        yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)
     (DATA_DIR / STAGE / "yield.md").write_text(markdown(yields))
     write_metrics("yield", yields)
     for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:

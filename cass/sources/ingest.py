@@ -5,7 +5,8 @@ Sources (all optional but the list of local trees):
 * local directory trees (``corpus.trees`` in params.yaml; origin named there);
 * cloned repositories at pinned revisions (the ``clone_repos`` stage's manifest; origin
   ``repos``; sample paths are ``<repository>/<path>``);
-* The Stack v2 files fetched by ``fetch_stack`` (origin ``stack_v2``; single files, no headers).
+* The Stack v2 files fetched by ``fetch_stack`` (origin ``stack_v2``; single files, no headers);
+* the programs ``synthesize`` kept (origin ``synthetic``; single files, the model as provenance).
 
 For a file of a tree, the headers it reaches and the include directories that find them are
 chosen by :mod:`cass.sources.includes` and recorded (``files``, ``include_dirs``, ``unresolved_includes``,
@@ -165,6 +166,20 @@ def stack_v2(ingest: Ingest, store: Store, fetched: pl.DataFrame | None) -> None
                    provenance, declared_encoding=row["src_encoding"])
 
 
+def synthesized(ingest: Ingest, store: Store) -> None:
+    """The programs ``synthesize`` kept: one file each, the model that wrote it as the provenance (the template,
+    persona and variables are in ``data/synthesize/requests.parquet``, by sample id)."""
+    path = manifest_path("synthesize")
+    if not path.exists():
+        return
+    for row in pl.read_parquet(path).iter_rows(named=True):
+        model = json.loads(row["model"])
+        ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
+                   [(row["path"], f"synthetic:{row['path']}", store.get(row["digest"]))],
+                   {"repository": f"{model['backend']}:{model.get('model') or model.get('weights')}",
+                    "revision": model.get("revision"), "license_type": "model_output"})
+
+
 def stack_licenses(fetched: pl.DataFrame | None) -> dict[str, dict]:
     """Per Stack v2 repository: its most common license type, every detected license, its stars
     (a checkout of a repository the Stack lists carries them to the files it did not list)."""
@@ -242,6 +257,7 @@ def run(stage: Stage) -> None:
     cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched), configure)
     debian_packages(ingest, store, params, extensions, configure)
     stack_v2(ingest, store, fetched)
+    synthesized(ingest, store)
     kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
     duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
     if duplicate_ids.height:

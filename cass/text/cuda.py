@@ -25,3 +25,12 @@ def strip_comments(source: str) -> str:
 def strip_comments_and_strings(source: str) -> str:
     """Source with comments replaced by a space and string literals emptied (quotes kept)."""
     return _COMMENT_OR_STRING.sub(lambda m: '""' if m.group(0)[0] == '"' else " ", source)
+
+
+_MAIN = re.compile(r"\bint\s+main\s*\(([^)]*)\)")
+
+
+def main_signature(source: str) -> str | None:
+    """The parameter list of the file's ``int main(...)``, or None when it defines no ``main``."""
+    found = _MAIN.search(strip_comments_and_strings(source))
+    return found.group(1).strip() if found else None

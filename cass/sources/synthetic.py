@@ -1,0 +1,270 @@
+"""Stage ``synthesize``'s work: CUDA programs written by a language model from the CASS paper's prompt templates,
+the origin ``synthetic`` (off by default).
+
+1. Draw ``synthesize.programs`` prompts with ``synthesize.seed``: a category by the ``categories`` mix, one of its
+   templates (:data:`TEMPLATES_FILE`: the paper's appendix A.5.1), a persona by the ``personas`` mix (the system
+   message), a value for each placeholder. Item ``i`` is the ``i``-th draw: more programs keep the first ones.
+2. Prompt-space duplicates are not sent: the same persona and task again (``duplicate_prompt``), or a near
+   duplicate of an earlier one, MinHash over their words (``near_duplicate_prompt``, ``synthesize.prompt_dedup``).
+3. Completions through a model backend (:mod:`cass.models.backends`), each a cached action of the store keyed by
+   the model's identity, the messages and the sampling parameters, recorded as it arrives: a killed run resumes
+   where it stopped and an unchanged one sends no request. A request the server refuses is counted
+   (``request_failed``) and tried again by the next run.
+4. Code from the answer's ``cuda`` fence (else its first fence, else the whole text); a program is kept only if
+   it defines a ``__global__`` kernel and an ``int main`` (``empty_answer``, ``no_kernel``, ``no_main``), and is
+   not an output-space duplicate of an earlier program (``duplicate_output``; ``near_duplicate_output`` with the
+   ``dedup`` parameters).
+
+Every draw is a row of ``data/synthesize/requests.parquet`` with its template, persona, variables, token counts
+(Qwen2.5 vocabulary) and status; the kept programs are the stage's manifest, which ``ingest`` reads (path
+``<category>/<template>/<draw>.cu``) and ``yield_report`` follows to pairs per template.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import yaml
+
+from cass.dedup.minhash import MinHashParams, content_key, near_duplicates, signatures
+from cass.models.backends import Backend, Messages, Sampling, load_backend, start_optional_stage
+from cass.models.generate import complete_all, extract
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR, StageOutput, manifest_path, sample_id, write_parquet
+from cass.text.cuda import main_signature
+from cass.text.filters import defines_kernel
+from cass.training.qwen import wheel_encoder
+from store import Store
+
+STAGE = "synthesize"
+ORIGIN = "synthetic"
+OUT_DIR = DATA_DIR / STAGE
+TEMPLATES_FILE = Path(__file__).with_name("synthetic_templates.yaml")
+ANSWER_FENCE = "cuda"
+REQUESTS_SCHEMA = {
+    "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String, "draw": pl.Int64,
+    "template_id": pl.String, "category": pl.String, "persona": pl.String, "variables": pl.String,
+    "prompt": pl.String, "model": pl.String, "completion": pl.String, "extracted": pl.String, "digest": pl.String,
+    "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "status": pl.String, "detail": pl.String,
+}
+"""One row per draw: ``variables`` and ``model`` as JSON; ``completion`` and ``digest`` (the program) are store
+digests; ``status`` is ``kept`` or the drop reason."""
+KEPT = "kept"
+
+
+@dataclass(frozen=True)
+class Templates:
+    """The prompt templates: per template id (``<category>/<name>``) its text; what fills them."""
+
+    instruction: str
+    personas: dict[str, str]
+    templates: dict[str, str]
+    placeholders: dict[str, list[str]]
+
+    @classmethod
+    def load(cls, path: Path) -> Templates:
+        """Read and check a templates file: every placeholder a template uses has values."""
+        raw = yaml.safe_load(path.read_text())
+        templates = {f"{category}/{name}": text for category, named in raw["categories"].items()
+                     for name, text in named.items()}
+        values = {name: [str(v) for v in vs] for name, vs in raw["placeholders"].items()}
+        for template_id, text in templates.items():
+            if missing := [p for p in placeholders_of(text) if not values.get(p)]:
+                raise ValueError(f"{path}: template {template_id} uses {missing}, which have no values")
+        return cls(raw["instruction"].strip(), raw["personas"], templates, values)
+
+    @property
+    def categories(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for template_id in self.templates:
+            found.setdefault(template_id.split("/")[0], []).append(template_id)
+        return found
+
+
+def placeholders_of(text: str) -> list[str]:
+    """The placeholders of a template, in order of first use."""
+    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(text) if name))
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One drawn prompt."""
+
+    number: int
+    template_id: str
+    persona: str
+    variables: dict[str, str]
+    task: str
+    messages: Messages
+
+    @property
+    def path(self) -> str:
+        return f"{self.template_id}/{self.number:06d}.cu"
+
+    @property
+    def identity(self) -> dict:
+        return {"sample_id": sample_id(ORIGIN, self.path), "origin": ORIGIN, "path": self.path, "domain": None}
+
+
+def weights(mix: dict, known: list[str], what: str) -> list[float]:
+    """The weights of ``known`` names from a params mix, which names only known ones and weighs some above 0."""
+    if unknown := sorted(set(mix) - set(known)):
+        raise ValueError(f"synthesize.{what} names {unknown}; the {what} are {sorted(known)}")
+    found = [float(mix.get(name, 0)) for name in known]
+    if any(w < 0 for w in found) or not any(found):
+        raise ValueError(f"synthesize.{what}: weights must be >= 0 and not all 0, got {dict(mix)}")
+    return found
+
+
+def draw_prompts(templates: Templates, count: int, seed: int, categories: dict, personas: dict) -> list[Draw]:
+    """``count`` prompts drawn with ``seed`` (draw ``i`` does not depend on ``count``)."""
+    rng = random.Random(seed)
+    names = sorted(templates.categories)
+    category_weights = weights(categories, names, "categories")
+    persona_names = sorted(templates.personas)
+    persona_weights = weights(personas, persona_names, "personas")
+    draws = []
+    for number in range(count):
+        category = rng.choices(names, category_weights)[0]
+        template_id = rng.choice(templates.categories[category])
+        persona = rng.choices(persona_names, persona_weights)[0]
+        text = templates.templates[template_id]
+        variables = {name: rng.choice(templates.placeholders[name]) for name in placeholders_of(text)}
+        task = text.format(**variables)
+        messages = [{"role": "system", "content": templates.personas[persona]},
+                    {"role": "user", "content": f"{task}\n\n{templates.instruction}"}]
+        draws.append(Draw(number, template_id, persona, variables, task, messages))
+    return draws
+
+
+def duplicates(texts: list[str], params: MinHashParams, exact_key) -> dict[int, tuple[str, int, str]]:
+    """Per text that repeats an earlier one: (reason suffix ``duplicate``/``near_duplicate``, the earlier one's
+    index, detail); ``exact_key`` makes the key two exact duplicates share."""
+    found: dict[int, tuple[str, int, str]] = {}
+    first: dict[object, int] = {}
+    survivors = []
+    for i, text in enumerate(texts):
+        key = exact_key(text)
+        if key in first:
+            found[i] = ("duplicate", first[key], "the same text")
+        else:
+            first[key] = i
+            survivors.append(i)
+    matrix = signatures([texts[i] for i in survivors], params) if survivors else np.empty((0, params.num_perm))
+    for doc, rep, sim in near_duplicates(matrix, params):
+        found[survivors[doc]] = ("near_duplicate", survivors[rep], f"estimated Jaccard {sim:.3f}")
+    return found
+
+
+def program_check(code: str) -> tuple[str, str] | None:
+    """Why extracted code is not a program the pipeline can use (reason, detail), or None."""
+    if not code.strip():
+        return "empty_answer", "the answer holds no code"
+    if not defines_kernel(code):
+        return "no_kernel", "no __global__ function outside comments and strings"
+    if main_signature(code) is None:
+        return "no_main", "no int main(...)"
+    return None
+
+
+def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFrame, StageOutput, dict]:
+    """Every draw's row (:data:`REQUESTS_SCHEMA`), the stage output (kept programs to come), and the run report."""
+    sp, dp = params[STAGE], params["dedup"]
+    templates = Templates.load(Path(sp["templates"]))
+    draws = draw_prompts(templates, sp["programs"], sp["seed"], sp["categories"], sp["personas"])
+    out = StageOutput(STAGE, rows_in=len(draws))
+    status: dict[int, tuple[str, str]] = {}
+
+    prompt_mh = MinHashParams(sp["prompt_dedup"]["ngram"], dp["num_perm"], dp["seed"], sp["prompt_dedup"]["threshold"])
+    prompt_texts = [f"{d.messages[0]['content']}\n{d.task}" for d in draws]
+    for i, (kind, earlier, detail) in duplicates(prompt_texts, prompt_mh, str).items():
+        status[i] = (f"{kind}_prompt", f"{detail} as draw {draws[earlier].path}")
+
+    sampling = Sampling(sp["temperature"], sp["top_p"], sp["max_new_tokens"], 1, sp["seed"])
+    asked = {(d.path, STAGE): d.messages for d in draws if d.number not in status}
+    texts, counts, failed = complete_all(store, backend, asked, sampling)
+    identity = json.dumps(backend.identity, sort_keys=True)
+    encoder = wheel_encoder()
+    rows = []
+    for d in draws:
+        row = {**d.identity, "draw": d.number, "template_id": d.template_id, "category": d.template_id.split("/")[0],
+               "persona": d.persona, "variables": json.dumps(d.variables, sort_keys=True), "prompt": d.task,
+               "model": identity, "completion": None, "extracted": None, "digest": None,
+               "prompt_tokens": sum(len(encoder.encode(m["content"])) for m in d.messages),
+               "completion_tokens": None}
+        if (d.path, STAGE, 0) in failed:
+            status[d.number] = ("request_failed", failed[d.path, STAGE, 0])
+        elif d.number not in status:
+            text = texts[d.path, STAGE, 0]
+            code, how = extract(text, ANSWER_FENCE)
+            row.update(completion=store.put_text(text), extracted=how, completion_tokens=len(encoder.encode(text)))
+            if reason := program_check(code):
+                status[d.number] = reason
+            else:
+                row["digest"] = store.put_text(code + "\n")
+                row["code"] = code
+        rows.append(row)
+
+    programs = [r for r in rows if r["draw"] not in status]
+    output_mh = MinHashParams(dp["ngram"], dp["num_perm"], dp["seed"], dp["threshold"])
+    for i, (kind, earlier, detail) in duplicates([r.pop("code") for r in programs], output_mh, content_key).items():
+        status[programs[i]["draw"]] = (f"{kind}_output", f"{detail} as {programs[earlier]['path']}")
+    for row in rows:
+        reason, detail = status.get(row["draw"], (KEPT, ""))
+        row.update(status=reason, detail=detail)
+        if reason != KEPT:
+            out.drop(row, reason, detail)
+    report = {"requests": {"sent": len(asked), **counts, "failed": len(failed)}}
+    return pl.DataFrame(rows, schema=REQUESTS_SCHEMA), out, report
+
+
+def token_summary(requests: pl.DataFrame) -> dict:
+    """Qwen2.5 tokens per request and per kept program: what a server's cost scales with."""
+    answered = requests.filter(pl.col("completion_tokens").is_not_null())
+    kept = requests.filter(pl.col("status") == KEPT).height
+    completion = int(answered["completion_tokens"].sum() or 0)
+    prompt = int(answered["prompt_tokens"].sum() or 0)
+    return {"answered": answered.height, "prompt_total": prompt, "completion_total": completion,
+            "prompt_mean": round(prompt / answered.height, 1) if answered.height else None,
+            "completion_mean": round(completion / answered.height, 1) if answered.height else None,
+            "completion_per_kept_program": round(completion / kept, 1) if kept else None}
+
+
+def by_template(requests: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """Per template: drawn, answered (a completion came back) and kept."""
+    table = requests.group_by("template_id").agg(
+        pl.len().alias("drawn"), pl.col("completion").is_not_null().sum().alias("answered"),
+        (pl.col("status") == KEPT).sum().alias("kept")).sort("template_id")
+    return {r.pop("template_id"): r for r in table.iter_rows(named=True)}
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    sp = params[STAGE]
+    if not start_optional_stage(STAGE, OUT_DIR, sp["enabled"]):
+        return
+    backend = load_backend(sp, params["tiny_model"])
+    try:
+        requests, out, report = synthesize(stage.store, params, backend)
+    except ConnectionError as exc:   # the server is gone after the retries: what finished is in the store
+        sys.exit(f"synthesize: {exc}; the completions that came back are kept: run again to resume")
+    kept = requests.filter(pl.col("status") == KEPT).select(*list(REQUESTS_SCHEMA)[:4], "digest", "template_id",
+                                                            "model")
+    write_parquet(requests, manifest_path(STAGE, "requests"))
+    out.extra_metrics.update(
+        enabled=True, model=backend.identity, templates=sp["templates"], by_template=by_template(requests),
+        tokens=token_summary(requests), extracted=dict(sorted(Counter(requests["extracted"].drop_nulls()).items())))
+    out.run = report
+    metrics = out.write(kept)
+    print(f"synthesize: {metrics['in']} drawn, {report['requests']['sent']} sent ({report['requests']['generated']} "
+          f"generated, {report['requests']['hits']} from the store), {metrics['kept']} programs kept; dropped "
+          f"{metrics['dropped_by_reason']}")
+
