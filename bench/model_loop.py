@@ -63,12 +63,12 @@ class CountingBackend(TransformersBackend):
         super().__init__(path, batch_size)
         self.generated_tokens = 0
 
-    def complete(self, prompts: list[Messages], sampling, sample: int, done) -> None:
+    def complete(self, prompts: list[Messages], sampling, sample: int, done) -> dict[int, str]:
         def counted(index: int, text: str) -> None:
             self.generated_tokens += len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
             done(index, text)
 
-        super().complete(prompts, sampling, sample, counted)
+        return super().complete(prompts, sampling, sample, counted)
 
 
 def run(folder: Path) -> None:

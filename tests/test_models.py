@@ -13,7 +13,8 @@ from openai_standin import ModelServer
 from cass.benchmark.tasks import TASKS_DIR, load_tasks
 from cass.models import tiny
 from cass.models.backends import OpenAIBackend, Sampling, TransformersBackend, directory_digest, local_model
-from cass.models.generate import extract, generate
+from cass.models.completions import extract
+from cass.models.generate import generate
 from cass.pipeline.context import load_params
 
 TWO = ("finance_black_scholes_greeks", "math_collatz_trajectories")

@@ -50,8 +50,8 @@ def action_counts(project: Path, stage: str) -> dict:
 
 def test_dag_has_every_stage(project, clean_hashes):
     dag = run(["dvc", "dag"], project)
-    for stage in ("synthesize", "fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia", "compile_amd",
-                  "pair", "yield_report", "export"):
+    for stage in ("synthesize", "fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia",
+                  "compile_amd", "pair", "yield_report", "export"):
         assert stage in dag
 
 
@@ -418,8 +418,8 @@ def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(clean_hashes, tmp_
 
 def test_rerun_is_up_to_date_and_one_changed_file_recompiles_only_that_file(project):
     out = run(["dvc", "repro"], project)
-    for stage in ("synthesize", "fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia", "compile_amd",
-                  "pair", "yield_report", "export"):
+    for stage in ("synthesize", "fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia",
+                  "compile_amd", "pair", "yield_report", "export"):
         assert f"Stage '{stage}' didn't change, skipping" in out
     changed = project / "corpus" / "graph" / "pagerank_pull.cu"
     changed.write_text(changed.read_text() + "\n// a comment added by a contributor\n")

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from cass.dedup.minhash import MinHashParams, candidate_links, content_key, near_duplicates, signatures_parallel
+from cass.dedup.minhash import MinHashParams, candidate_links, components, content_key, signatures_parallel, similarity
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import manifest_path, write_parquet
 from store import ActionRecord, Store, digest_bytes
@@ -107,12 +107,14 @@ def run(stage: Stage) -> None:
     survivor_texts = {r["files"][0]["digest"]: texts[r["files"][0]["digest"]] for r in survivors}
     sigs, computed, out.action_keys = cached_signatures(store, survivor_texts, mh, workers)
     matrix = np.array([sigs[r["files"][0]["digest"]] for r in survivors], dtype=np.uint32).reshape(-1, mh.num_perm)
-    duplicates = near_duplicates(matrix, mh)   # survivors are in rule order: a cluster's first is its representative
-    for i, rep, sim in duplicates:
-        rep_row = survivors[rep]
-        remove(survivors[i], "near_duplicate", rep, rep_row, sim, f"{rep_row['origin']}:{rep_row['path']}")
-    removed_docs = {i for i, _, _ in duplicates}
-    kept = [i for i in range(len(survivors)) if i not in removed_docs]
+    labels = components(len(survivors), candidate_links(matrix, mh))
+    kept = [i for i in range(len(survivors)) if labels[i] == i]
+    for i, row in enumerate(survivors):
+        rep = int(labels[i])  # survivors are in rule order: a cluster's smallest index is its representative
+        if rep != i:
+            sim = float(similarity(matrix, np.array([i]), np.array([rep]))[0])
+            rep_row = survivors[rep]
+            remove(row, "near_duplicate", rep, rep_row, sim, f"{rep_row['origin']}:{rep_row['path']}")
 
     refs = reference_texts(dp["reference_trees"], params["corpus"]["extensions"])
     if refs:

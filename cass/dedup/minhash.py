@@ -199,14 +199,3 @@ def components(n: int, links: pl.DataFrame) -> np.ndarray:
         if (updated["new"] == updated["label"]).all():
             return updated.sort("doc")["label"].to_numpy()
         label = updated.select("doc", pl.col("new").alias("label"))
-
-
-def near_duplicates(sig: np.ndarray, params: MinHashParams) -> list[tuple[int, int, float]]:
-    """(document, its representative, estimated similarity) for every document of a near-duplicate cluster but its
-    representative, the cluster's first (rows in priority order)."""
-    labels = components(sig.shape[0], candidate_links(sig, params))
-    removed = [(i, int(rep)) for i, rep in enumerate(labels) if rep != i]
-    if not removed:
-        return []
-    docs, reps = (np.array(column) for column in zip(*removed, strict=True))
-    return [(i, rep, float(sim)) for (i, rep), sim in zip(removed, similarity(sig, docs, reps), strict=True)]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +48,14 @@ class Sampling:
 Messages = list[dict[str, str]]
 
 
+class BackendUnavailable(RuntimeError):
+    """The model cannot answer (a server unreachable, failing or refusing every request): the run stops."""
+
+
+REFUSED_ALONE = (400, 413, 422)
+"""HTTP statuses that refuse one request (a prompt over the context, a malformed message), not the server."""
+
+
 class Backend(ABC):
     """Completions for chat prompts."""
 
@@ -60,7 +69,7 @@ class Backend(ABC):
                  done: Callable[[int, str], None]) -> dict[int, str]:
         """Sample number ``sample`` of every prompt; ``done(index, text)`` as each finishes (so a killed run keeps
         what it finished). Returns why each prompt the model refused failed, by index (the others go on); raises
-        :class:`ConnectionError` when the model cannot be reached at all."""
+        :class:`BackendUnavailable` when the model cannot answer at all."""
 
     def prompt_tokens(self, messages: Messages) -> int | None:
         """The prompt's length in the model's tokens, where this side knows the tokenizer (else None: the server
@@ -140,9 +149,10 @@ class TransformersBackend(Backend):
 
 class OpenAIBackend(Backend):
     """A server of the OpenAI-compatible chat API, through the ``openai`` client: ``concurrency`` requests at once,
-    each retried with exponential backoff on connection errors, timeouts, 408/409/429 and 5xx. A request the server
-    still refuses (another 4xx: a prompt over its context, say) fails alone; a server that stays unreachable or
-    failing stops the run."""
+    each retried with exponential backoff on connection errors, timeouts, 408/409/429 and 5xx. A request refused
+    with 400, 413 or 422 (a prompt over the context, say) fails alone; any other failure after the retries (the
+    server unreachable or overloaded, a request timing out, 401/403/404: a wrong key or model name) stops the run,
+    without starting the requests still queued."""
 
     def __init__(self, base_url: str, model: str, revision: str | None, concurrency: int, retries: int,
                  timeout_s: float):
@@ -160,24 +170,33 @@ class OpenAIBackend(Backend):
                  done: Callable[[int, str], None]) -> dict[int, str]:
         import openai
 
+        stopping = threading.Event()   # set by the first request that stops the run: the queued ones skip
+
         def one(index: int) -> str | None:
+            if stopping.is_set():
+                return None
             try:
                 reply = self.client.chat.completions.create(
                     model=self.model, messages=prompts[index], temperature=sampling.temperature,
                     top_p=sampling.top_p, max_tokens=sampling.max_new_tokens, seed=sampling.seed + sample)
-            except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as exc:
-                raise ConnectionError(f"{self.client.base_url}: {type(exc).__name__}: {exc} (after "
-                                      f"{self.client.max_retries} retries)") from exc
             except openai.APIStatusError as exc:
-                return f"HTTP {exc.status_code}: {exc.message}"[:2000]
+                if exc.status_code in REFUSED_ALONE:
+                    return f"HTTP {exc.status_code}: {exc.message}"[:2000]
+                stopping.set()
+                raise BackendUnavailable(f"{self.client.base_url} (model {self.model!r}): HTTP {exc.status_code}: "
+                                         f"{exc.message}") from exc
+            except openai.APIError as exc:   # connection errors and timeouts, after the retries
+                stopping.set()
+                raise BackendUnavailable(f"{self.client.base_url}: {type(exc).__name__}: {exc} (after "
+                                         f"{self.client.max_retries} retries)") from exc
             done(index, reply.choices[0].message.content or "")
             return None
 
         pool = ThreadPoolExecutor(self.concurrency)
         try:
-            futures = {i: pool.submit(one, i) for i in range(len(prompts))}
-            return {i: error for i, f in futures.items() if (error := f.result()) is not None}
-        finally:   # on a failure, what has not started does not start: the next run asks for it
+            futures = {pool.submit(one, i): i for i in range(len(prompts))}
+            return {futures[f]: error for f in as_completed(futures) if (error := f.result()) is not None}
+        finally:   # after a failure, what has not started does not start: the next run asks for it
             pool.shutdown(cancel_futures=True)
 
 

@@ -8,8 +8,8 @@ are drawn per prompt. Each completion is a cached action of the store, keyed by 
 is made: a killed run resumes where it stopped, and an unchanged run generates nothing. The code is taken from the
 answer's fence (the task's answer fence, else the first fence, else the whole text; how, per prediction). A prompt
 longer than ``generate.max_prompt_tokens`` (counted where the backend knows the tokenizer) is not sent: its
-prediction is empty, counted as ``prompt_too_long``; so is that of a request the server refuses (a 4xx but 408, 409
-and 429: ``request_failed``, not recorded, so the stage's next run asks again). Predictions go to
+prediction is empty, counted as ``prompt_too_long``; so is that of a request the server refuses with 400, 413 or 422
+(``request_failed``, not recorded, so the stage's next run asks again). Predictions go to
 ``data/generate/predictions.jsonl`` in the evaluator's format (``sample`` numbers the samples: the evaluator
 reports pass@k over them).
 """
@@ -17,29 +17,23 @@ reports pass@k over them).
 from __future__ import annotations
 
 import json
-import re
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-from tqdm import tqdm
-
 from cass.benchmark.baselines import sass
 from cass.benchmark.tasks import Task, load_tasks
 from cass.models.backends import Backend, Messages, Sampling, load_backend, start_optional_stage
+from cass.models.completions import complete_all, extract
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import write_metrics, write_run_report
 from cass.training.prompts import TASKS
-from store import ActionRecord, Store
+from store import Store
 
 STAGE = "generate"
 OUT_DIR = DATA_DIR / STAGE
 PREDICTIONS = "predictions.jsonl"
-GENERATOR_VERSION = 1
-"""Changes when the way completions are made changes (prompt layout, decoding): it enters every key."""
-FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
 def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str],
@@ -54,56 +48,6 @@ def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str]
         inputs["asm"] = sass(store, params, tasks, workers)
     return {(t, kind): [{"role": "user", "content": by_name[kind].prompt(inputs[kind][t])}]
             for kind in kinds for t in sorted(tasks) if inputs[kind][t]}
-
-
-def completion_key(identity: dict, messages: Messages, sampling: Sampling, sample: int) -> str:
-    drawn = {k: v for k, v in sampling.describe().items() if k != "samples"}   # one more sample keeps the others
-    return Store.action_key({"tool": STAGE, "version": GENERATOR_VERSION, "model": identity, "messages": messages,
-                             "sampling": drawn, "sample": sample})
-
-
-def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Messages], sampling: Sampling
-                 ) -> tuple[dict[tuple[str, str, int], str], Counter, dict[tuple[str, str, int], str]]:
-    """Every sample of every prompt: from the store, the others made by ``backend`` and recorded one by one; and
-    why each the backend refused failed (not recorded: the next run asks again)."""
-    texts: dict[tuple[str, str, int], str] = {}
-    failed: dict[tuple[str, str, int], str] = {}
-    counts: Counter = Counter(hits=0, generated=0)
-    lock = threading.Lock()   # the HTTP backend finishes completions on its threads
-    for sample in range(sampling.samples):
-        keys = {k: completion_key(backend.identity, m, sampling, sample) for k, m in asked.items()}
-        for k, key in keys.items():
-            if record := store.lookup(key):
-                texts[(*k, sample)] = store.get_text(record.outputs["completion"])
-                counts["hits"] += 1
-        missing = [k for k in asked if (*k, sample) not in texts]
-        if not missing:
-            continue
-        bar = tqdm(total=len(missing), desc=f"generate sample {sample + 1}/{sampling.samples}", unit="prompt")
-
-        def done(index: int, text: str, missing=missing, keys=keys, sample=sample, bar=bar) -> None:
-            k = missing[index]
-            store.record(keys[k], ActionRecord("ok", 0, {"completion": store.put_text(text)}, store.put(b"")))
-            with lock:
-                texts[(*k, sample)] = text
-                counts["generated"] += 1
-                bar.update()
-
-        errors = backend.complete([asked[k] for k in missing], sampling, sample, done)
-        bar.close()
-        failed.update({(*missing[i], sample): error for i, error in errors.items()})
-    return texts, counts, failed
-
-
-def extract(text: str, fence: str) -> tuple[str, str]:
-    """(code, how) from a completion: the block fenced as ``fence``, else the first fenced block, else the text."""
-    blocks = FENCE.findall(text)
-    for language, body in blocks:
-        if language.strip() == fence:
-            return body.strip("\n"), "answer_fence"
-    if blocks:
-        return blocks[0][1].strip("\n"), "first_fence"
-    return text.strip(), "no_fence"
 
 
 def generate(store: Store, params: dict, tasks: dict[str, Task], backend: Backend) -> tuple[list[dict], dict]:
@@ -121,7 +65,7 @@ def translate(store: Store, gp: dict, asked: dict[tuple[str, str], Messages],
     too_long = {k for k, n in lengths.items() if n is not None and n > gp["max_prompt_tokens"]}
     started = time.monotonic()
     texts, counts, failed = complete_all(store, backend, {k: m for k, m in asked.items() if k not in too_long},
-                                         sampling)
+                                         sampling, STAGE)
     fences = {t.name: t.answer_fence for t in TASKS}
     rows = [{"task_id": task_id, "task": kind, "sample": sample, "prediction": "", "extracted": "prompt_too_long"}
             for task_id, kind in too_long for sample in range(sampling.samples)]   # never sent: an empty prediction

@@ -5,11 +5,11 @@ the origin ``synthetic`` (off by default).
    templates (:data:`TEMPLATES_FILE`: the paper's appendix A.5.1), a persona by the ``personas`` mix (the system
    message), a value for each placeholder. Item ``i`` is the ``i``-th draw: more programs keep the first ones.
 2. Prompt-space duplicates are not sent: the same persona and task again (``duplicate_prompt``), or a near
-   duplicate of an earlier one, MinHash over their words (``near_duplicate_prompt``, ``synthesize.prompt_dedup``).
+   duplicate of an earlier one kept, MinHash over their words (``near_duplicate_prompt``, ``synthesize.prompt_dedup``).
 3. Completions through a model backend (:mod:`cass.models.backends`), each a cached action of the store keyed by
    the model's identity, the messages and the sampling parameters, recorded as it arrives: a killed run resumes
-   where it stopped and an unchanged one sends no request. A request the server refuses is counted
-   (``request_failed``) and tried again by the next run.
+   where it stopped and an unchanged one sends no request. A request the server refuses alone (400, 413, 422) is
+   counted (``request_failed``) and asked again by the stage's next run; a server that cannot answer stops it.
 4. Code from the answer's ``cuda`` fence (else its first fence, else the whole text); a program is kept only if
    it defines a ``__global__`` kernel and an ``int main`` (``empty_answer``, ``no_kernel``, ``no_main``), and is
    not an output-space duplicate of an earlier program (``duplicate_output``; ``near_duplicate_output`` with the
@@ -30,13 +30,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+import datasketch
 import polars as pl
 import yaml
 
-from cass.dedup.minhash import MinHashParams, content_key, near_duplicates, signatures
-from cass.models.backends import Backend, Messages, Sampling, load_backend, start_optional_stage
-from cass.models.generate import complete_all, extract
+from cass.dedup.minhash import MinHashParams, content_key, signatures
+from cass.models.backends import Backend, BackendUnavailable, Messages, Sampling, load_backend, start_optional_stage
+from cass.models.completions import complete_all, extract
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR, StageOutput, manifest_path, sample_id, write_parquet
 from cass.text.cuda import main_signature
@@ -146,21 +146,25 @@ def draw_prompts(templates: Templates, count: int, seed: int, categories: dict, 
 
 
 def duplicates(texts: list[str], params: MinHashParams, exact_key) -> dict[int, tuple[str, int, str]]:
-    """Per text that repeats an earlier one: (reason suffix ``duplicate``/``near_duplicate``, the earlier one's
-    index, detail); ``exact_key`` makes the key two exact duplicates share."""
+    """Per text that repeats an earlier one: (``duplicate``/``near_duplicate``, the earlier one's index, detail).
+    First wins: a text is compared with the earlier texts kept (an LSH index of their MinHash signatures), so its
+    fate never depends on the texts after it; ``exact_key`` makes the key two exact duplicates share."""
     found: dict[int, tuple[str, int, str]] = {}
     first: dict[object, int] = {}
-    survivors = []
+    sigs = signatures(texts, params)
+    index = datasketch.MinHashLSH(threshold=params.threshold, num_perm=params.num_perm)
     for i, text in enumerate(texts):
         key = exact_key(text)
         if key in first:
             found[i] = ("duplicate", first[key], "the same text")
+            continue
+        first[key] = i
+        sketch = datasketch.MinHash(num_perm=params.num_perm, seed=params.seed, hashvalues=sigs[i], scheme="affine32")
+        near = [(float((sigs[i] == sigs[j]).mean()), j) for j in index.query(sketch)]
+        if near and (best := max(near))[0] >= params.threshold:
+            found[i] = ("near_duplicate", best[1], f"estimated Jaccard {best[0]:.3f}")
         else:
-            first[key] = i
-            survivors.append(i)
-    matrix = signatures([texts[i] for i in survivors], params) if survivors else np.empty((0, params.num_perm))
-    for doc, rep, sim in near_duplicates(matrix, params):
-        found[survivors[doc]] = ("near_duplicate", survivors[rep], f"estimated Jaccard {sim:.3f}")
+            index.insert(i, sketch)
     return found
 
 
@@ -190,7 +194,7 @@ def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFra
 
     sampling = Sampling(sp["temperature"], sp["top_p"], sp["max_new_tokens"], 1, sp["seed"])
     asked = {(d.path, STAGE): d.messages for d in draws if d.number not in status}
-    texts, counts, failed = complete_all(store, backend, asked, sampling)
+    texts, counts, failed = complete_all(store, backend, asked, sampling, STAGE)
     identity = json.dumps(backend.identity, sort_keys=True)
     encoder = wheel_encoder()
     rows = []
@@ -222,7 +226,7 @@ def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFra
         row.update(status=reason, detail=detail)
         if reason != KEPT:
             out.drop(row, reason, detail)
-    report = {"requests": {"sent": len(asked), **counts, "failed": len(failed)}}
+    report = {"requests": {"asked": len(asked), **counts, "failed": len(failed)}}
     return pl.DataFrame(rows, schema=REQUESTS_SCHEMA), out, report
 
 
@@ -238,14 +242,6 @@ def token_summary(requests: pl.DataFrame) -> dict:
             "completion_per_kept_program": round(completion / kept, 1) if kept else None}
 
 
-def by_template(requests: pl.DataFrame) -> dict[str, dict[str, int]]:
-    """Per template: drawn, answered (a completion came back) and kept."""
-    table = requests.group_by("template_id").agg(
-        pl.len().alias("drawn"), pl.col("completion").is_not_null().sum().alias("answered"),
-        (pl.col("status") == KEPT).sum().alias("kept")).sort("template_id")
-    return {r.pop("template_id"): r for r in table.iter_rows(named=True)}
-
-
 def run(stage: Stage) -> None:
     params = stage.params
     sp = params[STAGE]
@@ -254,17 +250,18 @@ def run(stage: Stage) -> None:
     backend = load_backend(sp, params["tiny_model"])
     try:
         requests, out, report = synthesize(stage.store, params, backend)
-    except ConnectionError as exc:   # the server is gone after the retries: what finished is in the store
+    except BackendUnavailable as exc:   # what came back is in the store
         sys.exit(f"synthesize: {exc}; the completions that came back are kept: run again to resume")
     kept = requests.filter(pl.col("status") == KEPT).select(*list(REQUESTS_SCHEMA)[:4], "digest", "template_id",
                                                             "model")
     write_parquet(requests, manifest_path(STAGE, "requests"))
     out.extra_metrics.update(
-        enabled=True, model=backend.identity, templates=sp["templates"], by_template=by_template(requests),
+        enabled=True, model=backend.identity, templates=sp["templates"],
         tokens=token_summary(requests), extracted=dict(sorted(Counter(requests["extracted"].drop_nulls()).items())))
     out.run = report
     metrics = out.write(kept)
-    print(f"synthesize: {metrics['in']} drawn, {report['requests']['sent']} sent ({report['requests']['generated']} "
-          f"generated, {report['requests']['hits']} from the store), {metrics['kept']} programs kept; dropped "
-          f"{metrics['dropped_by_reason']}")
+    asked = report["requests"]
+    print(f"synthesize: {metrics['in']} drawn, {asked['asked']} asked ({asked['generated']} generated, "
+          f"{asked['hits']} from the store, {asked['failed']} refused), {metrics['kept']} programs kept; dropped "
+          f"{metrics['dropped_by_reason']}; per template: data/yield_report/yield.md after yield_report")
 

@@ -1,0 +1,73 @@
+"""Completions of chat prompts as cached actions of the store, shared by the stages that ask a model (``generate``,
+``synthesize``): each is keyed by the model's identity (:mod:`cass.models.backends`), the messages, the sampling
+parameters and the sample's number, and recorded as soon as it is made, so a killed run resumes where it stopped and
+an unchanged run asks nothing; and code taken from a completion's fence."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+
+from tqdm import tqdm
+
+from cass.models.backends import Backend, Messages, Sampling
+from store import ActionRecord, Store
+
+COMPLETION_TOOL = "generate"
+"""The tool name in every completion key (the stage that first made them): the same request is the same action,
+whichever stage asks."""
+GENERATOR_VERSION = 1
+"""Changes when the way completions are made changes (prompt layout, decoding): it enters every key."""
+FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def completion_key(identity: dict, messages: Messages, sampling: Sampling, sample: int) -> str:
+    drawn = {k: v for k, v in sampling.describe().items() if k != "samples"}   # one more sample keeps the others
+    return Store.action_key({"tool": COMPLETION_TOOL, "version": GENERATOR_VERSION, "model": identity,
+                             "messages": messages, "sampling": drawn, "sample": sample})
+
+
+def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Messages], sampling: Sampling,
+                 label: str) -> tuple[dict[tuple[str, str, int], str], Counter, dict[tuple[str, str, int], str]]:
+    """Every sample of every prompt: from the store, the others made by ``backend`` and recorded one by one (a
+    progress bar named ``label``); and why each prompt the backend refused failed (not recorded: a later run asks
+    again)."""
+    texts: dict[tuple[str, str, int], str] = {}
+    failed: dict[tuple[str, str, int], str] = {}
+    counts: Counter = Counter(hits=0, generated=0)
+    lock = threading.Lock()   # the HTTP backend finishes completions on its threads
+    for sample in range(sampling.samples):
+        keys = {k: completion_key(backend.identity, m, sampling, sample) for k, m in asked.items()}
+        for k, key in keys.items():
+            if record := store.lookup(key):
+                texts[(*k, sample)] = store.get_text(record.outputs["completion"])
+                counts["hits"] += 1
+        missing = [k for k in asked if (*k, sample) not in texts]
+        if not missing:
+            continue
+        bar = tqdm(total=len(missing), desc=f"{label} sample {sample + 1}/{sampling.samples}", unit="prompt")
+
+        def done(index: int, text: str, missing=missing, keys=keys, sample=sample, bar=bar) -> None:
+            k = missing[index]
+            store.record(keys[k], ActionRecord("ok", 0, {"completion": store.put_text(text)}, store.put(b"")))
+            with lock:
+                texts[(*k, sample)] = text
+                counts["generated"] += 1
+                bar.update()
+
+        errors = backend.complete([asked[k] for k in missing], sampling, sample, done)
+        bar.close()
+        failed.update({(*missing[i], sample): error for i, error in errors.items()})
+    return texts, counts, failed
+
+
+def extract(text: str, fence: str) -> tuple[str, str]:
+    """(code, how) from a completion: the block fenced as ``fence``, else the first fenced block, else the text."""
+    blocks = FENCE.findall(text)
+    for language, body in blocks:
+        if language.strip() == fence:
+            return body.strip("\n"), "answer_fence"
+    if blocks:
+        return blocks[0][1].strip("\n"), "first_fence"
+    return text.strip(), "no_fence"
