@@ -28,6 +28,8 @@ def meta_row(repo: str, path: str, content: bytes, revision: str, stars: int | N
              blob_id: str | None = None, encoding: str = "UTF-8", licenses: tuple[str, ...] = ("MIT",)) -> dict:
     """One Stack v2 metadata row (every column of the real schema)."""
     when = datetime(2023, 9, 6, 12, 0, 0)
+    extension = path.rsplit(".", 1)[-1]
+    language = "OpenCL" if extension == "cl" else "Cuda"
     return {
         "blob_id": blob_id or sha1(content), "directory_id": sha1(repo.encode() + b"/dir"), "path": path,
         "content_id": git_sha1(content), "detected_licenses": list(licenses),
@@ -35,8 +37,8 @@ def meta_row(repo: str, path: str, content: bytes, revision: str, stars: int | N
         "snapshot_id": sha1(repo.encode() + b"/snp"), "revision_id": revision, "branch_name": "refs/heads/main",
         "visit_date": when, "revision_date": when, "committer_date": when, "github_id": 1000 + len(repo),
         "star_events_count": stars, "fork_events_count": 1, "gha_license_id": None, "gha_event_created_at": None,
-        "gha_created_at": when, "gha_language": "Cuda", "src_encoding": encoding, "language": "Cuda",
-        "is_vendor": False, "is_generated": False, "length_bytes": len(content), "extension": "cu",
+        "gha_created_at": when, "gha_language": language, "src_encoding": encoding, "language": language,
+        "is_vendor": False, "is_generated": False, "length_bytes": len(content), "extension": extension,
     }
 
 
@@ -81,8 +83,8 @@ def upload_blobs(url: str, bucket: str, prefix: str, contents: dict[str, bytes])
         s3.put_object(Bucket=bucket, Key=f"{prefix}{blob_id}", Body=gzip.compress(data, mtime=0), ACL="public-read")
 
 
-def write_metadata(dataset: Path, rows: list[dict]) -> None:
-    """The metadata rows as the dataset's Cuda data file (``<dataset>/data/Cuda/train-...parquet``)."""
-    data = dataset / "data" / "Cuda"
+def write_metadata(dataset: Path, rows: list[dict], subset: str = "Cuda") -> None:
+    """The metadata rows as the data file of one of the dataset's subsets (``<dataset>/data/<subset>/train-...``)."""
+    data = dataset / "data" / subset
     data.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=STACK_V2_SCHEMA), data / "train-00000-of-00001.parquet")

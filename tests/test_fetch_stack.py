@@ -49,6 +49,8 @@ REV = {k: k * 40 for k in "abcdef"}
 """Fake commit ids: REV["a"] == "aaaa...a"."""
 
 LATIN1 = "// Übergabe der Größe\n".encode("latin-1") + kernel("groesse")
+CL_KERNEL = (b"__kernel void vadd(__global const float *a, __global const float *b, __global float *c) {\n"
+             b"    size_t i = get_global_id(0);\n    c[i] = a[i] + b[i];\n}\n")
 GOOD = [
     # alice/kernels: 3 files, revisions a, a, b -> most common a; stars max 12
     meta_row("alice/kernels", "/src/saxpy.cu", kernel("saxpy"), REV["a"], stars=12),
@@ -65,8 +67,10 @@ GOOD = [
 MISSING = meta_row("carol/broken", "/missing.cu", kernel("never_uploaded"), REV["f"])
 NOT_GZIP = meta_row("carol/broken", "/plain.cu", kernel("plain"), REV["f"])
 WRONG = meta_row("carol/broken", "/wrong.cu", kernel("expected"), REV["f"])
+OPENCL = meta_row("erin/cl", "/kernels/vadd.cl", CL_KERNEL, REV["a"])
 UPLOADS = {  # blob_id -> stored object
     **{row["blob_id"]: None for row in GOOD},
+    OPENCL["blob_id"]: gzip.compress(CL_KERNEL, mtime=0),          # in the OpenCL subset
     NOT_GZIP["blob_id"]: kernel("plain"),                          # stored without gzip
     WRONG["blob_id"]: gzip.compress(kernel("something else")),     # gzip, but not the named content
 }
@@ -187,7 +191,7 @@ class Project:
     def params(self, **stack_v2) -> None:
         params = yaml.safe_load((REPO / "params.yaml").read_text())
         params["store"]["dir"] = ".cass/store"
-        params["stack_v2"].update({"enabled": True, "dataset": str(self.dataset), "data_dir": "data/Cuda",
+        params["stack_v2"].update({"enabled": True, "dataset": str(self.dataset), "data_dirs": ["data/Cuda"],
                                    "split": "train", "limit": 0, "bucket": BUCKET, "key_prefix": PREFIX,
                                    "endpoint_url": None, "workers": 4, "retries": 2, "timeout_s": 10, **stack_v2})
         (self.root / "params.yaml").write_text(yaml.safe_dump(params))
@@ -329,6 +333,20 @@ def test_limit_takes_the_first_rows_by_blob_id_and_the_full_run_fetches_only_the
     metrics, fetched = project.metrics(), project.fetched()
     assert (metrics["in"], metrics["kept"], fetched["fetched"], fetched["already_held"]) == (6, 6, 3, 3)
     assert dict(proxy.requests) == dict.fromkeys(good_ids(), 1)
+
+
+def test_the_opencl_subset_comes_with_the_cuda_one_when_named(make_project, proxy):
+    project = make_project(GOOD)
+    write_metadata(project.dataset, [OPENCL], subset="OpenCL")
+    project.run()
+    assert sorted(project.table()["blob_id"]) == sorted(good_ids())   # data/Cuda alone by default
+    project.params(data_dirs=["data/Cuda", "data/OpenCL"])
+    project.run()
+    manifest = project.table()
+    assert sorted(manifest["blob_id"]) == sorted([*good_ids(), OPENCL["blob_id"]])
+    row = manifest.row(by_predicate=pl.col("blob_id") == OPENCL["blob_id"], named=True)
+    assert row["path"] == "erin/cl/kernels/vadd.cl" and project.store().get(row["digest"]) == CL_KERNEL
+    assert project.fetched()["fetched"] == 1 and project.fetched()["already_held"] == len(GOOD)
 
 
 def test_a_run_killed_mid_download_loses_nothing_it_fetched(make_project, proxy):

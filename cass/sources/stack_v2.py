@@ -4,9 +4,10 @@ The Stack v2 (``bigcode/the-stack-v2-dedup``) is metadata only: one row per file
 repository, path, licenses and ``blob_id``. The bytes live in Software Heritage's S3 bucket at
 ``s3://<bucket>/<key_prefix><blob_id>``, gzip-compressed. This stage
 
-1. reads the metadata with ``datasets.load_dataset(dataset, data_dir=..., split=...)`` (a Hub id,
-   token from ``HF_TOKEN`` as ``datasets`` does by itself, or a local directory with the same
-   layout), sorts it by ``blob_id`` and keeps the first ``limit`` rows (0 = all);
+1. reads the metadata with ``datasets.load_dataset(dataset, data_dir=..., split=...)`` for each subset of
+   ``data_dirs`` (``data/Cuda``; ``data/OpenCL`` adds the OpenCL files) (a Hub id, token from ``HF_TOKEN`` as
+   ``datasets`` does by itself, or a local directory with the same layout), sorts it by ``blob_id`` and keeps the
+   first ``limit`` rows (0 = all);
 2. downloads each distinct blob with ``workers`` threads, gunzips it, checks it against its name
    (Software Heritage names contents by their SHA-1 or git SHA-1) and puts the decompressed bytes
    into the content-addressed store;
@@ -117,22 +118,29 @@ DROP_REASONS = {"missing": "blob_missing", "corrupt": "blob_corrupt", "failed": 
 
 
 def load_metadata(sparams: dict) -> pl.DataFrame:
-    """The Stack v2 rows named by the parameters, as Polars, with the columns this stage uses typed."""
-    dataset, data_dir, split = str(sparams["dataset"]), sparams["data_dir"], sparams["split"]
+    """The Stack v2 rows of every subset ``data_dirs`` names (``data/Cuda``, ``data/OpenCL``, ...), as one Polars
+    table with the columns this stage uses typed."""
+    dataset, split = str(sparams["dataset"]), sparams["split"]
     try:
         import datasets
     except ImportError:
         sys.exit("fetch_stack: the `datasets` package is needed to read the Stack v2 metadata (pip install datasets)")
-    try:
-        ds = datasets.load_dataset(dataset, data_dir=data_dir, split=split)
-    except Exception as exc:
-        hint = ""
-        if re.search(r"gated|authenticat|401|403", str(exc), re.I):
-            hint = (f"; the dataset is gated: accept its terms at https://huggingface.co/datasets/{dataset} and "
-                    f"set HF_TOKEN (it is {'set' if os.environ.get('HF_TOKEN') else 'not set'})")
-        sys.exit(f"fetch_stack: cannot load the metadata of dataset {dataset!r} (data_dir {data_dir!r}, "
-                 f"split {split!r}): {type(exc).__name__}: {exc}{hint}")
-    return normalize_metadata(ds.to_polars(), dataset)
+    tables = []
+    for data_dir in sparams["data_dirs"]:
+        try:
+            ds = datasets.load_dataset(dataset, data_dir=data_dir, split=split)
+        except Exception as exc:
+            hint = ""
+            if re.search(r"gated|authenticat|401|403", str(exc), re.I):
+                hint = (f"; the dataset is gated: accept its terms at https://huggingface.co/datasets/{dataset} and "
+                        f"set HF_TOKEN (it is {'set' if os.environ.get('HF_TOKEN') else 'not set'})")
+            sys.exit(f"fetch_stack: cannot load the metadata of dataset {dataset!r} (data_dir {data_dir!r}, "
+                     f"split {split!r}): {type(exc).__name__}: {exc}{hint}")
+        tables.append(normalize_metadata(ds.to_polars(), f"{dataset}/{data_dir}").select(
+            *REQUIRED_COLUMNS, *OPTIONAL_COLUMNS))
+    if not tables:
+        sys.exit("fetch_stack: stack_v2.data_dirs is empty: name the subsets to read (data/Cuda, data/OpenCL)")
+    return pl.concat(tables)
 
 
 def normalize_metadata(df: pl.DataFrame, dataset: str = "metadata") -> pl.DataFrame:
