@@ -196,15 +196,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from cass.benchmark.tasks import load_tasks
-    from cass.models.backends import load_backend
+    from cass.models.backends import BackendUnavailable, load_backend
     from cass.models.generate import generate, write_predictions
 
     params = load_params()
     overrides = {"backend": args.backend, "model": args.model, "base_url": args.base_url}
     params["generate"].update({k: v for k, v in overrides.items() if v is not None})
     backend = load_backend(params["generate"], params["tiny_model"])
-    rows, facts = generate(open_store(params), params, load_tasks(args.tasks or Path(params["benchmark"]["tasks"])),
-                           backend)
+    try:
+        rows, facts = generate(open_store(params), params,
+                               load_tasks(args.tasks or Path(params["benchmark"]["tasks"])), backend)
+    except BackendUnavailable as exc:
+        sys.exit(f"cass generate: {exc}; the completions that came back are kept: run again to resume")
     write_predictions(rows, args.out)
     report = facts["report"]
     print(f"{len(rows)} predictions in {args.out}: {report['generated']} generated, {report['hits']} from the store, "

@@ -408,7 +408,7 @@ def test_disabled_writes_empty_outputs_and_touches_nothing(make_project, proxy):
     assert not proxy.requests
 
 
-@pytest.mark.parametrize("case", ["access_denied", "no_bucket", "no_dataset", "no_credentials"])
+@pytest.mark.parametrize("case", ["access_denied", "no_bucket", "no_dataset", "subsets_not_a_list", "no_credentials"])
 def test_what_makes_the_stage_impossible_stops_it_with_a_message(make_project, proxy, case):
     project = make_project(GOOD)
     env: dict = {}
@@ -421,6 +421,9 @@ def test_what_makes_the_stage_impossible_stops_it_with_a_message(make_project, p
     elif case == "no_dataset":
         project.params(dataset=str(project.root / "absent"))
         expected = [f"dataset {str(project.root / 'absent')!r}"]
+    elif case == "subsets_not_a_list":
+        project.params(data_dirs="data/Cuda")
+        expected = ["stack_v2.data_dirs is 'data/Cuda'", "[data/Cuda, data/OpenCL]"]
     else:
         env = {"CASS_S3_SIGNED": "1", "AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}
         expected = ["no AWS credentials", "s3://softwareheritage/content/"]

@@ -19,7 +19,7 @@ import yaml
 from harness.project import TOOL_ENV, copy_pipeline, metrics, run_in, run_report
 from openai_standin import ModelServer, ScriptedServer
 
-from cass.dedup.minhash import MinHashParams, content_key
+from cass.dedup.minhash import MinHashParams, content_key, signatures
 from cass.models import tiny
 from cass.models.backends import local_model
 from cass.pipeline.context import load_params
@@ -96,6 +96,20 @@ def test_a_draws_fate_in_prompt_dedup_does_not_depend_on_the_draws_after_it(temp
     first = duplicates(texts[:300], mh, str)
     assert first == {i: found for i, found in every.items() if i < 300} and first
     assert all(texts[i] != texts[j] or kind == "duplicate" for i, (kind, j, _) in every.items())
+
+    sigs, kept, exact, near = signatures(texts[:1000], mh), [], set(), set()   # first wins, every pair compared
+    for i, text in enumerate(texts[:1000]):
+        if text in texts[:i]:
+            exact.add(i)
+        elif kept and max((sigs[kept] == sigs[i]).mean(axis=1)) >= mh.threshold:
+            near.add(i)
+        else:
+            kept.append(i)
+    found = {i: kind for i, (kind, _, _) in every.items() if i < 1000}
+    assert {i for i, kind in found.items() if kind == "duplicate"} == exact
+    lsh_near = {i for i, kind in found.items() if kind == "near_duplicate"}
+    assert len(lsh_near & near) >= 0.9 * len(near) and len(near) > 30   # LSH banding misses few
+    assert all(float(detail.split()[-1]) >= mh.threshold for kind, _, detail in every.values() if kind != "duplicate")
 
 
 # ----------------------------------------------------------------- the stage, against in-test servers

@@ -17,13 +17,14 @@ reports pass@k over them).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from cass.benchmark.baselines import sass
 from cass.benchmark.tasks import Task, load_tasks
-from cass.models.backends import Backend, Messages, Sampling, load_backend, start_optional_stage
+from cass.models.backends import Backend, BackendUnavailable, Messages, Sampling, load_backend, start_optional_stage
 from cass.models.completions import complete_all, extract
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR
@@ -98,7 +99,10 @@ def run(stage: Stage) -> None:
     if not start_optional_stage(STAGE, OUT_DIR, gp["enabled"]):
         return
     tasks = load_tasks(Path(params["benchmark"]["tasks"]))
-    rows, facts = generate(stage.store, params, tasks, load_backend(gp, params["tiny_model"]))
+    try:
+        rows, facts = generate(stage.store, params, tasks, load_backend(gp, params["tiny_model"]))
+    except BackendUnavailable as exc:   # what came back is in the store
+        sys.exit(f"generate: {exc}; the completions that came back are kept: run again to resume")
     write_predictions(rows, OUT_DIR / PREDICTIONS)
     write_metrics(STAGE, {"enabled": True, "name": gp["name"], "model": facts["model"], "sampling": facts["sampling"],
                           "predictions": len(rows),

@@ -13,7 +13,7 @@ repository, path, licenses and ``blob_id``. The bytes live in Software Heritage'
    into the content-addressed store;
 3. writes ``data/fetch_stack/manifest.parquet`` (one row per fetched file, with its provenance),
    ``dropped.parquet``, ``actions.parquet``, ``repos.parquet`` (one row per repository of the
-   whole metadata, most Stack v2 CUDA files first: what ``clone_repos`` picks from) and
+   whole metadata, most files of the subsets read first, in ``cuda_files``: what ``clone_repos`` picks from) and
    ``metrics/fetch_stack.json``.
 
 Resuming: every blob, as soon as it is stored, is recorded in the store's action cache under the
@@ -125,8 +125,12 @@ def load_metadata(sparams: dict) -> pl.DataFrame:
         import datasets
     except ImportError:
         sys.exit("fetch_stack: the `datasets` package is needed to read the Stack v2 metadata (pip install datasets)")
+    data_dirs = sparams["data_dirs"]
+    if not isinstance(data_dirs, list) or not data_dirs or len(set(data_dirs)) < len(data_dirs):
+        sys.exit(f"fetch_stack: stack_v2.data_dirs is {data_dirs!r}: give a list of distinct subsets, such as "
+                 "[data/Cuda, data/OpenCL]")
     tables = []
-    for data_dir in sparams["data_dirs"]:
+    for data_dir in data_dirs:
         try:
             ds = datasets.load_dataset(dataset, data_dir=data_dir, split=split)
         except Exception as exc:
@@ -138,8 +142,6 @@ def load_metadata(sparams: dict) -> pl.DataFrame:
                      f"split {split!r}): {type(exc).__name__}: {exc}{hint}")
         tables.append(normalize_metadata(ds.to_polars(), f"{dataset}/{data_dir}").select(
             *REQUIRED_COLUMNS, *OPTIONAL_COLUMNS))
-    if not tables:
-        sys.exit("fetch_stack: stack_v2.data_dirs is empty: name the subsets to read (data/Cuda, data/OpenCL)")
     return pl.concat(tables)
 
 

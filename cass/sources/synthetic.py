@@ -147,12 +147,17 @@ def draw_prompts(templates: Templates, count: int, seed: int, categories: dict, 
 
 def duplicates(texts: list[str], params: MinHashParams, exact_key) -> dict[int, tuple[str, int, str]]:
     """Per text that repeats an earlier one: (``duplicate``/``near_duplicate``, the earlier one's index, detail).
-    First wins: a text is compared with the earlier texts kept (an LSH index of their MinHash signatures), so its
-    fate never depends on the texts after it; ``exact_key`` makes the key two exact duplicates share."""
+    First wins: a text is compared with the earlier texts kept (an LSH index of their MinHash signatures, banded
+    to miss few pairs at the threshold), so its fate never depends on the texts after it; of several matches the
+    most similar, then the earliest, is named; ``exact_key`` makes the key two exact duplicates share."""
     found: dict[int, tuple[str, int, str]] = {}
     first: dict[object, int] = {}
     sigs = signatures(texts, params)
-    index = datasketch.MinHashLSH(threshold=params.threshold, num_perm=params.num_perm)
+    try:   # banding weighted against misses: every candidate's similarity is checked anyway
+        index = datasketch.MinHashLSH(threshold=params.threshold, num_perm=params.num_perm, weights=(0.1, 0.9))
+    except ValueError as exc:
+        raise ValueError(f"near-duplicate threshold {params.threshold} with {params.num_perm} permutations: {exc}; "
+                         "choose a lower threshold") from exc
     for i, text in enumerate(texts):
         key = exact_key(text)
         if key in first:
@@ -161,7 +166,7 @@ def duplicates(texts: list[str], params: MinHashParams, exact_key) -> dict[int, 
         first[key] = i
         sketch = datasketch.MinHash(num_perm=params.num_perm, seed=params.seed, hashvalues=sigs[i], scheme="affine32")
         near = [(float((sigs[i] == sigs[j]).mean()), j) for j in index.query(sketch)]
-        if near and (best := max(near))[0] >= params.threshold:
+        if near and (best := max(near, key=lambda found: (found[0], -found[1])))[0] >= params.threshold:
             found[i] = ("near_duplicate", best[1], f"estimated Jaccard {best[0]:.3f}")
         else:
             index.insert(i, sketch)
