@@ -6,7 +6,7 @@ stand-in for a model's answers, which cannot be had here).
 
 ``throughput`` (a machine with an NVIDIA GPU): generated tokens per second of a Qwen2.5-Coder-shaped model (random
 bf16 weights: speed depends on the shape, not the values) under transformers' batched ``generate``, every sequence
-forced to ``--new-tokens``; a lower bound for vLLM or SGLang, whose continuous batching and paged attention do better.
+forced to ``--new-tokens``; taken as a lower bound for vLLM or SGLang, which batch continuously.
 """
 
 from __future__ import annotations
