@@ -98,9 +98,8 @@ def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: 
     """Per synthesis template (``requests``: ``data/synthesize/requests.parquet``): draws, answers, programs kept,
     candidates after filter and dedup, compiled for NVIDIA, paired; ``both_over_answered`` is the paper's "kept
     after compiling" share of its generations (49%)."""
-    ids = set(candidates["sample_id"])
-    table = requests.with_columns(pl.col("sample_id").is_in(list(ids)).alias("candidate")).group_by(
-        "template_id").agg(
+    candidate = pl.col("sample_id").is_in(candidates["sample_id"].implode())
+    table = requests.with_columns(candidate.alias("candidate")).group_by("template_id").agg(
         pl.len().alias("drawn"), pl.col("completion").is_not_null().sum().alias("answered"),
         (pl.col("status") == "kept").sum().alias("programs"), pl.col("candidate").sum().alias("candidates"),
         (pl.col("candidate") & pl.col("sample_id").is_in(list(nvidia_ok))).sum().alias("nvidia_ok"),

@@ -202,7 +202,7 @@ def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFra
     texts, counts, failed = complete_all(store, backend, asked, sampling, STAGE)
     identity = json.dumps(backend.identity, sort_keys=True)
     encoder = wheel_encoder()
-    rows = []
+    rows, codes = [], {}
     for d in draws:
         row = {**d.identity, "draw": d.number, "template_id": d.template_id, "category": d.template_id.split("/")[0],
                "persona": d.persona, "variables": json.dumps(d.variables, sort_keys=True), "prompt": d.task,
@@ -219,12 +219,13 @@ def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFra
                 status[d.number] = reason
             else:
                 row["digest"] = store.put_text(code + "\n")
-                row["code"] = code
+                codes[d.number] = code
         rows.append(row)
 
-    programs = [r for r in rows if r["draw"] not in status]
+    programs = [r for r in rows if r["draw"] in codes]
     output_mh = MinHashParams(dp["ngram"], dp["num_perm"], dp["seed"], dp["threshold"])
-    for i, (kind, earlier, detail) in duplicates([r.pop("code") for r in programs], output_mh, content_key).items():
+    for i, (kind, earlier, detail) in duplicates([codes[r["draw"]] for r in programs], output_mh,
+                                                 content_key).items():
         status[programs[i]["draw"]] = (f"{kind}_output", f"{detail} as {programs[earlier]['path']}")
     for row in rows:
         reason, detail = status.get(row["draw"], (KEPT, ""))
