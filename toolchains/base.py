@@ -104,17 +104,31 @@ class ToolchainMissingError(RuntimeError):
     """A tool the pipeline needs is not installed; the message says how to install it."""
 
 
+def _walk(top: Path):
+    """(folder relative to ``top`` with a trailing slash, or "", its absolute path, sorted file names),
+    top-down with sub-folders in sorted order; symlinked folders are not followed."""
+    for folder, dirs, names in os.walk(top):   # sorting dirs in place orders the walk
+        dirs.sort()
+        rel = os.path.relpath(folder, top)
+        yield ("" if rel == "." else rel + "/"), folder, sorted(names)
+
+
 def digest_paths(paths: list[Path]) -> str:
-    """BLAKE3 over the contents of files and directory trees (walked in sorted order).
+    """BLAKE3 over the contents of files and directory trees (files in path order).
 
     Names enter relative to each given path, so the digest does not depend on where a
     toolchain is installed (two clones, two roots with the same packages hash the same)."""
     h = blake3.blake3()
     for top in paths:
-        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
-        for f in files:
-            h.update(f"{top.name}/{f.relative_to(top).as_posix() if f != top else ''}".encode() + b"\0")
-            with f.open("rb") as fh:
+        if top.is_file():
+            files = [("", str(top))]
+        else:
+            files = sorted(((rel + name, os.path.join(folder, name)) for rel, folder, names in _walk(top)
+                            for name in names if os.path.isfile(os.path.join(folder, name))),
+                           key=lambda f: f[0].split("/"))
+        for rel, path in files:
+            h.update(f"{top.name}/{rel}".encode() + b"\0")
+            with open(path, "rb") as fh:
                 while chunk := fh.read(1 << 22):
                     h.update(chunk)
             h.update(b"\0")
@@ -126,15 +140,13 @@ def digest_listing(paths: list[Path]) -> str:
     (dpkg gives installed files their package's times, so equal package sets list the same)."""
     h = blake3.blake3()
     for top in paths:
-        for folder, dirs, names in os.walk(top):   # sorting dirs in place orders the walk
-            dirs.sort()
-            for name in sorted(names):
-                path = Path(folder) / name
+        for rel, folder, names in _walk(top):
+            for name in names:
                 try:
-                    st = path.stat()
+                    st = os.stat(os.path.join(folder, name))
                 except OSError:
                     continue
-                h.update(f"{path.relative_to(top).as_posix()}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+                h.update(f"{rel}{name}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
     return h.hexdigest()
 
 

@@ -10,6 +10,7 @@ action key). Paths are not recorded: they differ between machines, the fingerpri
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from cass.compiling.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
@@ -17,13 +18,19 @@ from cass.pipeline.manifests import TOOLCHAIN_RECORD
 
 
 def run(stage: Stage) -> None:
+    toolchains = pipeline_toolchains(stage.params)
+    with ThreadPoolExecutor(max_workers=8) as pool:   # version commands wait on processes: start them together
+        list(pool.map(lambda pair: pair[0].version(pair[1]),
+                      [(tc, tool) for tc in toolchains.values() for tool in tc.tools()]))
     record = {
         vendor: {tool: {"version": tc.version(tool), "fingerprint": tc.fingerprint(tool)} for tool in tc.tools()}
-        for vendor, tc in pipeline_toolchains(stage.params).items()
+        for vendor, tc in toolchains.items()
     }
     TOOLCHAIN_RECORD.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"
-    if not TOOLCHAIN_RECORD.exists() or TOOLCHAIN_RECORD.read_text() != text:
+    changed = not TOOLCHAIN_RECORD.exists() or TOOLCHAIN_RECORD.read_text() != text
+    if changed:
         TOOLCHAIN_RECORD.write_text(text)
-    print(text)
+    tools = ", ".join(f"{vendor} {len(tools)}" for vendor, tools in record.items())
+    print(f"toolchain_fingerprints: {tools} tools, {'changed' if changed else 'unchanged'} ({TOOLCHAIN_RECORD})")
 
