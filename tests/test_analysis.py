@@ -234,3 +234,20 @@ def test_a_print_split_into_chunks_gives_the_same_executed_notebook():
     assert notebook(["backends: [...]\n", "samples: 48\n"]) == whole
     assert notebook(["back", "ends: [...]\nsam", "ples: 48\n"]) == whole
     assert '"name": "stderr"' in whole   # another stream stays its own output
+
+
+def test_notebooks_run_longest_first_by_their_last_durations(tmp_path: Path, monkeypatch) -> None:
+    from cass.report.notebooks import analysis_environment, longest_first, run_notebooks
+
+    names = [Path(n) for n in ("a.py", "b.py", "c.py", "d.py")]
+    assert longest_first(names, {"a.py": 1.0, "b.py": 3.0, "c.py": 2.0}) == [Path(n) for n in
+                                                                           ("d.py", "b.py", "c.py", "a.py")]
+    # a real run records each notebook's seconds in the machine cache, and the next run reads them
+    monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
+    for name, seconds in (("quick", 0), ("slow", 1.5)):
+        (tmp_path / f"{name}.py").write_text(f"# %%\nimport time\ntime.sleep({seconds})\n")
+    env = analysis_environment() | {"CASS_EXECUTED_DIR": str(tmp_path / "executed")}
+    run_notebooks([tmp_path / "quick.py", tmp_path / "slow.py"], env, timeout=60, jobs=1)
+    durations = json.loads((tmp_path / "cache" / "analysis" / "notebook_seconds.json").read_text())
+    assert durations["slow.py"] >= 1.5 > durations["quick.py"]
+    assert longest_first([tmp_path / "quick.py", tmp_path / "slow.py"], durations)[0].name == "slow.py"

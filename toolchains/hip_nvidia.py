@@ -18,6 +18,7 @@ import os
 import sysconfig
 from pathlib import Path
 
+from cass.pipeline.machine_cache import machine_cache
 from toolchains.amd import AMD_SUITES
 from toolchains.base import ToolStatus
 from toolchains.launchers import HostLauncher
@@ -41,9 +42,8 @@ def default_cuda12_root() -> Path:
 
 def hip_include_dir(hip_headers: Path) -> Path:
     """A directory holding only ``hip`` -> ``hip_headers`` (made once per headers path, in the cache)."""
-    cache = Path(os.environ.get("CASS_CACHE") or Path.home() / ".cache" / "cass")
     real = Path(os.path.realpath(hip_headers))
-    folder = cache / "hip-include" / str(real).strip("/").replace("/", "_")
+    folder = machine_cache("hip-include") / str(real).strip("/").replace("/", "_")
     link = folder / "hip"
     if not link.is_symlink():
         folder.mkdir(parents=True, exist_ok=True)

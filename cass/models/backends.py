@@ -17,6 +17,7 @@ from pathlib import Path
 import blake3
 
 from cass.models import tiny
+from cass.pipeline.machine_cache import machine_cache
 from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import write_metrics
 
@@ -213,7 +214,7 @@ def start_optional_stage(name: str, out_dir: Path, enabled: bool) -> bool:
 
 def model_cache() -> Path:
     """Where models built here are kept: ``$CASS_CACHE/models`` or ``~/.cache/cass/models``."""
-    return Path(os.environ.get("CASS_CACHE", Path.home() / ".cache" / "cass")) / "models"
+    return machine_cache("models")
 
 
 def local_model(name: str, tiny_model: dict) -> Path:

@@ -40,6 +40,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+from cass.pipeline.machine_cache import machine_cache
 from cass.pipeline.metrics import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,11 +177,20 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
     return out
 
 
+def longest_first(paths: list[Path], durations: dict[str, float]) -> list[Path]:
+    """``paths`` by their last run's seconds, longest first (unknown ones first, then by name): with
+    several notebooks per worker, the longest one no longer starts last."""
+    return sorted(paths, key=lambda p: (-durations.get(p.name, float("inf")), p.name))
+
+
 def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: int) -> dict:
-    """Execute ``paths`` (``jobs`` at a time), each with its own metrics file; return their merged sections.
+    """Execute ``paths`` (``jobs`` at a time, longest first by the durations kept in ``CASS_CACHE``), each
+    with its own metrics file; return their merged sections.
 
     Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run."""
     executed_dir = Path(env["CASS_EXECUTED_DIR"])
+    durations_file = machine_cache("analysis") / "notebook_seconds.json"
+    durations = json.loads(durations_file.read_text()) if durations_file.exists() else {}
     with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
         def run(path: Path) -> None:
             start = time.monotonic()
@@ -190,12 +200,15 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
             except NotebookSkipped as skipped:   # its metrics section says so
                 print(f"analyze: skipped {skipped}", flush=True)
                 return
-            print(f"analyze: {path.name} -> {out} ({time.monotonic() - start:.1f} s)", flush=True)
+            durations[path.name] = round(time.monotonic() - start, 2)
+            print(f"analyze: {path.name} -> {out} ({durations[path.name]:.1f} s)", flush=True)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = [pool.submit(run, path) for path in paths]
-        for future in futures:
-            future.result()
+            futures = {path: pool.submit(run, path) for path in longest_first(paths, durations)}
+        durations_file.parent.mkdir(parents=True, exist_ok=True)
+        durations_file.write_text(json.dumps(durations, indent=1, sort_keys=True) + "\n")
+        for path in paths:
+            futures[path].result()
         merged: dict = {}
         for path in paths:
             section_file = Path(sections) / f"{path.stem}.json"

@@ -17,11 +17,11 @@ before (``transformers`` is imported then, not when this module is).
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from cass.pipeline.machine_cache import machine_cache
 from cass.training import qwen
 from store import digest_bytes
 
@@ -61,7 +61,7 @@ def cache_dir(params: dict) -> Path:
     else ``~/.cache/cass/tokenizers`` (shared by every project on the machine)."""
     if params["cache_dir"]:
         return Path(params["cache_dir"]).expanduser()
-    return Path(os.environ.get("CASS_CACHE", Path.home() / ".cache" / "cass")) / "tokenizers"
+    return machine_cache("tokenizers")
 
 
 def install_tokenizer(params: dict, corpus: Callable[[], Iterable[str]], out_dir: Path) -> str:
