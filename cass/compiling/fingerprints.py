@@ -31,6 +31,6 @@ def run(stage: Stage) -> None:
     changed = not TOOLCHAIN_RECORD.exists() or TOOLCHAIN_RECORD.read_text() != text
     if changed:
         TOOLCHAIN_RECORD.write_text(text)
-    tools = ", ".join(f"{vendor} {len(tools)}" for vendor, tools in record.items())
-    print(f"toolchain_fingerprints: {tools} tools, {'changed' if changed else 'unchanged'} ({TOOLCHAIN_RECORD})")
+    counts = ", ".join(f"{vendor} {len(tools)}" for vendor, tools in record.items())
+    print(f"toolchain_fingerprints: {counts} tools, {'changed' if changed else 'unchanged'} ({TOOLCHAIN_RECORD})")
 

@@ -190,7 +190,10 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
     Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run."""
     executed_dir = Path(env["CASS_EXECUTED_DIR"])
     durations_file = machine_cache("analysis") / "notebook_seconds.json"
-    durations = json.loads(durations_file.read_text()) if durations_file.exists() else {}
+    try:
+        durations = json.loads(durations_file.read_text())
+    except (OSError, ValueError):   # first run on this machine, or a file another run is writing
+        durations = {}
     with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
         def run(path: Path) -> None:
             start = time.monotonic()
@@ -205,8 +208,7 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {path: pool.submit(run, path) for path in longest_first(paths, durations)}
-        durations_file.parent.mkdir(parents=True, exist_ok=True)
-        durations_file.write_text(json.dumps(durations, indent=1, sort_keys=True) + "\n")
+        write_json(durations_file, durations)
         for path in paths:
             futures[path].result()
         merged: dict = {}
