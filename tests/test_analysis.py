@@ -236,18 +236,28 @@ def test_a_print_split_into_chunks_gives_the_same_executed_notebook():
     assert '"name": "stderr"' in whole   # another stream stays its own output
 
 
-def test_notebooks_run_longest_first_by_their_last_durations(tmp_path: Path, monkeypatch) -> None:
+def test_notebooks_run_longest_first_by_their_last_durations(tmp_path: Path, monkeypatch, capsys) -> None:
     from cass.report.notebooks import analysis_environment, longest_first, run_notebooks
 
     names = [Path(n) for n in ("a.py", "b.py", "c.py", "d.py")]
     assert longest_first(names, {"a.py": 1.0, "b.py": 3.0, "c.py": 2.0}) == [Path(n) for n in
                                                                            ("d.py", "b.py", "c.py", "a.py")]
-    # a real run records each notebook's seconds in the machine cache, and the next run reads them
+    # a real run records each notebook's seconds in the machine cache; the next run starts the slow one first
     monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
     for name, seconds in (("quick", 0), ("slow", 1.5)):
         (tmp_path / f"{name}.py").write_text(f"# %%\nimport time\ntime.sleep({seconds})\n")
     env = analysis_environment() | {"CASS_EXECUTED_DIR": str(tmp_path / "executed")}
-    run_notebooks([tmp_path / "quick.py", tmp_path / "slow.py"], env, timeout=60, jobs=1)
-    durations = json.loads((tmp_path / "cache" / "analysis" / "notebook_seconds.json").read_text())
-    assert durations["slow.py"] >= 1.5 > durations["quick.py"]
-    assert longest_first([tmp_path / "quick.py", tmp_path / "slow.py"], durations)[0].name == "slow.py"
+    paths = [tmp_path / "quick.py", tmp_path / "slow.py"]
+    run_notebooks(paths, env, timeout=60, jobs=1)
+    durations_file = tmp_path / "cache" / "analysis" / "notebook_seconds.json"
+    durations = json.loads(durations_file.read_text())
+    assert durations["slow.py"] >= 1.5 and durations["slow.py"] > durations["quick.py"]
+    capsys.readouterr()
+    run_notebooks(paths, env, timeout=60, jobs=1)
+    order = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("analyze: ")]
+    assert order == ["slow.py", "quick.py"]
+    # a durations file that is not a JSON object counts as none: name order again
+    durations_file.write_text("[]")
+    run_notebooks(paths, env, timeout=60, jobs=1)
+    order = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("analyze: ")]
+    assert order == ["quick.py", "slow.py"]

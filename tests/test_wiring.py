@@ -42,10 +42,13 @@ def project_copy(tmp_path: Path) -> Path:
 
 def test_a_planted_module_outside_the_deps_is_reported(project_copy: Path, capsys):
     # stages depend on whole packages: a module planted in a package filter does not depend on (cass/hub)
+    # is reported, one planted in a package it does depend on (cass/text) is covered
     (project_copy / "cass" / "hub" / "planted.py").write_text("LIMIT = 3\n")
+    (project_copy / "cass" / "text" / "covered.py").write_text("FLOOR = 1\n")
     filters = project_copy / "cass" / "text" / "filters.py"
     filters.write_text(filters.read_text() + "\n\ndef planted_limit() -> int:\n"
-                       "    from cass.hub.planted import LIMIT\n    return LIMIT\n")
+                       "    from cass.hub.planted import LIMIT\n    from cass.text.covered import FLOOR\n"
+                       "    return LIMIT + FLOOR\n")
     missing = uncovered(project_copy)
     # filter and synthesize import cass.text.filters; dedup and others do not, so only they are short of a dep
     assert missing == {"filter": ["cass/hub/planted.py"], "synthesize": ["cass/hub/planted.py"]}

@@ -194,6 +194,8 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         durations = json.loads(durations_file.read_text())
     except (OSError, ValueError):   # first run on this machine, or a file another run is writing
         durations = {}
+    if not isinstance(durations, dict):
+        durations = {}
     with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
         def run(path: Path) -> None:
             start = time.monotonic()
@@ -208,7 +210,10 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {path: pool.submit(run, path) for path in longest_first(paths, durations)}
-        write_json(durations_file, durations)
+        try:
+            write_json(durations_file, durations)
+        except OSError as error:   # only an ordering hint: a read-only or full cache is no failure
+            print(f"analyze: notebook durations not kept ({error})", flush=True)
         for path in paths:
             futures[path].result()
         merged: dict = {}
