@@ -123,8 +123,8 @@ def digest_paths(paths: list[Path]) -> str:
         if top.is_file():
             files = [("", str(top))]
         else:
-            files = sorted(((rel + name, os.path.join(folder, name)) for rel, folder, names in _walk(top)
-                            for name in names if os.path.isfile(os.path.join(folder, name))),
+            files = sorted(((rel + name, path) for rel, folder, names in _walk(top) for name in names
+                            if os.path.isfile(path := os.path.join(folder, name))),
                            key=lambda f: f[0].split("/"))
         for rel, path in files:
             h.update(f"{top.name}/{rel}".encode() + b"\0")

@@ -20,8 +20,9 @@ from cass.pipeline.manifests import TOOLCHAIN_RECORD
 def run(stage: Stage) -> None:
     toolchains = pipeline_toolchains(stage.params)
     with ThreadPoolExecutor(max_workers=8) as pool:   # version commands wait on processes: start them together
-        list(pool.map(lambda pair: pair[0].version(pair[1]),
-                      [(tc, tool) for tc in toolchains.values() for tool in tc.tools()]))
+        for tc in toolchains.values():
+            for tool in tc.tools():
+                pool.submit(tc.version, tool)   # cached on tc; a failure is raised again below, where it was
     record = {
         vendor: {tool: {"version": tc.version(tool), "fingerprint": tc.fingerprint(tool)} for tool in tc.tools()}
         for vendor, tc in toolchains.items()
