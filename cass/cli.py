@@ -6,7 +6,7 @@
     cass store verify         re-hash every stored object; report (and set aside) corrupt ones
     cass store gc             remove objects and actions no current manifest needs
     cass summary [PROJECT]    what the last build made and dropped (by stage and reason), where its outputs are
-    cass wiring [PROJECT]     check dvc.yaml against the code: every module a stage runs is in its deps
+    cass wiring [PROJECT]     check dvc.yaml against the code: each stage depends on its code's digest
     cass gpu-batch export DIR build the pairs' programs into a batch for a GPU host this machine cannot reach
     cass gpu-batch import DIR --name NAME   bring a batch's runs (results.json) into the store as GPU host NAME
     cass eval --predictions FILE | --baseline NAME   score predictions on the translation benchmark
@@ -141,7 +141,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 def cmd_wiring(args: argparse.Namespace) -> int:
     problems = wiring_report(Path(args.project))
-    print("\n".join(problems) or "wiring: every stage's deps cover the modules it runs; no stage imports another")
+    print("\n".join(problems) or "wiring: every stage depends on its code's digest; no stage imports another")
     return 1 if problems else 0
 
 
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("summary", help="what the last build made and dropped, and where its outputs are")
     report.add_argument("project", nargs="?", default=".", help="the pipeline checkout (default: here)")
     report.set_defaults(func=cmd_summary)
-    wiring = sub.add_parser("wiring", help="check that dvc.yaml's deps cover the modules each stage runs")
+    wiring = sub.add_parser("wiring", help="check that each stage depends on the digest of its code")
     wiring.add_argument("project", nargs="?", default=".", help="the pipeline checkout (default: here)")
     wiring.set_defaults(func=cmd_wiring)
     batch = sub.add_parser("gpu-batch", help="run the pairs' programs on a GPU host reached by copying files")

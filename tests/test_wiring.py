@@ -1,4 +1,5 @@
-"""dvc.yaml against the code: deps cover what each stage runs, stages declare the parameters they read."""
+"""dvc.yaml against the code: each stage depends on the digest of the code it runs, stages declare the parameters
+they read."""
 
 from __future__ import annotations
 
@@ -10,17 +11,18 @@ import yaml
 from harness.project import REPO
 
 from cass.cli import main as cass_main
+from cass.pipeline.code_digests import stage_listings
 from cass.pipeline.context import AMBIENT, Stage, UndeclaredParamError, declared_keys, restrict
-from cass.pipeline.wiring import PROJECT_PACKAGES, code_modules, stage_imports, uncovered
+from cass.pipeline.wiring import PROJECT_PACKAGES, code_modules, stage_imports, unwired
 
 STAGES = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
 
 
-def test_every_stage_deps_cover_its_modules_and_no_stage_imports_another(capsys):
-    assert uncovered(REPO) == {}
+def test_every_stage_depends_on_its_code_digest_and_no_stage_imports_another(capsys):
+    assert unwired(REPO) == {}
     assert stage_imports(REPO) == {}
     assert cass_main(["wiring", str(REPO)]) == 0
-    assert "every stage's deps cover" in capsys.readouterr().out
+    assert "every stage depends on its code's digest" in capsys.readouterr().out
 
 
 def test_modules_are_followed_through_lazy_and_transitive_imports():
@@ -40,20 +42,37 @@ def project_copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_planted_module_outside_the_deps_is_reported(project_copy: Path, capsys):
-    # stages depend on whole packages: a module planted in a package filter does not depend on (cass/hub)
-    # is reported, one planted in a package it does depend on (cass/text) is covered
+def test_an_edit_changes_the_code_digests_of_exactly_the_stages_that_run_it(project_copy: Path):
+    before = stage_listings(project_copy)
+    assert "code_digests" not in before and len(before) == len(STAGES) - 1
+    assert "cass/text/filters.py" in before["filter"] and "cass/text/filters.py" not in before["kernels"]
+    # a module planted in cass/hub and imported lazily by the filters: the stages running the filters change
     (project_copy / "cass" / "hub" / "planted.py").write_text("LIMIT = 3\n")
-    (project_copy / "cass" / "text" / "covered.py").write_text("FLOOR = 1\n")
     filters = project_copy / "cass" / "text" / "filters.py"
     filters.write_text(filters.read_text() + "\n\ndef planted_limit() -> int:\n"
-                       "    from cass.hub.planted import LIMIT\n    from cass.text.covered import FLOOR\n"
-                       "    return LIMIT + FLOOR\n")
-    missing = uncovered(project_copy)
-    # filter and synthesize import cass.text.filters; dedup and others do not, so only they are short of a dep
-    assert missing == {"filter": ["cass/hub/planted.py"], "synthesize": ["cass/hub/planted.py"]}
+                       "    from cass.hub.planted import LIMIT\n    return LIMIT\n")
+    after = stage_listings(project_copy)
+    changed = {name for name in before if after[name] != before[name]}
+    assert changed == {"filter", "synthesize"}   # the two stages that import cass.text.filters
+    assert "cass/hub/planted.py" in after["filter"]
+    # a data file beside a module (the domain keywords) changes the stages whose modules sit beside it
+    keywords = project_copy / "cass" / "sources" / "domain_keywords.yaml"
+    keywords.write_text(keywords.read_text() + "\n# an edit\n")
+    again = stage_listings(project_copy)
+    assert {name for name in after if again[name] != after[name]} == {
+        name for name, listing in after.items() if "cass/sources/domain_keywords.yaml" in listing} >= {"ingest"}
+
+
+def test_a_stage_without_its_code_digest_or_with_code_deps_is_reported(project_copy: Path, capsys):
+    pipeline = project_copy / "dvc.yaml"
+    text = pipeline.read_text()
+    pipeline.write_text(text.replace("deps: [data/code_digests/filter, ", "deps: [")
+                        .replace("deps: [data/code_digests/kernels, ", "deps: [data/code_digests/kernels, cass/text, "))
+    assert unwired(project_copy) == {
+        "filter": "deps lack data/code_digests/filter (the code the stage runs)",
+        "kernels": "deps list project code (cass/text) that data/code_digests/kernels covers"}
     assert cass_main(["wiring", str(project_copy)]) == 1
-    assert "dvc.yaml stage filter: deps do not cover cass/hub/planted.py" in capsys.readouterr().out
+    assert "dvc.yaml stage filter: deps lack data/code_digests/filter" in capsys.readouterr().out
 
 
 def test_a_stage_importing_another_stage_is_reported(project_copy: Path, capsys):

@@ -1,11 +1,12 @@
-"""dvc.yaml checked against the code: a stage's code dependencies cover every project module it runs.
+"""dvc.yaml checked against the code: each stage depends on the digest of the code it runs.
 
-DVC reruns a stage when one of its ``deps`` changes, so a module a stage imports (directly or through
-other modules, lazily inside a function too) but does not list is an edit that fails to rerun it.
-:func:`code_modules` follows a stage's imports from its entry point (``python -m stages.NAME``)
-through the project's packages; :func:`uncovered` lists the modules no dep covers (a dep covers a
-file equal to it or below it). Package ``__init__.py`` files holding only a docstring are skipped:
-they run no code. Stage entry points must not import each other (:func:`stage_imports`).
+DVC reruns a stage when one of its ``deps`` changes. A stage's code is one dep, ``data/code_digests/<stage>``,
+written by stage ``code_digests`` (which depends on the project packages) from :func:`code_modules`: the
+stage's entry point (``python -m stages.NAME``) and every project module it imports, directly or through
+other modules, lazily inside a function too. :func:`unwired` lists the stages short of that dep, or listing
+project code beside it (a second, coarser trigger that also grows the lock). Package ``__init__.py`` files
+holding only a docstring are skipped: they run no code. Stage entry points must not import each other
+(:func:`stage_imports`).
 
 ``cass wiring`` prints both checks; tests/test_wiring.py runs them on this repository.
 """
@@ -57,17 +58,29 @@ def _runs_code(path: Path) -> bool:
 def code_modules(root: Path, entry: str) -> list[Path]:
     """The project files module ``entry`` runs: its own, what it imports, transitively, with the packages
     on the way (relative to ``root``, sorted)."""
-    seen: set[Path] = set()
-    todo = [entry]
-    while todo:
-        name = todo.pop()
-        parts = name.split(".")
-        for depth in range(1, len(parts) + 1):
-            path = module_file(root, ".".join(parts[:depth]))
-            if path is not None and path not in seen:
-                seen.add(path)
-                todo.extend(imported_names(path))
-    return sorted(p.relative_to(root) for p in seen if _runs_code(p))
+    return modules_by_entry(root, [entry])[entry]
+
+
+def modules_by_entry(root: Path, entries: list[str]) -> dict[str, list[Path]]:
+    """:func:`code_modules` of each of ``entries``, parsing each file once."""
+    imports: dict[Path, set[str]] = {}
+    runs_code: dict[Path, bool] = {}
+    found = {}
+    for entry in entries:
+        seen: set[Path] = set()
+        todo = [entry]
+        while todo:
+            name = todo.pop()
+            parts = name.split(".")
+            for depth in range(1, len(parts) + 1):
+                path = module_file(root, ".".join(parts[:depth]))
+                if path is not None and path not in seen:
+                    seen.add(path)
+                    if path not in imports:
+                        imports[path], runs_code[path] = imported_names(path), _runs_code(path)
+                    todo.extend(imports[path])
+        found[entry] = sorted(p.relative_to(root) for p in seen if runs_code[p])
+    return found
 
 
 def stage_entries(pipeline: dict) -> dict[str, str]:
@@ -81,19 +94,32 @@ def stage_entries(pipeline: dict) -> dict[str, str]:
     return entries
 
 
-def _covered(path: Path, deps: list[str]) -> bool:
-    return any(path == Path(dep) or Path(dep) in path.parents for dep in deps)
+CODE_STAGE = "code_digests"
 
 
-def uncovered(root: Path, pipeline_file: str = "dvc.yaml") -> dict[str, list[str]]:
-    """Stage -> the project modules it runs that none of its deps covers (stages with none are left out)."""
+def code_digest_dep(stage: str) -> str:
+    """The dep that carries ``stage``'s code: its file of ``data/code_digests``."""
+    return f"data/{CODE_STAGE}/{stage}"
+
+
+def _is_project_code(dep: str) -> bool:
+    return Path(dep).parts[0] in PROJECT_PACKAGES
+
+
+def unwired(root: Path, pipeline_file: str = "dvc.yaml") -> dict[str, str]:
+    """Stage -> what is wrong with how its code reaches DVC (stages wired right are left out)."""
     pipeline = yaml.safe_load((root / pipeline_file).read_text())
-    missing = {}
-    for name, entry in stage_entries(pipeline).items():
+    problems = {}
+    for name in stage_entries(pipeline):
         deps = [d if isinstance(d, str) else next(iter(d)) for d in pipeline["stages"][name].get("deps", [])]
-        if lacking := [str(p) for p in code_modules(root, entry) if not _covered(p, deps)]:
-            missing[name] = lacking
-    return missing
+        if name == CODE_STAGE:
+            if lacking := [p for p in PROJECT_PACKAGES if p not in deps]:
+                problems[name] = f"deps lack the project packages {', '.join(lacking)}"
+        elif code_digest_dep(name) not in deps:
+            problems[name] = f"deps lack {code_digest_dep(name)} (the code the stage runs)"
+        elif listed := [d for d in deps if _is_project_code(d)]:
+            problems[name] = f"deps list project code ({', '.join(listed)}) that {code_digest_dep(name)} covers"
+    return problems
 
 
 def stage_imports(root: Path) -> dict[str, list[str]]:
@@ -111,9 +137,8 @@ def stage_imports(root: Path) -> dict[str, list[str]]:
 
 
 def report(root: Path) -> list[str]:
-    """One line per problem found by :func:`uncovered` and :func:`stage_imports` (none: the wiring is right)."""
-    lines = [f"dvc.yaml stage {stage}: deps do not cover {', '.join(paths)}"
-             for stage, paths in uncovered(root).items()]
+    """One line per problem found by :func:`unwired` and :func:`stage_imports` (none: the wiring is right)."""
+    lines = [f"dvc.yaml stage {stage}: {problem}" for stage, problem in unwired(root).items()]
     lines += [f"stages/{stage}.py imports {', '.join(others)}: a stage calls the library, never another stage"
               for stage, others in stage_imports(root).items()]
     return lines

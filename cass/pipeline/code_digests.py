@@ -1,0 +1,66 @@
+"""Stage ``code_digests``'s work: for every other stage, a digest of the project code it runs.
+
+DVC reruns a stage when one of its deps changes, and after each stage it runs it rewrites the whole
+dvc.lock. Listing every package a stage imports as its deps made that lock large (each rewrite took
+0.6 s at 53 KB, 20 rewrites on a one-file change) and coarse (an edit anywhere in a package reran every
+stage importing any module of it). Instead this stage depends on the project packages and writes
+``data/code_digests/<stage>``, one line per file the stage runs: its entry point and every project
+module it imports, transitively and lazily too (:func:`cass.pipeline.wiring.code_modules`), and the data
+files beside them (``cass/sources/*.yaml``), each with its BLAKE3. Each stage depends on its own file, so
+an edit reruns exactly the stages that run the edited code, and ``cat data/code_digests/<stage>`` says
+which code that is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import blake3
+
+from cass.pipeline.context import PIPELINE_FILE, Stage, read_yaml
+from cass.pipeline.wiring import CODE_STAGE, modules_by_entry, stage_entries
+
+OUTPUT_DIR = Path("data") / CODE_STAGE
+
+
+def data_files(folder: Path) -> list[Path]:
+    """The files in ``folder`` that are not Python (read by the modules there: keyword lists, templates)."""
+    return [folder / entry.name for entry in os.scandir(folder) if entry.is_file() and not entry.name.endswith(
+        (".py", ".pyc"))]
+
+
+def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE) -> dict[str, str]:
+    """Stage name -> ``<blake3>  <path>`` for every file its entry point runs or reads beside its modules
+    (paths relative to ``root``, sorted), for every stage but this one."""
+    entries = {name: entry for name, entry in stage_entries(read_yaml(root / pipeline_file)).items()
+               if name != CODE_STAGE}
+    modules = modules_by_entry(root, list(entries.values()))
+    digests: dict[Path, str] = {}
+
+    def line(path: Path) -> str:
+        if path not in digests:
+            digests[path] = blake3.blake3((root / path).read_bytes()).hexdigest()
+        return f"{digests[path]}  {path}\n"
+
+    listings = {}
+    for name, entry in entries.items():
+        files = set(modules[entry]) | {p.relative_to(root) for m in modules[entry] for p in data_files(root / m.parent)}
+        listings[name] = "".join(line(p) for p in sorted(files))
+    return listings
+
+
+def run(stage: Stage) -> None:
+    """Write ``data/code_digests/<stage>`` for every stage; a file whose text is unchanged is left alone."""
+    listings = stage_listings(Path.cwd(), stage.pipeline)
+    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+    for stale in set(os.listdir(OUTPUT_DIR)) - set(listings):   # a stage removed from dvc.yaml
+        (OUTPUT_DIR / stale).unlink()
+    changed = []
+    for name, listing in listings.items():
+        path = OUTPUT_DIR / name
+        if not path.exists() or path.read_text() != listing:
+            path.write_text(listing)
+            changed.append(name)
+    files = len({line.split("  ", 1)[1] for listing in listings.values() for line in listing.splitlines()})
+    print(f"{CODE_STAGE}: {len(listings)} stages over {files} files; changed: {', '.join(changed) or 'none'}")
