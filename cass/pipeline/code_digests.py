@@ -8,7 +8,8 @@ stage importing any module of it). Instead this stage depends on the project pac
 module it imports, transitively and lazily too (:func:`cass.pipeline.wiring.code_modules`), and the data
 files beside them (``cass/sources/*.yaml``), each with its BLAKE3. Each stage depends on its own file, so
 an edit reruns exactly the stages that run the edited code, and ``cat data/code_digests/<stage>`` says
-which code that is.
+which code that is. The stages are read from dvc.yaml, which DVC does not let a stage depend on: a new stage
+comes with its entry point, a new file of ``stages/``, which reruns this one.
 """
 
 from __future__ import annotations
