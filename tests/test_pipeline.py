@@ -434,6 +434,25 @@ def test_rerun_is_up_to_date_and_one_changed_file_recompiles_only_that_file(proj
     assert amd["hits"] >= 2 * (paired - opencl - 1) + opencl
 
 
+def stages_out_of_date(project: Path) -> set[str]:
+    """The stages `dvc status` lists (toolchain_fingerprints always: it runs on every repro)."""
+    return set(re.findall(r"^(\w+):$", run(["dvc", "status"], project), flags=re.MULTILINE))
+
+
+def test_a_code_edit_reruns_exactly_the_stages_that_run_it(project):
+    layout = project / "cass" / "hub" / "layout.py"   # run by hub and publish, imported by no other stage
+    original = layout.read_text()
+    layout.write_text(original + "\n# a contributor's comment\n")
+    try:
+        assert stages_out_of_date(project) == {"code_digests", "toolchain_fingerprints"}
+        assert "changed: hub, publish" in run(["dvc", "repro", "code_digests"], project)
+        assert stages_out_of_date(project) == {"hub", "publish", "toolchain_fingerprints"}
+    finally:
+        layout.write_text(original)
+        run(["dvc", "repro", "code_digests"], project)
+    assert stages_out_of_date(project) == {"toolchain_fingerprints"}
+
+
 def set_param(project: Path, old: str, new: str) -> None:
     params = project / "params.yaml"
     text = params.read_text()
