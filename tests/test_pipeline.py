@@ -440,17 +440,19 @@ def stages_out_of_date(project: Path) -> set[str]:
 
 
 def test_a_code_edit_reruns_exactly_the_stages_that_run_it(project):
+    before = stages_out_of_date(project)   # earlier tests may leave stages after export to rerun
+    assert "code_digests" not in before and "publish" not in before
     layout = project / "cass" / "hub" / "layout.py"   # run by hub and publish, imported by no other stage
     original = layout.read_text()
     layout.write_text(original + "\n# a contributor's comment\n")
     try:
-        assert stages_out_of_date(project) == {"code_digests", "toolchain_fingerprints"}
+        assert stages_out_of_date(project) == before | {"code_digests"}
         assert "changed: hub, publish" in run(["dvc", "repro", "code_digests"], project)
-        assert stages_out_of_date(project) == {"hub", "publish", "toolchain_fingerprints"}
+        assert stages_out_of_date(project) == before | {"hub", "publish"}
     finally:
         layout.write_text(original)
         run(["dvc", "repro", "code_digests"], project)
-    assert stages_out_of_date(project) == {"toolchain_fingerprints"}
+    assert stages_out_of_date(project) == before
 
 
 def set_param(project: Path, old: str, new: str) -> None:
