@@ -63,6 +63,39 @@ def test_an_edit_changes_the_code_digests_of_exactly_the_stages_that_run_it(proj
         name for name, listing in after.items() if "cass/sources/domain_keywords.yaml" in listing} >= {"ingest"}
 
 
+def test_relative_imports_are_followed_and_stray_files_are_not_code(project_copy: Path):
+    before = stage_listings(project_copy)
+    (project_copy / "cass" / "text" / "planted_rel.py").write_text("LIMIT = 3\n")
+    filters = project_copy / "cass" / "text" / "filters.py"
+    filters.write_text(filters.read_text() + "\n\ndef planted_limit() -> int:\n"
+                       "    from .planted_rel import LIMIT\n    return LIMIT\n")
+    (project_copy / "cass" / "text" / ".filters.py.swp").write_bytes(b"an editor's swap file")
+    (project_copy / "cass" / "sources" / "domain_keywords.yaml.orig").write_text("a merge leftover\n")
+    after = stage_listings(project_copy)
+    assert "cass/text/planted_rel.py" in after["filter"]
+    assert {name for name in before if after[name] != before[name]} == {"filter", "synthesize"}
+    assert not any(".swp" in listing or ".orig" in listing for listing in after.values())
+
+
+def test_the_stage_writes_every_listing_keeps_unchanged_ones_and_removes_stale_ones(project_copy: Path, monkeypatch,
+                                                                                   capsys):
+    from cass.pipeline.code_digests import OUTPUT_DIR, run
+    from cass.pipeline.context import Stage
+
+    monkeypatch.chdir(project_copy)
+    stage = Stage("code_digests", pipeline=project_copy / "dvc.yaml")
+    (project_copy / OUTPUT_DIR).mkdir(parents=True)
+    (project_copy / OUTPUT_DIR / "renamed_stage").write_text("left from a stage dvc.yaml no longer has\n")
+    run(stage)
+    written = {p.name: p.read_text() for p in (project_copy / OUTPUT_DIR).iterdir()}
+    assert written == stage_listings(project_copy)   # the stale file is gone, every stage has its listing
+    assert "changed: none" not in capsys.readouterr().out
+    mtimes = {p.name: p.stat().st_mtime_ns for p in (project_copy / OUTPUT_DIR).iterdir()}
+    run(stage)
+    assert "changed: none" in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in (project_copy / OUTPUT_DIR).iterdir()} == mtimes
+
+
 def test_a_stage_without_its_code_digest_or_with_code_deps_is_reported(project_copy: Path, capsys):
     pipeline = project_copy / "dvc.yaml"
     text = pipeline.read_text()

@@ -1,15 +1,19 @@
 """Stage ``code_digests``'s work: for every other stage, a digest of the project code it runs.
 
 DVC reruns a stage when one of its deps changes, and after each stage it runs it rewrites the whole
-dvc.lock. Listing every package a stage imports as its deps made that lock large (each rewrite took
-0.6 s at 53 KB, 20 rewrites on a one-file change) and coarse (an edit anywhere in a package reran every
-stage importing any module of it). Instead this stage depends on the project packages and writes
-``data/code_digests/<stage>``, one line per file the stage runs: its entry point and every project
-module it imports, transitively and lazily too (:func:`cass.pipeline.wiring.code_modules`), and the data
-files beside them (``cass/sources/*.yaml``), each with its BLAKE3. Each stage depends on its own file, so
-an edit reruns exactly the stages that run the edited code, and ``cat data/code_digests/<stage>`` says
-which code that is. The stages are read from dvc.yaml, which DVC does not let a stage depend on: a new stage
-comes with its entry point, a new file of ``stages/``, which reruns this one.
+dvc.lock. Listing every package a stage imports as its deps made that lock large (53 KB; each rewrite
+took 0.55 s of CPU) and coarse (an edit anywhere in a package reran every stage importing any module of
+it). Instead this stage depends on the project packages and writes ``data/code_digests/<stage>``, one
+line per file the stage runs: its entry point and every project module it imports, transitively and
+lazily too (:func:`cass.pipeline.wiring.code_modules`), and the data files beside them
+(``cass/sources/*.yaml``), each with its BLAKE3. Imports are followed as written, absolute or relative; a
+module loaded by name at run time (``importlib``) would not be seen: the project has none. Each stage
+depends on its own file, so an edit reruns exactly the stages that run the edited code, and
+``cat data/code_digests/<stage>`` says which code that is.
+
+The stages are read from dvc.yaml, which DVC does not let a stage depend on: a new stage comes with its
+entry point, a new file of ``stages/``, which reruns this one; a stage renamed in dvc.yaml alone needs
+``dvc repro -f code_digests``.
 """
 
 from __future__ import annotations
@@ -25,10 +29,15 @@ from cass.pipeline.wiring import CODE_STAGE, modules_by_entry, stage_entries
 OUTPUT_DIR = Path("data") / CODE_STAGE
 
 
+DATA_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".txt", ".csv")
+"""Files beside the modules that the code reads; other files there (editor swap files, ``.orig``) are not
+code and would make the listings differ between checkouts."""
+
+
 def data_files(folder: Path) -> list[Path]:
-    """The files in ``folder`` that are not Python (read by the modules there: keyword lists, templates)."""
-    return [folder / entry.name for entry in os.scandir(folder) if entry.is_file() and not entry.name.endswith(
-        (".py", ".pyc"))]
+    """The data files in ``folder`` (keyword lists, templates): :data:`DATA_SUFFIXES`, dotfiles left out."""
+    return [folder / entry.name for entry in os.scandir(folder)
+            if entry.is_file() and entry.name.endswith(DATA_SUFFIXES) and not entry.name.startswith(".")]
 
 
 def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE) -> dict[str, str]:

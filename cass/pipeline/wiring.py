@@ -34,16 +34,23 @@ def module_file(root: Path, name: str) -> Path | None:
     return None
 
 
-def imported_names(path: Path) -> set[str]:
-    """Every absolute module name ``path`` imports, anywhere in the file (``from a import b`` gives ``a``
-    and ``a.b``, since ``b`` may be a module)."""
+def imported_names(path: Path, package: str = "") -> set[str]:
+    """Every module name ``path`` imports, anywhere in the file (``from a import b`` gives ``a`` and ``a.b``,
+    since ``b`` may be a module); relative imports are resolved against ``package``, the file's own package
+    (``from . import x`` in ``cass/text/filters.py``: ``cass.text`` and ``cass.text.x``)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base:
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
 
 
@@ -77,7 +84,8 @@ def modules_by_entry(root: Path, entries: list[str]) -> dict[str, list[Path]]:
                 if path is not None and path not in seen:
                     seen.add(path)
                     if path not in imports:
-                        imports[path], runs_code[path] = imported_names(path), _runs_code(path)
+                        package = ".".join(parts[:depth] if path.name == "__init__.py" else parts[:depth - 1])
+                        imports[path], runs_code[path] = imported_names(path, package), _runs_code(path)
                     todo.extend(imports[path])
         found[entry] = sorted(p.relative_to(root) for p in seen if runs_code[p])
     return found
@@ -128,7 +136,7 @@ def stage_imports(root: Path) -> dict[str, list[str]]:
     for path in sorted((root / "stages").glob("*.py")):
         if path.name == "__init__.py":
             continue
-        others = sorted(n for n in imported_names(path)
+        others = sorted(n for n in imported_names(path, "stages")
                         if n.count(".") == 1 and module_file(root, n) is not None and n.startswith("stages.")
                         and n != f"stages.{path.stem}")
         if others:
