@@ -108,6 +108,13 @@ def test_a_stage_without_its_code_digest_or_with_code_deps_is_reported(project_c
     assert "dvc.yaml stage filter: deps lack data/code_digests/filter" in capsys.readouterr().out
 
 
+def test_a_notebook_the_analyze_stage_does_not_list_is_reported(project_copy: Path):
+    shutil.copytree(REPO / "analysis", project_copy / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
+    assert unwired(project_copy) == {}
+    (project_copy / "analysis" / "throughput.py").write_text("# %%\nprint('a new figure')\n")
+    assert unwired(project_copy) == {"analyze": "deps lack the notebooks and helpers it runs: analysis/throughput.py"}
+
+
 def test_a_stage_importing_another_stage_is_reported(project_copy: Path, capsys):
     entry = project_copy / "stages" / "instruct.py"
     entry.write_text("from stages.tokens import run as tokens_run  # noqa: F401\n" + entry.read_text())

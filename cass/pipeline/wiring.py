@@ -4,9 +4,9 @@ DVC reruns a stage when one of its ``deps`` changes. A stage's code is one dep, 
 written by stage ``code_digests`` (which depends on the project packages) from :func:`code_modules`: the
 stage's entry point (``python -m stages.NAME``) and every project module it imports, directly or through
 other modules, lazily inside a function too. :func:`unwired` lists the stages short of that dep, or listing
-project code beside it (a second, coarser trigger that also grows the lock). Package ``__init__.py`` files
-holding only a docstring are skipped: they run no code. Stage entry points must not import each other
-(:func:`stage_imports`).
+project code beside it (a second, coarser trigger that also grows the lock), and the analysis notebooks the
+``analyze`` stage runs but does not list. Package ``__init__.py`` files holding only a docstring are skipped:
+they run no code. Stage entry points must not import each other (:func:`stage_imports`).
 
 ``cass wiring`` prints both checks; tests/test_wiring.py runs them on this repository.
 """
@@ -103,6 +103,8 @@ def stage_entries(pipeline: dict) -> dict[str, str]:
 
 
 CODE_STAGE = "code_digests"
+NOTEBOOK_STAGE, NOTEBOOK_DIR = "analyze", "analysis"
+"""The stage that runs every ``analysis/*.py`` (not project modules: each must be one of its deps)."""
 
 
 def code_digest_dep(stage: str) -> str:
@@ -127,6 +129,10 @@ def unwired(root: Path, pipeline_file: str = "dvc.yaml") -> dict[str, str]:
             problems[name] = f"deps lack {code_digest_dep(name)} (the code the stage runs)"
         elif listed := [d for d in deps if _is_project_code(d)]:
             problems[name] = f"deps list project code ({', '.join(listed)}) that {code_digest_dep(name)} covers"
+        elif name == NOTEBOOK_STAGE and (lacking := [f"{NOTEBOOK_DIR}/{p.name}" for p in
+                                                     sorted((root / NOTEBOOK_DIR).glob("*.py"))
+                                                     if f"{NOTEBOOK_DIR}/{p.name}" not in deps]):
+            problems[name] = f"deps lack the notebooks and helpers it runs: {', '.join(lacking)}"
     return problems
 
 
