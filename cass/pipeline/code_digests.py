@@ -18,6 +18,7 @@ entry point, a new file of ``stages/``, which reruns this one; a stage renamed i
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -46,16 +47,18 @@ def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE) -> dict[str,
     entries = {name: entry for name, entry in stage_entries(read_yaml(root / pipeline_file)).items()
                if name != CODE_STAGE}
     modules = modules_by_entry(root, list(entries.values()))
-    digests: dict[Path, str] = {}
 
+    @functools.cache   # stages share most files and folders: hash and list each once
     def line(path: Path) -> str:
-        if path not in digests:
-            digests[path] = blake3.blake3((root / path).read_bytes()).hexdigest()
-        return f"{digests[path]}  {path}\n"
+        return f"{blake3.blake3((root / path).read_bytes()).hexdigest()}  {path}\n"
+
+    @functools.cache
+    def beside(folder: Path) -> list[Path]:
+        return [p.relative_to(root) for p in data_files(root / folder)]
 
     listings = {}
     for name, entry in entries.items():
-        files = set(modules[entry]) | {p.relative_to(root) for m in modules[entry] for p in data_files(root / m.parent)}
+        files = set(modules[entry]).union(*(beside(m.parent) for m in modules[entry]))
         listings[name] = "".join(line(p) for p in sorted(files))
     return listings
 
