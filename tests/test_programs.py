@@ -143,6 +143,18 @@ def test_a_program_allocating_without_end_gets_no_more_memory(tmp_path, runs_dir
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
+def test_a_program_sees_its_own_process_in_proc(tmp_path, runs_dir, mode):
+    """/proc belongs to the program's PID namespace (the CUDA driver reads /proc/self): /proc/self names the pid
+    the program has, not its pid on the host."""
+    source = ('int main() { char link[32] = {0}; readlink("/proc/self", link, sizeof link - 1); '
+              'printf("%d %s\\n", getpid(), link); }')
+    run = run_program(launcher(runs_dir, sandbox=None if mode == "bwrap" else Sandbox.weak()),
+                      build(tmp_path, source))
+    pid, link = run.stdout.split()
+    assert run.sandbox == mode and pid == link, run
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
 def test_a_runs_peak_memory_is_the_programs_own(tmp_path, runs_dir, mode):
     """The peak resident memory of a run is that of the program inside the sandbox, not of the sandbox's own
     processes: 192 MiB touched shows (the memory is sampled while it runs, so the program holds it a moment),

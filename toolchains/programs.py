@@ -86,7 +86,10 @@ class ProgramLauncher(Launcher):
         start = ["/bin/sh", "-c", 'chmod 0755 "$1" && chmod 0777 . && shift && "$@"', "sh", tool,
                  *drop, f"./{tool}", *args]
         if self.sandbox.mode != "bwrap":
-            return [*self.limits.prlimit(), "/usr/bin/unshare", "--pid", "--fork", "--kill-child", *start]
+            # a /proc of the new PID namespace: the CUDA driver fails ("OS call failed") when /proc/self is not the
+            # program's own process
+            return [*self.limits.prlimit(), "/usr/bin/unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
+                    *start]
         devices = [arg for node in sorted(glob.glob("/dev/nvidia*")) if self.gpu for arg in ("--dev-bind", node, node)]
         mounts = [*self.sandbox.system_view(self.libraries), *devices]
         # no user namespace: the run's user id must be a real one of the host for the process limit to hold
