@@ -150,8 +150,8 @@ def test_a_program_sees_its_own_process_in_proc(tmp_path, runs_dir, mode):
               'printf("%d %s\\n", getpid(), link); }')
     run = run_program(launcher(runs_dir, sandbox=None if mode == "bwrap" else Sandbox.weak()),
                       build(tmp_path, source))
-    pid, link = run.stdout.split()
-    assert run.sandbox == mode and pid == link, run
+    fields = run.stdout.split()
+    assert run.sandbox == mode and len(fields) == 2 and fields[0] == fields[1], run
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
