@@ -68,6 +68,11 @@ for suite in $SUITES; do
   apt_options=$(py 'import sys; from toolchains.amd import amd_suite; print(" ".join(amd_suite(sys.argv[1]).apt_options))' "$suite")
   amd_complete "$root" && continue
   if [ ! -x "$root/usr/bin/apt-get" ]; then
+    if [ -e "$root" ] && [ -n "$(find "$root" ! -type d -print -quit)" ]; then
+      echo "setup: $root exists but is no Debian root (no usr/bin/apt-get); move it away first" >&2
+      exit 2
+    fi
+    rm -rf "$root"   # nothing in it but empty folders: mv(1) below would put the new root inside it
     echo "setup: debootstrap Debian $suite into $root (about 30 s)"
     rm -rf "$root.partial"
     debootstrap --variant=minbase "$suite" "$root.partial" "$MIRROR" >/dev/null

@@ -10,8 +10,9 @@ import pytest
 from cass.compiling.actions import ActionRunner, plan
 from cass.compiling.compile import TargetRun, failure_reason, run_targets
 from cass.text.host_asm import strip_host_registration
-from toolchains import NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor
+from toolchains import AmdToolchain, NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor
 from toolchains.diagnostics import categorize
+from toolchains.executor import Job, run_tool
 from toolchains.system import SYSTEM_LIBRARIES, header_parity
 
 SAXPY = b"""#include <cstdio>
@@ -208,6 +209,19 @@ def test_missing_toolchain_says_how_to_install(tmp_path):
     nv = NvidiaToolchain(tmp_path / "no-cuda")
     with pytest.raises(ToolchainMissingError, match=r"nvcc: not found.*scripts/setup\.sh"):
         nv.require("nvcc")
+
+
+def test_a_missing_amd_root_stays_missing(tmp_path):
+    """Probing or running a tool of an AMD root that is not there must not create a stub folder where
+    scripts/setup.sh is to build the root (it once did: setup then moved the new root inside the stub)."""
+    root = tmp_path / "no-root"
+    amd = AmdToolchain.in_root(root)
+    with pytest.raises(ToolchainMissingError, match=r"hipcc: not found.*scripts/setup\.sh"):
+        amd.require("hipcc")
+    amd.version("hipcc")
+    with pytest.raises(FileNotFoundError, match=r"no OS root at .*no-root: scripts/setup\.sh builds it"):
+        run_tool(amd.launcher, Job(vendor="amd", tool="hipcc", args=("--version",), inputs={}, outputs=(), timeout_s=10))
+    assert not root.exists()
 
 
 def test_fingerprint_follows_the_allowlisted_environment(monkeypatch, toolchains):

@@ -65,6 +65,10 @@ class ChrootLauncher(Launcher):
         self.sandbox: Sandbox = detect()
 
     def scratch_parent(self) -> Path:
+        """The jobs' folder inside the root; a missing root is an error (creating the folder would leave
+        a stub directory where ``scripts/setup.sh`` is to build the root)."""
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"no OS root at {self.root}: scripts/setup.sh builds it")
         return self.root / self.SCRATCH_IN_ROOT.lstrip("/")
 
     def host_path(self, inner: str) -> Path:
@@ -75,7 +79,8 @@ class ChrootLauncher(Launcher):
         if not scratch.is_relative_to(self.root):
             scratch = Path("/")   # a version probe: no scratch directory
         if self.sandbox.mode == "bwrap":
-            self.scratch_parent().mkdir(parents=True, exist_ok=True)   # the mount point of the jobs' tmpfs
+            if self.root.is_dir():   # a missing root: bubblewrap fails to bind it, and says so
+                self.scratch_parent().mkdir(parents=True, exist_ok=True)   # the mount point of the jobs' tmpfs
             return self.sandbox.chroot(self.root, [tool, *args], scratch, self.SCRATCH_IN_ROOT)
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
         return [*self.sandbox.limits(), unshare, "--mount", "--mount-proc", f"--root={self.root}",
