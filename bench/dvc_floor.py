@@ -1,0 +1,96 @@
+"""What DVC itself costs per stage, as a function of the size of dvc.lock.
+
+A chain of ``--stages`` trivial stages (each one ``python -c`` writing one small file into its output
+folder, depending on the one before) is reproduced with ``dvc repro --force`` at several dvc.lock sizes.
+The lock is grown the way the pipeline's grows: every stage declares a section of params.yaml, whose
+values DVC copies into the lock. DVC rewrites the whole lock (a round-trip YAML parse and dump) after
+each stage it runs, so its per-stage cost grows with the lock. The same stage command run alone, as
+often, is the process cost that the stages would have without DVC. Also prints the pipeline's own
+dvc.lock size, to read its per-stage floor off the table.
+
+Usage: ``python bench/dvc_floor.py [--stages 20] [--pads 0 200 400] [--runs 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+STAGE_CMD = "python -c \"import pathlib, sys; p = pathlib.Path(sys.argv[1]); p.mkdir(exist_ok=True); " \
+            "(p / 'v').write_text(sys.argv[1])\" out/{name}"
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+       "GIT_AUTHOR_NAME": "cass", "GIT_AUTHOR_EMAIL": "cass@localhost",
+       "GIT_COMMITTER_NAME": "cass", "GIT_COMMITTER_EMAIL": "cass@localhost"}
+
+
+def run(cmd: list[str], cwd: Path) -> float:
+    """Wall seconds of ``cmd`` (raises with its output on failure)."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout}{proc.stderr}")
+    return time.perf_counter() - start
+
+
+def chain(project: Path, stages: int, pad_entries: int) -> int:
+    """Write a git + DVC project with a chain of ``stages`` stages, each declaring a params section of
+    ``pad_entries`` entries; build it once; return its dvc.lock size in bytes."""
+    project.mkdir(parents=True)
+    run(["git", "init", "-q"], project)
+    run(["dvc", "init", "-q"], project)
+    params = {f"s{i}": {f"key{k}": {"value": k, "flags": ["-O2", "-g"]} for k in range(pad_entries)}
+              for i in range(stages)}
+    (project / "params.yaml").write_text(yaml.safe_dump(params))
+    pipeline = {}
+    for i in range(stages):
+        name = f"s{i}"
+        pipeline[name] = {"cmd": STAGE_CMD.format(name=name), "outs": [f"out/{name}"],
+                          **({"params": [name]} if pad_entries else {}),
+                          **({"deps": [f"out/s{i - 1}"]} if i else {})}
+    (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": pipeline}, sort_keys=False))
+    (project / "out").mkdir()
+    run(["dvc", "repro", "-q"], project)
+    return (project / "dvc.lock").stat().st_size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stages", type=int, default=20)
+    parser.add_argument("--pads", type=int, nargs="+", default=[0, 10, 20, 40],
+                        help="params entries per stage (each adds about 90 bytes per stage to dvc.lock)")
+    parser.add_argument("--runs", type=int, default=3, help="forced reproductions per lock size (median)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cass-dvc-floor-"))
+    (work / "out").mkdir()
+    commands = "; ".join(STAGE_CMD.format(name=f"s{i}") for i in range(args.stages))
+    process = statistics.median(run(["sh", "-c", commands], work) for _ in range(args.runs))
+    version = subprocess.run(["dvc", "--version"], env=ENV, capture_output=True, text=True).stdout.strip()
+    own = (REPO / "dvc.lock").stat().st_size
+    print(f"Machine: {platform.node()}, {os.cpu_count()} cores; DVC {version}; date {date.today()}; "
+          f"{args.stages} stages, median of {args.runs} `dvc repro --force`; this pipeline's dvc.lock: "
+          f"{own / 1024:.1f} KiB\n")
+    print("| dvc.lock KiB | dvc repro --force s | per stage s | DVC per stage s (less the stage's process) |")
+    print("|---:|---:|---:|---:|")
+    per_process = process / args.stages
+    for pad in args.pads:
+        project = work / f"pad{pad}"
+        size = chain(project, args.stages, pad)
+        seconds = statistics.median(run(["dvc", "repro", "--force", "-q"], project) for _ in range(args.runs))
+        per_stage = seconds / args.stages
+        print(f"| {size / 1024:.1f} | {seconds:.2f} | {per_stage:.3f} | {per_stage - per_process:.3f} |")
+    print(f"\nThe stage command alone, {args.stages} times: {process:.2f} s ({per_process:.3f} s each).")
+
+
+if __name__ == "__main__":
+    main()
