@@ -3,12 +3,14 @@
 A chain of ``--stages`` trivial stages (each one ``python -c`` writing one small file into its output
 folder, depending on the one before) is reproduced with ``dvc repro --force`` at several dvc.lock sizes.
 The lock is grown the way the pipeline's grows: every stage declares a section of params.yaml, whose
-values DVC copies into the lock. DVC rewrites the whole lock (a round-trip YAML parse and dump) after
-each stage it runs, so its per-stage cost grows with the lock. The same stage command run alone, as
-often, is the process cost that the stages would have without DVC. Also prints the pipeline's own
-dvc.lock size, to read its per-stage floor off the table.
+values DVC copies into the lock; params.yaml itself is the same file at every size (it holds the sections
+of all sizes), so only the lock differs. DVC rewrites the whole lock (a round-trip YAML parse and dump)
+after each stage it runs. Per stage run: the forced reproduction less a no-op ``dvc repro`` of the same
+project (DVC starting and checking every stage), divided by the stages; less that, the same stage command
+run alone: what DVC adds to each stage it runs. Also prints the pipeline's own dvc.lock size, to read its
+per-stage cost off the table.
 
-Usage: ``python bench/dvc_floor.py [--stages 20] [--pads 0 200 400] [--runs 3]``
+Usage: ``python bench/dvc_floor.py [--stages 20] [--pads 0 8 17 34] [--runs 3]``
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,20 +46,18 @@ def run(cmd: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def chain(project: Path, stages: int, pad_entries: int) -> int:
-    """Write a git + DVC project with a chain of ``stages`` stages, each declaring a params section of
-    ``pad_entries`` entries; build it once; return its dvc.lock size in bytes."""
+def chain(project: Path, stages: int, pad_entries: int, params: dict) -> int:
+    """Write a git + DVC project with a chain of ``stages`` stages, each declaring its params section of
+    ``pad_entries`` entries (none for 0) from ``params``; build it once; return its dvc.lock size in bytes."""
     project.mkdir(parents=True)
     run(["git", "init", "-q"], project)
     run(["dvc", "init", "-q"], project)
-    params = {f"s{i}": {f"key{k}": {"value": k, "flags": ["-O2", "-g"]} for k in range(pad_entries)}
-              for i in range(stages)}
     (project / "params.yaml").write_text(yaml.safe_dump(params))
     pipeline = {}
     for i in range(stages):
         name = f"s{i}"
         pipeline[name] = {"cmd": STAGE_CMD.format(name=name), "outs": [f"out/{name}"],
-                          **({"params": [name]} if pad_entries else {}),
+                          **({"params": [f"pad{pad_entries}_{name}"]} if pad_entries else {}),
                           **({"deps": [f"out/s{i - 1}"]} if i else {})}
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": pipeline}, sort_keys=False))
     (project / "out").mkdir()
@@ -67,7 +68,7 @@ def chain(project: Path, stages: int, pad_entries: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", type=int, default=20)
-    parser.add_argument("--pads", type=int, nargs="+", default=[0, 10, 20, 40],
+    parser.add_argument("--pads", type=int, nargs="+", default=[0, 8, 17, 34],
                         help="params entries per stage (each adds about 90 bytes per stage to dvc.lock)")
     parser.add_argument("--runs", type=int, default=3, help="forced reproductions per lock size (median)")
     args = parser.parse_args()
@@ -80,16 +81,20 @@ def main() -> None:
     print(f"Machine: {platform.node()}, {os.cpu_count()} cores; DVC {version}; date {date.today()}; "
           f"{args.stages} stages, median of {args.runs} `dvc repro --force`; this pipeline's dvc.lock: "
           f"{own / 1024:.1f} KiB\n")
-    print("| dvc.lock KiB | dvc repro --force s | per stage s | DVC per stage s (less the stage's process) |")
-    print("|---:|---:|---:|---:|")
+    print("| dvc.lock KiB | dvc repro --force s | no-op dvc repro s | per stage run s | DVC per stage run s |")
+    print("|---:|---:|---:|---:|---:|")
     per_process = process / args.stages
+    params = {f"pad{pad}_s{i}": {f"key{k}": {"value": k, "flags": ["-O2", "-g"]} for k in range(pad)}
+              for pad in args.pads for i in range(args.stages)}
     for pad in args.pads:
         project = work / f"pad{pad}"
-        size = chain(project, args.stages, pad)
-        seconds = statistics.median(run(["dvc", "repro", "--force", "-q"], project) for _ in range(args.runs))
-        per_stage = seconds / args.stages
-        print(f"| {size / 1024:.1f} | {seconds:.2f} | {per_stage:.3f} | {per_stage - per_process:.3f} |")
+        size = chain(project, args.stages, pad, params)
+        forced = statistics.median(run(["dvc", "repro", "--force", "-q"], project) for _ in range(args.runs))
+        noop = statistics.median(run(["dvc", "repro", "-q"], project) for _ in range(args.runs))
+        per_stage = (forced - noop) / args.stages
+        print(f"| {size / 1024:.1f} | {forced:.2f} | {noop:.2f} | {per_stage:.3f} | {per_stage - per_process:.3f} |")
     print(f"\nThe stage command alone, {args.stages} times: {process:.2f} s ({per_process:.3f} s each).")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ one changed source, one changed filter parameter, and one added sm arch, with th
 the store's action hits/misses of every stage that runs tools (from the run reports), the token
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
 store lookups (action-key computation plus hit) and checks that two cold builds in two directories
-give identical bytes. Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks'
+give identical bytes, and prints where the first corpus's one-change rebuild spends its time, stage by
+stage. Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks'
 chrF scores) start empty in the run's work folder; the tokenizer is built there before any timing.
 
     python bench/rebuild.py --sizes 100 500 [--noop-size 10000] [--out bench/RESULTS.md]
@@ -48,8 +49,8 @@ def sh(cmd: list[str], cwd: Path) -> tuple[float, str]:
 
 def repro_by_stage(cwd: Path) -> tuple[float, dict[str, float]]:
     """``dvc repro`` with its output read as it comes: wall seconds and each stage's seconds from
-    its "Running stage" line to the next one (to the end for the last): its command and DVC's own work on
-    it (hashing, the run cache, rewriting dvc.lock)."""
+    its "Running stage" line to the next one (to the end for the last): its command, DVC's own work on it
+    (hashing, the run cache, rewriting dvc.lock) and DVC's check of any stages it skips before the next."""
     start = time.perf_counter()
     proc = subprocess.Popen(["dvc", "repro"], cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)

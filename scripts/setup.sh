@@ -76,7 +76,7 @@ for suite in $SUITES; do
     echo "setup: debootstrap Debian $suite into $root (about 30 s)"
     rm -rf "$root.partial"
     debootstrap --variant=minbase "$suite" "$root.partial" "$MIRROR" >/dev/null
-    mv "$root.partial" "$root"
+    mv -T "$root.partial" "$root"   # -T: never into a folder that is still there
   fi
   echo "setup: installing hipcc, hipify-perl and the hip* library headers inside $root ($suite)"
   # shellcheck disable=SC2086

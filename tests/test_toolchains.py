@@ -219,8 +219,9 @@ def test_a_missing_amd_root_stays_missing(tmp_path):
     with pytest.raises(ToolchainMissingError, match=r"hipcc: not found.*scripts/setup\.sh"):
         amd.require("hipcc")
     amd.version("hipcc")
-    with pytest.raises(FileNotFoundError, match=r"no OS root at .*no-root: scripts/setup\.sh builds it"):
-        run_tool(amd.launcher, Job(vendor="amd", tool="hipcc", args=("--version",), inputs={}, outputs=(), timeout_s=10))
+    job = Job(vendor="amd", tool="hipcc", args=("--version",), inputs={}, outputs=(), timeout_s=10)
+    with pytest.raises(ToolchainMissingError, match=r"no OS root at .*no-root: scripts/setup\.sh builds it"):
+        run_tool(amd.launcher, job)
     assert not root.exists()
 
 

@@ -194,7 +194,8 @@ def _children(pid: int) -> list[int]:
 def run_tool(launcher: Launcher, job: Job, cancelled: Callable[[], bool] | None = None,
              memory: PeakMemory | None = None) -> ToolRun | JobResult:
     """Run one job in a fresh scratch directory created by ``launcher``; always cleans up. A tool that
-    cannot start gives a transient :class:`JobResult` at once.
+    cannot start gives a transient :class:`JobResult` at once; a toolchain that is not installed (an OS
+    root that is not there) raises ``ToolchainMissingError``, which stops the stage, as at its start.
 
     ``cancelled`` is polled while the tool runs; when it says so the tool's process group is killed.
     ``memory``, where given, samples the tool's descendants' memory while it runs."""

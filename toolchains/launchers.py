@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from toolchains.base import passed_env
+from toolchains.base import ToolchainMissingError, passed_env
 from toolchains.executor import Launcher
 from toolchains.sandbox import Sandbox, detect, inner_path
 
@@ -65,10 +65,10 @@ class ChrootLauncher(Launcher):
         self.sandbox: Sandbox = detect()
 
     def scratch_parent(self) -> Path:
-        """The jobs' folder inside the root; a missing root is an error (creating the folder would leave
-        a stub directory where ``scripts/setup.sh`` is to build the root)."""
+        """The jobs' folder inside the root. A missing root raises ToolchainMissingError, as a missing
+        tool does: creating the folder would leave a stub where ``scripts/setup.sh`` is to build the root."""
         if not self.root.is_dir():
-            raise FileNotFoundError(f"no OS root at {self.root}: scripts/setup.sh builds it")
+            raise ToolchainMissingError(f"no OS root at {self.root}: scripts/setup.sh builds it")
         return self.root / self.SCRATCH_IN_ROOT.lstrip("/")
 
     def host_path(self, inner: str) -> Path:
