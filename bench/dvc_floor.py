@@ -30,19 +30,18 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))   # the harness the tests and bench/rebuild.py use
+
+from harness.project import TOOL_ENV, run_in  # noqa: E402
+
 STAGE_CMD = "python -c \"import pathlib, sys; p = pathlib.Path(sys.argv[1]); p.mkdir(exist_ok=True); " \
             "(p / 'v').write_text(sys.argv[1])\" out/{name}"
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-       "GIT_AUTHOR_NAME": "cass", "GIT_AUTHOR_EMAIL": "cass@localhost",
-       "GIT_COMMITTER_NAME": "cass", "GIT_COMMITTER_EMAIL": "cass@localhost"}
 
 
 def run(cmd: list[str], cwd: Path) -> float:
     """Wall seconds of ``cmd`` (raises with its output on failure)."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout}{proc.stderr}")
+    run_in(cmd, cwd, TOOL_ENV)
     return time.perf_counter() - start
 
 
@@ -76,7 +75,7 @@ def main() -> None:
     (work / "out").mkdir()
     commands = "; ".join(STAGE_CMD.format(name=f"s{i}") for i in range(args.stages))
     process = statistics.median(run(["sh", "-c", commands], work) for _ in range(args.runs))
-    version = subprocess.run(["dvc", "--version"], env=ENV, capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(["dvc", "--version"], env=TOOL_ENV, capture_output=True, text=True).stdout.strip()
     own = (REPO / "dvc.lock").stat().st_size
     print(f"Machine: {platform.node()}, {os.cpu_count()} cores; DVC {version}; date {date.today()}; "
           f"{args.stages} stages, median of {args.runs} `dvc repro --force`; this pipeline's dvc.lock: "
