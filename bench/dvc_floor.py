@@ -2,10 +2,11 @@
 
 A chain of ``--stages`` trivial stages (each one ``python -c`` writing one small file into its output
 folder, depending on the one before) is reproduced with ``dvc repro --force`` at several dvc.lock sizes.
-The lock is grown the way the pipeline's grows: every stage declares a section of params.yaml, whose
-values DVC copies into the lock; params.yaml itself is the same file at every size (it holds the sections
-of all sizes), so only the lock differs. DVC rewrites the whole lock (a round-trip YAML parse and dump)
-after each stage it runs. Per stage run: the forced reproduction less a no-op ``dvc repro`` of the same
+The lock is grown the way the pipeline's grew while its stages listed their parameters under DVC's
+``params`` (they are under ``meta.params`` now, outside the lock): every stage declares a section of
+params.yaml, whose values DVC copies into the lock; params.yaml itself is the same file at every size (it
+holds the sections of all sizes), so only the lock differs. DVC rewrites the whole lock (a round-trip YAML
+parse and dump) after each stage it runs. Per stage run: the forced reproduction less a no-op ``dvc repro`` of the same
 project (DVC starting and checking every stage), divided by the stages; less that, the same stage command
 run alone: what DVC adds to each stage it runs. Also prints the pipeline's own dvc.lock size, to read its
 per-stage cost off the table.

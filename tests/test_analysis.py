@@ -206,6 +206,14 @@ def test_published_layout_and_metrics_merge(tmp_path: Path, inputs: tuple[str, s
     assert json.loads(target.read_text()) == {"a": {"y": [1.0, None]}, "b": {"x": 0.3333}}
 
 
+def test_kernels_run_one_thread_each_unless_told_otherwise() -> None:
+    from cass.report.notebooks import THREAD_VARIABLES, analysis_environment
+
+    env = analysis_environment({"PATH": "/usr/bin"})
+    assert {env[name] for name in THREAD_VARIABLES} == {"1"}
+    assert analysis_environment({"OMP_NUM_THREADS": "4"})["OMP_NUM_THREADS"] == "4"
+
+
 def test_failing_cell_names_notebook_and_error(tmp_path: Path) -> None:
     from cass.report.notebooks import AnalysisError, analysis_environment, execute_notebook
 

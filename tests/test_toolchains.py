@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -250,6 +252,29 @@ def test_identity_digest_does_not_depend_on_install_location(tmp_path):
     assert one == two
     (tmp_path / "b/c/cuda/bin/nvcc").write_bytes(b"\x7fELF nvcc 2")
     assert digest_paths([tmp_path / "b/c/cuda"]) != one
+
+
+def test_identity_digests_are_read_once_per_state_of_the_files(tmp_path):
+    from toolchains.base import DigestMemo, digest_paths
+
+    tree = tmp_path / "cuda" / "bin"
+    tree.mkdir(parents=True)
+    nvcc = tree / "nvcc"
+    nvcc.write_bytes(b"\x7fELF nvcc")
+    memo = DigestMemo(tmp_path / "memo.json")
+    first = digest_paths([tmp_path / "cuda"], memo)
+    assert first == digest_paths([tmp_path / "cuda"], DigestMemo(tmp_path / "other.json"))   # = a fresh read
+    # an unchanged tree is answered from the memo, not read: a planted entry is what comes back
+    (key,) = json.loads(memo.path.read_text())
+    memo.put(key, "planted")
+    assert digest_paths([tmp_path / "cuda"], memo) == "planted"
+    # new bytes of the same size with the old modification time still count (the change time moved)
+    before = nvcc.stat()
+    nvcc.write_bytes(b"\x7fELF nvcx")
+    os.utime(nvcc, ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed = digest_paths([tmp_path / "cuda"], memo)
+    assert changed not in ("planted", first)
+    assert changed == digest_paths([tmp_path / "cuda"], DigestMemo(tmp_path / "third.json"))
 
 
 def test_export_schema_is_fixed_by_the_params():

@@ -39,6 +39,7 @@ def project_copy(tmp_path: Path) -> Path:
     for package in PROJECT_PACKAGES:
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
     return tmp_path
 
 
@@ -61,6 +62,39 @@ def test_an_edit_changes_the_code_digests_of_exactly_the_stages_that_run_it(proj
     again = stage_listings(project_copy)
     assert {name for name in after if again[name] != after[name]} == {
         name for name, listing in after.items() if "cass/sources/domain_keywords.yaml" in listing} >= {"ingest"}
+
+
+def test_a_parameter_change_changes_the_digests_of_exactly_the_stages_that_declare_it(project_copy: Path):
+    before = stage_listings(project_copy)
+    assert "params.yaml:filter\n" in before["filter"] and "params.yaml:" not in before["kernels"]
+    params = project_copy / "params.yaml"
+    values = yaml.safe_load(params.read_text())
+    values["filter"]["max_lines"] += 1
+    values["amd"]["toolchain"] = "elsewhere"   # ambient: it reruns only the stages declaring all of `amd`
+    params.write_text(yaml.safe_dump(values))
+    after = stage_listings(project_copy)
+
+    def declares(name: str, changed: str) -> bool:
+        return any(changed == key or changed.startswith(f"{key}.") for key in declared_keys(
+            name, project_copy / "dvc.yaml"))
+
+    assert {name for name in before if after[name] != before[name]} == {
+        name for name in before if declares(name, "filter.max_lines") or declares(name, "amd.toolchain")}
+    assert {"filter", "hub"} <= {name for name in before if after[name] != before[name]}
+    assert "compile_amd" not in {name for name in before if declares(name, "filter.max_lines")}
+    del values["filter"]["max_bytes"]   # a declared key params.yaml lacks names the stage and the key
+    params.write_text(yaml.safe_dump(values))
+    with pytest.raises(UndeclaredParamError, match=r"stage 'ingest' declares parameter 'filter\.max_bytes'"):
+        stage_listings(project_copy)
+
+
+def test_parameters_listed_under_dvcs_own_params_are_reported(project_copy: Path):
+    pipeline = project_copy / "dvc.yaml"
+    values = yaml.safe_load(pipeline.read_text())
+    values["stages"]["filter"]["params"] = values["stages"]["filter"].pop("meta")["params"]
+    pipeline.write_text(yaml.safe_dump(values, sort_keys=False))
+    assert unwired(project_copy) == {"filter": "lists params under DVC's params, whose values the stage's code "
+                                               "digest lacks (and dvc.lock would copy): list them under meta.params"}
 
 
 def test_relative_imports_are_followed_and_stray_files_are_not_code(project_copy: Path):

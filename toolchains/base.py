@@ -8,6 +8,7 @@ enters every action key built from it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from abc import ABC, abstractmethod
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import blake3
 
+from cass.pipeline.machine_cache import machine_cache
 from cass.text.language import is_opencl
 from toolchains.executor import Launcher
 
@@ -113,26 +115,85 @@ def _walk(top: Path):
         yield ("" if rel == "." else rel + "/"), folder, sorted(names)
 
 
-def digest_paths(paths: list[Path]) -> str:
+def _files(top: Path) -> list[tuple[str, str]]:
+    """(name relative to ``top``, path) of ``top`` itself when a file, else of every file in its tree,
+    in digest order."""
+    if top.is_file():
+        return [("", str(top))]
+    return sorted(((rel + name, path) for rel, folder, names in _walk(top) for name in names
+                   if os.path.isfile(path := os.path.join(folder, name))),
+                  key=lambda f: f[0].split("/"))
+
+
+def _stat_key(listing: list[tuple[Path, list[tuple[str, str]]]]) -> str:
+    """BLAKE3 over where each file is and what ``stat`` says of it (size, inode, modification and change
+    times): equal keys mean unchanged bytes, as git's index and DVC's state database assume."""
+    h = blake3.blake3()
+    for top, files in listing:
+        h.update(str(top.absolute()).encode() + b"\0")
+        for rel, path in files:
+            st = os.stat(path)
+            h.update(f"{rel}\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\n".encode())
+    return h.hexdigest()
+
+
+class DigestMemo:
+    """Digests of file trees by :func:`_stat_key`, kept in this machine's cache (``CASS_CACHE``): a
+    toolchain whose files are unchanged is not read again (nvcc's tree alone is hundreds of MB).
+    Losing the file, or a write another process wins, costs only a re-read."""
+
+    LIMIT = 512   # entries kept, newest last
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or machine_cache("toolchains") / "identity_digests.json"
+
+    def _load(self) -> dict[str, str]:
+        try:
+            entries = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return entries if isinstance(entries, dict) else {}
+
+    def get(self, key: str) -> str | None:
+        return self._load().get(key)
+
+    def put(self, key: str, digest: str) -> None:
+        entries = self._load()
+        entries.pop(key, None)
+        entries[key] = digest
+        kept = dict(list(entries.items())[-self.LIMIT:])
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(kept, indent=0) + "\n")
+            os.replace(tmp, self.path)
+        except OSError:   # a read-only or full cache: the digest is still right, only not kept
+            pass
+
+
+def digest_paths(paths: list[Path], memo: DigestMemo | None = None) -> str:
     """BLAKE3 over the contents of files and directory trees (files in path order).
 
     Names enter relative to each given path, so the digest does not depend on where a
-    toolchain is installed (two clones, two roots with the same packages hash the same)."""
+    toolchain is installed (two clones, two roots with the same packages hash the same).
+    Read once per state of the files: later calls are answered by ``memo`` (default: this
+    machine's :class:`DigestMemo`) while no file's ``stat`` changed."""
+    memo = memo or DigestMemo()
+    listing = [(top, _files(top)) for top in paths]
+    key = _stat_key(listing)
+    if digest := memo.get(key):
+        return digest
     h = blake3.blake3()
-    for top in paths:
-        if top.is_file():
-            files = [("", str(top))]
-        else:
-            files = sorted(((rel + name, path) for rel, folder, names in _walk(top) for name in names
-                            if os.path.isfile(path := os.path.join(folder, name))),
-                           key=lambda f: f[0].split("/"))
+    for top, files in listing:
         for rel, path in files:
             h.update(f"{top.name}/{rel}".encode() + b"\0")
             with open(path, "rb") as fh:
                 while chunk := fh.read(1 << 22):
                     h.update(chunk)
             h.update(b"\0")
-    return h.hexdigest()
+    digest = h.hexdigest()
+    memo.put(key, digest)
+    return digest
 
 
 def digest_listing(paths: list[Path]) -> str:

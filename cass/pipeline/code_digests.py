@@ -11,6 +11,12 @@ module loaded by name at run time (``importlib``) would not be seen: the project
 depends on its own file, so an edit reruns exactly the stages that run the edited code, and
 ``cat data/code_digests/<stage>`` says which code that is.
 
+A stage's parameters reach DVC the same way: dvc.yaml declares them under the stage's ``meta.params`` (not
+DVC's own ``params``, whose values DVC would copy into dvc.lock: 15 of its 38 KB, rewritten after every stage),
+this stage depends on params.yaml, and each listing ends with one ``<blake3>  params.yaml:<key>`` line per
+declared key, the digest of its value as canonical JSON. A changed value reruns exactly the stages that declare
+it.
+
 The stages are read from dvc.yaml, which DVC does not let a stage depend on: a new stage comes with its
 entry point, a new file of ``stages/``, which reruns this one; a stage renamed in dvc.yaml alone needs
 ``dvc repro -f code_digests``.
@@ -24,8 +30,9 @@ from pathlib import Path
 
 import blake3
 
-from cass.pipeline.context import PIPELINE_FILE, Stage, read_yaml
+from cass.pipeline.context import PARAMS_FILE, PIPELINE_FILE, Stage, declared_keys, load_params, read_yaml, restrict
 from cass.pipeline.wiring import CODE_STAGE, modules_by_entry, stage_entries
+from store import canonical_json
 
 OUTPUT_DIR = Path("data") / CODE_STAGE
 
@@ -41,11 +48,27 @@ def data_files(folder: Path) -> list[Path]:
             if entry.is_file() and entry.name.endswith(DATA_SUFFIXES) and not entry.name.startswith(".")]
 
 
-def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE) -> dict[str, str]:
+def param_lines(params: dict, keys: list[str], stage: str) -> str:
+    """``<blake3>  params.yaml:<key>`` for each of ``keys`` (sorted): the digest of its value in ``params``
+    as canonical JSON. A key params.yaml lacks raises, naming the stage and the key."""
+    view = restrict(params, keys, stage)
+    lines = []
+    for key in sorted(set(keys)):
+        value = view
+        for part in key.split("."):
+            value = value[part]
+        lines.append(f"{blake3.blake3(canonical_json(value)).hexdigest()}  {PARAMS_FILE}:{key}\n")
+    return "".join(lines)
+
+
+def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE,
+                   params_file: Path = PARAMS_FILE) -> dict[str, str]:
     """Stage name -> ``<blake3>  <path>`` for every file its entry point runs or reads beside its modules
-    (paths relative to ``root``, sorted), for every stage but this one."""
-    entries = {name: entry for name, entry in stage_entries(read_yaml(root / pipeline_file)).items()
-               if name != CODE_STAGE}
+    (paths relative to ``root``, sorted), then ``<blake3>  params.yaml:<key>`` for every parameter it
+    declares, for every stage but this one."""
+    pipeline = read_yaml(root / pipeline_file)
+    entries = {name: entry for name, entry in stage_entries(pipeline).items() if name != CODE_STAGE}
+    params = load_params(root / params_file)
     modules = modules_by_entry(root, list(entries.values()))
 
     @functools.cache   # stages share most files and folders: hash and list each once
@@ -59,7 +82,8 @@ def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE) -> dict[str,
     listings = {}
     for name, entry in entries.items():
         files = set(modules[entry]).union(*(beside(m.parent) for m in modules[entry]))
-        listings[name] = "".join(line(p) for p in sorted(files))
+        listings[name] = "".join(line(p) for p in sorted(files)) + param_lines(
+            params, declared_keys(name, root / pipeline_file), name)
     return listings
 
 

@@ -2,10 +2,11 @@
 
 ``Stage(name)`` gives a stage
 
-* its parameters (:attr:`Stage.params`): only the keys dvc.yaml lists under the stage's ``params``
-  (so DVC reruns the stage whenever a value it reads changes) plus the ambient keys below; reading
-  any other key raises :class:`UndeclaredParamError` naming the stage and the key. params.yaml is
-  the one place parameters and their values live: the code repeats no defaults.
+* its parameters (:attr:`Stage.params`): only the keys dvc.yaml lists under the stage's ``meta.params``
+  (their values enter the stage's code digest, so DVC reruns the stage whenever a value it reads
+  changes: :mod:`cass.pipeline.code_digests`) plus the ambient keys below; reading any other key
+  raises :class:`UndeclaredParamError` naming the stage and the key. params.yaml is the one place
+  parameters and their values live: the code repeats no defaults.
 * the artifact store (:attr:`Stage.store`, with any packs `dvc pull` brought imported),
 * the upstream manifests (:meth:`Stage.upstream`) and its own output (:meth:`Stage.output`).
 
@@ -36,7 +37,7 @@ AMBIENT = ("store.dir", "executor", "amd.toolchain", "tokens.cache_dir")
 
 
 class UndeclaredParamError(KeyError):
-    """A stage read a parameter that dvc.yaml does not list under its ``params``."""
+    """A stage read a parameter that dvc.yaml does not list under its ``meta.params``."""
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -55,7 +56,7 @@ class DeclaredParams(dict):
     def __missing__(self, key: str):
         raise UndeclaredParamError(
             f"stage {self.stage!r} reads parameter '{self.prefix}{key}', which dvc.yaml does not list under the "
-            f"stage's params (or params.yaml lacks it): add it there, so DVC reruns the stage when it changes")
+            f"stage's meta.params (or params.yaml lacks it): add it there, so DVC reruns the stage when it changes")
 
     def get(self, key: str, default=None):
         return self[key]
@@ -76,14 +77,11 @@ def load_params(path: Path = PARAMS_FILE) -> dict:
 
 
 def declared_keys(stage: str, pipeline: Path = PIPELINE_FILE) -> list[str]:
-    """The params.yaml keys dvc.yaml lists under ``stage`` (``section`` or ``section.key``)."""
+    """The params.yaml keys dvc.yaml lists under ``stage``'s ``meta.params`` (``section`` or ``section.key``)."""
     stages = read_yaml(pipeline)["stages"]
     if stage not in stages:
         raise KeyError(f"{pipeline} has no stage {stage!r}")
-    keys: list[str] = []
-    for entry in stages[stage].get("params", []):
-        keys += [entry] if isinstance(entry, str) else [k for file_keys in entry.values() for k in file_keys]
-    return keys
+    return list((stages[stage].get("meta") or {}).get("params", []))
 
 
 def restrict(params: dict, keys: list[str], stage: str) -> DeclaredParams:

@@ -3,9 +3,10 @@
 DVC reruns a stage when one of its ``deps`` changes. A stage's code is one dep, ``data/code_digests/<stage>``,
 written by stage ``code_digests`` (which depends on the project packages) from :func:`code_modules`: the
 stage's entry point (``python -m stages.NAME``) and every project module it imports, directly or through
-other modules, lazily inside a function too. :func:`unwired` lists the stages short of that dep, or listing
-project code beside it (a second, coarser trigger that also grows the lock), and the analysis notebooks the
-``analyze`` stage runs but does not list. Package ``__init__.py`` files holding only a docstring are skipped:
+other modules, lazily inside a function too, and the values of the parameters it lists under ``meta.params``.
+:func:`unwired` lists the stages short of that dep, listing project code beside it (a second, coarser trigger
+that also grows the lock) or parameters under DVC's ``params``, and the analysis notebooks the ``analyze`` stage
+runs but does not list. Package ``__init__.py`` files holding only a docstring are skipped:
 they run no code. Stage entry points must not import each other (:func:`stage_imports`).
 
 ``cass wiring`` prints both checks; tests/test_wiring.py runs them on this repository.
@@ -20,6 +21,8 @@ from pathlib import Path
 import yaml
 
 PROJECT_PACKAGES = ("cass", "stages", "store", "toolchains")
+PARAMS_DEP = "params.yaml"
+"""Stage code_digests also folds each stage's declared parameter values into its digest."""
 _STAGE_CMD = re.compile(r"\bpython -m (stages\.\w+)")
 
 
@@ -122,9 +125,12 @@ def unwired(root: Path, pipeline_file: str = "dvc.yaml") -> dict[str, str]:
     problems = {}
     for name in stage_entries(pipeline):
         deps = [d if isinstance(d, str) else next(iter(d)) for d in pipeline["stages"][name].get("deps", [])]
-        if name == CODE_STAGE:
-            if lacking := [p for p in PROJECT_PACKAGES if p not in deps]:
-                problems[name] = f"deps lack the project packages {', '.join(lacking)}"
+        if "params" in pipeline["stages"][name]:
+            problems[name] = ("lists params under DVC's params, whose values the stage's code digest lacks "
+                              "(and dvc.lock would copy): list them under meta.params")
+        elif name == CODE_STAGE:
+            if lacking := [p for p in (*PROJECT_PACKAGES, PARAMS_DEP) if p not in deps]:
+                problems[name] = f"deps lack {', '.join(lacking)}"
         elif code_digest_dep(name) not in deps:
             problems[name] = f"deps lack {code_digest_dep(name)} (the code the stage runs)"
         elif listed := [d for d in deps if _is_project_code(d)]:

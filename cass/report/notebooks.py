@@ -13,11 +13,12 @@ and this stage writes each executed notebook to ``$CASS_EXECUTED_DIR/<name>.ipyn
 and ``$CASS_METRICS_DIR`` (default ``metrics``). Relative paths are taken from the current directory and passed
 to the kernel as absolute paths.
 
-The notebooks are independent: they run at once, as many as there are cores (``--jobs``), each writing its
-metrics section to a file of its own, merged into the metrics file at the end. A cell that raises fails the
-stage: the message names the notebook, the cell and the error, and the partly executed notebook is still written
-for inspection. A notebook whose table has no rows (an empty export) stops with ``NothingToPlot`` instead: it is
-skipped, and its metrics section says why. The metrics file is started afresh unless ``--only`` is given.
+The notebooks are independent: they run at once, as many as there are cores (``--jobs``), one thread each
+(:data:`THREAD_VARIABLES`), each writing its metrics section to a file of its own, merged into the metrics file at
+the end. A cell that raises fails the stage: the message names the notebook, the cell and the error, and the partly
+executed notebook is still written for inspection. A notebook whose table has no rows (an empty export) stops with
+``NothingToPlot`` instead: it is skipped, and its metrics section says why. The metrics file is started afresh
+unless ``--only`` is given.
 
 Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
 """
@@ -57,6 +58,11 @@ PATH_VARIABLES = {
     "CASS_EXECUTED_DIR": "analysis/executed",
 }
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""Set to 1 for the kernels unless set already: the notebooks already run side by side, one per core, and
+threads of their own oversubscribe the cores (t-SNE's OpenMP workers spin: on 2 cores the stage took 11.1-12.2 s
+with them, 7.9-8.3 s without); and a float sum does not depend on the machine's core count."""
+
 
 class AnalysisError(RuntimeError):
     """A notebook failed: carries the notebook name and the failing cell's error."""
@@ -92,6 +98,8 @@ def analysis_environment(base: dict[str, str] | None = None) -> dict[str, str]:
         env[name] = resolve_path(env.get(name) or default)
     env["MPLBACKEND"] = "Agg"
     env.setdefault("PYTHONHASHSEED", "0")
+    for name in THREAD_VARIABLES:
+        env.setdefault(name, "1")
     return env
 
 
