@@ -1,4 +1,5 @@
-"""Stage code_digests: for every other stage, the project code it runs, each file with its BLAKE3.
+"""Stage code_digests: for every other stage, the project code it runs, each file with its BLAKE3, and the
+values of the parameters it declares.
 
 The work: :func:`cass.pipeline.code_digests.run`.
 """

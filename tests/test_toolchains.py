@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -261,15 +262,20 @@ def test_identity_digests_are_read_once_per_state_of_the_files(tmp_path):
     tree.mkdir(parents=True)
     nvcc = tree / "nvcc"
     nvcc.write_bytes(b"\x7fELF nvcc")
-    memo = DigestMemo(tmp_path / "memo.json")
-    first = digest_paths([tmp_path / "cuda"], memo)
-    assert first == digest_paths([tmp_path / "cuda"], DigestMemo(tmp_path / "other.json"))   # = a fresh read
+    # by default a tree with a file changed in the last 2 s is read, not kept
+    fresh = DigestMemo(tmp_path / "fresh.json")
+    first = digest_paths([tmp_path / "cuda"], fresh)
+    assert not fresh.path.exists()
+    memo = DigestMemo(tmp_path / "memo.json", settle_s=0)
+    assert digest_paths([tmp_path / "cuda"], memo) == first   # = a fresh read
     # an unchanged tree is answered from the memo, not read: a planted entry is what comes back
     (key,) = json.loads(memo.path.read_text())
     memo.put(key, "planted")
     assert digest_paths([tmp_path / "cuda"], memo) == "planted"
-    # new bytes of the same size with the old modification time still count (the change time moved)
+    # new bytes of the same size with the old modification time still count (the change time moved; the
+    # pause outlasts a coarse file-system clock tick)
     before = nvcc.stat()
+    time.sleep(0.05)
     nvcc.write_bytes(b"\x7fELF nvcx")
     os.utime(nvcc, ns=(before.st_atime_ns, before.st_mtime_ns))
     changed = digest_paths([tmp_path / "cuda"], memo)

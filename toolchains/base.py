@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -125,27 +127,38 @@ def _files(top: Path) -> list[tuple[str, str]]:
                   key=lambda f: f[0].split("/"))
 
 
-def _stat_key(listing: list[tuple[Path, list[tuple[str, str]]]]) -> str:
+DIGEST_SCHEME = 1
+"""Enters every memo key: a change to how :func:`digest_paths` hashes must bump it, or warm memos would
+answer with digests of the old scheme."""
+
+
+def _stat_key(listing: list[tuple[Path, list[tuple[str, str]]]]) -> tuple[str, int]:
     """BLAKE3 over where each file is and what ``stat`` says of it (size, inode, modification and change
-    times): equal keys mean unchanged bytes, as git's index and DVC's state database assume."""
-    h = blake3.blake3()
+    times), and the newest of those times (ns): equal keys mean unchanged bytes once the files are older
+    than the clock's granularity (git's index makes the same assumption, with the same caveat)."""
+    h = blake3.blake3(f"scheme {DIGEST_SCHEME}\n".encode())
+    newest = 0
     for top, files in listing:
         h.update(str(top.absolute()).encode() + b"\0")
         for rel, path in files:
             st = os.stat(path)
             h.update(f"{rel}\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\n".encode())
-    return h.hexdigest()
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return h.hexdigest(), newest
 
 
 class DigestMemo:
     """Digests of file trees by :func:`_stat_key`, kept in this machine's cache (``CASS_CACHE``): a
     toolchain whose files are unchanged is not read again (nvcc's tree alone is hundreds of MB).
-    Losing the file, or a write another process wins, costs only a re-read."""
+    Losing the file, or a write another process wins, costs only a re-read. A tree with a file changed in
+    the last ``settle_s`` seconds is not kept: a second change within one tick of the file system's clock
+    could leave its ``stat`` as it was."""
 
     LIMIT = 512   # entries kept, newest last
 
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, settle_s: float = 2.0):
         self.path = path or machine_cache("toolchains") / "identity_digests.json"
+        self.settle_ns = int(settle_s * 1e9)
 
     def _load(self) -> dict[str, str]:
         try:
@@ -162,13 +175,17 @@ class DigestMemo:
         entries.pop(key, None)
         entries[key] = digest
         kept = dict(list(entries.items())[-self.LIMIT:])
-        try:
+        try:   # a read-only or full cache: the digest is still right, only not kept
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(kept, indent=0) + "\n")
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps(kept, indent=0) + "\n")
             os.replace(tmp, self.path)
-        except OSError:   # a read-only or full cache: the digest is still right, only not kept
-            pass
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def digest_paths(paths: list[Path], memo: DigestMemo | None = None) -> str:
@@ -177,10 +194,11 @@ def digest_paths(paths: list[Path], memo: DigestMemo | None = None) -> str:
     Names enter relative to each given path, so the digest does not depend on where a
     toolchain is installed (two clones, two roots with the same packages hash the same).
     Read once per state of the files: later calls are answered by ``memo`` (default: this
-    machine's :class:`DigestMemo`) while no file's ``stat`` changed."""
+    machine's :class:`DigestMemo`) while no file's ``stat`` changed. A digest is kept only when
+    the files' ``stat`` is the same after reading them as before, and none changed recently."""
     memo = memo or DigestMemo()
     listing = [(top, _files(top)) for top in paths]
-    key = _stat_key(listing)
+    key, newest = _stat_key(listing)
     if digest := memo.get(key):
         return digest
     h = blake3.blake3()
@@ -192,7 +210,8 @@ def digest_paths(paths: list[Path], memo: DigestMemo | None = None) -> str:
                     h.update(chunk)
             h.update(b"\0")
     digest = h.hexdigest()
-    memo.put(key, digest)
+    if _stat_key(listing)[0] == key and newest < time.time_ns() - memo.settle_ns:
+        memo.put(key, digest)
     return digest
 
 

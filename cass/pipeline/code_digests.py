@@ -12,14 +12,15 @@ depends on its own file, so an edit reruns exactly the stages that run the edite
 ``cat data/code_digests/<stage>`` says which code that is.
 
 A stage's parameters reach DVC the same way: dvc.yaml declares them under the stage's ``meta.params`` (not
-DVC's own ``params``, whose values DVC would copy into dvc.lock: 15 of its 38 KB, rewritten after every stage),
+DVC's own ``params``, whose values DVC would copy into dvc.lock: 15 of its 38 KiB, rewritten after every stage),
 this stage depends on params.yaml, and each listing ends with one ``<blake3>  params.yaml:<key>`` line per
 declared key, the digest of its value as canonical JSON. A changed value reruns exactly the stages that declare
 it.
 
-The stages are read from dvc.yaml, which DVC does not let a stage depend on: a new stage comes with its
-entry point, a new file of ``stages/``, which reruns this one; a stage renamed in dvc.yaml alone needs
-``dvc repro -f code_digests``.
+The stages and their declared keys are read from dvc.yaml, which DVC does not let a stage depend on: a new
+stage comes with its entry point, a new file of ``stages/``, which reruns this one; a stage renamed in dvc.yaml
+alone, or a key added to or removed from a stage's ``meta.params`` with no other change, needs
+``dvc repro -f code_digests`` (then exactly the stages whose listing changed rerun).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE,
 
 def run(stage: Stage) -> None:
     """Write ``data/code_digests/<stage>`` for every stage; a file whose text is unchanged is left alone."""
-    listings = stage_listings(Path.cwd(), stage.pipeline)
+    listings = stage_listings(Path.cwd(), stage.pipeline, stage.params_file)
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     for stale in set(os.listdir(OUTPUT_DIR)) - set(listings):   # a stage removed from dvc.yaml
         (OUTPUT_DIR / stale).unlink()
@@ -99,5 +100,7 @@ def run(stage: Stage) -> None:
         if not path.exists() or path.read_text() != listing:
             path.write_text(listing)
             changed.append(name)
-    files = len({line.split("  ", 1)[1] for listing in listings.values() for line in listing.splitlines()})
-    print(f"{CODE_STAGE}: {len(listings)} stages over {files} files; changed: {', '.join(changed) or 'none'}")
+    entries = {line.split("  ", 1)[1] for listing in listings.values() for line in listing.splitlines()}
+    files = sum(not entry.startswith(f"{PARAMS_FILE}:") for entry in entries)
+    print(f"{CODE_STAGE}: {len(listings)} stages over {files} files and {len(entries) - files} parameters; "
+          f"changed: {', '.join(changed) or 'none'}")

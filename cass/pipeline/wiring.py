@@ -3,7 +3,8 @@
 DVC reruns a stage when one of its ``deps`` changes. A stage's code is one dep, ``data/code_digests/<stage>``,
 written by stage ``code_digests`` (which depends on the project packages) from :func:`code_modules`: the
 stage's entry point (``python -m stages.NAME``) and every project module it imports, directly or through
-other modules, lazily inside a function too, and the values of the parameters it lists under ``meta.params``.
+other modules, lazily inside a function too (and, from :func:`cass.pipeline.code_digests.param_lines`, the
+values of the parameters it lists under ``meta.params``).
 :func:`unwired` lists the stages short of that dep, listing project code beside it (a second, coarser trigger
 that also grows the lock) or parameters under DVC's ``params``, and the analysis notebooks the ``analyze`` stage
 runs but does not list. Package ``__init__.py`` files holding only a docstring are skipped:
@@ -20,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
+from cass.pipeline.context import PARAMS_FILE
+
 PROJECT_PACKAGES = ("cass", "stages", "store", "toolchains")
-PARAMS_DEP = "params.yaml"
-"""Stage code_digests also folds each stage's declared parameter values into its digest."""
 _STAGE_CMD = re.compile(r"\bpython -m (stages\.\w+)")
 
 
@@ -129,7 +130,7 @@ def unwired(root: Path, pipeline_file: str = "dvc.yaml") -> dict[str, str]:
             problems[name] = ("lists params under DVC's params, whose values the stage's code digest lacks "
                               "(and dvc.lock would copy): list them under meta.params")
         elif name == CODE_STAGE:
-            if lacking := [p for p in (*PROJECT_PACKAGES, PARAMS_DEP) if p not in deps]:
+            if lacking := [p for p in (*PROJECT_PACKAGES, str(PARAMS_FILE)) if p not in deps]:
                 problems[name] = f"deps lack {', '.join(lacking)}"
         elif code_digest_dep(name) not in deps:
             problems[name] = f"deps lack {code_digest_dep(name)} (the code the stage runs)"

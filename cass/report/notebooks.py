@@ -61,7 +61,8 @@ PATH_VARIABLES = {
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 """Set to 1 for the kernels unless set already: the notebooks already run side by side, one per core, and
 threads of their own oversubscribe the cores (t-SNE's OpenMP workers spin: on 2 cores the stage took 11.1-12.2 s
-with them, 7.9-8.3 s without); and a float sum does not depend on the machine's core count."""
+with them, 7.9-8.3 s without); and a float sum then does not depend on the machine's core count (unless the
+caller sets them)."""
 
 
 class AnalysisError(RuntimeError):
