@@ -273,3 +273,34 @@ def test_notebooks_run_longest_first_by_their_last_durations(tmp_path: Path, mon
     # a durations file that is not a JSON object counts as none: name order again
     durations_file.write_text("[]")
     assert order_of_a_run() == ["quick.py", "slow.py"]
+
+
+def test_notebooks_on_one_worker_share_its_kernel_yet_each_starts_fresh(tmp_path: Path, monkeypatch) -> None:
+    from cass.report.notebooks import AnalysisError, analysis_environment, execute_notebook, run_notebooks
+
+    monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
+    probe = (
+        "# %%\nimport os\nfrom pathlib import Path\nimport matplotlib\n"
+        "own = Path(os.environ['CASS_ANALYSIS_METRICS']).stem\n"
+        "Path(os.environ['PROBE_DIR'], own + '.pid').write_text(str(os.getpid()))\n"
+        "print(own, 'leaked' in dir(), matplotlib.rcParams['lines.linewidth'])\n"
+        "leaked = True\nmatplotlib.rcParams['lines.linewidth'] = 7\n"
+        "# %%\n6 * 7\n"   # an execute_result, numbered by the kernel
+    )
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for name in ("a", "b", "d"):
+        (notebooks / f"{name}.py").write_text(probe)
+    (notebooks / "c.py").write_text("# %%\nimport os\nos._exit(1)\n")   # its kernel dies
+    env = analysis_environment() | {"CASS_EXECUTED_DIR": str(tmp_path / "executed"), "PROBE_DIR": str(tmp_path)}
+    with pytest.raises(AnalysisError, match=r"c\.py: DeadKernelError"):
+        run_notebooks(sorted(notebooks.glob("*.py")), env, timeout=60, jobs=1)   # one worker, in name order
+
+    pid = {name: (tmp_path / f"{name}.pid").read_text() for name in ("a", "b", "d")}
+    assert pid["a"] == pid["b"] != pid["d"]   # b reused a's kernel; d got a new one after c's died
+    # each saw its own environment, a clean namespace, matplotlib's defaults, and counts from 1: its executed
+    # notebook is the same as on a kernel of its own
+    alone = tmp_path / "alone"
+    execute_notebook(notebooks / "b.py", alone, env | {"CASS_ANALYSIS_METRICS": str(tmp_path / "b.json")}, 60)
+    assert (tmp_path / "executed" / "b.ipynb").read_bytes() == (alone / "b.ipynb").read_bytes()
+    assert "b False 1.5" in (alone / "b.ipynb").read_text()

@@ -14,11 +14,11 @@ and ``$CASS_METRICS_DIR`` (default ``metrics``). Relative paths are taken from t
 to the kernel as absolute paths.
 
 The notebooks are independent: they run at once, as many as there are cores (``--jobs``), one thread each
-(:data:`THREAD_VARIABLES`), each writing its metrics section to a file of its own, merged into the metrics file at
-the end. A cell that raises fails the stage: the message names the notebook, the cell and the error, and the partly
-executed notebook is still written for inspection. A notebook whose table has no rows (an empty export) stops with
-``NothingToPlot`` instead: it is skipped, and its metrics section says why. The metrics file is started afresh
-unless ``--only`` is given.
+(:data:`THREAD_VARIABLES`), a worker's notebooks on one kernel made fresh for each (:class:`NotebookKernel`), each
+writing its metrics section to a file of its own, merged into the metrics file at the end. A cell that raises fails
+the stage: the message names the notebook, the cell and the error, and the partly executed notebook is still written
+for inspection. A notebook whose table has no rows (an empty export) stops with ``NothingToPlot`` instead: it is
+skipped, and its metrics section says why. The metrics file is started afresh unless ``--only`` is given.
 
 Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
 """
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import sys
 import tempfile
 import time
@@ -37,7 +38,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -141,8 +143,86 @@ def coalesce_streams(nb: nbformat.NotebookNode) -> None:
             cell.outputs = merged
 
 
-def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeout: int) -> Path:
-    """Convert ``path`` with jupytext, execute it in its folder, write ``executed_dir/<name>.ipynb``; return it.
+class NotebookKernel:
+    """One IPython kernel on this interpreter that executes notebooks one after another (one per worker).
+
+    Before each notebook the kernel is made to look fresh: its environment and working directory set to the
+    notebook's, open figures closed, matplotlib's settings restored to those read at import, the notebooks'
+    helper module ``_common`` dropped from ``sys.modules`` (the notebook imports it again, under its own
+    environment), the namespace cleared and a new history session begun (the execution counter back at 1). Only
+    library modules stay loaded, so the second notebook on a worker pays no kernel start and no imports (about
+    1 s each on 2 cores), and its executed notebook is the one a kernel of its own would give. A kernel that died
+    or timed out is discarded: the next notebook starts a new one.
+    """
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self._sockets = tempfile.TemporaryDirectory(prefix="cass-kernel-")
+        self.km: AsyncKernelManager | None = None
+
+    def _start(self, cwd: Path) -> AsyncKernelManager:
+        # IPC transport (unix sockets under an absolute temporary path): local only, no "TCP without encryption"
+        # warning. Asynchronous, so that nbclient notices a kernel that died while it waits for output.
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_InterpreterKernelSpecs(),
+                                transport="ipc", ip=str(Path(self._sockets.name) / "kernel"))
+        run_sync(km.start_kernel)(env=self.env, cwd=str(cwd))
+        return km
+
+    def fresh_state_code(self, env: dict[str, str], cwd: Path) -> str:
+        """The code run (silently) before a notebook: ``env`` and ``cwd`` in place of the kernel's."""
+        changed = {k: v for k, v in env.items() if self.env.get(k) != v}
+        removed = [k for k in self.env if k not in env]
+        return (
+            "import os as _os, sys as _sys\n"
+            f"_os.environ.update({changed!r})\n"
+            f"for _k in {removed!r}: _os.environ.pop(_k, None)\n"
+            f"_os.chdir({str(cwd)!r})\n"
+            "_sys.modules.pop('_common', None)\n"
+            "if 'matplotlib.pyplot' in _sys.modules: _sys.modules['matplotlib.pyplot'].close('all')\n"
+            "if 'matplotlib' in _sys.modules: _sys.modules['matplotlib'].rc_file_defaults()\n"
+            "get_ipython().reset(new_session=True)\n"
+        )
+
+    def execute(self, nb: nbformat.NotebookNode, env: dict[str, str], cwd: Path, timeout: int) -> None:
+        """Execute ``nb`` in place (raises what nbclient raises); the kernel is kept unless it died or hung."""
+        if self.km is not None and not run_sync(self.km.is_alive)():
+            self.discard()
+        if self.km is None:
+            self.km = self._start(cwd)
+        client = NotebookClient(nb, km=self.km, timeout=timeout, kernel_name=KERNEL_NAME, record_timing=False,
+                                resources={"metadata": {"path": str(cwd)}})
+        try:
+            client.start_new_kernel_client()
+            reply = run_sync(client.kc.execute_interactive)(self.fresh_state_code(env, cwd), silent=True,
+                                                            timeout=timeout)
+            if reply["content"]["status"] != "ok":
+                raise RuntimeError(f"resetting the kernel failed: {reply['content'].get('evalue')}")
+            client.execute(cleanup_kc=False)
+        except (CellTimeoutError, DeadKernelError, RuntimeError, TimeoutError):
+            self.discard()
+            raise
+        finally:
+            if client.kc is not None:
+                client.kc.stop_channels()
+
+    def discard(self, now: bool = True) -> None:
+        """Stop the kernel (at once unless ``now`` is false) and forget it."""
+        if self.km is not None:
+            if run_sync(self.km.is_alive)():
+                run_sync(self.km.shutdown_kernel)(now=now)
+            run_sync(self.km.cleanup_resources)()
+            self.km = None
+
+    def close(self) -> None:
+        """Shut the kernel down and remove its sockets."""
+        self.discard(now=False)
+        self._sockets.cleanup()
+
+
+def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeout: int,
+                     kernel: NotebookKernel | None = None) -> Path:
+    """Convert ``path`` with jupytext, execute it in its folder (on ``kernel``, else on a kernel of its own),
+    write ``executed_dir/<name>.ipynb``; return it.
 
     Raises ``AnalysisError`` naming the notebook and the failing cell; the notebook is written in any case.
     """
@@ -152,37 +232,25 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
         cell.id = f"cell-{index}"  # jupytext draws random ids: fixed ones keep the executed notebook reproducible
     executed_dir.mkdir(parents=True, exist_ok=True)
     out = executed_dir / f"{path.stem}.ipynb"
-    # IPC transport (unix sockets under an absolute temporary path): local only, no "TCP without encryption" warning
-    with tempfile.TemporaryDirectory(prefix="cass-kernel-") as sockets:
-        km = KernelManager(
-            kernel_name=KERNEL_NAME,
-            kernel_spec_manager=_InterpreterKernelSpecs(),
-            transport="ipc",
-            ip=str(Path(sockets) / "kernel"),
-        )
-        client = NotebookClient(
-            nb,
-            km=km,
-            timeout=timeout,
-            kernel_name=KERNEL_NAME,
-            record_timing=False,
-            resources={"metadata": {"path": str(path.parent)}},
-        )
-        try:
-            client.execute(env=env, cleanup_kc=True)  # we own the kernel manager: shut the kernel down
-        except CellExecutionError as error:
-            if error.ename == "NothingToPlot":   # raised by analysis/_common.require_rows: an empty table
-                raise NotebookSkipped(f"{path.name}: {error.evalue}") from error
-            where = _failed_cell(nb)
-            cell = f"cell {where[0]} ({where[1]!r})" if where else "a cell"
-            raise AnalysisError(
-                f"notebook {path.name}: {cell} failed: {error.ename}: {error.evalue}\n(executed notebook: {out})"
-            ) from error
-        except (CellTimeoutError, DeadKernelError, RuntimeError, TimeoutError) as error:
-            raise AnalysisError(f"notebook {path.name}: {type(error).__name__}: {error}") from error
-        finally:
-            coalesce_streams(nb)
-            nbformat.write(nb, out)
+    own = kernel is None
+    kernel = kernel or NotebookKernel(env)
+    try:
+        kernel.execute(nb, env, path.parent, timeout)
+    except CellExecutionError as error:
+        if error.ename == "NothingToPlot":   # raised by analysis/_common.require_rows: an empty table
+            raise NotebookSkipped(f"{path.name}: {error.evalue}") from error
+        where = _failed_cell(nb)
+        cell = f"cell {where[0]} ({where[1]!r})" if where else "a cell"
+        raise AnalysisError(
+            f"notebook {path.name}: {cell} failed: {error.ename}: {error.evalue}\n(executed notebook: {out})"
+        ) from error
+    except (CellTimeoutError, DeadKernelError, RuntimeError, TimeoutError) as error:
+        raise AnalysisError(f"notebook {path.name}: {type(error).__name__}: {error}") from error
+    finally:
+        coalesce_streams(nb)
+        nbformat.write(nb, out)
+        if own:
+            kernel.close()
     return out
 
 
@@ -193,8 +261,8 @@ def longest_first(paths: list[Path], durations: dict[str, float]) -> list[Path]:
 
 
 def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: int) -> dict:
-    """Execute ``paths`` (``jobs`` at a time, longest first by the durations kept in ``CASS_CACHE``), each
-    with its own metrics file; return their merged sections.
+    """Execute ``paths`` on ``jobs`` workers, each with one :class:`NotebookKernel`, longest first by the
+    durations kept in ``CASS_CACHE``, each notebook with its own metrics file; return their merged sections.
 
     Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run."""
     executed_dir = Path(env["CASS_EXECUTED_DIR"])
@@ -205,26 +273,44 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         durations = {}
     if not isinstance(durations, dict):
         durations = {}
+    todo: queue.SimpleQueue[Path] = queue.SimpleQueue()
+    for path in longest_first(paths, durations):
+        todo.put(path)
+    errors: dict[Path, AnalysisError] = {}
     with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
-        def run(path: Path) -> None:
-            start = time.monotonic()
-            own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
+        def worker() -> None:
+            kernel = NotebookKernel(env)
             try:
-                out = execute_notebook(path, executed_dir, own, timeout)
-            except NotebookSkipped as skipped:   # its metrics section says so
-                print(f"analyze: skipped {skipped}", flush=True)
-                return
-            durations[path.name] = round(time.monotonic() - start, 2)
-            print(f"analyze: {path.name} -> {out} ({durations[path.name]:.1f} s)", flush=True)
+                while True:
+                    try:
+                        path = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    start = time.monotonic()
+                    own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
+                    try:
+                        out = execute_notebook(path, executed_dir, own, timeout, kernel)
+                    except NotebookSkipped as skipped:   # its metrics section says so
+                        print(f"analyze: skipped {skipped}", flush=True)
+                        continue
+                    except AnalysisError as error:
+                        errors[path] = error
+                        continue
+                    durations[path.name] = round(time.monotonic() - start, 2)
+                    print(f"analyze: {path.name} -> {out} ({durations[path.name]:.1f} s)", flush=True)
+            finally:
+                kernel.close()
 
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {path: pool.submit(run, path) for path in longest_first(paths, durations)}
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(paths)))) as pool:
+            for future in [pool.submit(worker) for _ in range(max(1, min(jobs, len(paths))))]:
+                future.result()
         try:
             write_json(durations_file, durations)
         except OSError as error:   # only an ordering hint: a read-only or full cache is no failure
             print(f"analyze: notebook durations not kept ({error})", flush=True)
         for path in paths:
-            futures[path].result()
+            if path in errors:
+                raise errors[path]
         merged: dict = {}
         for path in paths:
             section_file = Path(sections) / f"{path.stem}.json"
