@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -212,6 +213,21 @@ def test_kernels_run_one_thread_each_unless_told_otherwise() -> None:
     env = analysis_environment({"PATH": "/usr/bin"})
     assert {env[name] for name in THREAD_VARIABLES} == {"1"}
     assert analysis_environment({"OMP_NUM_THREADS": "4"})["OMP_NUM_THREADS"] == "4"
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the AVX2 level is an x86-64 one")
+def test_kernels_compute_at_the_avx2_level_on_any_x86_64_cpu() -> None:
+    from cass.report.notebooks import analysis_environment
+
+    env = analysis_environment({"PATH": os.environ["PATH"]})
+    probe = ("import numpy, threadpoolctl\n"
+             "from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__ as cpu\n"
+             "print(sorted(f for f in __cpu_dispatch__ if cpu[f] and (f.startswith('AVX512') or f == 'X86_V4')))\n"
+             "blas = [i for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas']\n"
+             "print(sorted({i['architecture'] for i in blas}))\n")
+    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert shown.stdout.splitlines() == ["[]", "['Haswell']"] and shown.stderr == ""   # silent, no AVX-512 kernel
+    assert analysis_environment({"OPENBLAS_CORETYPE": "SkylakeX"})["OPENBLAS_CORETYPE"] == "SkylakeX"
 
 
 def test_failing_cell_names_notebook_and_error(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import queue
 import sys
 import tempfile
@@ -67,6 +68,25 @@ with them, 7.9-8.3 s without); and a float sum then does not depend on the machi
 caller sets them)."""
 
 
+def portable_numerics() -> dict[str, str]:
+    """Environment that holds numpy's and OpenBLAS's kernels at the AVX2 level on an x86-64 machine that has AVX2
+    (its AVX-512 kernels switched off; nothing elsewhere): their floats then do not depend on which such CPU runs
+    the notebooks. The figures and executed notebooks are DVC outputs whose hashes dvc.lock records: with AVX-512
+    kernels an AVX-512 machine drew other t-SNE bytes than an AVX2 one, so a fresh clone's build changed dvc.lock."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return {}
+    import numpy
+
+    found = numpy.show_config(mode="dicts").get("SIMD Extensions", {}).get("found", [])
+    if not {"X86_V3", "AVX2"} & set(found):   # OpenBLAS's Haswell kernels need AVX2
+        return {}
+    env = {"OPENBLAS_CORETYPE": "Haswell"}
+    wide = [feature for feature in found if feature.startswith("AVX512") or feature == "X86_V4"]
+    if wide:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(wide)
+    return env
+
+
 class AnalysisError(RuntimeError):
     """A notebook failed: carries the notebook name and the failing cell's error."""
 
@@ -95,7 +115,8 @@ def resolve_path(value: str) -> str:
 
 
 def analysis_environment(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The kernel's environment: ``base`` (default ``os.environ``) with every CASS path variable set, absolute."""
+    """The kernel's environment: ``base`` (default ``os.environ``) with every CASS path variable set, absolute, one
+    thread per kernel and :func:`portable_numerics` (each unless ``base`` sets it)."""
     env = dict(os.environ if base is None else base)
     for name, default in PATH_VARIABLES.items():
         env[name] = resolve_path(env.get(name) or default)
@@ -103,6 +124,8 @@ def analysis_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("PYTHONHASHSEED", "0")
     for name in THREAD_VARIABLES:
         env.setdefault(name, "1")
+    for name, value in portable_numerics().items():
+        env.setdefault(name, value)
     return env
 
 
