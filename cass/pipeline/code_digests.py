@@ -84,7 +84,7 @@ def stage_listings(root: Path, pipeline_file: Path = PIPELINE_FILE,
     for name, entry in entries.items():
         files = set(modules[entry]).union(*(beside(m.parent) for m in modules[entry]))
         listings[name] = "".join(line(p) for p in sorted(files)) + param_lines(
-            params, declared_keys(name, root / pipeline_file), name)
+            params, declared_keys(name, pipeline), name)
     return listings
 
 

@@ -76,11 +76,12 @@ def load_params(path: Path = PARAMS_FILE) -> dict:
     return read_yaml(path)
 
 
-def declared_keys(stage: str, pipeline: Path = PIPELINE_FILE) -> list[str]:
-    """The params.yaml keys dvc.yaml lists under ``stage``'s ``meta.params`` (``section`` or ``section.key``)."""
-    stages = read_yaml(pipeline)["stages"]
+def declared_keys(stage: str, pipeline: Path | dict = PIPELINE_FILE) -> list[str]:
+    """The params.yaml keys dvc.yaml (a path, or its parsed text) lists under ``stage``'s ``meta.params``
+    (``section`` or ``section.key``)."""
+    stages = (pipeline if isinstance(pipeline, dict) else read_yaml(pipeline))["stages"]
     if stage not in stages:
-        raise KeyError(f"{pipeline} has no stage {stage!r}")
+        raise KeyError(f"{pipeline if isinstance(pipeline, Path) else 'dvc.yaml'} has no stage {stage!r}")
     return list((stages[stage].get("meta") or {}).get("params", []))
 
 
