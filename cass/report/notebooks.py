@@ -301,31 +301,34 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         todo.put(path)
     errors: dict[Path, AnalysisError] = {}
     with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
+        def run(path: Path, kernel: NotebookKernel) -> None:
+            start = time.monotonic()
+            own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
+            try:
+                out = execute_notebook(path, executed_dir, own, timeout, kernel)
+            except NotebookSkipped as skipped:   # its metrics section says so
+                print(f"analyze: skipped {skipped}", flush=True)
+                return
+            except AnalysisError as error:
+                errors[path] = error
+                return
+            durations[path.name] = round(time.monotonic() - start, 2)
+            print(f"analyze: {path.name} -> {out} ({durations[path.name]:.1f} s)", flush=True)
+
         def worker() -> None:
             kernel = NotebookKernel(env)
             try:
                 while True:
                     try:
-                        path = todo.get_nowait()
+                        run(todo.get_nowait(), kernel)
                     except queue.Empty:
                         return
-                    start = time.monotonic()
-                    own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
-                    try:
-                        out = execute_notebook(path, executed_dir, own, timeout, kernel)
-                    except NotebookSkipped as skipped:   # its metrics section says so
-                        print(f"analyze: skipped {skipped}", flush=True)
-                        continue
-                    except AnalysisError as error:
-                        errors[path] = error
-                        continue
-                    durations[path.name] = round(time.monotonic() - start, 2)
-                    print(f"analyze: {path.name} -> {out} ({durations[path.name]:.1f} s)", flush=True)
             finally:
                 kernel.close()
 
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(paths)))) as pool:
-            for future in [pool.submit(worker) for _ in range(max(1, min(jobs, len(paths))))]:
+        workers = max(1, min(jobs, len(paths)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(worker) for _ in range(workers)]:
                 future.result()
         try:
             write_json(durations_file, durations)
