@@ -4,7 +4,10 @@ tables bench/RESULTS.md carries."""
 from __future__ import annotations
 
 import polars as pl
+import yaml
+from harness.project import REPO
 
+from bench.corpora import SPLIT_FILE, TUNE_BY_HISTORY, load_split, make_split, split_of
 from cass.pipeline.manifests import DROPPED_SCHEMA
 from cass.report.yields import cause, failures, markdown, report
 from toolchains.diagnostics import categorize
@@ -65,3 +68,13 @@ def test_counts_ratios_and_top_causes_per_corpus():
     assert "| corpus A | 4 | 3 | 2 | 2 | 66.7% | 2 | 1 |" in table
     assert "| all | 6 | 4 | 3 | 2 | 50.0% | 2 | 1 |" in table
     assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
+
+
+def test_the_committed_split_is_the_seeded_hash_of_every_development_corpus():
+    committed = load_split()
+    packages = [p["name"] for p in yaml.safe_load((REPO / "params.yaml").read_text())["debian_sources"]["packages"]]
+    benchmarks = sorted(committed["hecbench"]["tune"] + committed["hecbench"]["check"])
+    assert committed == make_split(packages, benchmarks), f"{SPLIT_FILE} is stale: run python bench/corpora.py"
+    assert all(committed["packages"][p] == "tune" for p in TUNE_BY_HISTORY)
+    assert {split_of(p) for p in committed["packages"]} == {"tune", "check"}
+    assert len(benchmarks) == 409 and min(len(committed["hecbench"][h]) for h in ("tune", "check")) > 150
