@@ -23,6 +23,7 @@ from cass.pipeline.context import load_params, open_store
 from cass.pipeline.manifests import live_set
 from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
+from cass.translate.names import toolchain_names
 from toolchains import AMD_SUITES, Toolchain, load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
 from toolchains.sandbox import detect as detect_sandbox
@@ -72,6 +73,7 @@ def cmd_toolchains(args: argparse.Namespace) -> int:
     missing = sum(print_toolchain(vendor, tc) for vendor, tc in toolchains.items())
     if not missing:
         print_header_parity(toolchains)
+        print(f"CUDA->HIP names derived: {toolchain_names(toolchains['nvidia'], toolchains['amd']).summary()}")
     mode = detect_sandbox().mode
     print(f"sandbox: {mode}" + ("" if mode == "bwrap" else
                                 " (bubblewrap missing or refused: tools can read this host's files; "

@@ -4,11 +4,13 @@ cached action, and real hipify-perl + hipcc on code that fails without the rules
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 
 import pytest
 
 from cass.compiling.actions import ActionRunner, plan
 from cass.translate.ctext import find_calls, rewrite_calls
+from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
     RULES,
@@ -29,9 +31,19 @@ from cass.translate.repair import (
 )
 from toolchains import local_executor
 
-HIP57 = RepairTarget(hip=(5, 7), cuda=(13, 5))
-HIP64 = RepairTarget(hip=(6, 4), cuda=(13, 5), hipblas_v2=True)
-WAVE64 = RepairTarget(hip=(6, 4), cuda=(13, 5), wave32=False, hipblas_v2=True)
+NAMES = CudaHipNames(
+    headers={"cub/block/block_reduce.cuh": "hipcub/hipcub.hpp", "cub/warp/warp_scan.cuh": "hipcub/hipcub.hpp",
+             "math_constants.h": "hip/hip_math_constants.h"},
+    presence={"__CUDA_RUNTIME_H__": "HIP_INCLUDE_HIP_HIP_RUNTIME_H", "CUBLAS_API_H_": "HIPBLAS_H",
+              "_CUFFT_H_": "HIPFFT_H_", "CURAND_H_": "HIPRAND_H_", "CUSPARSEAPI": "HIPSPARSE_H",
+              "__DRIVER_TYPES_H__": "HIP_INCLUDE_HIP_DRIVER_TYPES_H"},
+    versions={"CUDA_VERSION": "13050", "CUDART_VERSION": "13050", "__CUDACC_VER_MAJOR__": "13",
+              "CUSPARSE_VERSION": "((12) * 1000 + (9) * 100 + (4))"},
+    constants={"CUDART_PI_F": "HIP_PI_F", "CUDART_INF_F": "HIP_INF_F"})
+"""Tables as :mod:`cass.translate.names` derives them (a few entries of each)."""
+HIP57 = RepairTarget(hip=(5, 7), names=NAMES)
+HIP64 = RepairTarget(hip=(6, 4), names=NAMES, hipblas_v2=True)
+WAVE64 = RepairTarget(hip=(6, 4), names=NAMES, wave32=False, hipblas_v2=True)
 
 GUARDED_BEFORE = """#ifdef __CUDA_RUNTIME_H__
 #define checkErrors(v) check((v), #v)
@@ -40,6 +52,11 @@ GUARDED_BEFORE = """#ifdef __CUDA_RUNTIME_H__
 static const char *name = "__CUDA_RUNTIME_H__";
 #elif defined(CURAND_H_) && \\
       defined(CUSPARSEAPI)
+#endif
+#if __DRIVER_TYPES_H__ + 0
+#endif
+#ifndef CUSPARSEAPI
+#define CUSPARSEAPI
 #endif
 int __CUDA_RUNTIME_H__guard_lookalike;
 """
@@ -51,13 +68,20 @@ static const char *name = "__CUDA_RUNTIME_H__";
 #elif defined(HIPRAND_H_) && \\
       defined(HIPSPARSE_H)
 #endif
+#if __DRIVER_TYPES_H__ + 0
+#endif
+#ifndef CUSPARSEAPI
+#define CUSPARSEAPI
+#endif
 int __CUDA_RUNTIME_H__guard_lookalike;
 """
 
 
-def test_cuda_header_guards_map_to_the_hip_headers_guards_in_conditionals_only():
+def test_cuda_presence_macros_map_to_the_hip_headers_guards_in_presence_tests_only():
+    # a value test is no presence question, and a project's own fallback definition stays its own
     assert cuda_header_guards(GUARDED_BEFORE, HIP57) == GUARDED_AFTER
     assert cuda_header_guards(GUARDED_BEFORE, HIP64) == GUARDED_AFTER
+    assert cuda_header_guards(GUARDED_BEFORE, RepairTarget(hip=(5, 7))) == GUARDED_BEFORE   # no tables, no rewrite
 
 
 HEADERS_BEFORE = """#include <cub/block/block_reduce.cuh>
@@ -78,9 +102,12 @@ __device__ float angle(float t) { return t * HIP_PI_F + HIP_INF_F * 0.0f; }
 """
 
 
-def test_unmapped_headers_become_their_hip_equivalents():
+def test_unmapped_headers_become_their_hip_equivalents_unless_the_sample_has_them():
     assert unmapped_headers(HEADERS_BEFORE, HIP57) == HEADERS_AFTER   # CUDART_VERSION is no math constant
     assert unmapped_headers(HEADERS_AFTER, HIP64) == HEADERS_AFTER
+    own = replace(HIP57, shadowed=frozenset({"math_constants.h"}))
+    assert unmapped_headers(HEADERS_BEFORE, own) == HEADERS_AFTER.replace(
+        "<hip/hip_math_constants.h>", "<math_constants.h>")
 
 
 def test_cublas_sgemmex_is_gemmex_with_fp32_compute():
@@ -135,24 +162,30 @@ VERSIONS_BEFORE = """#if CUDA_VERSION < 8000
 #endif
 #ifdef CUDART_VERSION
 #if defined(CUDA_VERSION) && CUDA_VERSION >= 11000 || defined __CUDACC_VER_MAJOR__
-#elif __CUDACC_VER_MAJOR__ >= 12
+#elif __CUDACC_VER_MAJOR__ >= 12 && CUSPARSE_VERSION >= 11000
 #endif
 #endif
 #ifndef CUDA_VERSION // a comment
 #elifdef CUDART_VERSION
 #endif
+#if !defined(CUDART_VERSION)
+#define CUDART_VERSION 0
+#endif
 int runtime = CUDART_VERSION;
 """
-VERSIONS_AFTER = """#if 13050 < 8000
+VERSIONS_AFTER = """#if (13050) < 8000
 #error "CUDA >= 8.0 is required"
 #endif
 #if 1
-#if 1 && 13050 >= 11000 || 1
-#elif 13 >= 12
+#if 1 && (13050) >= 11000 || 1
+#elif (13) >= 12 && (((12) * 1000 + (9) * 100 + (4))) >= 11000
 #endif
 #endif
 #if 0 // a comment
 #elif 1
+#endif
+#if !defined(CUDART_VERSION)
+#define CUDART_VERSION 0
 #endif
 int runtime = CUDART_VERSION;
 """
@@ -333,12 +366,14 @@ def test_repairs_are_cached_actions_keyed_by_rule_set_and_hip_version(store):
     newer = CachedRepair(store, HIP64)
     assert store.get_text(newer(digest)[0]) == WARP_AFTER_HIP64 and newer.misses == 1
     assert newer.keys.isdisjoint(first.keys)
+    other_tables = CachedRepair(store, replace(HIP57, names=CudaHipNames(presence={"CUDA_H": "HIP_H"})))
+    assert other_tables(digest) == (out, fired) and other_tables.keys.isdisjoint(first.keys)   # a new key, same text
 
 
 HELPER = """#pragma once
 #include <cuda_runtime.h>
 #include <cstdio>
-#ifdef __CUDA_RUNTIME_H__
+#ifdef __DRIVER_TYPES_H__
 #define CHECK(call) \\
   do { cudaError_t e = (call); if (e != cudaSuccess) printf("%s\\n", cudaGetErrorString(e)); } while (0)
 #endif
@@ -399,7 +434,8 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     assert not raw.ok   # hipify-perl keeps the guard (CHECK undeclared) and the warp-sync call
     stderr = store.get_text(raw.record.stderr)
     assert "cub/block/block_reduce.cuh" in stderr or "math_constants.h" in stderr
-    repairer = CachedRepair(store, RepairTarget(toolchains["amd"].hip_version(), toolchains["nvidia"].cuda_version()))
+    amd = toolchains["amd"]
+    repairer = CachedRepair(store, RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd)))
     repaired = {p: repairer(d) for p, d in hip.items()}
     assert repaired["helper.cuh"][1] == ["cuda_header_guards"]
     assert repaired["kernel.cu"][1] == ["unmapped_headers", "cuda_runtime_overloads", "hip_vector_compound_operators",

@@ -99,6 +99,8 @@ class ToolchainReport:
     layout: dict = field(default_factory=dict)
     include_root: str = ""
     missing_libraries: tuple[str, ...] = ()
+    headers: dict = field(default_factory=dict)
+    """the installation's :meth:`Toolchain.header_index`"""
 
     def fingerprints(self) -> dict[str, str | None]:
         return {tool: t["fingerprint"] for tool, t in self.tools.items()}
@@ -244,6 +246,7 @@ class Toolchain(ABC):
         self._fingerprints: dict[str, str] = {}
         self._versions: dict[str, str] = {}
         self._layout: dict | None = None
+        self._headers: dict | None = None
 
     @classmethod
     def from_report(cls, report: ToolchainReport) -> Toolchain:
@@ -267,6 +270,27 @@ class Toolchain(ABC):
         """Look up the installation's planning facts (default: none)."""
         return {}
 
+    def header_index(self) -> dict:
+        """What the installation's own headers say to the preprocessor (:mod:`toolchains.headers`: ``headers``,
+        and what the vendor adds), looked up once."""
+        if self._headers is None:
+            self._headers = self.local_header_index()
+        return self._headers
+
+    def local_header_index(self) -> dict:
+        """Index the installation's headers (default: none)."""
+        return {}
+
+    def run_tool(self, tool: str, args: Sequence[str]) -> str:
+        """A tool's output (standard output, then standard error) for ``args``, run in its sandbox outside any
+        action: facts of the installation itself, such as the macros a compiler predefines."""
+        argv = self.launcher.argv(tool, tuple(args), Path("/"))
+        proc = subprocess.run(argv, capture_output=True, text=True, env=self.launcher.env(), timeout=120, check=False)
+        if proc.returncode:
+            raise ToolchainMissingError(f"{self.vendor} tool {tool} {' '.join(args)} failed ({proc.returncode}): "
+                                        f"{proc.stderr.strip()[-500:]}")
+        return proc.stdout + proc.stderr
+
     def report(self) -> ToolchainReport:
         """This installation as facts, for a driver on another host (fingerprints every tool)."""
         tools = {}
@@ -275,7 +299,7 @@ class Toolchain(ABC):
             tools[tool] = {"path": status.path, "version": status.version, "problem": status.problem,
                            "fingerprint": None if status.problem else self.fingerprint(tool)}
         return ToolchainReport(self.vendor, tools, self.layout(), str(self.include_root()),
-                               tuple(self.missing_libraries()))
+                               tuple(self.missing_libraries()), self.header_index())
 
     @abstractmethod
     def tool_path(self, tool: str) -> Path | None:
@@ -395,6 +419,9 @@ class ReportedToolchain:
 
     def layout(self) -> dict:
         return self.reported.layout
+
+    def header_index(self) -> dict:
+        return self.reported.headers
 
     def include_root(self) -> Path:
         return Path(self.reported.include_root)

@@ -270,7 +270,8 @@ class Cluster:
         if len({repr(sorted(v.items())) for v in layouts.values()}) > 1:
             raise ToolchainMismatchError(f"hosts serving {vendor} have different installations: {layouts}")
         first = compiling[0].reports[vendor]
-        report = ToolchainReport(vendor, tools, first.layout, first.include_root, first.missing_libraries)
+        report = ToolchainReport(vendor, tools, first.layout, first.include_root, first.missing_libraries,
+                                 first.headers)
         return TOOLCHAIN_CLASSES[vendor].from_report(report)
 
     def gpu_host(self) -> RunHost | None:

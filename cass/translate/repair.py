@@ -3,24 +3,28 @@ and HIP, applied to the HIP text of every file (main file and headers).
 
 Each rule fixes one gap that has a HIP equivalent and changes nothing a correct program computes:
 
-* ``cuda_header_guards``: a helper header tests a CUDA header's include guard
-  (``#ifdef __CUDA_RUNTIME_H__``, ``#ifdef CUBLAS_API_H_``, ...) before it defines its error-check
+* ``cuda_header_guards``: a helper header tests a CUDA header's include guard or marker macro
+  (``#ifdef __DRIVER_TYPES_H__``, ``#ifdef CUSPARSEAPI``, ...) before it defines its error-check
   macros; hipify-perl maps the ``#include`` but not the guard, so after translation the test
-  never holds and every user of the macro fails as ``undeclared``. In conditional directives
-  only, the guard becomes the guard of the HIP header hipify-perl maps that CUDA header to (the
-  question stays "was that header included?").
-* ``cuda_version_macros``: ``CUDA_VERSION``, ``CUDART_VERSION``, ``__CUDACC_VER_MAJOR__`` and
-  ``__CUDACC_VER_MINOR__`` are undefined in HIP code, so ``#if CUDA_VERSION >= 9000`` picks the
-  oldest branch and ``#if CUDA_VERSION < 8000 #error ...`` stops the build. In conditional
-  directives only, they take the values of the CUDA the NVIDIA side compiles with (``defined``
+  never holds and every user of the macro fails as ``undeclared``. In presence tests only
+  (``#ifdef``, ``#ifndef``, ``defined``), the macro becomes the guard of the HIP header that stands
+  for its header (the question stays "was that header included?"); a test that guards the
+  project's own fallback definition of the macro (``#ifndef X`` then ``#define X``) is left alone.
+* ``cuda_version_macros``: version macros (``CUDA_VERSION``, ``CUDART_VERSION``,
+  ``__CUDACC_VER_MAJOR__``, ``CUBLAS_VER_MAJOR``, ...) are undefined in HIP code, so ``#if
+  CUDA_VERSION >= 9000`` picks the oldest branch and ``#if CUDA_VERSION < 8000 #error ...`` stops
+  the build. In conditional directives only, they take their values on the NVIDIA side (presence
   tests hold), so the HIP text follows the branches the CUDA build took: the pair's two sides are
   the same program.
-* ``unmapped_headers``: headers with a HIP equivalent that hipify-perl 6.0 leaves as they are:
-  CUB's sub-headers (``<cub/block/block_reduce.cuh>``; it maps only ``<cub/cub.cuh>``) become
-  hipCUB's umbrella header ``<hipcub/hipcub.hpp>`` (hipCUB's own sub-headers need its config
-  header first; hipify-perl already renames ``cub::`` to ``hipcub::``), and ``<math_constants.h>`` becomes
-  ``<hip/hip_math_constants.h>`` with its ``CUDART_*`` constants renamed to the same-valued
-  ``HIP_*`` ones (HIP defines the same 95 names; hipify-perl 7.0 does both itself).
+* ``unmapped_headers``: CUDA headers with a HIP counterpart that hipify-perl leaves as they are
+  (CUB's sub-headers such as ``<cub/block/block_reduce.cuh>`` -> hipCUB's umbrella header;
+  ``<math_constants.h>`` -> ``<hip/hip_math_constants.h>`` before hipify-perl 7) become it, unless
+  the sample has a file of that name; CUDA constants HIP defines under its own prefix with the same
+  definition (``CUDART_PI_F`` -> ``HIP_PI_F``) are renamed.
+
+The three tables (presence macros, version macros, headers and constants) are not written here:
+they are derived from the installed toolchains (:mod:`cass.translate.names`), and their digest
+enters the repair action's key.
 * ``cuda_runtime_overloads``: the C++ convenience overloads of CUDA's runtime header that HIP lacks,
   replaced by the call they make there: ``cudaEventCreate(event, flags)`` (hipified to a
   two-argument ``hipEventCreate``) is ``cudaEventCreateWithFlags(event, flags)``.
@@ -64,9 +68,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
+from cass.translate.names import CudaHipNames
 from cass.translate.ptx import rewrite_asm
 from store import ActionRecord, Store
 
@@ -81,21 +86,25 @@ def all_wave32(archs: list[str]) -> bool:
     return all(re.fullmatch(r"gfx1\d{3}\w*", arch) for arch in archs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RepairTarget:
-    """What the rules are chosen for: the AMD toolchain's HIP version and the CUDA version the
-    NVIDIA side compiles with (the HIP text follows the same version-dependent branches)."""
+    """What the rules are chosen for: the AMD toolchain's HIP version and the CUDA-to-HIP names derived from
+    both toolchains (the NVIDIA side's version macros among them: the HIP text follows the same
+    version-dependent branches)."""
 
     hip: Version
-    cuda: Version
+    names: CudaHipNames = field(default_factory=CudaHipNames)
     wave32: bool = True
     """every configured gfx arch runs 32-lane wavefronts (gfx10 and later), as CUDA's warps are"""
     hipblas_v2: bool = False
     """hipBLAS declares the v2 API (``hipblasComputeType_t``) that hipify-perl 7 maps cuBLAS to"""
+    shadowed: frozenset[str] = frozenset()
+    """header names of :attr:`CudaHipNames.headers` that the sample's own files provide"""
 
     def key(self) -> dict:
-        return {"hip_version": f"{self.hip[0]}.{self.hip[1]}", "cuda_version": f"{self.cuda[0]}.{self.cuda[1]}",
-                "wave32": self.wave32, "hipblas_v2": self.hipblas_v2}
+        key = {"hip_version": f"{self.hip[0]}.{self.hip[1]}", "names": self.names.digest, "wave32": self.wave32,
+               "hipblas_v2": self.hipblas_v2}
+        return {**key, "shadowed": sorted(self.shadowed)} if self.shadowed else key
 
 
 @dataclass(frozen=True)
@@ -109,83 +118,95 @@ class Rule:
     apply: Callable[[str, RepairTarget], str]
 
 
-CUDA_HEADER_GUARDS = {
-    "__CUDA_RUNTIME_H__": "HIP_INCLUDE_HIP_HIP_RUNTIME_H",
-    "__cuda_cuda_h__": "HIP_INCLUDE_HIP_HIP_RUNTIME_H",
-    "__CUDA_RUNTIME_API_H__": "HIP_INCLUDE_HIP_HIP_RUNTIME_API_H",
-    "CUBLAS_API_H_": "HIPBLAS_H",
-    "CUBLAS_V2_H_": "HIPBLAS_H",
-    "CUBLAS_H_": "HIPBLAS_H",
-    "_CUFFT_H_": "HIPFFT_H_",
-    "CURAND_H_": "HIPRAND_H_",
-    "CURAND_KERNEL_H_": "HIPRAND_KERNEL_H_",
-    "CUSPARSE_H_": "HIPSPARSE_H",
-    "CUSPARSEAPI": "HIPSPARSE_H",
-    "CUSOLVER_COMMON_H_": "HIPSOLVER_H",
-    "CUSOLVERDN_H_": "HIPSOLVER_H",
-    "__CUDA_FP16_H__": "HIP_INCLUDE_HIP_HIP_FP16_H",
-    "CU_COMPLEX_H_": "HIP_INCLUDE_HIP_HIP_COMPLEX_H",
-    "_COOPERATIVE_GROUPS_H_": "HIP_INCLUDE_HIP_HIP_COOPERATIVE_GROUP_H",
-}
-"""CUDA header include guards (and marker macros helper headers test for) -> the include guard of
-the HIP header hipify-perl maps that header to."""
+_WORD_CACHE: dict[tuple[str, str], re.Pattern | None] = {}
 
-_GUARD = re.compile(r"\b(" + "|".join(map(re.escape, CUDA_HEADER_GUARDS)) + r")\b")
+
+def _words(names: CudaHipNames, table: str) -> re.Pattern | None:
+    """A regex matching any name of one of the derived tables as a whole word (None for an empty table)."""
+    key = (names.digest, table)
+    if key not in _WORD_CACHE:
+        words = sorted(names.tables()[table], key=len, reverse=True)
+        _WORD_CACHE[key] = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b") if words else None
+    return _WORD_CACHE[key]
+
+
+_PRESENCE_TEST = re.compile(r"\bdefined\s*(?:\(\s*(\w+)\s*\)|(\w+))")
+_NEXT_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*(\w*)", re.M)
+
+
+def _own_fallback(text: str, m: re.Match, macro: str) -> bool:
+    """Whether the conditional directive ``m`` guards the project's own definition of ``macro``: it tests that
+    ``macro`` is absent and the next directive defines it."""
+    kind, rest = m.group(1), m.group(2).strip()
+    absent = kind in ("ifndef", "elifndef") or re.fullmatch(rf"!\s*defined\s*(?:\(\s*{macro}\s*\)|{macro})", rest)
+    following = _NEXT_DIRECTIVE.search(text, m.end())
+    return bool(absent) and following is not None and following.groups() == ("define", macro)
+
+
+def _rewrite_conditionals(text: str, table: dict[str, str], tested: Callable[[str], str],
+                          valued: Callable[[str], str] | None = None) -> str:
+    """Conditional directives with each presence test of a macro of ``table`` rewritten: ``#ifdef M`` /
+    ``#ifndef M`` and ``defined(M)`` by ``tested(M)`` (the whole directive for the first two when ``tested``
+    returns a number), and with ``valued`` every other use of ``M`` in ``#if``/``#elif``; the project's own
+    fallback definitions are left alone."""
+    def directive(m: re.Match) -> str:
+        kind, rest = m.group(1), m.group(2)
+        lead = m.group(0)[: m.start(2) - m.start(0)]
+        if kind in ("ifdef", "ifndef", "elifdef", "elifndef"):
+            head = re.match(r"(\s*)(\w+)(.*)", rest, re.S)
+            if not head or head.group(2) not in table or _own_fallback(text, m, head.group(2)):
+                return m.group(0)
+            new = tested(head.group(2))
+            if new.isdigit():   # a value, not a name: the directive becomes an #if
+                keyword = "if" if kind.startswith("if") else "elif"
+                truth = int(new) != 0 if kind.endswith("ifdef") else int(new) == 0
+                return f"{m.group(0)[: m.start(1) - m.start(0)]}{keyword} {int(truth)}{head.group(3)}"
+            return f"{lead}{head.group(1)}{new}{head.group(3)}"
+        if kind not in ("if", "elif"):
+            return m.group(0)
+
+        def presence(d: re.Match) -> str:
+            name = d.group(1) or d.group(2)
+            if name not in table or _own_fallback(text, m, name):
+                return d.group(0)
+            new = tested(name)
+            return new if new.isdigit() else d.group(0).replace(name, new)
+        def value(w: re.Match) -> str:
+            return w.group(0) if w.group(1) is None or w.group(1) not in table else valued(w.group(1))
+        rest = _PRESENCE_TEST.sub(presence, rest)
+        if valued is not None:   # names outside presence tests (those left are the project's own fallbacks)
+            rest = re.sub(r"\bdefined\s*(?:\(\s*\w+\s*\)|\w+)|\b(\w+)\b", value, rest)
+        return lead + rest
+
+    return PREPROCESSOR_LINE.sub(directive, text)
 
 
 def cuda_header_guards(text: str, target: RepairTarget) -> str:
-    return PREPROCESSOR_LINE.sub(
-        lambda m: m.group(0)[: m.start(2) - m.start(0)]
-        + _GUARD.sub(lambda g: CUDA_HEADER_GUARDS[g.group(1)], m.group(2)), text)
-
-
-VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__")
-_VERSION_DEFINED = re.compile(r"\bdefined\s*(?:\(\s*(" + "|".join(VERSION_MACROS) + r")\s*\)|(" +
-                              "|".join(VERSION_MACROS) + r")\b)")
-_VERSION_NAME = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
+    presence = target.names.presence
+    words = _words(target.names, "presence")
+    if words is None or not words.search(text):
+        return text
+    return _rewrite_conditionals(text, presence, lambda name: presence[name])
 
 
 def cuda_version_macros(text: str, target: RepairTarget) -> str:
-    major, minor = target.cuda
-    values = {"CUDA_VERSION": major * 1000 + minor * 10, "CUDART_VERSION": major * 1000 + minor * 10,
-              "__CUDACC_VER_MAJOR__": major, "__CUDACC_VER_MINOR__": minor}
-
-    def directive(m: re.Match) -> str:
-        kind, rest = m.group(1), m.group(2)
-        tested = re.match(r"\s*(\w+)(.*)", rest, re.S)
-        if kind in ("ifdef", "ifndef", "elifdef", "elifndef") and tested and tested.group(1) in values:
-            lead = m.group(0)[: m.start(1) - m.start(0)]
-            keyword = "if" if kind.startswith("if") else "elif"
-            return f"{lead}{keyword} {int(kind.endswith('ifdef'))}{tested.group(2)}"
-        if kind in ("if", "elif"):
-            rest = _VERSION_DEFINED.sub("1", rest)
-            rest = _VERSION_NAME.sub(lambda v: str(values[v.group(1)]), rest)
-        return m.group(0)[: m.start(2) - m.start(0)] + rest
-
-    return PREPROCESSOR_LINE.sub(directive, text) if _VERSION_NAME.search(text) else text
+    versions = target.names.versions
+    words = _words(target.names, "versions")
+    if words is None or not words.search(text):
+        return text
+    return _rewrite_conditionals(text, versions, lambda name: "1", lambda name: f"({versions[name]})")
 
 
-_CUB_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]cub/[\w/]+\.cuh[>"]', re.M)
-_MATH_CONSTANTS_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)[<"]math_constants\.h[>"]', re.M)
-MATH_CONSTANTS = """2_OVER_PI 2_OVER_PI_F 3PIO4 3PIO4_F DBL2INT_CVT INF INF_F L2E L2E_F L2E_HI L2E_LO L2T L2T_F LG2
-LG2_F LG2_HI LG2_LO LG2_X_1024 LG2_X_1075 LGE LGE_F LGE_HI LGE_LO LN2 LN2_F LN2_HI LN2_LO LN2_X_1024 LN2_X_1025
-LN2_X_1075 LNPI LNPI_F LNT LNT_F LNT_HI LNT_LO MAX_NORMAL_F MIN_DENORM MIN_DENORM_F NAN NAN_F NEG_ZERO NEG_ZERO_F
-NORM_HUGE_F ONE ONE_F PI PIO2 PIO2_F PIO2_HI PIO2_LO PIO4 PIO4_F PIO4_HI PIO4_LO PI_F PI_HI PI_LO REMQUO_BITS_F
-REMQUO_MASK_F SQRT_2OPI SQRT_2PI SQRT_2PI_HI SQRT_2PI_LO SQRT_2_OVER_PI_F SQRT_HALF SQRT_HALF_F SQRT_HALF_HI
-SQRT_HALF_HI_F SQRT_HALF_LO SQRT_HALF_LO_F SQRT_PIO2 SQRT_PIO2_HI SQRT_PIO2_LO SQRT_TWO SQRT_TWO_F THIRD THIRD_F
-TRIG_PLOSS TRIG_PLOSS_F TWOTHIRD TWO_TO_126_F TWO_TO_23 TWO_TO_23_F TWO_TO_24_F TWO_TO_31_F TWO_TO_32_F TWO_TO_52
-TWO_TO_53 TWO_TO_54 TWO_TO_M1022 TWO_TO_M126_F TWO_TO_M54 ZERO ZERO_F"""
-"""The suffixes of the constants CUDA's math_constants.h (``CUDART_``) and HIP's
-hip_math_constants.h (``HIP_``) both define, with the same values."""
-_CUDART_CONSTANT = re.compile(r"\bCUDART_(" + "|".join(sorted(MATH_CONSTANTS.split(), key=len, reverse=True)) + r")\b")
+_INCLUDE_LINE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)([<"])([^>"\n]+)[>"]', re.M)
 
 
 def unmapped_headers(text: str, target: RepairTarget) -> str:
-    text = _CUB_INCLUDE.sub(lambda m: f"{m.group(1)}<hipcub/hipcub.hpp>", text)
-    if _MATH_CONSTANTS_INCLUDE.search(text) or "CUDART_" in text:
-        text = _MATH_CONSTANTS_INCLUDE.sub(lambda m: f"{m.group(1)}<hip/hip_math_constants.h>", text)
-        text = _CUDART_CONSTANT.sub(lambda m: f"HIP_{m.group(1)}", text)
-    return text
+    headers = target.names.headers
+    text = _INCLUDE_LINE.sub(lambda m: f"{m.group(1)}<{headers[m.group(3)]}>"
+                             if m.group(3) in headers and m.group(3) not in target.shadowed else m.group(0), text)
+    constants = target.names.constants
+    words = _words(target.names, "constants")
+    return words.sub(lambda m: constants[m.group(1)], text) if words is not None else text
 
 
 def cuda_runtime_overloads(text: str, target: RepairTarget) -> str:
@@ -319,10 +340,10 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("cuda_header_guards", 1, "CUDA header include guards tested in conditionals are not mapped by hipify-perl",
-         cuda_header_guards),
-    Rule("cuda_version_macros", 2, "CUDA version macros are undefined in HIP code", cuda_version_macros),
-    Rule("unmapped_headers", 1, "CUB sub-headers and math_constants.h have HIP equivalents hipify-perl 6.0 misses",
+    Rule("cuda_header_guards", 2, "CUDA headers' include guards and markers tested in conditionals are not mapped "
+         "by hipify-perl", cuda_header_guards),
+    Rule("cuda_version_macros", 3, "CUDA version macros are undefined in HIP code", cuda_version_macros),
+    Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
     Rule("cuda_runtime_overloads", 3, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
     Rule("cublas_gemm_ex", 5, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
@@ -370,20 +391,21 @@ class CachedRepair:
         self.action = {"tool": "cass-repair", "rules": ruleset_id(rules), **target.key()}
         self.hits = self.misses = 0
         self.keys: set[str] = set()
-        self._done: dict[str, tuple[str, list[str]]] = {}
+        self._done: dict[tuple[str, frozenset[str]], tuple[str, list[str]]] = {}
 
-    def __call__(self, digest: str) -> tuple[str, list[str]]:
-        """(digest of the repaired file, names of the rules that changed it)."""
-        if digest not in self._done:
-            self._done[digest] = self._run(digest)
-        return self._done[digest]
+    def __call__(self, digest: str, shadowed: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
+        """(digest of the repaired file, names of the rules that changed it); ``shadowed``: the names of
+        derived headers the file's sample provides itself."""
+        if (digest, shadowed) not in self._done:
+            self._done[digest, shadowed] = self._run(digest, replace(self.target, shadowed=shadowed))
+        return self._done[digest, shadowed]
 
-    def _run(self, digest: str) -> tuple[str, list[str]]:
-        key = Store.action_key({**self.action, "input": digest})
+    def _run(self, digest: str, target: RepairTarget) -> tuple[str, list[str]]:
+        key = Store.action_key({**self.action, **target.key(), "input": digest})
         self.keys.add(key)
         record = self.store.lookup(key)
         if record is None:
-            repaired, fired = repair_bytes(self.store.get(digest), self.target, self.rules)
+            repaired, fired = repair_bytes(self.store.get(digest), target, self.rules)
             record = ActionRecord("ok", 0, {"hip": self.store.put(repaired),
                                             "fired": self.store.put_text(json.dumps(fired))}, self.store.put(b""))
             self.store.record(key, record)

@@ -19,7 +19,14 @@ from cass.compiling.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
 from cass.text.language import is_opencl
+from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
+
+
+def provided(names: CudaHipNames, files: list[dict]) -> frozenset[str]:
+    """The derived header names (``cub/x.cuh``, ``math_constants.h``) a sample's own files provide."""
+    paths = {f["path"] for f in files}
+    return frozenset(h for h in names.headers if any(p == h or p.endswith("/" + h) for p in paths))
 
 
 def run(stage: Stage) -> None:
@@ -31,7 +38,7 @@ def run(stage: Stage) -> None:
     if params["repair"]["enabled"]:
         toolchains = pipeline_toolchains(stage.params, ("nvidia", "amd"))
         amd = toolchains["amd"]
-        target = RepairTarget(hip=amd.hip_version(), cuda=toolchains["nvidia"].cuda_version(),
+        target = RepairTarget(hip=amd.hip_version(), names=toolchain_names(toolchains["nvidia"], amd),
                               wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
         repairer = CachedRepair(store, target)
     samples_by_rule: Counter = Counter()
@@ -40,8 +47,9 @@ def run(stage: Stage) -> None:
     for row in rows.iter_rows(named=True):
         files, fired = [], set()
         repairs = repairer and not is_opencl(row["hip_files_hipify"][0]["path"])
+        shadowed = provided(repairer.target.names, row["hip_files_hipify"]) if repairs else frozenset()
         for f in row["hip_files_hipify"]:
-            digest, rules = repairer(f["digest"]) if repairs else (f["digest"], [])
+            digest, rules = repairer(f["digest"], shadowed) if repairs else (f["digest"], [])
             files.append({"path": f["path"], "digest": digest})
             fired.update(rules)
             for rule in rules:
@@ -55,6 +63,8 @@ def run(stage: Stage) -> None:
         "enabled": bool(repairer),
         "ruleset": ruleset_id() if repairer else None,
         "target": repairer.target.key() if repairer else None,
+        "derived_names": {table: len(names) for table, names in repairer.target.names.tables().items()}
+        if repairer else None,
         "samples_repaired": sum(a["hip_repaired"] for a in added),
         "samples_by_rule": dict(sorted(samples_by_rule.items())),
         "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},

@@ -1,0 +1,283 @@
+"""CUDA-to-HIP name tables derived from the installed toolchains, not listed by hand.
+
+The repair layer needs to know, for the CUDA names hipify-perl leaves in a HIP text, their HIP
+counterparts. Each table here is computed from the files of the two toolchains:
+
+* **headers**: hipify-perl's own header map (read from the installed script's substitutions), and
+  for a CUDA header it does not map, a HIP header found on the AMD include path by the naming HIP
+  uses (``cuda_bf16.h`` -> ``hip/hip_bf16.h``, ``math_constants.h`` -> ``hip/hip_math_constants.h``,
+  ``surface_types.h`` -> ``hip/surface_types.h``), else the HIP header of the mapped header whose
+  folder it belongs to (``cub/block/block_reduce.cuh`` -> ``<cub/cub.cuh>``'s ``hipcub/hipcub.hpp``);
+* **presence macros**: the include guard of every CUDA header reached from a mapped one, and the
+  empty marker macros it defines (``CUSPARSEAPI``), each paired with the include guard of the HIP
+  header its header maps to, or where it maps to none, of the nearest mapped header including it
+  (``__DRIVER_TYPES_H__`` -> ``HIP_INCLUDE_HIP_DRIVER_TYPES_H``); names the HIP headers define
+  themselves are left out;
+* **version macros**: the numeric macros with ``VER`` in their name that the CUDA headers define or
+  nvcc predefines (``CUDA_VERSION``, ``CUDART_VERSION``, ``__CUDACC_VER_MAJOR__``), with their
+  values on the NVIDIA side;
+* **constants**: macros of a CUDA header whose HIP header defines the same macro under HIP's prefix
+  with the same definition (``CUDART_PI_F`` -> ``HIP_PI_F``).
+
+:func:`derive` computes them from paths; :func:`cached_names` once per pair of toolchain
+fingerprints, kept in this machine's cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import blake3
+
+from cass.pipeline.machine_cache import machine_cache
+
+if TYPE_CHECKING:
+    from toolchains.base import Toolchain
+
+SCHEME = 1
+"""Enters the cache key and the tables' digest: bump when the derivation changes."""
+
+_NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
+
+
+class HeaderIndex:
+    """A toolchain's :func:`toolchains.headers.index_headers`, with include closures."""
+
+    def __init__(self, headers: dict[str, dict]):
+        self.headers = headers
+        self.canonical = {alias: name for name, facts in headers.items() for alias in facts.get("names", [name])}
+        self._closures: dict[str, frozenset[str]] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.canonical
+
+    def facts(self, name: str) -> dict:
+        return self.headers[self.canonical[name]]
+
+    def closure(self, root: str) -> frozenset[str]:
+        """Every header ``root`` includes, directly or not (every branch of every conditional)."""
+        root = self.canonical[root]
+        if root not in self._closures:
+            seen, todo = {root}, [root]
+            while todo:
+                for included in self.headers[todo.pop()]["includes"]:
+                    if included not in seen and included in self.headers:
+                        seen.add(included)
+                        todo.append(included)
+            self._closures[root] = frozenset(seen)
+        return self._closures[root]
+
+    def closure_objects(self, root: str) -> dict[str, set[str]]:
+        """Every definition of every object-like macro in ``root``'s closure, by name."""
+        found: dict[str, set[str]] = {}
+        for member in sorted(self.closure(root)):
+            for name, body in self.headers[member]["objects"].items():
+                found.setdefault(name, set()).add(body)
+        return found
+
+    def defined(self, roots: Iterable[str]) -> set[str]:
+        """Every macro the closures of ``roots`` define."""
+        return {name for root in roots for member in self.closure(root)
+                for name in (*self.headers[member]["objects"], *self.headers[member]["functions"])}
+
+    def presence_macro(self, name: str) -> str | None:
+        """The macro whose definition says the header was included: its guard, else its first empty marker."""
+        facts = self.facts(name)
+        return facts["guard"] or next((n for n, body in facts["objects"].items() if not body), None)
+
+
+@dataclass(frozen=True)
+class CudaHipNames:
+    """The derived tables (see the module docstring); ``hipify_headers``: hipify-perl's own header map, and
+    ``uncovered``: CUDA headers it maps, found on the NVIDIA side, without a presence macro pair, and why."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    presence: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    constants: dict[str, str] = field(default_factory=dict)
+    hipify_headers: dict[str, str] = field(default_factory=dict)
+    uncovered: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def digest(self) -> str:
+        """Of the tables the repair rules read: enters the repair action's key."""
+        return blake3.blake3(json.dumps([SCHEME, self.tables()], sort_keys=True).encode()).hexdigest()
+
+    def tables(self) -> dict[str, dict[str, str]]:
+        return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
+                "constants": self.constants}
+
+    def covered(self) -> list[str]:
+        """CUDA headers hipify-perl maps whose include guard has a HIP counterpart."""
+        return sorted(h for h in self.hipify_headers if h not in self.uncovered)
+
+    def summary(self) -> str:
+        return (f"{len(self.covered())} CUDA headers hipify-perl maps with a guard pair "
+                f"({len(self.uncovered)} without), {len(self.presence)} presence macros (guards and markers), "
+                f"{len(self.headers)} more headers, {len(self.versions)} version macros, "
+                f"{len(self.constants)} constants")
+
+
+def _evaluate(body: str, known: dict[str, str]) -> str | None:
+    """A numeric macro's value as an integer expression of literals (other numeric macros expanded), or None."""
+    for _ in range(8):
+        expanded = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: f"({known[m.group(0)]})" if m.group(0) in known
+                          else m.group(0), body)
+        if expanded == body:
+            break
+        body = expanded
+    if not _NUMERIC.fullmatch(body) or not re.search(r"\d", body):
+        return None
+    return " ".join(body.split())
+
+
+def is_version_name(name: str) -> bool:
+    """``CUDA_VERSION``, ``CUBLAS_VER_MAJOR``, ``__CUDACC_VER_MINOR__``: a part of the name is VER or ends in
+    VERSION."""
+    return any(part == "VER" or part.endswith("VERSION") for part in name.split("_"))
+
+
+def _hip_candidates(cuda_name: str) -> list[str]:
+    """HIP's names for a top-level CUDA header: cuda_x.h -> hip/hip_x.h; x.h -> hip/hip_x.h, hip/x.h."""
+    if "/" in cuda_name:
+        return []
+    if "cuda" in cuda_name:
+        return [f"hip/{cuda_name.replace('cuda', 'hip')}"]
+    return [f"hip/hip_{cuda_name}", f"hip/{cuda_name}"]
+
+
+def _folder(name: str) -> str:
+    """The folder a header name belongs to (``""`` for a top-level header)."""
+    return name.split("/")[0] if "/" in name else ""
+
+
+def _stem(name: str) -> str:
+    return name.rsplit("/", 1)[-1].split(".")[0]
+
+
+def _library_token(name: str) -> str:
+    """The library a header name stands for, as macro names spell it: ``cusparse.h`` -> ``CUSPARSE``."""
+    return re.split(r"[_\d]", _stem(name), maxsplit=1)[0].upper()
+
+
+def _prefix(names: Iterable[str]) -> str | None:
+    counts = Counter(n.split("_", 1)[0] + "_" for n in names if "_" in n.strip("_") and not n.startswith("_"))
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str],
+                 uncovered: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(every CUDA header with a HIP header that stands for it, the ``#include`` names of those hipify-perl
+    leaves as they are): hipify-perl's map, then HIP's naming, then the nearest header of its folder that
+    has one and includes it. CUDA headers hipify-perl maps to nothing HIP has go to ``uncovered``."""
+    mapped: dict[str, str] = {}
+    for cuda_name, hip_name in sorted(hipify.items()):
+        if cuda_name not in cuda:
+            continue
+        if hip_name in hip:
+            mapped[cuda_name] = hip_name
+        else:
+            uncovered[cuda_name] = f"hipify-perl maps it to {hip_name or 'nothing'}, not on the AMD include path"
+    counterpart = dict(mapped)
+    headers: dict[str, str] = {}
+    reached = set().union(*(cuda.closure(m) for m in mapped))
+    for name in sorted(reached | {n for n in cuda.headers if "/" not in n and n.endswith(".h")}):
+        if name not in counterpart and name not in hipify and \
+                (by_name := next((c for c in _hip_candidates(name) if c in hip), None)):
+            counterpart[name] = headers[name] = by_name
+    closures = {name: cuda.closure(name) for name in counterpart}
+    including: dict[str, list[str]] = {}
+    for header, members in closures.items():
+        for member in members:
+            including.setdefault(member, []).append(header)
+    for name in sorted(set(including) - set(counterpart)):
+        folder = _folder(name)
+        pool = [h for h in including[name] if _folder(h) == folder or (folder and _stem(h) == folder)]
+        if pool:
+            nearest = min(pool, key=lambda h: (len(closures[h]), h))
+            counterpart[name] = counterpart[nearest]
+            if folder and name not in hipify:
+                headers[name] = counterpart[nearest]
+    return counterpart, headers
+
+
+def derive(cuda_index: dict, hip_index: dict) -> CudaHipNames:
+    """The tables from the NVIDIA toolchain's header index (``headers``, ``predefined``) and the AMD one's
+    (``headers``, ``hipify``)."""
+    cuda, hip = HeaderIndex(cuda_index.get("headers", {})), HeaderIndex(hip_index.get("headers", {}))
+    hipify = hip_index.get("hipify", {})
+    uncovered: dict[str, str] = {}
+    counterpart, headers = counterparts(cuda, hip, hipify, uncovered)
+    hip_defined = hip.defined(set(counterpart.values()))
+
+    defined_in = Counter(n for name in counterpart for n in cuda.facts(name)["objects"])
+    presence: dict[str, str] = {}
+    for name, hip_name in sorted(counterpart.items()):
+        facts, hip_macro = cuda.facts(name), hip.presence_macro(hip_name)
+        token = _library_token(name)
+        markers = [n for n in facts["empty"] if defined_in[n] == 1 and token in n.upper() and n != facts["guard"]]
+        for macro in [facts["guard"], *markers]:
+            if hip_macro and macro and macro not in hip_defined:
+                presence.setdefault(macro, hip_macro)
+    for cuda_name in sorted(set(hipify) - set(uncovered)):
+        if cuda_name in cuda and (guard := cuda.facts(cuda_name)["guard"]) not in presence:
+            uncovered[cuda_name] = (f"{cuda_name} has no include guard" if guard is None else
+                                    f"HIP defines {guard}" if guard in hip_defined else
+                                    f"{counterpart[cuda_name]} has no guard or marker macro")
+
+    numeric: dict[str, str] = {}
+    for name in sorted(counterpart):
+        facts = cuda.facts(name)
+        for macro in facts["unconditional"]:
+            numeric.setdefault(macro, facts["objects"][macro])
+    numeric.update(cuda_index.get("predefined", {}))
+    versions = {name: value for name in sorted(numeric) if is_version_name(name) and name not in hip_defined
+                and (value := _evaluate(numeric[name], {k: v for k, v in numeric.items() if k != name}))}
+
+    constants: dict[str, str] = {}
+    for name, hip_name in sorted(counterpart.items()):
+        cuda_objects = {n: b for n, b in cuda.facts(name)["objects"].items() if b}
+        hip_objects = hip.closure_objects(hip_name)
+        cp, hp = _prefix(cuda_objects), _prefix(hip_objects)
+        if not cp or not hp or cp == hp:
+            continue
+        for macro, body in cuda_objects.items():
+            twin = hp + macro.removeprefix(cp)
+            if macro.startswith(cp) and macro not in hip_defined and body.replace(cp, hp) in hip_objects.get(twin, ()):
+                constants.setdefault(macro, twin)
+    return CudaHipNames(headers, presence, versions, constants, hipify, uncovered)
+
+
+def cached_names(key: dict, compute: Callable[[], CudaHipNames]) -> CudaHipNames:
+    """The tables for toolchains identified by ``key`` (their fingerprints), computed by ``compute()`` once
+    per key and kept in this machine's cache."""
+    digest = blake3.blake3(json.dumps({"scheme": SCHEME, **key}, sort_keys=True).encode()).hexdigest()
+    path = machine_cache("cuda_hip_names") / f"{digest}.json"
+    try:
+        return CudaHipNames(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        pass
+    names = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(asdict(names), sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass   # a read-only cache: the tables are still right, only not kept
+    return names
+
+
+def toolchain_names(nvidia: Toolchain, amd: Toolchain) -> CudaHipNames:
+    """The tables of two installed (or reported) toolchains, derived once per pair of fingerprints of the tools
+    whose files they come from (nvcc's tree, hipcc's HIP headers, hipify-perl's script)."""
+    key = {"nvcc": nvidia.fingerprint("nvcc"), "hipcc": amd.fingerprint("hipcc"),
+           "hipify-perl": amd.fingerprint("hipify-perl")}
+    return cached_names(key, lambda: derive(nvidia.header_index(), amd.header_index()))

@@ -1,0 +1,131 @@
+"""CUDA-to-HIP name tables derived from the toolchains: header facts, the derivation on small trees,
+and the real toolchains' tables (every CUDA header hipify-perl maps is covered)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cass.translate.names import CudaHipNames, cached_names, derive, is_version_name, toolchain_names
+from toolchains.headers import index_headers, parse_header
+
+
+def test_a_header_says_its_guard_markers_unconditional_macros_and_includes():
+    facts = parse_header("""/* licence */
+#if !defined(LIB_H_)   // the guard
+#define LIB_H_
+#include "lib_api.h"
+#include <vector_types.h>
+#define LIB_VERSION (LIB_MAJOR * 1000)
+#ifndef LIBAPI
+#ifdef _WIN32
+#define LIBAPI __stdcall
+#else
+#define LIBAPI
+#endif
+#endif
+#define LIB_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define LIB_LONG \\
+    42
+#endif
+""")
+    assert facts["guard"] == "LIB_H_"
+    assert facts["objects"] == {"LIB_H_": "", "LIB_VERSION": "(LIB_MAJOR * 1000)", "LIBAPI": "__stdcall",
+                                "LIB_LONG": "42"}
+    assert facts["unconditional"] == ["LIB_H_", "LIB_VERSION", "LIB_LONG"]
+    assert facts["empty"] == ["LIBAPI", "LIB_H_"] and facts["functions"] == ["LIB_MAX"]
+    assert facts["includes"] == [["lib_api.h", True], ["vector_types.h", False]]
+    assert parse_header("#pragma once\n#define X 1\n")["guard"] is None
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
+
+
+def guarded(guard: str, body: str = "") -> str:
+    return f"#ifndef {guard}\n#define {guard}\n{body}#endif\n"
+
+
+def test_tables_are_derived_from_the_headers_of_both_sides_and_hipifys_map(tmp_path):
+    cuda = write(tmp_path / "cuda", {
+        "cuda_runtime.h": guarded("__CUDA_RUNTIME_H__", '#include "driver_types.h"\n#include "crt/host.h"\n'),
+        "driver_types.h": guarded("__DRIVER_TYPES_H__"),
+        "crt/host.h": guarded("__HOST_H__"),
+        "cusparse.h": guarded("CUSPARSE_H_", "#define CUSPARSE_VER_MAJOR 12\n#define CUSPARSE_VERSION "
+                                             "(CUSPARSE_VER_MAJOR * 1000)\n#define CUSPARSEAPI\n"),
+        "math_constants.h": guarded("__MATH_CONSTANTS_H__", "#define CUDART_PI_F 3.141592654F\n"
+                                                              "#define CUDART_ONE_F 1.0F\n"),
+        "cub/cub.cuh": '#include "block/reduce.cuh"\n',
+        "cub/block/reduce.cuh": guarded("CUB_REDUCE_CUH"),
+    })
+    hip = write(tmp_path / "hip", {
+        "hip/hip_runtime.h": guarded("HIP_RUNTIME_H", '#include "driver_types.h"\n'),
+        "hip/driver_types.h": guarded("HIP_DRIVER_TYPES_H"),
+        "hipsparse/hipsparse.h": guarded("HIPSPARSE_H"),
+        "hip/hip_math_constants.h": guarded("HIP_MATH_CONSTANTS_H", "#define HIP_PI_F 3.141592654F\n"
+                                                                    "#define HIP_ONE_F 1.0f\n"),
+        "hipcub/hipcub.hpp": guarded("HIPCUB_HPP_"),
+    })
+    hipify = {"cuda_runtime.h": "hip/hip_runtime.h", "driver_types.h": "hip/driver_types.h",
+              "cusparse.h": "hipsparse.h", "cub/cub.cuh": "hipcub/hipcub.hpp", "cudnn.h": "hipDNN.h"}
+    names = derive({"headers": index_headers([cuda], files(cuda)), "predefined": {"__CUDACC_VER_MAJOR__": "13"}},
+                   {"headers": index_headers([hip, hip / "hipsparse"], files(hip)), "hipify": hipify})
+    assert names.presence == {
+        "__CUDA_RUNTIME_H__": "HIP_RUNTIME_H", "__DRIVER_TYPES_H__": "HIP_DRIVER_TYPES_H",  # hipify-perl's map
+        "CUSPARSE_H_": "HIPSPARSE_H", "CUSPARSEAPI": "HIPSPARSE_H",    # a library-named empty marker
+        "__MATH_CONSTANTS_H__": "HIP_MATH_CONSTANTS_H",                # by HIP's naming
+        "CUB_REDUCE_CUH": "HIPCUB_HPP_"}                               # the header of its folder
+    assert "__HOST_H__" not in names.presence   # crt/ has no mapped header of its own folder
+    assert names.headers == {"math_constants.h": "hip/hip_math_constants.h",
+                             "cub/block/reduce.cuh": "hipcub/hipcub.hpp"}
+    assert names.versions == {"CUSPARSE_VER_MAJOR": "12", "CUSPARSE_VERSION": "((12) * 1000)",
+                              "__CUDACC_VER_MAJOR__": "13"}
+    assert names.constants == {"CUDART_PI_F": "HIP_PI_F"}   # 1.0F and 1.0f are not the same definition
+    assert names.uncovered == {"cub/cub.cuh": "cub/cub.cuh has no include guard"}   # cudnn.h: not on the NVIDIA side
+
+
+def test_version_names_are_told_by_their_parts():
+    assert all(map(is_version_name, ["CUDA_VERSION", "CUBLAS_VER_MAJOR", "__CUDACC_VER_MINOR__", "CUSPARSE_VERSION"]))
+    assert not any(map(is_version_name, ["CUFFT_INVERSE", "CU_MEM_OVER_PCIE", "SERVER_PORT"]))
+
+
+def test_derived_tables_are_computed_once_per_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("CASS_CACHE", str(tmp_path))
+    calls = []
+
+    def compute() -> CudaHipNames:
+        calls.append(1)
+        return CudaHipNames(presence={"A_H": "HIP_A_H"})
+
+    first = cached_names({"nvcc": "1", "hipcc": "2"}, compute)
+    assert cached_names({"nvcc": "1", "hipcc": "2"}, compute) == first and len(calls) == 1
+    assert cached_names({"nvcc": "1", "hipcc": "3"}, compute).digest == first.digest and len(calls) == 2
+
+
+def test_the_real_toolchains_cover_every_cuda_header_hipify_perl_maps(toolchains):
+    nvidia, amd = toolchains["nvidia"], toolchains["amd"]
+    names = toolchain_names(nvidia, amd)
+    cuda = nvidia.header_index()["headers"]
+    hip = {alias for facts in amd.header_index()["headers"].values() for alias in facts["names"]}
+    for cuda_name, hip_name in names.hipify_headers.items():
+        if cuda_name not in cuda:
+            continue   # a library the NVIDIA side does not install (cuDNN, NVRTC)
+        if hip_name not in hip or cuda[cuda_name]["guard"] is None:
+            assert cuda_name in names.uncovered, cuda_name
+        else:
+            assert names.presence[cuda[cuda_name]["guard"]], cuda_name
+    assert len(names.covered()) >= 20
+    # guards the former hand-written table of 16 entries lacked
+    assert names.presence["__DRIVER_TYPES_H__"] == "HIP_INCLUDE_HIP_DRIVER_TYPES_H"
+    assert names.presence["__VECTOR_TYPES_H__"] == "HIP_INCLUDE_HIP_HIP_VECTOR_TYPES_H"
+    assert names.presence["CUSPARSEAPI"] == "HIPSPARSE_H"
+    major, minor = nvidia.cuda_version()
+    assert names.versions["CUDA_VERSION"] == names.versions["CUDART_VERSION"] == str(major * 1000 + minor * 10)
+    assert names.versions["__CUDACC_VER_MAJOR__"] == str(major)
+    assert names.constants["CUDART_PI_F"] == "HIP_PI_F" or "math_constants.h" in names.hipify_headers

@@ -1,0 +1,106 @@
+"""What a toolchain's headers say to the preprocessor: per header, its include guard, the macros it
+defines and the headers it includes (resolved on the toolchain's include path), as plain JSON.
+
+A toolchain reports this index (:meth:`toolchains.base.Toolchain.header_index`) so that a driver
+without the toolchain's files (a vendor host elsewhere) can still derive CUDA-to-HIP name tables
+from it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$", re.M)
+_INCLUDE = re.compile(r'\s*([<"])([^>"]+)[>"]')
+_DEFINE = re.compile(r"\s*([A-Za-z_]\w*)(\()?(.*)$", re.S)
+
+
+def strip_comments(text: str) -> str:
+    """The text with every comment replaced by a space (or its newlines), string literals kept."""
+    return _TOKENS.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else
+                       " " if "\n" not in m.group(0) else "\n" * m.group(0).count("\n"), text)
+
+
+def directives(text: str) -> list[tuple[str, str]]:
+    """(keyword, rest) of every preprocessor directive, comments removed and continuations joined."""
+    clean = strip_comments(text.replace("\\\n", " "))
+    return [(m.group(1), m.group(2).strip()) for m in _DIRECTIVE.finditer(clean)]
+
+
+def _tested_absent(keyword: str, rest: str) -> str | None:
+    """The macro an ``#ifndef X`` or ``#if !defined(X)`` tests, else None."""
+    if keyword == "ifndef":
+        return rest.split()[0] if rest.split() else None
+    m = re.fullmatch(r"!\s*defined\s*(?:\(\s*(\w+)\s*\)|(\w+))", rest) if keyword == "if" else None
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def parse_header(text: str) -> dict:
+    """``guard`` (None without one), ``objects`` (object-like macro -> its first definition),
+    ``unconditional`` (those defined outside every conditional but the guard), ``functions``
+    (function-like macros), ``empty`` (object-like macros with an empty definition somewhere) and
+    ``includes`` ([name, quoted] as written)."""
+    found = directives(text)
+    guard = None
+    if len(found) >= 2 and (name := _tested_absent(*found[0])) and found[1][0] == "define" \
+            and found[1][1].split()[:1] == [name]:
+        guard = name
+    objects: dict[str, str] = {}
+    unconditional: list[str] = []
+    functions: list[str] = []
+    empty: set[str] = set()
+    includes = []
+    depth, top = 0, 1 if guard else 0
+    for keyword, rest in found:
+        if keyword in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif keyword == "endif":
+            depth -= 1
+        elif keyword == "define" and (m := _DEFINE.match(rest)):
+            if m.group(2):
+                functions.append(m.group(1))
+            else:
+                body = " ".join(m.group(3).split())
+                if not body:
+                    empty.add(m.group(1))
+                if m.group(1) not in objects:
+                    objects[m.group(1)] = body
+                    if depth <= top:
+                        unconditional.append(m.group(1))
+        elif keyword == "include" and (m := _INCLUDE.match(rest)):
+            includes.append([m.group(2), m.group(1) == '"'])
+    return {"guard": guard, "objects": objects, "unconditional": unconditional, "functions": sorted(set(functions)),
+            "empty": sorted(empty), "includes": includes}
+
+
+def index_headers(dirs: Sequence[Path], roots: Iterable[Path]) -> dict[str, dict]:
+    """:func:`parse_header` of ``roots`` and of every header they include, directly or not, found on
+    ``dirs``; keyed by the shortest name ``#include`` finds each by (``names``: all of them), with
+    ``includes`` resolved to such names (those not found on ``dirs`` left out)."""
+    dirs = [d.resolve() for d in dirs if d.is_dir()]
+
+    def names_of(path: Path) -> list[str]:
+        """Every name ``#include`` finds ``path`` by on ``dirs``, the shortest first."""
+        return sorted((str(path.relative_to(d)) for d in dirs if path.is_relative_to(d)), key=lambda n: (len(n), n))
+
+    def find(name: str, beside: Path | None) -> Path | None:
+        return next((p.resolve() for d in ([beside] if beside else []) + dirs if (p := d / name).is_file()), None)
+
+    index: dict[str, dict] = {}
+    todo = [p.resolve() for p in roots]
+    while todo:
+        path = todo.pop()
+        names = names_of(path)
+        if not names or names[0] in index:
+            continue
+        facts = parse_header(path.read_text(errors="replace"))
+        resolved = []
+        for included, quoted in facts["includes"]:
+            if (found := find(included, path.parent if quoted else None)) and (found_names := names_of(found)):
+                resolved.append(found_names[0])
+                todo.append(found)
+        index[names[0]] = {**facts, "includes": resolved, "names": names}
+    return dict(sorted(index.items()))
