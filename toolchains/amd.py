@@ -23,6 +23,7 @@ from pathlib import Path
 from cass.translate.hipify_warnings import WarningTables
 from cass.translate.repair import WARP_SYNC_HIP
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError
+from toolchains.headers import index_headers
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
 AMD_PACKAGES = (
@@ -36,19 +37,44 @@ every suite."""
 
 @dataclass(frozen=True)
 class AmdSuite:
-    """A Debian suite the AMD root can be built from: where its root lives by default and the apt
-    options it needs (sid's Release file is past its Valid-Until date on these machines)."""
+    """A Debian suite the AMD root can be built from: where its root lives by default, the apt options it
+    needs (sid's Release file is past its Valid-Until date on these machines), the suite debootstrap makes
+    (``base``; default: the suite itself) and further apt sources, and the libraries real code includes that
+    this suite adds beyond :data:`AMD_PACKAGES` (packages, and a header of each that proves it is there)."""
 
     name: str
     default_root: Path
     apt_options: tuple[str, ...] = ()
+    base: str = ""
+    sources: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    library_headers: tuple[tuple[str, str], ...] = ()
 
 
+_UNCHECKED = ("-o", "Acquire::Check-Valid-Until=false")
+_HIPBLASLT = ("hipBLASLt", "hipblaslt/hipblaslt.h")
 AMD_SUITES = {
     "trixie": AmdSuite("trixie", Path("/opt/cass-amd-root")),
-    "sid": AmdSuite("sid", Path("/opt/cass-amd-root-sid"), ("-o", "Acquire::Check-Valid-Until=false")),
+    "sid": AmdSuite("sid", Path("/opt/cass-amd-root-sid"), _UNCHECKED, packages=("libhipblaslt-dev",),
+                    library_headers=(_HIPBLASLT,)),
+    "experimental": AmdSuite(
+        "experimental", Path("/opt/cass-amd-root-experimental"), (*_UNCHECKED, "-t", "experimental"), base="sid",
+        sources=("experimental main",), packages=("libhipblaslt-dev", "librocwmma-dev"),
+        library_headers=(_HIPBLASLT, ("rocWMMA", "rocwmma/rocwmma.hpp"))),
 }
-"""The AMD toolchains ``amd.toolchain`` in params.yaml can name."""
+"""The AMD toolchains ``amd.toolchain`` in params.yaml can name: trixie (ROCm 5.7), sid (ROCm 6.4) and
+experimental (sid with experimental's ROCm, 7.2 when last built)."""
+
+
+_SUBST_INCLUDE = re.compile(r'subst\("([^"]+)",\s*"([^"]*)",\s*"include(?:_cuda_main_header(?:_v2)?)?"\)')
+
+
+def hipify_header_map(script: str) -> dict[str, str]:
+    """hipify-perl's header substitutions in its HIP mode (its ``simpleSubstitutions``), CUDA name -> HIP
+    name (empty where it removes the ``#include``)."""
+    body = script.split("sub simpleSubstitutions", 1)[-1]
+    body = body[: body.find("\n}\n")] if "\n}\n" in body else body
+    return {a.replace("\\/", "/"): b.replace("\\/", "/") for a, b in _SUBST_INCLUDE.findall(body)}
 
 
 def amd_suite(name: str) -> AmdSuite:
@@ -63,7 +89,8 @@ of some warnings) is fixed."""
 LLVM_TOOLS = ("llvm-mc", "ld.lld", "clang-offload-bundler")
 """The LLVM tools that turn device assembly into a program: assembler, linker, offload bundler."""
 
-LIBRARY_SUBDIRS = ("hipblas", "hiprand", "hipsparse", "hipfft", "hipsolver", "rocblas", "rocrand", "rocsparse")
+LIBRARY_SUBDIRS = ("hipblas", "hiprand", "hipsparse", "hipfft", "hipsolver", "rocblas", "rocrand", "rocsparse",
+                   "hipblaslt")
 """Library header folders under the toolchain's include directory. hipify-perl 6.0 rewrites
 ``<cublas_v2.h>``, ``<curand.h>`` and ``<cusparse.h>`` to flat names (``<hipblas.h>``, ...)
 while Debian and ROCm 6 install those headers in per-library folders: they go on the system
@@ -129,6 +156,18 @@ class AmdToolchain(Toolchain):
                 "hipblas_v2": hipblas.is_file() and "HIPBLAS_V2" in hipblas.read_text(errors="replace"),
                 "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
                                          if self._fs(f"{include}/{sub}").is_dir()]}
+
+    def local_header_index(self) -> dict:
+        """The HIP headers (every file under the include directory's ``hip/``, and the headers hipify-perl
+        maps CUDA headers to, with what they include, on the include directory and the library folders), and
+        ``hipify``: hipify-perl's header map."""
+        script = self.tool_path("hipify-perl")
+        hipify = hipify_header_map(script.read_text(errors="replace")) if script else {}
+        root = self.include_root()
+        dirs = [root, *(self._fs(d) for d in self.library_include_dirs())]
+        mapped = [p for name in hipify.values() if name for d in dirs if (p := d / name).is_file()]
+        hip = sorted(p for p in (root / "hip").rglob("*") if p.is_file())
+        return {"headers": index_headers(dirs, [*hip, *mapped]), "hipify": hipify}
 
     def _fs(self, inner: str) -> Path:
         """A path of the toolchain's filesystem, as seen from this machine."""
@@ -263,6 +302,12 @@ class AmdToolchain(Toolchain):
         """hipcc's flags for a HIP source: ``amd.flags``, the platform's defines, include folders."""
         return (*flags["common"], *flags["opt"], *self.platform_defines(), *(f"-I{d}" for d in include_dirs),
                 *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
+
+    def preprocess_step(self, main: str, arch: str, flags: dict, include_dirs: Sequence[str] = (".",)) -> Step:
+        """Preprocess the HIP file ``main`` as its compile would, both passes (host and ``arch``'s device),
+        keeping nothing but the diagnostics; warnings stay on."""
+        common = tuple(f for f in self._common_flags(flags, include_dirs) if f != "-w")
+        return Step("hipcc", (*common, f"--offload-arch={arch}", "-E", main, "-o", "/dev/null"), ())
 
     def cuda_targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str]) -> list[Target]:
         common = self._common_flags(flags, include_dirs)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, require_archs
+from toolchains.headers import index_headers
 from toolchains.launchers import HostLauncher
 
 PIP_PACKAGES = (
@@ -104,6 +105,25 @@ class NvidiaToolchain(Toolchain):
             raise ToolchainMissingError(f"nvcc printed no CUDA release: {self.version('nvcc')!r}")
         return int(m.group(1)), int(m.group(2))
 
+    def cuda_include_dirs(self) -> list[Path]:
+        """The folders nvcc puts on the include path itself: ``$(TOP)/...`` of nvcc.profile's ``INCLUDES`` and
+        ``SYSTEM_INCLUDES`` (``include`` and ``include/cccl`` for the wheels)."""
+        profile = self.cuda_home / "bin" / "nvcc.profile"
+        text = profile.read_text(errors="replace") if profile.is_file() else ""
+        dirs = [self.cuda_home / m for line in text.splitlines() if re.match(r"\s*(SYSTEM_)?INCLUDES\b", line)
+                for m in re.findall(r"\$\(TOP\)/([^\"\s]+)", line)]
+        return dirs or [self.include_root()]
+
+    def local_header_index(self) -> dict:
+        """The CUDA headers (every file of :meth:`cuda_include_dirs`) and ``predefined``: the macros nvcc
+        defines for the compilers it drives (its ``-D`` flags in ``--dryrun``)."""
+        dirs = self.cuda_include_dirs()
+        steps = self.run_tool("nvcc", ("--dryrun", "-E", "-x", "cu", "/dev/null"))
+        predefined = {m.group(1): m.group(2) if m.group(2) is not None else "1"
+                      for m in re.finditer(r"(?<!\S)-D(\w+)(?:=([^\s\"]*))?", steps)}
+        return {"headers": index_headers(dirs, (p for d in dirs for p in sorted(d.rglob("*")) if p.is_file())),
+                "predefined": dict(sorted(predefined.items()))}
+
     def system_include_dirs(self) -> list[Path]:
         """The system header folders nvcc's host compiler searches: the OS's and g++'s own."""
         return [Path("/usr/include"), Path("/usr/include/x86_64-linux-gnu"),
@@ -156,6 +176,12 @@ class NvidiaToolchain(Toolchain):
     @staticmethod
     def _common(flags: dict, include_dirs: Sequence[str]) -> tuple[str, ...]:
         return (*flags["common"], *(f"-I{d}" for d in include_dirs), *(f"-Xcompiler={f}" for f in flags["host"]))
+
+    def preprocess_step(self, main: str, arch: str, flags: dict, include_dirs: Sequence[str] = (".",)) -> Step:
+        """Preprocess ``main`` as its compile would, both passes (host and ``arch``'s device), keeping nothing but
+        the diagnostics: ``nvcc -M`` runs the host compiler's and the device preprocessor; warnings stay on."""
+        common = tuple(f for f in self._common(flags, include_dirs) if f not in ("-w", "-Xcompiler=-w"))
+        return Step("nvcc", (*common, f"-arch={arch}", "-M", main, "-o", "/dev/null"), ())
 
     def cubin_step(self, main: str, arch: str, flags: dict, include_dirs: Sequence[str] = (".",)) -> Step:
         """nvcc's device compile of ``main`` for ``arch`` alone, into ``device.cubin``."""
