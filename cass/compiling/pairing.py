@@ -22,6 +22,8 @@ def run(stage: Stage) -> None:
         failed = [v for v, ok in (("nvidia", ok_nvidia), ("amd", ok_amd)) if row["sample_id"] not in ok]
         if failed:
             out.drop(row, f"not_paired:{'+'.join(failed)}_failed")
-    kept = cuda.join(nvidia, on="sample_id", how="inner").join(amd, on="sample_id", how="inner")
+    parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
+    kept = cuda.join(nvidia, on="sample_id", how="inner").join(amd, on="sample_id", how="inner") \
+        .join(parity, on="sample_id", how="left")
     print(out.write(kept))
 
