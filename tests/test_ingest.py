@@ -11,7 +11,7 @@ from cass.pipeline.manifests import StageOutput
 from cass.sources.domains import DomainLabeler
 from cass.sources.includes import TreeIndex, resolve_includes
 from cass.sources.ingest import Ingest
-from cass.sources.screen import Rejected, screen
+from cass.sources.screen import Rejected, Screened, screen
 from store import Store
 
 SCREEN = {"max_bytes": 1000, "decode_fallbacks": []}
@@ -108,6 +108,12 @@ def test_non_utf8_text_is_decoded_by_its_declared_encoding_or_a_fallback():
     latin = "// auteur: François\n".encode("latin-1") + KERNEL.encode()
     assert screen(latin, "f.cu", SCREEN, declared="ISO-8859-1").data.decode().startswith("// auteur: François")
     assert screen(latin, "f.cu", {**SCREEN, "decode_fallbacks": ["cp1252"]}).encoding == "cp1252"
+    fallbacks = {**SCREEN, "decode_fallbacks": ["latin-1", "cp1252"]}
+    assert screen(latin, "f.cu", fallbacks).encoding == "iso8859-1"
+    quoted = "// \u201cquoted\u201d \u00a9 2024\n".encode("cp1252") + KERNEL.encode()   # CP1252's quotes: C1 in Latin-1
+    assert screen(quoted, "f.cu", fallbacks) == Screened(quoted.decode("cp1252").encode(), "cp1252")
+    with pytest.raises(Rejected, match="nor iso8859-1, cp1252"):
+        screen(b"// caf\xe9 \x81\n" + KERNEL.encode(), "f.cu", fallbacks)   # 0x81: C1 in Latin-1, unset in CP1252
     assert screen(b"\xef\xbb\xbf" + KERNEL.encode(), "f.cu", SCREEN).data == KERNEL.encode()
 
 
@@ -129,3 +135,20 @@ def test_domain_labels_follow_keyword_counts():
         "machine learning"
     assert labeler.label("void sha256_transform(uint32_t *digest) { encrypt(); }") == "cryptography"
     assert labeler.label("__global__ void k(int *a) { a[0] = 1; }") == "general compute"
+
+
+def test_a_unit_another_file_includes_is_part_of_that_files_unit_not_a_sample(tmp_path):
+    tree = write(tmp_path / "d", {"main.cu": '#include "kernels.cu"\n' + KERNEL, "kernels.cu": KERNEL,
+                                  "host.cpp": '#include "dev/launch.cu"\nint main() {}\n', "dev/launch.cu": KERNEL,
+                                  "lone.cu": KERNEL})
+    out = StageOutput("ingest")
+    ingest = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {
+        "keywords_file": "cass/sources/domain_keywords.yaml"}}, out)
+    ingest.tree(tree, "t", [".cu"])
+    rows = {r["path"]: r for r in ingest.rows}
+    assert sorted(rows) == ["lone.cu", "main.cu"]
+    assert [f["path"] for f in rows["main.cu"]["files"]] == ["main.cu", "kernels.cu"]   # compiled with its includer
+    assert {(d["path"], d["reason"]) for d in out.dropped} == {("kernels.cu", "included_unit"),
+                                                               ("dev/launch.cu", "included_unit")}
+    assert "part of host.cpp" in next(d["detail"] for d in out.dropped if d["path"] == "dev/launch.cu")
+    assert out.rows_in == 4

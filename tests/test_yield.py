@@ -31,10 +31,10 @@ def test_a_missing_project_header_is_a_generated_header_not_a_translation_gap():
 
 
 def test_counts_ratios_and_top_causes_per_corpus():
-    ids = [f"s{i}" for i in range(6)]
-    candidates = pl.DataFrame({"sample_id": ids, "origin": ["a"] * 4 + ["b"] * 2, "path": ids,
-                               "configured_headers": [["c.h"], [], ["c.h"], [], [], []]})
-    nvidia_ok, amd_ok = {"s0", "s1", "s2", "s4"}, {"s0", "s1", "s5"}
+    ids = [f"s{i}" for i in range(7)]
+    candidates = pl.DataFrame({"sample_id": ids, "origin": ["a"] * 4 + ["b"] * 3, "path": ids,
+                               "configured_headers": [["c.h"], [], ["c.h"], [], [], [], []]})
+    nvidia_ok, amd_ok = {"s0", "s1", "s2", "s4", "s6"}, {"s0", "s1", "s5"}
 
     def drop(sample, stage, reason, detail):
         return {"sample_id": sample, "origin": "a" if sample < "s4" else "b", "path": sample, "domain": None,
@@ -49,14 +49,19 @@ def test_counts_ratios_and_top_causes_per_corpus():
                                   "device:gfx1100: k.cu:4:3: error: use of undeclared identifier '__ldg_x'"),
                              drop("s3", "hipify", "hipify_failed", "k.cu: perl died"),
                              drop("s4", "compile_amd", "compile_failed:hipify_gap",
-                                  "device:gfx1100: z.cu:9:3: error: use of undeclared identifier '__ldg_x'")],
+                                  "device:gfx1100: z.cu:9:3: error: use of undeclared identifier '__ldg_x'"),
+                             drop("s6", "compile_amd", "out_of_scope:graphics",
+                                  "undeclared: device:gfx1100: g.cu:2:1: error: unknown type name 'GLuint'")],
                             schema=DROPPED_SCHEMA),
     }
     failed = failures(candidates, dropped, nvidia_ok)
-    assert failed.height == 5 and failed.filter(pl.col("nvidia_ok")).height == 2
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"})
+    assert failed.height == 6 and failed.filter(pl.col("nvidia_ok")).height == 3
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"}, included_units={"a": 2})
     a = yields["corpora"]["a"]
-    assert (a["files"], a["nvidia_ok"], a["amd_ok"], a["both"], a["both_over_nvidia_ok"]) == (4, 3, 2, 2, 0.6667)
+    assert (a["files"], a["included_units"], a["nvidia_ok"], a["amd_ok"], a["both"], a["both_over_nvidia_ok"],
+            a["both_over_files"]) == (4, 2, 3, 2, 2, 0.6667, 0.5)
+    b = yields["corpora"]["b"]
+    assert (b["out_of_scope"], b["nvidia_ok"], b["amd_failures_of_nvidia_ok"]) == (1, 1, {"hipify_gap": 1})
     assert a["nvidia_ok_with_configured_headers"] == 2 and a["pairs_repaired"] == 1
     assert a["amd_failures_of_nvidia_ok"] == {"hipify_gap": 1}
     assert a["amd_failures"] == {"hipify_gap": 1, "hipify_failed": 1}
@@ -65,8 +70,8 @@ def test_counts_ratios_and_top_causes_per_corpus():
         {"cause": "error: use of undeclared identifier '__ldg_x'", "files": 2}]
     assert yields["corpora"]["b"]["both_over_nvidia_ok"] == 0.0
     table = markdown(yields, {"a": "corpus A"})
-    assert "| corpus A | 4 | 3 | 2 | 2 | 66.7% | 2 | 1 |" in table
-    assert "| all | 6 | 4 | 3 | 2 | 50.0% | 2 | 1 |" in table
+    assert "| corpus A | 4 | 2 | 0 | 3 | 2 | 2 | 66.7% | 50.0% | 2 | 1 |" in table
+    assert "| all | 7 | 2 | 1 | 4 | 3 | 2 | 50.0% | 28.6% | 2 | 1 |" in table
     assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
 
 

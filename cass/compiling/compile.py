@@ -10,6 +10,7 @@ step receives the outputs of the one before that its arguments name.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Collection
 
@@ -69,9 +70,37 @@ def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun
                            f"{stalled[0].target.name}: a follow-up was lost (a bug)")
 
 
-def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str] = ()) -> tuple[str, str]:
+_INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.M)
+
+
+class Scope:
+    """What the dataset leaves out of scope (params.yaml ``scope``): samples that need an API of one of
+    ``apis`` (a graphics API, MPI: patterns of the header names they include), and, where ``libraries`` is
+    set, samples the NVIDIA side fails for a system or library header it does not have (neither vendor side
+    provides it: the AMD side mirrors the NVIDIA side's system headers and maps only CUDA's)."""
+
+    def __init__(self, params: dict):
+        self.apis = {name: re.compile("|".join(patterns)) for name, patterns in params["apis"].items() if patterns}
+        self.libraries = params["libraries"]
+
+    def needs(self, texts: list[str]) -> str | None:
+        """The out-of-scope API the sample's files include a header of, if any."""
+        included = [name.strip() for text in texts for name in _INCLUDED.findall(text)]
+        return next((api for api, pattern in self.apis.items() if any(pattern.search(n) for n in included)), None)
+
+    def reason(self, vendor: str, category: str, texts: list[str]) -> str | None:
+        """``out_of_scope:<why>`` for a failure of this category, or None when the failure is in scope."""
+        if api := self.needs(texts):
+            return f"out_of_scope:{api}"
+        return "out_of_scope:library" if self.libraries and vendor == "nvidia" and category == "missing_header" \
+            else None
+
+
+def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str] = (),
+                   scope: Scope | None = None, files: Collection[str] = ()) -> tuple[str, str]:
     """(reason, detail) of a failed target run; ``unresolved`` are the sample's includes of project
-    headers its tree does not hold."""
+    headers its tree does not hold; with a ``scope``, a failure of a sample (its ``files``' digests) that is
+    out of scope is counted as such."""
     outcome = run.failure
     if outcome.transient:
         kind = "timeout" if outcome.transient.startswith("timeout") else "transient"
@@ -80,7 +109,11 @@ def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Coll
     if outcome.record.exit_code == 0:
         return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
     category = categorize(stderr, toolchain.vendor, unresolved)
-    return f"compile_failed:{category}", f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
+    detail = f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
+    if scope is not None and (reason := scope.reason(toolchain.vendor, category, [store.get_text(d, "replace")
+                                                                                   for d in files])):
+        return reason, f"{category}: {detail}"
+    return f"compile_failed:{category}", detail
 
 
 def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -> None:
@@ -92,6 +125,7 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, toolchain, stage.params, vparams["timeout_s"])
+    scope = Scope(params["scope"])
     by_sample: dict[str, list[TargetRun]] = {}
     for row in rows.iter_rows(named=True):
         files = row[files_column]
@@ -105,7 +139,8 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
         runs = by_sample[row["sample_id"]]
         failed = [r for r in runs if r.failure is not None]
         if failed:
-            out.drop(row, *failure_reason(toolchain, failed[0], store, row["unresolved_includes"]))
+            out.drop(row, *failure_reason(toolchain, failed[0], store, row["unresolved_includes"], scope,
+                                          [f["digest"] for f in row[files_column]]))
             continue
         artifacts = {}
         for r in runs:

@@ -58,22 +58,32 @@ def _top(counter: Counter, n: int = TOP_CAUSES) -> list[dict]:
     return [{"cause": c, "files": k} for c, k in sorted(counter.items(), key=lambda x: (-x[1], x[0]))[:n]]
 
 
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
 def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
-                 repaired: set[str]) -> dict:
-    """The report of one corpus (or all): counts, ratios, failure categories and top causes."""
+                 repaired: set[str], included_units: int = 0, parity: pl.DataFrame | None = None) -> dict:
+    """The report of one corpus (or all): counts, ratios, failure categories and top causes. A sample out of
+    scope (a failure on either side counted ``out_of_scope:<why>``) is no NVIDIA-ok file either."""
     ids = set(candidates["sample_id"])
-    nv, amd = ids & nvidia_ok, ids & amd_ok
+    failed = failed.filter(pl.col("sample_id").is_in(ids))
+    out_of_scope = set(failed.filter(pl.col("category").str.starts_with("out_of_scope"))["sample_id"])
+    nv, amd = (ids & nvidia_ok) - out_of_scope, ids & amd_ok
     both = nv & amd
     configured = set(candidates.filter(pl.col("configured_headers").list.len() > 0)["sample_id"])
-    failed = failed.filter(pl.col("sample_id").is_in(ids))
-    amd_gaps = failed.filter((pl.col("vendor") == "amd") & pl.col("nvidia_ok"))
+    amd_gaps = failed.filter((pl.col("vendor") == "amd") & pl.col("nvidia_ok")
+                             & ~pl.col("sample_id").is_in(list(out_of_scope)))
     nvidia_failed = failed.filter(pl.col("vendor") == "nvidia")
     return {
         "files": len(ids),
+        "included_units": included_units,
+        "out_of_scope": len(out_of_scope),
         "nvidia_ok": len(nv),
         "amd_ok": len(amd),
         "both": len(both),
-        "both_over_nvidia_ok": round(len(both) / len(nv), 4) if nv else None,
+        "both_over_nvidia_ok": _share(len(both), len(nv)),
+        "both_over_files": _share(len(both), len(ids)),
         "nvidia_ok_with_configured_headers": len(nv & configured),
         "pairs_repaired": len(both & repaired),
         "nvidia_failures": dict(Counter(nvidia_failed["category"]).most_common()),
@@ -81,16 +91,32 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "amd_failures_of_nvidia_ok": dict(Counter(amd_gaps["category"]).most_common()),
         "top_amd_causes_of_nvidia_ok": _top(Counter(amd_gaps["cause"])),
         "top_nvidia_causes": _top(Counter(nvidia_failed["cause"])),
+        **divergence_counts(parity, ids),
     }
 
 
+def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
+    """Of the branch_parity stage's rows for ``ids``: samples whose conditionals diverge, and the macros named."""
+    if parity is None:
+        return {}
+    rows = parity.filter(pl.col("sample_id").is_in(list(ids)))
+    macros = Counter(m for ds in rows["branch_divergences"] for d in ds for m in d["macros"])
+    return {"diverged": rows.filter(pl.col("branch_parity") == "diverged").height,
+            "divergences": sum(len(ds) for ds in rows["branch_divergences"]),
+            "top_divergent_macros": [{"macro": m, "divergences": n} for m, n in macros.most_common(TOP_CAUSES)]}
+
+
 def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
-           repaired: set[str]) -> dict:
-    """Per corpus (origin) and over all of them."""
+           repaired: set[str], included_units: dict[str, int] | None = None,
+           parity: pl.DataFrame | None = None) -> dict:
+    """Per corpus (origin) and over all of them; ``included_units``: per origin, the units ingest left to the
+    files that include them; ``parity``: the branch_parity stage's rows."""
+    included_units = included_units or {}
     by_origin = {origin: corpus_yield(candidates.filter(pl.col("origin") == origin), nvidia_ok, amd_ok,
-                                      failed, repaired)
+                                      failed, repaired, included_units.get(origin, 0), parity)
                  for origin in sorted(set(candidates["origin"]))}
-    return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired)}
+    return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired,
+                                                      sum(included_units.get(o, 0) for o in by_origin), parity)}
 
 
 def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: set[str],
@@ -126,17 +152,22 @@ def template_markdown(templates: dict[str, dict]) -> list[str]:
     return lines
 
 
-SUMMARY_HEADER = ("| corpus | files | NVIDIA ok | AMD ok | both | both / NVIDIA ok | NVIDIA ok with configured "
-                  "headers | pairs repaired |")
+SUMMARY_HEADER = ("| corpus | files | included units | out of scope | NVIDIA ok | AMD ok | pairs | pairs / NVIDIA ok "
+                  "| pairs / files | NVIDIA ok with configured headers | pairs repaired |")
+SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+
+
+def percent(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.1f}%"
 
 
 def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> list[str]:
     """One Markdown row per corpus and one for all of them (``first``: a leading cell)."""
     rows = []
     for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:
-        ratio = "-" if y["both_over_nvidia_ok"] is None else f"{100 * y['both_over_nvidia_ok']:.1f}%"
         rows.append(f"|{f' {first} |' if first else ''} {title_of.get(origin, origin)} | {y['files']} | "
-                    f"{y['nvidia_ok']} | {y['amd_ok']} | {y['both']} | {ratio} | "
+                    f"{y['included_units']} | {y['out_of_scope']} | {y['nvidia_ok']} | {y['amd_ok']} | {y['both']} | "
+                    f"{percent(y['both_over_nvidia_ok'])} | {percent(y['both_over_files'])} | "
                     f"{y['nvidia_ok_with_configured_headers']} | {y['pairs_repaired']} |")
     return rows
 
@@ -145,12 +176,16 @@ def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
     """The report as Markdown tables: one summary row per corpus, then each corpus's categories
     and top causes of AMD failures among NVIDIA-compilable files."""
     title_of = title_of or {}
-    lines = [SUMMARY_HEADER, "|---|---:|---:|---:|---:|---:|---:|---:|", *summary_rows(yields, title_of)]
+    lines = [SUMMARY_HEADER, SUMMARY_ALIGN, *summary_rows(yields, title_of)]
     for origin, y in yields["corpora"].items():
         lines += ["", f"**{title_of.get(origin, origin)}**: AMD failures of NVIDIA-compilable files by category: "
                   + (", ".join(f"{c} {n}" for c, n in y["amd_failures_of_nvidia_ok"].items()) or "none")
                   + "; NVIDIA failures by category: "
                   + (", ".join(f"{c} {n}" for c, n in y["nvidia_failures"].items()) or "none") + "."]
+        if y.get("top_divergent_macros"):
+            lines += ["", f"Conditionals that take another branch on AMD: {y['divergences']} in {y['diverged']} "
+                      "files; macros: " + ", ".join(f"`{d['macro']}` {d['divergences']}"
+                                                    for d in y["top_divergent_macros"]) + "."]
         if y["top_amd_causes_of_nvidia_ok"]:
             lines += ["", "| AMD cause (NVIDIA ok) | files |", "|---|---:|"]
             lines += [f"| `{t['cause'].replace('|', '/')}` | {t['files']} |" for t in y["top_amd_causes_of_nvidia_ok"]]
@@ -178,7 +213,10 @@ def run(stage: Stage) -> None:
     }
     failed = failures(candidates, dropped, nvidia_ok)
     write_parquet(failed, DATA_DIR / STAGE / "failures.parquet", sort_by=None)
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired)
+    ingest_dropped = pl.read_parquet(manifest_path("ingest", "dropped"))
+    included = dict(ingest_dropped.filter(pl.col("reason") == "included_unit")["origin"].value_counts().iter_rows())
+    parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity)
     requests = manifest_path("synthesize", "requests")
     if requests.exists():
         yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)

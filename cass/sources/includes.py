@@ -220,3 +220,25 @@ def resolve_includes(index: TreeIndex, main: str) -> Includes:
         if (found := _search(seen, includer, quoted, name, include_dirs)) != target
     })
     return Includes(sorted(seen - {main}), include_dirs, sorted(unresolved), conflicts)
+
+
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".inc", ".cl")
+"""Files that may ``#include`` a translation unit of the tree."""
+
+
+def included_units(index: TreeIndex, units: list[str]) -> dict[str, str]:
+    """Which of ``units`` (main files: ``.cu``, ``.cl``) another file of the tree ``#include``s, directly or
+    through its headers: unit -> the first such file by path. Such a unit is part of its includer's
+    translation unit, not one of its own."""
+    suffixes = tuple({posixpath.splitext(u)[1] for u in units})
+    if not suffixes:
+        return {}
+    names = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"][^">\n]+(?:' +
+                       b"|".join(re.escape(s.encode()) for s in suffixes) + rb')[">]', re.M)
+    wanted, found = set(units), {}
+    for rel in sorted(index.files):
+        if rel.endswith(SOURCE_SUFFIXES) and rel not in index.generated and names.search(index.read(rel)):
+            for reached in resolve_includes(index, rel).headers:
+                if reached in wanted and reached != rel:
+                    found.setdefault(reached, rel)
+    return found

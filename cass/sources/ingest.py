@@ -32,7 +32,7 @@ from cass.sources.configure import configure_tree
 from cass.sources.copyright import Copyright, license_type
 from cass.sources.debian import COMPLETE_MARK, DebianArchive, FetchError
 from cass.sources.domains import DomainLabeler
-from cass.sources.includes import Includes, TreeIndex, resolve_includes
+from cass.sources.includes import Includes, TreeIndex, included_units, resolve_includes
 from cass.sources.repositories import CloneError, checkout
 from cass.sources.screen import Rejected, check_size, screen
 from store import Store
@@ -113,8 +113,14 @@ class Ingest:
         mains = mains[:limit] if limit else mains
         if len(mains) < len(candidates):
             self.not_selected[origin] = self.not_selected.get(origin, 0) + len(candidates) - len(mains)
+        included = included_units(index, mains)
         for rel in tqdm(mains, desc=f"ingest {origin}:{prefix or root}", unit="file", disable=len(mains) < 200):
             identity = self._identity(origin, prefix + rel)
+            if rel in included:
+                self.out.rows_in += 1
+                self.out.drop(identity, "included_unit", f"{prefix}{rel} is part of {prefix}{included[rel]}, "
+                              "which #includes it: compiled with it, not alone")
+                continue
             try:
                 check_size(index.files[rel].stat().st_size, str(root / rel), self.screen_params)
                 found = resolve_includes(index, rel)
@@ -251,7 +257,7 @@ def run(stage: Stage) -> None:
         root = Path(tree["path"])
         if not root.is_dir():
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
-        ingest.tree(root, tree["origin"], tree.get("extensions", extensions),
+        ingest.tree(root, tree["origin"], tree.get("extensions", extensions), select=tree.get("paths", ()),
                     configure=configure(tree.get("configure")))
     fetched = fetched_stack()
     cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched), configure)

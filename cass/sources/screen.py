@@ -4,8 +4,10 @@
 * ``binary``: a NUL byte, or more than ``BINARY_CONTROL_RATIO`` of control characters, in the
   first ``BINARY_PROBE`` bytes;
 * ``undecodable``: not UTF-8, and not decodable with the encoding the source declares (The Stack
-  v2's ``src_encoding``) or any of ``filter.decode_fallbacks``. A file decoded from another
-  encoding is stored transcoded to UTF-8, and the encoding is recorded with the sample.
+  v2's ``src_encoding``) or any of ``filter.decode_fallbacks`` (Latin-1, then CP1252 by default: a
+  ``©`` in a copyright comment is enough to make a file not UTF-8) without C1 control characters.
+  A file decoded from another encoding is stored transcoded to UTF-8, and the encoding is recorded
+  with the sample (``source_encoding``, as The Stack v2 records ``src_encoding``).
 
 A UTF-8 byte-order mark is removed; otherwise UTF-8 files are stored byte for byte.
 """
@@ -13,11 +15,15 @@ A UTF-8 byte-order mark is removed; otherwise UTF-8 files are stored byte for by
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 
 BINARY_PROBE = 8192
 BINARY_CONTROL_RATIO = 0.05
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\b\x1b")
+_C1_CONTROL = re.compile("[\x80-\x9f]")
+"""C1 control characters: text no fallback encoding may produce (a Latin-1 reading of CP1252's quotes, or of
+bytes no single-byte text has)."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +75,10 @@ def screen(data: bytes, name: str, params: dict, declared: str | None = None) ->
             continue
         tried.append(normal)
         try:
-            return Screened(data.decode(normal).encode("utf-8"), normal)
+            text = data.decode(normal)
         except UnicodeDecodeError:
             continue
+        if encoding == declared or not _C1_CONTROL.search(text):
+            return Screened(text.encode("utf-8"), normal)
     raise Rejected("undecodable", f"{name}: not UTF-8 ({first_error.reason} at byte {first_error.start})"
                    + (f", nor {', '.join(tried)}" if tried else ""))
