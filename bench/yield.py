@@ -1,21 +1,21 @@
-"""Benchmark: how much real code survives the AMD side, per development corpus.
+"""Benchmark: how much real code survives the AMD side, on development corpora split into a tune and a
+check half (bench/corpora.yaml: rules are written from tune failures only; the check half is only measured).
 
-Builds the Debian source packages of params.yaml ``debian_sources`` (real trees nobody here
-wrote) up to the ``yield_report`` stage with real tools and real `dvc repro`, in several
-variants of the pipeline, one project copy each, all in the same run and sharing one store (an
-action two variants share runs once):
+Builds the corpora (the Debian source packages of params.yaml ``debian_sources``, real trees nobody
+here wrote, and the HeCBench development copy beside the repository) up to the ``yield_report``
+stage with real tools and real `dvc repro`, in several variants of the pipeline, one project copy
+each, all in the same run and sharing one store (an action two variants share runs once):
 
-* ``stock``: the stock tools only: no configured headers, no repair layer (hipify-perl, then
-  hipcc, as a user would run them), on each AMD toolchain;
-* ``pipeline``: configured headers and the repair layer, on each AMD toolchain of
-  ``--pipeline-suites`` (default: ``--suites``).
+* ``stock``: hipify-perl, then hipcc, as a user would run them: no repair layer (configured headers
+  stay, so both variants compile the same files for NVIDIA), on each AMD toolchain of ``--suites``;
+* ``pipeline``: the repair layer too, on each AMD toolchain of ``--pipeline-suites`` (default: ``--suites``).
 
-Writes the per-corpus yield tables (files, NVIDIA ok, AMD ok, both, both / NVIDIA ok), the
-failure categories and top causes of the default toolchain's stock and pipeline variants into
-bench/RESULTS.md, with the commit and the exact command.
+Writes the per-corpus yield tables (files, included units, out of scope, NVIDIA ok, AMD ok, pairs, pairs /
+NVIDIA ok, pairs / files) of each half, the NVIDIA-side causes of both halves and the AMD-side failure
+categories and causes of the tune half into bench/RESULTS.md, with the commit and the exact command.
 
-    python bench/yield.py [--suites trixie sid] [--pipeline-suites trixie] [--work DIR] [--store DIR]
-                          [--out bench/RESULTS.md]
+    python bench/yield.py [--suites trixie] [--pipeline-suites trixie sid] [--halves tune check]
+                          [--work DIR] [--store DIR] [--out bench/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -39,22 +39,68 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]   # the pipeline, and the harnes
 
 from harness.project import copy_pipeline, run_in, update_pipeline  # noqa: E402
 
+from bench.corpora import HECBENCH, load_split  # noqa: E402
 from bench.results import replace_section  # noqa: E402
-from cass.report.yields import SUMMARY_HEADER, markdown, summary_rows  # noqa: E402
+from cass.report.yields import SUMMARY_ALIGN, SUMMARY_HEADER, markdown, summary_rows  # noqa: E402
 from cass.sources.debian import package_origin  # noqa: E402
 
-SECTION = "## Yield on real code (issue 13)"
+SECTION = "## Yield on real code (issue 37)"
 
 
-def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeline: bool) -> dict:
+HALVES = ("tune", "check")
+
+
+def hecbench_trees(root: Path, split: dict, halves: tuple[str, ...]) -> list[dict]:
+    """The HeCBench copy as one tree per half of the split: each benchmark's CUDA folder."""
+    return [{"path": str(root / "src"), "origin": f"hecbench_{half}",
+             "paths": [f"{name}-cuda/*" for name in split["hecbench"][half]]} for half in halves]
+
+
+def half_of(origin: str, split: dict) -> str:
+    """The half of the split a corpus (origin) belongs to."""
+    if origin.startswith("hecbench_"):
+        return origin.removeprefix("hecbench_")
+    return next(h for p, h in split["packages"].items() if package_origin(p) == origin)
+
+
+def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeline: bool, trees: list[dict],
+                   packages: list[dict]) -> dict:
     params = json.loads(json.dumps(base))
-    params["corpus"]["trees"] = []
+    params["corpus"]["trees"] = trees
     params["store"]["dir"] = str(store)
-    params["debian_sources"].update(enabled=True, dir=str(debian_dir))
-    params["configure"]["enabled"] = pipeline
+    params["debian_sources"].update(enabled=True, dir=str(debian_dir), packages=packages)
     params["repair"]["enabled"] = pipeline
     params["amd"]["toolchain"] = suite
     return params
+
+
+COUNTS = ("files", "included_units", "out_of_scope", "nvidia_ok", "amd_ok", "both",
+          "nvidia_ok_with_configured_headers", "pairs_repaired")
+
+
+def combined(corpora: list[dict]) -> dict:
+    """The yield of several corpora together (their files are disjoint): counts summed, shares recomputed."""
+    total = {key: sum(c[key] for c in corpora) for key in COUNTS}
+    return {**total, "both_over_nvidia_ok": round(total["both"] / total["nvidia_ok"], 4) if total["nvidia_ok"]
+            else None, "both_over_files": round(total["both"] / total["files"], 4) if total["files"] else None}
+
+
+def half_yields(yields: dict, split: dict, half: str) -> dict:
+    """A variant's yields restricted to one half, with the half's total as ``all``."""
+    corpora = {o: y for o, y in yields["corpora"].items() if half_of(o, split) == half}
+    return {"corpora": corpora, "all": combined(list(corpora.values()))}
+
+
+def nvidia_causes(yields: dict, titles: dict[str, str]) -> list[str]:
+    """Per corpus: its NVIDIA failure categories and top causes."""
+    lines = []
+    for origin, y in yields["corpora"].items():
+        if y["nvidia_failures"]:
+            lines += ["", f"**{titles.get(origin, origin)}**, NVIDIA failures: "
+                      + ", ".join(f"{c} {n}" for c, n in y["nvidia_failures"].items()) + "; top causes: "
+                      + "; ".join(f"`{c['cause'].replace('|', '/')}` {c['files']}" for c in y["top_nvidia_causes"][:5])
+                      + "."]
+    return lines
 
 
 def build(project: Path, params: dict) -> dict:
@@ -85,44 +131,64 @@ def main() -> None:
     parser.add_argument("--store", type=Path, help="the store to share (default: WORK/store); the yields do not "
                         "depend on which actions it already holds, only the time to get them does")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
+    parser.add_argument("--hecbench", type=Path, default=HECBENCH, help="the HeCBench development copy (skipped "
+                        "when missing)")
+    parser.add_argument("--stock", action=argparse.BooleanOptionalAction, default=True,
+                        help="build the stock variants")
+    parser.add_argument("--halves", nargs="+", choices=HALVES, default=list(HALVES), help="halves of the split to "
+                        "build (bench/corpora.yaml)")
     args = parser.parse_args()
     base = yaml.safe_load((REPO / "params.yaml").read_text())
+    split = load_split()
+    halves = tuple(args.halves)
     store, debian_dir = args.store or args.work / "store", args.work / "debian"
     pipeline_suites = args.pipeline_suites or args.suites
-    variants = [(f"stock-{s}", s, False) for s in args.suites] + [(f"pipeline-{s}", s, True) for s in pipeline_suites]
+    variants = [(f"stock-{s}", s, False) for s in args.suites if args.stock]
+    variants += [(f"pipeline-{s}", s, True) for s in pipeline_suites]
+    trees = hecbench_trees(args.hecbench, split, halves) if (args.hecbench / "src").is_dir() else []
+    packages = [p for p in base["debian_sources"]["packages"] if split["packages"][p["name"]] in halves]
     results = {}
     for name, suite, pipeline in variants:
-        params = variant_params(base, store, debian_dir, suite, pipeline)
+        params = variant_params(base, store, debian_dir, suite, pipeline, trees, packages)
         start = time.perf_counter()
         results[name] = build(args.work / name, params)
         print(f"{name}: built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
-    titles = {package_origin(p["name"]): f"{p['name']} {p['version']} ({p['flavour']})"
-              for p in base["debian_sources"]["packages"]}
+    titles = {package_origin(p["name"]): f"{p['name']} {p['version']} ({p['flavour']})" for p in packages}
+    titles |= {f"hecbench_{h}": f"HeCBench, {h} half ({len(split['hecbench'][h])} benchmarks)" for h in halves}
     commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,
                             capture_output=True, text=True, check=False).stdout.strip()
-    projects = {s: f"pipeline-{s}" for s in pipeline_suites} | {s: f"stock-{s}" for s in args.suites}
+    projects = {s: f"pipeline-{s}" for s in pipeline_suites} | {s: f"stock-{s}" for s in args.suites if args.stock}
     shown = next(n for n in (f"pipeline-{base['amd']['toolchain']}", f"pipeline-{pipeline_suites[0]}") if n in results)
-    d = base["debian_sources"]
     lines = [
         SECTION, "",
         f"`python bench/yield.py {shlex.join(sys.argv[1:])}` on {os.cpu_count()} cores ({platform.machine()}), "
-        f"{date.today()}, commit {commit}. Debian {d['suite']} source packages (`debian_sources` in params.yaml: "
-        + ", ".join(f"{p['name']} {p['version']}" + (f" (its first {p['limit']} files)" if p.get("limit") else "")
-                    for p in d["packages"])
-        + f"), their `{'`, `'.join(base['corpus']['extensions'])}` files, real tools, `dvc repro yield_report` per "
-        "variant in one run with one shared store. Files are the samples after the filters and deduplication; "
-        f"NVIDIA: host + {', '.join(base['nvidia']['archs'])}; AMD: hipify-perl then hipcc (host + "
-        f"{', '.join(base['amd']['archs'])}) in the named Debian root. `stock`: no configured headers and no repair "
-        "layer (the stock tools); `pipeline`: both. Tools: "
-        + "; ".join(f"{s}: {tool_versions(args.work / name)}" for s, name in projects.items()) + ".", "",
-        "| variant " + SUMMARY_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"{date.today()}, commit {commit}. Debian {base['debian_sources']['suite']} source packages "
+        "(`debian_sources` in params.yaml: " + ", ".join(f"{p['name']} {p['version']}" + (
+            f" (its first {p['limit']} files)" if p.get("limit") else "") for p in packages)
+        + ") and the HeCBench development copy (each benchmark's CUDA folder), split into tune and check by "
+        f"bench/corpora.yaml (seed `{split['seed']}`); their `{'`, `'.join(base['corpus']['extensions'])}` files, "
+        "real tools, `dvc repro yield_report` per variant in one run with one shared store. Files are the samples "
+        "after the filters and deduplication; included units (files another file `#include`s) and out-of-scope "
+        "files (graphics APIs, MPI, libraries neither side has) are counted apart and are not NVIDIA ok; NVIDIA: "
+        f"host + {', '.join(base['nvidia']['archs'])}; AMD: hipify-perl then hipcc (host + "
+        f"{', '.join(base['amd']['archs'])}) in the named Debian root. `stock`: no repair layer (hipify-perl and "
+        "hipcc as they are); `pipeline`: the repair layer. Tools: "
+        + "; ".join(f"{s}: {tool_versions(args.work / name)}" for s, name in projects.items()) + ".",
     ]
-    for name, yields in results.items():
-        lines += summary_rows(yields, titles, first=name)
-    for name in dict.fromkeys((f"stock-{shown.removeprefix('pipeline-')}", shown)):
-        if name in results:
-            lines += ["", f"Failure categories and top causes, `{name}`:", "", markdown(results[name], titles)]
+    for half in halves:
+        lines += ["", f"**{half.capitalize()} set**" + (" (only measured: no rule was written from it)"
+                                                        if half == "check" else " (rules were written from it)")
+                  + ":", "", "| variant " + SUMMARY_HEADER, "|---" + SUMMARY_ALIGN]
+        for name, yields in results.items():
+            lines += summary_rows(half_yields(yields, split, half), titles, first=name)
+        lines += ["", f"NVIDIA-side failures of the {half} set (`{shown}`):"]
+        lines += nvidia_causes(half_yields(results[shown], split, half), titles)
+    if "tune" in halves:
+        for name in dict.fromkeys((f"stock-{shown.removeprefix('pipeline-')}", shown)):
+            if name in results:
+                lines += ["", f"Failure categories and top causes of the tune set, `{name}`:", "",
+                          markdown(half_yields(results[name], split, "tune"), titles)]
     section = "\n".join(lines)
     print(section)
     replace_section(args.out, SECTION, section)

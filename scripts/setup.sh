@@ -49,39 +49,50 @@ if [ -n "${CASS_AMD_ROOT:-}" ] && [ "$(wc -w <<<"$SUITES")" -gt 1 ]; then
   exit 2
 fi
 amd_complete() {   # any error counts as incomplete: the install below then runs (it is idempotent)
-  .venv/bin/python - "$1" <<'PY'
+  .venv/bin/python - "$1" "$2" <<'PY'
 import sys
 from pathlib import Path
 
 from toolchains import AmdToolchain
+from toolchains.amd import amd_suite
 from toolchains.system import header_parity
 
 amd = AmdToolchain.in_root(Path(sys.argv[1]))
 if amd.missing_libraries() or any(amd.tool_path(t) is None for t in ("hipcc", "hipify-perl")):
     sys.exit(1)
+if any(not (amd.include_root() / header).is_file() for _, header in amd_suite(sys.argv[2]).library_headers):
+    sys.exit(1)
 sys.exit(1 if any(not sides["amd"] for sides in header_parity([], amd.system_include_dirs()).values()) else 0)
 PY
 }
+suite_field() {   # a field of toolchains.amd.AMD_SUITES[suite], words joined by spaces
+  py 'import sys; from toolchains.amd import amd_suite; v = getattr(amd_suite(sys.argv[1]), sys.argv[2]); print(" ".join(map(str, v)) if isinstance(v, tuple) else v)' "$1" "$2"
+}
 for suite in $SUITES; do
   [ -n "${CASS_ROCM_PATH:-}" ] && break
-  root=${CASS_AMD_ROOT:-$(py 'import sys; from toolchains.amd import amd_suite; print(amd_suite(sys.argv[1]).default_root)' "$suite")}
-  apt_options=$(py 'import sys; from toolchains.amd import amd_suite; print(" ".join(amd_suite(sys.argv[1]).apt_options))' "$suite")
-  amd_complete "$root" && continue
+  root=${CASS_AMD_ROOT:-$(suite_field "$suite" default_root)}
+  apt_options=$(suite_field "$suite" apt_options)
+  base=$(suite_field "$suite" base); base=${base:-$suite}
+  amd_complete "$root" "$suite" && continue
   if [ ! -x "$root/usr/bin/apt-get" ]; then
     if [ -e "$root" ] && [ -n "$(find "$root" ! -type d -print -quit)" ]; then
       echo "setup: $root exists but is no Debian root (no usr/bin/apt-get); move it away first" >&2
       exit 2
     fi
     rm -rf "$root"   # nothing in it but empty folders: mv(1) below would put the new root inside it
-    echo "setup: debootstrap Debian $suite into $root (about 30 s)"
+    echo "setup: debootstrap Debian $base into $root (about 30 s)"
     rm -rf "$root.partial"
-    debootstrap --variant=minbase "$suite" "$root.partial" "$MIRROR" >/dev/null
+    debootstrap --variant=minbase "$base" "$root.partial" "$MIRROR" >/dev/null
     mv -T "$root.partial" "$root"   # -T: never into a folder that is still there
+  fi
+  sources=$(py 'import sys; from toolchains.amd import amd_suite; print("\n".join(amd_suite(sys.argv[1]).sources))' "$suite")
+  if [ -n "$sources" ]; then
+    sed "s|^|deb $MIRROR |" <<<"$sources" >"$root/etc/apt/sources.list.d/cass-$suite.list"
   fi
   echo "setup: installing hipcc, hipify-perl and the hip* library headers inside $root ($suite)"
   # shellcheck disable=SC2086
   chroot "$root" sh -c "apt-get $apt_options update -qq && DEBIAN_FRONTEND=noninteractive \
-    apt-get $apt_options install -y -qq --no-install-recommends $AMD_PACKAGES >/dev/null"
+    apt-get $apt_options install -y -qq --no-install-recommends $AMD_PACKAGES $(suite_field "$suite" packages) >/dev/null"
   clang=$(py 'import sys; from pathlib import Path; from toolchains import AmdToolchain; print(AmdToolchain.in_root(Path(sys.argv[1])).clang_major())' "$root")
   system=$(py 'import sys; from toolchains.system import amd_packages; print(" ".join(amd_packages(int(sys.argv[1]))))' "$clang")
   echo "setup: installing the system library headers of the AMD side inside $root: $system"
