@@ -443,3 +443,8 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     fixed = compile_amd(toolchains, store, runner, {p: d for p, (d, _) in repaired.items()})
     assert fixed.ok, store.get_text(fixed.record.stderr)
     assert "v_add_f32" in store.get_text(fixed.record.outputs["device.s"])
+    nvidia = toolchains["nvidia"]   # the CUDA side compiles as it is: the sample pairs
+    step = nvidia.cubin_step("kernel.cu", "sm_89", {"common": ["-std=c++17"], "host": ["-O1"]})
+    cuda = {"helper.cuh": store.put(HELPER.encode()), "kernel.cu": store.put(KERNEL.encode())}
+    action = plan(nvidia, step, cuda)
+    assert ActionRunner(store, local_executor({"nvidia": nvidia}), 300).run([action], desc="nvcc")[action.key].ok
