@@ -47,6 +47,9 @@ def print_toolchain(vendor: str, tc: Toolchain, fingerprints: bool = False) -> i
     lacking = tc.missing_libraries()
     libraries = ", ".join(f"{lib}{' MISSING' if lib in lacking else ''}" for lib, _ in tc.library_headers)
     print(f"  {'libraries':12s} {libraries} (headers in {tc.include_root()})")
+    if optional := getattr(tc, "optional_library_headers", ()):
+        print(f"  {'also':12s} " + ", ".join(f"{lib}{'' if (tc.include_root() / header).is_file() else ' (not here)'}"
+                                           for lib, header in optional))
     if lacking:
         print(f"  files that use {', '.join(lacking)} will fail as missing_header")
     if lacking or missing:

@@ -115,6 +115,9 @@ class AmdToolchain(Toolchain):
         ("hipCUB", "hipcub/hipcub.hpp"),
     )
 
+    optional_library_headers = tuple(dict.fromkeys(h for suite in AMD_SUITES.values() for h in suite.library_headers))
+    """Libraries some suites add (hipBLASLt, rocWMMA): reported, not required."""
+
     @classmethod
     def in_root(cls, root: Path) -> AmdToolchain:
         return cls(ChrootLauncher(root, extra_env=AMD_ENV))
