@@ -66,7 +66,7 @@ FIGURES_DIR = Path(env_path("CASS_FIGURES_DIR", "analysis/figures"))
 PLOTS_DIR = Path(env_path("CASS_PLOTS_DIR", "analysis/plots"))
 ANALYSIS_METRICS = Path(env_path("CASS_ANALYSIS_METRICS", "analysis/metrics.json"))
 MAX_SAMPLES = int(os.environ.get("CASS_ANALYSIS_MAX_SAMPLES") or 2000)
-# as cass.pipeline.machine_cache("analysis"): the notebooks run without importing the cass package
+# as store.machine_cache("analysis"): the notebooks run without importing the cass package
 CACHE_DIR = Path(os.environ.get("CASS_CACHE") or Path.home() / ".cache" / "cass").expanduser() / "analysis"
 
 

@@ -144,7 +144,7 @@ REAL_FILES = ["corpus/reduction_scan/warp_shuffle_reduce.cu", "tests/fixtures/li
 @pytest.mark.slow
 def test_rebuilt_warnings_equal_the_default_modes(toolchains, tmp_path):
     amd = toolchains["amd"]
-    tables = amd.hipify_warning_tables()
+    tables = WarningTables(*amd.hipify_warning_tables())
     store = Store(tmp_path / "store")
     runner = ActionRunner(store, local_executor({"amd": amd}), 600)
     files = {p.rsplit("/", 1)[-1]: (REPO / p).read_text() for p in REAL_FILES} | {"glext_part.h": glext_part(),

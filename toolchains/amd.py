@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from cass.translate.hipify_warnings import WarningTables
-from cass.translate.repair import WARP_SYNC_HIP
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError
 from toolchains.headers import index_headers
+from toolchains.hipify_script import header_map, warning_tables
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
 AMD_PACKAGES = (
@@ -66,21 +65,13 @@ AMD_SUITES = {
 experimental (sid with experimental's ROCm, 7.2 when last built)."""
 
 
-_SUBST_INCLUDE = re.compile(r'subst\("([^"]+)",\s*"([^"]*)",\s*"include(?:_cuda_main_header(?:_v2)?)?"\)')
-
-
-def hipify_header_map(script: str) -> dict[str, str]:
-    """hipify-perl's header substitutions in its HIP mode (its ``simpleSubstitutions``), CUDA name -> HIP
-    name (empty where it removes the ``#include``)."""
-    body = script.split("sub simpleSubstitutions", 1)[-1]
-    body = body[: body.find("\n}\n")] if "\n}\n" in body else body
-    return {a.replace("\\/", "/"): b.replace("\\/", "/") for a, b in _SUBST_INCLUDE.findall(body)}
-
-
 def amd_suite(name: str) -> AmdSuite:
     if name not in AMD_SUITES:
         raise ValueError(f"params.yaml amd.toolchain is {name!r}; choose one of {sorted(AMD_SUITES)}")
     return AMD_SUITES[name]
+
+WARP_SYNC_HIP = (6, 2)
+"""The first HIP version that declares the ``_sync`` warp builtins (opt-in, 64-bit masks)."""
 
 AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 """hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
@@ -153,9 +144,9 @@ class AmdToolchain(Toolchain):
                 suffix = versioned[-1].name.removeprefix("llvm-mc")
         include = self._include()
         script = self.tool_path("hipify-perl")
-        tables = WarningTables.from_script(script.read_text(errors="replace")) if script else WarningTables((), ())
+        tables = warning_tables(script.read_text(errors="replace")) if script else ((), (), (), ())
         hipblas = self._fs(f"{include}/hipblas/hipblas.h")
-        return {"llvm_suffix": suffix, "hipify_warning_tables": [list(t) for t in astuple(tables)],
+        return {"llvm_suffix": suffix, "hipify_warning_tables": [list(t) for t in tables],
                 "hipblas_v2": hipblas.is_file() and "HIPBLAS_V2" in hipblas.read_text(errors="replace"),
                 "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
                                          if self._fs(f"{include}/{sub}").is_dir()]}
@@ -165,7 +156,7 @@ class AmdToolchain(Toolchain):
         maps CUDA headers to, with what they include, on the include directory and the library folders), and
         ``hipify``: hipify-perl's header map."""
         script = self.tool_path("hipify-perl")
-        hipify = hipify_header_map(script.read_text(errors="replace")) if script else {}
+        hipify = header_map(script.read_text(errors="replace")) if script else {}
         root = self.include_root()
         dirs = [root, *(self._fs(d) for d in self.library_include_dirs())]
         mapped = [p for name in hipify.values() if name for d in dirs if (p := d / name).is_file()]
@@ -282,9 +273,10 @@ class AmdToolchain(Toolchain):
         that can warn (:mod:`cass.translate.hipify_warnings`)."""
         return Step("hipify-perl", ("-no-output", main), ())
 
-    def hipify_warning_tables(self) -> WarningTables:
-        """The identifiers hipify-perl's diagnostics look for, read from the installed script."""
-        return WarningTables(*map(tuple, self.layout()["hipify_warning_tables"]))
+    def hipify_warning_tables(self) -> tuple[tuple[str, ...], ...]:
+        """What hipify-perl's diagnostics look for, read from the installed script
+        (:func:`toolchains.hipify_script.warning_tables`)."""
+        return tuple(map(tuple, self.layout()["hipify_warning_tables"]))
 
     def hipblas_v2(self) -> bool:
         """Whether this hipBLAS declares the v2 API (with ``HIPBLAS_V2``; hipBLAS 2 and later)."""

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import blake3
 
-from cass.pipeline.machine_cache import machine_cache
-from cass.text.language import is_opencl
+from store.machine_cache import machine_cache
 from toolchains.executor import Launcher
+from toolchains.language import is_opencl
 
 ENV_ALLOWLIST = (
     "NVCC_PREPEND_FLAGS",

@@ -18,7 +18,7 @@ import os
 import sysconfig
 from pathlib import Path
 
-from cass.pipeline.machine_cache import machine_cache
+from store.machine_cache import machine_cache
 from toolchains.amd import AMD_SUITES
 from toolchains.base import ToolStatus
 from toolchains.launchers import HostLauncher

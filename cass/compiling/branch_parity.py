@@ -25,8 +25,8 @@ import polars as pl
 from cass.compiling.actions import pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import attach
-from cass.text.language import is_opencl
 from toolchains.headers import strip_comments
+from toolchains.language import is_opencl
 
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)$")
 _MARKER = re.compile(r"__cass_branch_([hd])_(\d+)_(\d+)__")

@@ -17,9 +17,9 @@ from pathlib import Path
 import blake3
 
 from cass.models import tiny
-from cass.pipeline.machine_cache import machine_cache
 from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import write_metrics
+from store.machine_cache import machine_cache
 
 TRAINED = "trained"
 TRAINED_MODEL = DATA_DIR / "train" / "model"

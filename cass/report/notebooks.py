@@ -44,8 +44,8 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-from cass.pipeline.machine_cache import machine_cache
 from cass.pipeline.metrics import write_json
+from store.machine_cache import machine_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "analysis"

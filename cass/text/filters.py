@@ -18,7 +18,7 @@ import polars as pl
 
 from cass.pipeline.context import Stage
 from cass.text.cuda import strip_comments, strip_comments_and_strings
-from cass.text.language import is_opencl
+from toolchains.language import is_opencl
 
 _KERNEL = re.compile(r"\b__global__\b")
 _OPENCL_QUALIFIER = (r"\b(?:__kernel|kernel)\s+(?:__attribute__\s*\(\([^;{}]*?\)\)\s*)*void\b"

@@ -22,8 +22,8 @@ from cass.pipeline.manifests import ASM_LIST
 from cass.text.amdgpu import split_amd
 from cass.text.kernel_names import kernel_base_name, match_kernels
 from cass.text.kernel_source import kernel_source
-from cass.text.language import is_opencl
 from cass.text.sass import split_sass
+from toolchains.language import is_opencl
 
 SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,

@@ -21,9 +21,9 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from cass.pipeline.machine_cache import machine_cache
 from cass.training import qwen
 from store import digest_bytes
+from store.machine_cache import machine_cache
 
 QWEN25 = "qwen2.5"
 CORPUS_BPE = "corpus-bpe"

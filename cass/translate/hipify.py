@@ -17,7 +17,6 @@ import polars as pl
 from cass.compiling.actions import Action, pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
-from cass.text.language import is_opencl
 from cass.translate.hipify_warnings import (
     WarningCheck,
     WarningTables,
@@ -25,6 +24,7 @@ from cass.translate.hipify_warnings import (
     translated_text_warnings,
     warning_check,
 )
+from toolchains.language import is_opencl
 
 FileKey = tuple[str, str]
 """(path, digest) of a CUDA file: one translation per distinct pair."""
@@ -57,7 +57,7 @@ def run(stage: Stage) -> None:
     params = stage.params
     store = stage.store
     amd = pipeline_toolchains(stage.params, ("amd",))["amd"]
-    tables = amd.hipify_warning_tables()
+    tables = WarningTables(*amd.hipify_warning_tables())
     rows = stage.upstream("dedup")
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, amd, stage.params, params["hipify"]["timeout_s"])

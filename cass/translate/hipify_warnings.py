@@ -34,34 +34,10 @@ import functools
 import re
 from dataclasses import dataclass
 
-_WARN_SUB = re.compile(r"^sub warn\w+ \{", re.M)
-_PLAIN_MATCH = re.compile(r"m/(\\b)?\(\$func\)(\\b)?/g;")
-_ANY_MATCH = re.compile(r"m/[^;]*\$func[^;]*/g;")
-_TABLE_REF = re.compile(r"[@%](\w+)")
-_STRING = re.compile(r'"([A-Za-z_]\w*)"')
+from toolchains.hipify_script import warning_tables
+
 _LEFT_CUDA_NAME = re.compile(r"\bcuda[A-Z]\w+")
 HIP_INCLUDE = '#include "hip/hip_runtime.h"'
-
-
-def _bracketed(text: str, start: int, opener: str) -> str:
-    """The text from the ``opener`` at or after ``start`` to its matching closer."""
-    closer = {"(": ")", "{": "}"}[opener]
-    i = text.index(opener, start)
-    depth = 0
-    for j in range(i, len(text)):
-        if text[j] == opener:
-            depth += 1
-        elif text[j] == closer:
-            depth -= 1
-            if depth == 0:
-                return text[i:j + 1]
-    raise ValueError(f"unbalanced {opener} at {i}")
-
-
-def _table(script: str, name: str) -> str:
-    """The parenthesised initialiser of the array or hash ``name`` (empty if there is none)."""
-    m = re.search(rf"^(?:my )?[@%]{re.escape(name)} = \(", script, re.M)
-    return _bracketed(script, m.end() - 1, "(") if m else ""
 
 
 def trie_pattern(words: list[str]) -> str:
@@ -96,23 +72,8 @@ class WarningTables:
 
     @classmethod
     def from_script(cls, script: str) -> WarningTables:
-        """Read the tables out of hipify-perl's own source: the names its ``warn*`` subs list, and
-        the arrays and hashes they loop over (6.0 lists names inline, 7.0 in ``@...Functions``),
-        and how each sub matches them."""
-        kinds: dict[str, set[str]] = {}
-        for m in _WARN_SUB.finditer(script):
-            body = _bracketed(script, m.end() - 1, "{")
-            names = set(_STRING.findall(body))
-            for table in _TABLE_REF.findall(body):
-                names.update(_STRING.findall(_table(script, table)))
-            kind = _match_kind(body)
-            for name in names:
-                kinds.setdefault(name, set()).add(kind)
-        if not kinds:
-            raise ValueError("no warning tables found in the hipify-perl script")
-        return cls(tuple(sorted(kinds)), tuple(_STRING.findall(_table(script, "whitelist"))),
-                   tuple(sorted(n for n, k in kinds.items() if k == {"substring"})),
-                   tuple(sorted(n for n, k in kinds.items() if k == {"word"})))
+        """The tables of a hipify-perl script (:func:`toolchains.hipify_script.warning_tables`)."""
+        return cls(*warning_tables(script))
 
     @property
     def matcher(self) -> re.Pattern:
@@ -159,17 +120,6 @@ class WarningTables:
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 r"""A word as hipify-perl's ``\w`` sees it (Perl reads the file as bytes: ASCII word characters)."""
-
-
-def _match_kind(sub_body: str) -> str:
-    """How a warn sub matches its names: ``substring`` (``m/($func)/g``), ``word``
-    (``m/\b($func)\b/g``), or ``line`` (anything else, or the line printed)."""
-    matches = _ANY_MATCH.findall(sub_body)
-    plain = _PLAIN_MATCH.fullmatch(matches[0]) if len(matches) == 1 else None
-    if plain is None or "$_" in sub_body:
-        return "line"
-    bounds = (plain.group(1), plain.group(2))
-    return "word" if all(bounds) else "substring" if not any(bounds) else "line"
 
 
 _MATCHERS: dict[tuple[str, ...], re.Pattern] = {}

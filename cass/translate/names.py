@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import blake3
 
-from cass.pipeline.machine_cache import machine_cache
+from store.machine_cache import machine_cache
 
 if TYPE_CHECKING:
     from toolchains.base import Toolchain

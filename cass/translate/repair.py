@@ -74,11 +74,10 @@ from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
 from cass.translate.names import CudaHipNames
 from cass.translate.ptx import rewrite_asm
 from store import ActionRecord, Store
+from toolchains.amd import WARP_SYNC_HIP
 
 Version = tuple[int, int]
 
-WARP_SYNC_HIP = (6, 2)
-"""The first HIP version that declares the ``_sync`` warp builtins (opt-in, 64-bit masks)."""
 
 
 def all_wave32(archs: list[str]) -> bool:

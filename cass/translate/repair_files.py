@@ -18,9 +18,9 @@ import polars as pl
 from cass.compiling.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
-from cass.text.language import is_opencl
 from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
+from toolchains.language import is_opencl
 
 
 def provided(names: CudaHipNames, files: list[dict]) -> frozenset[str]:
