@@ -260,7 +260,7 @@ def test_a_print_split_into_chunks_gives_the_same_executed_notebook():
     assert '"name": "stderr"' in whole   # another stream stays its own output
 
 
-def test_notebooks_run_longest_first_by_their_last_durations(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_notebooks_run_longest_first_by_their_last_durations(tmp_path: Path, monkeypatch) -> None:
     from cass.report.notebooks import analysis_environment, longest_first, run_notebooks
 
     names = [Path(n) for n in ("a.py", "b.py", "c.py", "d.py")]
@@ -269,15 +269,17 @@ def test_notebooks_run_longest_first_by_their_last_durations(tmp_path: Path, mon
     # a real run records each notebook's seconds in the machine cache (kernel start-up included, so only the
     # slow one's lower bound is certain); the next run starts whichever the file says was longest
     monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
+    started = tmp_path / "started.txt"   # each notebook appends its name when it starts
     for name, seconds in (("quick", 0), ("slow", 1.5)):
-        (tmp_path / f"{name}.py").write_text(f"# %%\nimport time\ntime.sleep({seconds})\n")
+        (tmp_path / f"{name}.py").write_text(f"# %%\nimport time\nwith open({str(started)!r}, 'a') as f:\n"
+                                             f"    f.write('{name}.py\\n')\ntime.sleep({seconds})\n")
     env = analysis_environment() | {"CASS_EXECUTED_DIR": str(tmp_path / "executed")}
     paths = [tmp_path / "quick.py", tmp_path / "slow.py"]
 
     def order_of_a_run() -> list[str]:
-        capsys.readouterr()
+        started.unlink(missing_ok=True)
         run_notebooks(paths, env, timeout=60, jobs=1)
-        return [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("analyze: ")]
+        return started.read_text().split()
 
     assert order_of_a_run() == ["quick.py", "slow.py"]   # no durations yet: name order
     durations_file = tmp_path / "cache" / "analysis" / "notebook_seconds.json"

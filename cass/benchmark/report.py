@@ -10,9 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
+from cass.pipeline.metrics import percent
 
 
 def markdown(name: str, summary: dict, report: dict) -> str:
@@ -26,10 +24,11 @@ def markdown(name: str, summary: dict, report: dict) -> str:
     for domain, kinds in summary["by_domain"].items():
         s, a = kinds.get("source", {}), kinds.get("asm", {})
         ratios = [s.get(f"median_{what}_ratio") for what in ("runtime", "memory")]
-        lines.append(f"| {domain} | {s.get('n', '-')} | {_pct(s.get('compile_rate'))} | {_pct(s.get('accuracy'))} | "
-                     f"{_pct(s.get('accuracy_tolerant'))} | "
+        lines.append(f"| {domain} | {s.get('n', '-')} | {percent(s.get('compile_rate'))} | "
+                     f"{percent(s.get('accuracy'))} | "
+                     f"{percent(s.get('accuracy_tolerant'))} | "
                      + " | ".join("-" if r is None else f"{r:.2f}" for r in ratios) + " | "
-                     f"{a.get('n', '-')} | {_pct(a.get('compile_rate'))} | {a.get('mean_chrf') or '-'} |")
+                     f"{a.get('n', '-')} | {percent(a.get('compile_rate'))} | {a.get('mean_chrf') or '-'} |")
     verdicts = summary["by_domain"].get("all", {})
     lines += ["", "Verdicts: " + "; ".join(f"{kind}: {v['verdicts']}" for kind, v in verdicts.items())]
     return "\n".join(lines) + "\n"

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from cass.benchmark.baselines import baseline
 from cass.benchmark.evaluate import evaluate, summarize
-from cass.benchmark.report import markdown, write_report
+from cass.benchmark.report import write_report
 from cass.benchmark.tasks import PREDICTION_SUFFIXES, Prediction, Task, load_tasks, read_predictions
 from cass.execution.hosts import ExecutionHost, resolve_host
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR
-from cass.pipeline.metrics import write_metrics, write_run_report
+from cass.pipeline.metrics import percent, write_metrics, write_run_report
 from store import Store
 from toolchains.cluster import scheduler_address
 
@@ -32,11 +32,11 @@ GENERATED = DATA_DIR / "generate" / "predictions.jsonl"
 
 def score(store: Store, params: dict, tasks: dict[str, Task], name: str, predictions: list[Prediction],
           host: ExecutionHost | None, out: Path) -> tuple[dict, dict]:
-    """Evaluate ``predictions``, write the report to ``out`` and print its table; the summary and the run report."""
+    """Evaluate ``predictions`` and write the report to ``out`` (report.md holds its table); the summary and the
+    run report."""
     rows, report = evaluate(store, params, tasks, predictions, host)
     summary = summarize(rows, tasks)
     write_report(out, name, rows, summary, report)
-    print(markdown(name, summary, report))
     return summary, report
 
 
@@ -69,3 +69,7 @@ def run(stage: Stage) -> None:
         runs[name] = {"builds": report["builds"], "runs": report.get("runs")}
     write_metrics(STAGE, {"tasks": len(tasks), "host": host.name if host else None, "results": results})
     write_run_report(STAGE, {"evaluations": runs})
+    scores = "; ".join(f"{name} compiles {percent(r.get('source', {}).get('compile_rate'))}, correct "
+                       f"{percent(r.get('source', {}).get('accuracy'))}" for name, r in results.items())
+    print(f"evaluate: {len(tasks)} tasks, {len(results)} evaluations ({scores or 'none'}); "
+          f"tables in {OUT_DIR}/*/report.md")

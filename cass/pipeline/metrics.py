@@ -44,3 +44,8 @@ def mean_reduction(counts: list[tuple[int, int]]) -> float:
     """Mean fraction of tokens the normalisation removed, over samples of (raw, normalised) counts."""
     fractions = [1 - after / before if before else 0.0 for before, after in counts]
     return round(sum(fractions) / len(fractions), 4) if fractions else 0.0
+
+
+def percent(share: float | None) -> str:
+    """A share (0 to 1) as a percentage with one decimal, ``-`` when there is none."""
+    return "-" if share is None else f"{100 * share:.1f}%"

@@ -305,15 +305,13 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
             start = time.monotonic()
             own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
             try:
-                out = execute_notebook(path, executed_dir, own, timeout, kernel)
-            except NotebookSkipped as skipped:   # its metrics section says so
-                print(f"analyze: skipped {skipped}", flush=True)
+                execute_notebook(path, executed_dir, own, timeout, kernel)
+            except NotebookSkipped:   # its metrics section says so
                 return
             except AnalysisError as error:
                 errors[path] = error
                 return
             durations[path.name] = round(time.monotonic() - start, 2)
-            print(f"analyze: {path.name} -> {out} ({durations[path.name]:.1f} s)", flush=True)
 
         def worker() -> None:
             kernel = NotebookKernel(env)
@@ -333,7 +331,7 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         try:
             write_json(durations_file, durations)
         except OSError as error:   # only an ordering hint: a read-only or full cache is no failure
-            print(f"analyze: notebook durations not kept ({error})", flush=True)
+            print(f"analyze: notebook durations not kept ({error})", file=sys.stderr)
         for path in paths:
             if path in errors:
                 raise errors[path]
@@ -368,9 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     merged = json.loads(metrics_file.read_text()) if args.only and metrics_file.exists() else {}
     merged.update(sections)
     write_json(metrics_file, merged)
-    print(
-        f"analyze: figures in {env['CASS_FIGURES_DIR']}, tables in {env['CASS_PLOTS_DIR']}, metrics in {metrics_file}"
-    )
+    print(f"analyze: {len(paths)} notebooks run; figures in {env['CASS_FIGURES_DIR']}, tables in "
+          f"{env['CASS_PLOTS_DIR']}, metrics in {metrics_file}")
     return 0
 
 

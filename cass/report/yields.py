@@ -17,7 +17,7 @@ import polars as pl
 
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR, manifest_path, write_parquet
-from cass.pipeline.metrics import write_metrics
+from cass.pipeline.metrics import percent, write_metrics
 from toolchains.diagnostics import first_error_line
 
 TOP_CAUSES = 10
@@ -157,10 +157,6 @@ SUMMARY_HEADER = ("| corpus | files | included units | out of scope | NVIDIA ok 
 SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 
 
-def percent(share: float | None) -> str:
-    return "-" if share is None else f"{100 * share:.1f}%"
-
-
 def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> list[str]:
     """One Markdown row per corpus and one for all of them (``first``: a leading cell)."""
     rows = []
@@ -222,7 +218,7 @@ def run(stage: Stage) -> None:
         yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)
     (DATA_DIR / STAGE / "yield.md").write_text(markdown(yields))
     write_metrics("yield", yields)
-    for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:
-        print(f"{origin}: {y['files']} files, NVIDIA ok {y['nvidia_ok']}, AMD ok {y['amd_ok']}, both {y['both']} "
-              f"({y['both_over_nvidia_ok']} of NVIDIA ok)")
+    y = yields["all"]
+    print(f"yield_report: {len(yields['corpora'])} corpora, {y['files']} files, NVIDIA ok {y['nvidia_ok']}, pairs "
+          f"{y['both']} ({percent(y['both_over_nvidia_ok'])} of NVIDIA ok); tables in {DATA_DIR / STAGE / 'yield.md'}")
 
