@@ -1,0 +1,30 @@
+"""What the documentation cites: every commit id named in README.md, docs/ and bench/RESULTS.md exists in the
+history (where the history is there: a shallow clone or an export has none to check against)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from harness.project import REPO
+
+COMMIT_ID = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,12}(?![\w/-])")
+"""A short commit id: 7 to 12 hex digits with a letter and a digit, a word of its own."""
+
+
+def cited_files() -> list:
+    return [REPO / "README.md", REPO / "bench" / "RESULTS.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+
+
+def test_every_commit_the_documents_cite_is_in_the_history():
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
+        pytest.skip("no full git history here to check the cited commits against")
+    cited = {(path.relative_to(REPO), c) for path in cited_files() for c in COMMIT_ID.findall(path.read_text())}
+    assert len(cited) > 20
+    missing = sorted(f"{path}: {c}" for path, c in cited if git("cat-file", "-e", f"{c}^{{commit}}").returncode)
+    assert not missing, f"commit ids not in the history: {missing}"
