@@ -143,7 +143,7 @@ def test_without_a_gpu_host_every_pair_is_passed_on_as_not_run(project):
 @pytest.mark.slow
 def test_the_bundled_pairs_print_the_same_output_on_this_machines_gpu(request):
     """On a machine with an NVIDIA GPU (and the whole environment): the bundled corpus, executed. Every pair
-    matches but the four whose HIP uses a warp vote HIP 5.7's NVIDIA back end cannot build (see README)."""
+    matches but the four whose HIP uses a warp vote HIP 5.7's NVIDIA back end cannot build (see docs/execution.md)."""
     if local_gpu_host() is None:
         pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
     project = request.getfixturevalue("project")   # built only where there is a GPU to run it on

@@ -1,6 +1,6 @@
 """Stage ``export``'s work: paired samples -> Parquet shards (zstd) with every text materialised.
 
-Two tables (schemas in README.md): ``pairs`` (one row per file-level pair, raw and normalised
+Two tables (schemas in docs/outputs.md): ``pairs`` (one row per file-level pair, raw and normalised
 device assembly, token counts) and ``kernels`` (one row per kernel matched across vendors).
 Rows are sorted by id and cut into shards of ``export.rows_per_shard`` rows, named as
 ``datasets.push_to_hub`` names them. Toolchain versions and flags are recorded in every pair
