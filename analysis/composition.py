@@ -134,12 +134,20 @@ def read_stage_metrics(directory: str) -> dict[str, dict]:
     return found
 
 
+STATUS = "status: "
+"""Segments that are statuses, not drops (the execute stage drops nothing)."""
+
+
 def verified_view(metrics: dict) -> dict:
-    """The execute stage drops nothing; in the funnel its `kept` are the verified pairs (`match`) and every other
-    execution status is a segment of its own (`exec:<status>`)."""
+    """The execute stage drops nothing; in the funnel its bar is the verified pairs (`match`) and every other
+    execution status is a segment of its own, labelled as a status (`status: <status>`), not as a drop."""
     statuses = metrics.get("exec_status") or {}
     return {"in": metrics["in"], "kept": statuses.get("match", 0), "dropped": metrics["in"] - statuses.get("match", 0),
-            "dropped_by_reason": {f"exec:{k}": n for k, n in statuses.items() if k != "match"}}
+            "dropped_by_reason": {f"{STATUS}{k}": n for k, n in statuses.items() if k != "match"}}
+
+
+def segment_label(reason: str) -> str:
+    return reason if reason.startswith(STATUS) else f"dropped: {reason}"
 
 
 stage_metrics = read_stage_metrics(cn.METRICS_DIR)
@@ -193,7 +201,8 @@ def reason_note(stage: str, limit: int = 3) -> str:
         return ""
     items = [f"{r} {n}" for r, n in part.head(limit).select("reason", "count").iter_rows()]
     more = ", ..." if part.height > limit else ""
-    return f"  (-{part['count'].sum()}: {', '.join(items)}{more})"
+    lost = "" if part["reason"].str.starts_with(STATUS).all() else f"-{part['count'].sum()}: "
+    return f"  ({lost}{', '.join(items)}{more})"
 
 
 panels = [p for p in (funnel.filter(pl.col("unit") == "files"), funnel.filter(pl.col("unit") != "files")) if p.height]
@@ -223,13 +232,14 @@ if stages:
         for reason in [*shown, "other reasons"]:
             for stage, count in grouped.filter(pl.col("reason") == reason).select("stage", "count").iter_rows():
                 if stage in left:
-                    handles[f"dropped: {reason}"] = ax.barh(
+                    handles[segment_label(reason)] = ax.barh(
                         stage, count, left=left[stage], color=colors[reason], height=0.7
                     )
                     left[stage] += count
         for y, row in enumerate(panel.iter_rows(named=True)):
             if row["in"]:
-                text = f" kept {row['kept']:,} of {row['in']:,}{reason_note(row['stage'])}"
+                kept = "match" if row["stage"] == "execute" else "kept"
+                text = f" {kept} {row['kept']:,} of {row['in']:,}{reason_note(row['stage'])}"
             else:
                 text = " no input (stage disabled or nothing to do)"
             ax.text(max(row["in"], row["kept"] + row["dropped"]), y, text, va="center", fontsize=9)
@@ -239,7 +249,8 @@ if stages:
         ax.set_xlabel(f"items entering the stage (count of {' / '.join(units)})")
         ax.set_ylabel("stage")
         ax.grid(axis="y", visible=False)
-    axes[0, 0].set_title("Pipeline funnel: items kept and dropped (by reason) per stage, in pipeline order")
+    axes[0, 0].set_title("Pipeline funnel: items kept and dropped (by reason) per stage, in pipeline order; "
+                         "execute's statuses")
     fig.legend(
         list(handles.values()),
         list(handles.keys()),
