@@ -1,0 +1,39 @@
+"""Out of scope: failures of samples that need a graphics API, MPI or a library neither vendor side has are
+counted under their own reason, not as compile failures (real nvcc on small samples)."""
+
+from __future__ import annotations
+
+import yaml
+from harness.project import REPO
+
+from cass.compiling.actions import ActionRunner
+from cass.compiling.compile import Scope, TargetRun, failure_reason, run_targets
+from toolchains import local_executor
+
+SCOPE = Scope(yaml.safe_load((REPO / "params.yaml").read_text())["scope"])
+KERNEL = "__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n"
+SAMPLES = {
+    "mpi.cu": "#include <mpi.h>\n" + KERNEL,                                   # not on the include path
+    "gl.cu": "#include <GL/gl.h>\n" + KERNEL + "void draw() { glUndeclaredCall(); }\n",   # GL is, the call is not
+    "zmq.cu": "#include <zmq.h>\n" + KERNEL,                                   # a library neither side has
+    "typo.cu": KERNEL + "int broken( {\n",
+    "ok.cu": "#include <cuda_runtime.h>\n" + KERNEL,
+}
+
+
+def test_failures_out_of_scope_get_their_own_reason(toolchains, store):
+    nvidia = toolchains["nvidia"]
+    runner = ActionRunner(store, local_executor({"nvidia": nvidia}), 300)
+    flags = {"common": ["-std=c++17", "-w"], "host": ["-O1"], "opencl": []}
+    runs = {}
+    for name, text in SAMPLES.items():
+        host = next(t for t in nvidia.targets(name, ["sm_89"], flags) if t.kind == "host")
+        runs[name] = TargetRun(host, {name: store.put(text.encode())})
+    run_targets(nvidia, runner, list(runs.values()))
+    reasons = {name: failure_reason(nvidia, run, store, (), SCOPE, list(run.inputs.values()))[0]
+               for name, run in runs.items() if run.failure is not None}
+    assert reasons == {"mpi.cu": "out_of_scope:mpi", "gl.cu": "out_of_scope:graphics",
+                       "zmq.cu": "out_of_scope:library", "typo.cu": "compile_failed:syntax"}
+    assert failure_reason(nvidia, runs["typo.cu"], store)[0] == "compile_failed:syntax"   # no scope: as before
+    assert SCOPE.needs(["#include \"cuda_gl_interop.h\"\n", "#include <vulkan/vulkan.h>"]) == "graphics"
+    assert SCOPE.needs(["#include <stdio.h>\n#include \"my_gl_helpers.h\"\n"]) is None
