@@ -3,8 +3,8 @@ hipified, repaired sample whose conditionals take different branches on the two 
 
 from __future__ import annotations
 
-from cass.compiling.actions import ActionRunner, plan
 from cass.compiling.branch_parity import aligned, branches, divergences, instrument, marker, taken
+from cass.engine.actions import ActionRunner, plan
 from cass.translate.names import toolchain_names
 from cass.translate.repair import RepairTarget, repair
 from toolchains import local_executor

@@ -20,7 +20,7 @@ import pytest
 from harness.hosts import NO_AMD, VendorHosts
 from harness.project import REPO, TOOL_ENV, copy_pipeline, parquet_hashes, run_in, run_report
 
-from cass.compiling.actions import ActionRunner, plan
+from cass.engine.actions import ActionRunner, plan
 from cass.pipeline.context import load_params
 from store import Store
 from toolchains import load_toolchains

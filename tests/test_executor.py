@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cass.compiling.actions import Action, ActionRunner
+from cass.engine.actions import Action, ActionRunner
 from store import Store
 from toolchains import Step
 from toolchains.executor import Job, LocalExecutor

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from harness.project import REPO
 
-from cass.compiling.actions import ActionRunner, plan
+from cass.engine.actions import ActionRunner, plan
 from cass.translate.hipify_warnings import (
     WarningTables,
     candidate_lines,

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from harness.project import TOOL_ENV, copy_pipeline, metrics, parquet_hashes, run_in, run_report
 
-from cass.compiling.actions import ActionRunner, plan
+from cass.engine.actions import ActionRunner, plan
 from toolchains import local_executor
 from toolchains.gpu import local_gpu_host
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from cass.compiling.actions import ActionRunner, plan
+from cass.engine.actions import ActionRunner, plan
 from cass.translate.ctext import find_calls, rewrite_calls
 from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.ptx import BFE, BFI
@@ -362,9 +362,9 @@ def test_repairs_are_cached_actions_keyed_by_rule_set_and_hip_version(store):
     out, fired = first(digest)
     assert store.get_text(out) == WARP_AFTER_HIP57 and fired == ["warp_sync_builtins"]
     again = CachedRepair(store, HIP57)
-    assert again(digest) == (out, fired) and (again.hits, again.misses) == (1, 0)
+    assert again(digest) == (out, fired) and again.cache.counts() == {"hits": 1, "misses": 0}
     newer = CachedRepair(store, HIP64)
-    assert store.get_text(newer(digest)[0]) == WARP_AFTER_HIP64 and newer.misses == 1
+    assert store.get_text(newer(digest)[0]) == WARP_AFTER_HIP64 and newer.cache.misses == 1
     assert newer.keys.isdisjoint(first.keys)
     other_tables = CachedRepair(store, replace(HIP57, names=CudaHipNames(presence={"CUDA_H": "HIP_H"})))
     assert other_tables(digest) == (out, fired) and other_tables.keys.isdisjoint(first.keys)   # a new key, same text

@@ -17,8 +17,8 @@ import yaml
 from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_report
 from stack_v2_standin import git_sha1, meta_row, start_moto, upload_blobs, write_metadata
 
-from cass.compiling.actions import ActionRunner
-from cass.compiling.compile import TargetRun, failure_reason, run_targets
+from cass.engine.actions import ActionRunner
+from cass.engine.targets import TargetRun, failure_reason, run_targets
 from store import Store
 from toolchains import local_executor
 

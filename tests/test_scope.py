@@ -6,8 +6,9 @@ from __future__ import annotations
 import yaml
 from harness.project import REPO
 
-from cass.compiling.actions import ActionRunner
-from cass.compiling.compile import Scope, TargetRun, failure_reason, run_targets
+from cass.compiling.compile import Scope, scoped_failure
+from cass.engine.actions import ActionRunner
+from cass.engine.targets import TargetRun, run_targets
 from toolchains import local_executor
 
 SCOPE = Scope(yaml.safe_load((REPO / "params.yaml").read_text())["scope"])
@@ -30,10 +31,9 @@ def test_failures_out_of_scope_get_their_own_reason(toolchains, store):
         host = next(t for t in nvidia.targets(name, ["sm_89"], flags) if t.kind == "host")
         runs[name] = TargetRun(host, {name: store.put(text.encode())})
     run_targets(nvidia, runner, list(runs.values()))
-    reasons = {name: failure_reason(nvidia, run, store, (), SCOPE, list(run.inputs.values()))[0]
+    reasons = {name: scoped_failure(nvidia, run, store, (), SCOPE, list(run.inputs.values()))[0]
                for name, run in runs.items() if run.failure is not None}
     assert reasons == {"mpi.cu": "out_of_scope:mpi", "gl.cu": "out_of_scope:graphics",
                        "zmq.cu": "out_of_scope:library", "typo.cu": "compile_failed:syntax"}
-    assert failure_reason(nvidia, runs["typo.cu"], store)[0] == "compile_failed:syntax"   # no scope: as before
     assert SCOPE.needs(["#include \"cuda_gl_interop.h\"\n", "#include <vulkan/vulkan.h>"]) == "graphics"
     assert SCOPE.needs(["#include <stdio.h>\n#include \"my_gl_helpers.h\"\n"]) is None

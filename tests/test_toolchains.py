@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cass.compiling.actions import ActionRunner, plan
-from cass.compiling.compile import TargetRun, failure_reason, run_targets
+from cass.engine.actions import ActionRunner, plan
+from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.text.host_asm import strip_host_registration
 from toolchains import AmdToolchain, NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor
 from toolchains.diagnostics import categorize

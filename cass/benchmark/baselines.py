@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from cass.benchmark.evaluate import amd_compiles
 from cass.benchmark.tasks import Prediction, Task
-from cass.compiling.compile import TargetRun
+from cass.engine.targets import TargetRun
 from cass.execution.programs import Build, run_plans
 from cass.text.amdgpu import normalize_amd
 from cass.text.sass import normalize_sass

@@ -33,7 +33,7 @@ from dataclasses import asdict
 from sacrebleu.metrics import CHRF
 
 from cass.benchmark.tasks import Prediction, Task
-from cass.compiling.compile import TargetRun
+from cass.engine.targets import TargetRun
 from cass.execution.compare import first_difference, tolerant_equal
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import Build, Run, disagreement, run_plans, run_programs

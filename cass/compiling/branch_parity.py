@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from cass.compiling.actions import pipeline_toolchains, plan, stage_runner
+from cass.engine.actions import pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import attach
 from toolchains.headers import strip_comments

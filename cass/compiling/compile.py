@@ -4,71 +4,22 @@ Each sample gets the toolchain's targets (host assembly, device assembly per arc
 an action of its own, so adding an arch runs only that arch's actions; targets sharing a step
 (NVIDIA's host compile also keeps the first arch's cubin) run it once. All first steps start
 at once, largest inputs first, and a target's next step is queued ahead of them as soon as its
-previous one succeeds (cuobjdump right after its nvcc), so no core waits for a batch's stragglers. A later
-step receives the outputs of the one before that its arguments name.
+previous one succeeds (cuobjdump right after its nvcc), so no core waits for a batch's stragglers
+(:mod:`cass.engine.targets`). A failure of a sample the dataset leaves out of scope is counted apart.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Collection
 
 import polars as pl
 
-from cass.compiling.actions import Action, ActionRunner, Outcome, pipeline_toolchains, plan, stage_runner
+from cass.engine.actions import pipeline_toolchains, stage_runner
+from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, attach
-from toolchains import Target, Toolchain
-from toolchains.diagnostics import categorize, first_error_line
-
-
-class TargetRun:
-    """Progress of one target of one sample through its steps."""
-
-    def __init__(self, target: Target, inputs: dict[str, str]):
-        self.target = target
-        self.inputs = inputs
-        self.next_step = 0
-        self.failure: Outcome | None = None
-
-    @property
-    def pending(self) -> bool:
-        return self.failure is None and self.next_step < len(self.target.steps)
-
-
-def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun]) -> None:
-    """Advance every target run through all its steps (or to its first failure)."""
-    waiting: dict[str, list[TargetRun]] = defaultdict(list)
-
-    def next_action(run: TargetRun) -> Action:
-        action = plan(toolchain, run.target.steps[run.next_step], run.inputs)
-        waiting[action.key].append(run)
-        return action
-
-    def follow(action: Action, outcome: Outcome) -> list[Action]:
-        unblocked = []
-        for run in waiting.pop(action.key, []):
-            if not outcome.ok:
-                run.failure = outcome
-                continue
-            run.next_step += 1
-            if run.pending:
-                step = run.target.steps[run.next_step]
-                named = set(step.args if step.reads is None else step.reads)
-                run.inputs = {n: d for n, d in outcome.record.outputs.items() if n in named}
-                unblocked.append(next_action(run))
-            else:
-                run.inputs = dict(outcome.record.outputs)
-        return unblocked
-
-    tools = sorted({step.tool for run in runs for step in run.target.steps})
-    runner.run([next_action(r) for r in runs if r.pending], desc=f"{toolchain.vendor} {'+'.join(tools)}",
-               follow=follow)
-    if stalled := [r for r in runs if r.pending]:
-        raise RuntimeError(f"{len(stalled)} target(s) never got past step {stalled[0].next_step} of "
-                           f"{stalled[0].target.name}: a follow-up was lost (a bug)")
-
+from toolchains import Toolchain
 
 _INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.M)
 
@@ -96,24 +47,16 @@ class Scope:
             else None
 
 
-def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str] = (),
-                   scope: Scope | None = None, files: Collection[str] = ()) -> tuple[str, str]:
-    """(reason, detail) of a failed target run; ``unresolved`` are the sample's includes of project
-    headers its tree does not hold; with a ``scope``, a failure of a sample (its ``files``' digests) that is
-    out of scope is counted as such."""
-    outcome = run.failure
-    if outcome.transient:
-        kind = "timeout" if outcome.transient.startswith("timeout") else "transient"
-        return kind, f"{run.target.name}: {outcome.transient}"
-    stderr = store.get_text(outcome.record.stderr, "replace")
-    if outcome.record.exit_code == 0:
-        return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
-    category = categorize(stderr, toolchain.vendor, unresolved)
-    detail = f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
-    if scope is not None and (reason := scope.reason(toolchain.vendor, category, [store.get_text(d, "replace")
-                                                                                   for d in files])):
-        return reason, f"{category}: {detail}"
-    return f"compile_failed:{category}", detail
+def scoped_failure(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str], scope: Scope,
+                   files: Collection[str]) -> tuple[str, str]:
+    """:func:`failure_reason`, with a compile failure of a sample out of ``scope`` (its ``files``' digests) counted
+    ``out_of_scope:<why>``."""
+    reason, detail = failure_reason(toolchain, run, store, unresolved)
+    category = reason.removeprefix("compile_failed:")
+    if reason.startswith("compile_failed:") and \
+            (scoped := scope.reason(toolchain.vendor, category, [store.get_text(d, "replace") for d in files])):
+        return scoped, f"{category}: {detail}"
+    return reason, detail
 
 
 def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -> None:
@@ -139,7 +82,7 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
         runs = by_sample[row["sample_id"]]
         failed = [r for r in runs if r.failure is not None]
         if failed:
-            out.drop(row, *failure_reason(toolchain, failed[0], store, row["unresolved_includes"], scope,
+            out.drop(row, *scoped_failure(toolchain, failed[0], store, row["unresolved_includes"], scope,
                                           [f["digest"] for f in row[files_column]]))
             continue
         artifacts = {}

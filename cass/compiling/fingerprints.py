@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from cass.compiling.actions import pipeline_toolchains
+from cass.engine.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import TOOLCHAIN_RECORD
 

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from cass.dedup.minhash import MinHashParams, candidate_links, components, content_key, signatures_parallel, similarity
+from cass.engine.cached import CachedMap
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import manifest_path, write_parquet
-from store import ActionRecord, Store, digest_bytes
+from store import Store, digest_bytes
 
 STAGE = "dedup"
 REMOVED_SCHEMA = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "reason": pl.String,
@@ -43,20 +45,16 @@ def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams
     """Signature per content digest, from the store where present; returns (signatures, how
     many were computed, the store action keys that hold them)."""
     spec = {k: v for k, v in params.describe().items() if k not in ("threshold", "bands", "rows")}
-    keys = {d: Store.action_key({"tool": "minhash", **spec, "input": d}) for d in texts}
-    found: dict[str, np.ndarray] = {}
-    for digest, key in keys.items():
-        record = store.lookup(key)
-        if record is not None:
-            found[digest] = np.frombuffer(store.get(record.outputs["signature"]), dtype=np.uint32)
-    missing = sorted(d for d in texts if d not in found)
-    if missing:
+    cache = CachedMap(store)
+
+    def compute(missing: list[str]) -> Iterable[tuple[str, dict[str, bytes]]]:
+        missing = sorted(missing)
         computed = signatures_parallel([texts[d] for d in missing], params, workers)
-        for digest, sig in zip(missing, computed, strict=True):
-            blob = store.put(sig.tobytes())
-            store.record(keys[digest], ActionRecord("ok", 0, {"signature": blob}, store.put(b"")))
-            found[digest] = sig
-    return found, len(missing), set(keys.values())
+        return ((d, {"signature": sig.tobytes()}) for d, sig in zip(missing, computed, strict=True))
+
+    records = cache.map({d: Store.action_key({"tool": "minhash", **spec, "input": d}) for d in texts}, compute)
+    found = {d: np.frombuffer(store.get(r.outputs["signature"]), dtype=np.uint32) for d, r in records.items()}
+    return found, cache.misses, cache.keys
 
 
 def rank(rows: pl.DataFrame) -> pl.DataFrame:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cass.compiling.actions import ActionRunner
+from cass.engine.actions import ActionRunner
 from cass.execution.hosts import record_host
 from cass.execution.programs import build_programs, run_action
 from cass.pipeline.manifests import read_manifest

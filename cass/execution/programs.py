@@ -14,8 +14,9 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import asdict, dataclass
 
-from cass.compiling.actions import Action, ActionRunner, Outcome, cluster_at
-from cass.compiling.compile import TargetRun, failure_reason, run_targets
+from cass.engine.actions import Action, ActionRunner, Outcome, cluster_at
+from cass.engine.cached import CachedMap
+from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.execution.compare import first_difference
 from cass.execution.hosts import ExecutionHost
 from store import Store
@@ -150,8 +151,9 @@ def run_programs(store: Store, host: ExecutionHost, limits: ProgramLimits, binar
         outcomes = runner.run(list(actions.values()), desc=f"run on {host.name}")
         counts = runner.counts.as_dict()
     else:
-        outcomes = {a.key: Outcome(record) for a in actions.values() if (record := store.lookup(a.key))}
-        counts = {"hits": len(outcomes), "not_recorded": len(actions) - len(outcomes)}
+        recorded, missing = CachedMap(store).split({a.key: a.key for a in actions.values()})
+        outcomes = {key: Outcome(record) for key, record in recorded.items()}
+        counts = {"hits": len(recorded), "not_recorded": len(missing)}
     found = {b: [(o if (o := outcomes.get(actions[b, n].key)) and o.record else None) for n in range(1, runs + 1)]
              for b in binaries}
     return found, counts, {a.key for a in actions.values()}

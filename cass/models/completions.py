@@ -11,8 +11,9 @@ from collections import Counter
 
 from tqdm import tqdm
 
+from cass.engine.cached import CachedMap
 from cass.models.backends import Backend, Messages, Sampling
-from store import ActionRecord, Store
+from store import Store
 
 COMPLETION_TOOL = "generate"
 """The tool name in every completion key (the stage that first made them): the same request is the same action,
@@ -35,31 +36,27 @@ def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Me
     again)."""
     texts: dict[tuple[str, str, int], str] = {}
     failed: dict[tuple[str, str, int], str] = {}
-    counts: Counter = Counter(hits=0, generated=0)
+    cache = CachedMap(store)
     lock = threading.Lock()   # the HTTP backend finishes completions on its threads
     for sample in range(sampling.samples):
         keys = {k: completion_key(backend.identity, m, sampling, sample) for k, m in asked.items()}
-        for k, key in keys.items():
-            if record := store.lookup(key):
-                texts[(*k, sample)] = store.get_text(record.outputs["completion"])
-                counts["hits"] += 1
-        missing = [k for k in asked if (*k, sample) not in texts]
+        found, missing = cache.split(keys)
+        texts.update({(*k, sample): store.get_text(r.outputs["completion"]) for k, r in found.items()})
         if not missing:
             continue
         bar = tqdm(total=len(missing), desc=f"{label} sample {sample + 1}/{sampling.samples}", unit="prompt")
 
         def done(index: int, text: str, missing=missing, keys=keys, sample=sample, bar=bar) -> None:
             k = missing[index]
-            store.record(keys[k], ActionRecord("ok", 0, {"completion": store.put_text(text)}, store.put(b"")))
+            cache.record(keys[k], {"completion": text.encode()})
             with lock:
                 texts[(*k, sample)] = text
-                counts["generated"] += 1
                 bar.update()
 
         errors = backend.complete([asked[k] for k in missing], sampling, sample, done)
         bar.close()
         failed.update({(*missing[i], sample): error for i, error in errors.items()})
-    return texts, counts, failed
+    return texts, Counter(hits=cache.hits, generated=cache.misses), failed
 
 
 def extract(text: str, fence: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ Ambient keys say where things run or are kept, not what is computed: ``store.dir
 (local workers or a Dask scheduler), ``tokens.cache_dir`` (built tokenizers) and ``amd.toolchain``
 (which AMD root; the toolchains it selects reach every tool stage as fingerprints through
 ``data/toolchain_fingerprints``). Stages that run tools get their toolchains and action runner from
-:mod:`cass.compiling.actions` (``pipeline_toolchains(stage.params)``, ``stage_runner``): only they
+:mod:`cass.engine.actions` (``pipeline_toolchains(stage.params)``, ``stage_runner``): only they
 import the toolchains.
 """
 

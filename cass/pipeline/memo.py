@@ -12,19 +12,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
-from store import ActionRecord, Store, canonical_json, digest_bytes
+from cass.engine.cached import CachedMap
+from store import Store, canonical_json, digest_bytes
 
 
 class Memo:
     """``name`` + ``settings`` (JSON-able) name one pure function of a text; results by text digest."""
 
     def __init__(self, store: Store, name: str, settings: Mapping):
-        self.store = store
         self.name = name
         self.settings = dict(settings)
-        self.keys: set[str] = set()
-        self.hits = 0
-        self.misses = 0
+        self.cache = CachedMap(store)
+
+    @property
+    def keys(self) -> set[str]:
+        return self.cache.keys
 
     def _key(self, text_digest: str) -> str:
         return Store.action_key({"memo": self.name, "settings": self.settings, "text": text_digest})
@@ -33,25 +35,17 @@ class Memo:
         """``compute(texts)`` for every text, calling ``compute`` once, on the texts not seen before
         (distinct ones only), and recording their results."""
         digests = [digest_bytes(text.encode()) for text in texts]
-        found: dict[str, object] = {}
-        for digest in dict.fromkeys(digests):
-            key = self._key(digest)
-            self.keys.add(key)
-            record = self.store.lookup(key)
-            if record is not None:
-                found[digest] = json.loads(self.store.get(record.outputs["value"]))
-        todo = {d: text for d, text in zip(digests, texts, strict=True) if d not in found}
-        self.hits += len(found)
-        self.misses += len(todo)
-        if todo:
-            values = compute(list(todo.values()))
+        by_digest = dict(zip(digests, texts, strict=True))
+
+        def missing(todo: list[str]) -> list[tuple[str, dict[str, bytes]]]:
+            values = compute([by_digest[d] for d in todo])
             if len(values) != len(todo):
                 raise ValueError(f"memo {self.name}: {len(todo)} texts but {len(values)} results")
-            for digest, value in zip(todo, values, strict=True):
-                blob = self.store.put(canonical_json(value))
-                self.store.record(self._key(digest), ActionRecord("ok", 0, {"value": blob}))
-                found[digest] = value
-        return [found[d] for d in digests]
+            return [(d, {"value": canonical_json(v)}) for d, v in zip(todo, values, strict=True)]
+
+        records = self.cache.map({d: self._key(d) for d in by_digest}, missing)
+        values = {d: json.loads(self.cache.store.get(r.outputs["value"])) for d, r in records.items()}
+        return [values[d] for d in digests]
 
     def counts(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses}
+        return self.cache.counts()

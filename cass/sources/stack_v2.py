@@ -57,10 +57,11 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
+from cass.engine.cached import CachedMap
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import StageOutput, manifest_path, sample_id, write_parquet
 from cass.pipeline.remote import backoff_s, git_blob_id
-from store import ActionRecord, Store
+from store import Store
 
 STAGE = "fetch_stack"
 ORIGIN = "stack_v2"
@@ -279,6 +280,7 @@ class BlobFetcher:
         self.retries = retries
         self.sleep = sleep
         self.stop = threading.Event()
+        self.cache = CachedMap(store)
 
     def action_key(self, blob_id: str) -> str:
         return Store.action_key({"kind": "swh_content", "bucket": self.bucket, "key_prefix": self.key_prefix,
@@ -289,7 +291,7 @@ class BlobFetcher:
         if not blob_id:
             return Fetched("", "missing", detail="the metadata row has no blob_id")
         key = self.action_key(blob_id)
-        record = self.store.lookup(key)
+        record = self.cache.lookup(key)
         if record is not None and record.status == "ok" and "content" in record.outputs:
             return Fetched(blob_id, "held", record.outputs["content"])
         s3_key = f"{self.key_prefix}{blob_id}"
@@ -321,9 +323,8 @@ class BlobFetcher:
         if not matches_name(blob_id, data):
             return Fetched(blob_id, "corrupt", detail=f"content ({len(data)} bytes) hashes to sha1 "
                            f"{hashlib.sha1(data).hexdigest()}, not to its name")
-        digest = self.store.put(data)
-        self.store.record(key, ActionRecord(status="ok", exit_code=0, outputs={"content": digest}))
-        return Fetched(blob_id, "fetched", digest, len(data), len(body))
+        record = self.cache.record(key, {"content": data})
+        return Fetched(blob_id, "fetched", record.outputs["content"], len(data), len(body))
 
 
 def fetch_all(fetcher: BlobFetcher, blob_ids: Iterable[str], total: int, workers: int) -> dict[str, Fetched]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from cass.compiling.actions import pipeline_toolchains, plan, stage_runner
+from cass.engine.actions import pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, attach
 from cass.pipeline.metrics import mean_reduction

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from cass.compiling.actions import Action, pipeline_toolchains, plan, stage_runner
+from cass.engine.actions import Action, pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
 from cass.translate.hipify_warnings import (

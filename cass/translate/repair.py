@@ -70,10 +70,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from cass.engine.cached import CachedMap
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
 from cass.translate.names import CudaHipNames
 from cass.translate.ptx import rewrite_asm
-from store import ActionRecord, Store
+from store import Store
 from toolchains.amd import WARP_SYNC_HIP
 
 Version = tuple[int, int]
@@ -388,27 +389,25 @@ class CachedRepair:
         self.target = target
         self.rules = rules
         self.action = {"tool": "cass-repair", "rules": ruleset_id(rules), **target.key()}
-        self.hits = self.misses = 0
-        self.keys: set[str] = set()
+        self.cache = CachedMap(store)
         self._done: dict[tuple[str, frozenset[str]], tuple[str, list[str]]] = {}
+
+    @property
+    def keys(self) -> set[str]:
+        return self.cache.keys
 
     def __call__(self, digest: str, shadowed: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
         """(digest of the repaired file, names of the rules that changed it); ``shadowed``: the names of
         derived headers the file's sample provides itself."""
         if (digest, shadowed) not in self._done:
-            self._done[digest, shadowed] = self._run(digest, replace(self.target, shadowed=shadowed))
-        return self._done[digest, shadowed]
+            target = replace(self.target, shadowed=shadowed)
 
-    def _run(self, digest: str, target: RepairTarget) -> tuple[str, list[str]]:
-        key = Store.action_key({**self.action, **target.key(), "input": digest})
-        self.keys.add(key)
-        record = self.store.lookup(key)
-        if record is None:
-            repaired, fired = repair_bytes(self.store.get(digest), target, self.rules)
-            record = ActionRecord("ok", 0, {"hip": self.store.put(repaired),
-                                            "fired": self.store.put_text(json.dumps(fired))}, self.store.put(b""))
-            self.store.record(key, record)
-            self.misses += 1
-        else:
-            self.hits += 1
-        return record.outputs["hip"], json.loads(self.store.get_text(record.outputs["fired"]))
+            def compute(_: list[str]) -> list[tuple[str, dict[str, bytes]]]:
+                repaired, fired = repair_bytes(self.store.get(digest), target, self.rules)
+                return [(digest, {"hip": repaired, "fired": json.dumps(fired).encode()})]
+
+            key = Store.action_key({**self.action, **target.key(), "input": digest})
+            record = self.cache.map({digest: key}, compute)[digest]
+            self._done[digest, shadowed] = (record.outputs["hip"],
+                                            json.loads(self.store.get_text(record.outputs["fired"])))
+        return self._done[digest, shadowed]

@@ -15,7 +15,7 @@ from collections import Counter
 
 import polars as pl
 
-from cass.compiling.actions import pipeline_toolchains
+from cass.engine.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
 from cass.translate.names import CudaHipNames, toolchain_names
@@ -69,7 +69,7 @@ def run(stage: Stage) -> None:
         "samples_by_rule": dict(sorted(samples_by_rule.items())),
         "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},
     })
-    out.run["actions"] = {"hits": repairer.hits, "misses": repairer.misses} if repairer else {"hits": 0, "misses": 0}
+    out.run["actions"] = repairer.cache.counts() if repairer else {"hits": 0, "misses": 0}
     if repairer:
         out.action_keys = repairer.keys
     print(out.write(kept))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
+from cass.engine.cached import CachedMap
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
 from toolchains import Executor, Job, JobResult, Step, Toolchain, load_toolchains, local_executor
 from toolchains.cluster import Cluster, scheduler_address
@@ -118,8 +119,13 @@ class ActionRunner:
         self.timeout_s = timeout_s
         self.limits = limits
         self.counts = ActionCounts()
-        self.keys: set[str] = set()
+        self.cache = CachedMap(store)
         self.tool_time: dict[str, ToolTime] = {}
+
+    @property
+    def keys(self) -> set[str]:
+        """Every action key looked up (hits and misses): what the stage's packs carry."""
+        return self.cache.keys
 
     def _inputs(self, action: Action) -> dict[str, bytes]:
         try:
@@ -150,8 +156,7 @@ class ActionRunner:
                 if action.key not in outcomes:
                     if action.key in queued:
                         continue   # running: its follow-ups come when it finishes
-                    self.keys.add(action.key)
-                    record = self.store.lookup(action.key)
+                    record = self.cache.lookup(action.key)
                     if record is None:
                         queued.add(action.key)
                         misses.append((action, self.job(action)))
@@ -193,15 +198,9 @@ class ActionRunner:
             self.counts.transient += 1
             return Outcome(None, result.transient)
         self.counts.misses += 1
-        outputs = {name: self.store.put(data) for name, data in sorted(result.outputs.items())}
-        record = ActionRecord(
-            status="ok" if result.exit_code == 0 and set(outputs) == set(action.step.outputs) else "failed",
-            exit_code=result.exit_code,
-            outputs=outputs,
-            stderr=self.store.put(result.stderr),
-        )
-        self.store.record(action.key, record)
-        return Outcome(record)
+        ok = result.exit_code == 0 and set(result.outputs) == set(action.step.outputs)
+        return Outcome(self.cache.record(action.key, result.outputs, "ok" if ok else "failed", result.exit_code,
+                                         result.stderr))
 
     def time_metrics(self) -> dict:
         """The tools' jobs, CPU and wall seconds, in all and per tool."""

@@ -1,0 +1,75 @@
+"""Targets of several steps as chains of cached actions: a target's next step runs as soon as the one before
+it succeeds (a follow-up of the runner), and a failed target says why.
+
+Compiling samples (the compile stages), building programs (execute) and the benchmark's builds all use this.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+
+from cass.engine.actions import Action, ActionRunner, Outcome, plan
+from toolchains import Target, Toolchain
+from toolchains.diagnostics import categorize, first_error_line
+
+
+class TargetRun:
+    """Progress of one target of one sample through its steps."""
+
+    def __init__(self, target: Target, inputs: dict[str, str]):
+        self.target = target
+        self.inputs = inputs
+        self.next_step = 0
+        self.failure: Outcome | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.failure is None and self.next_step < len(self.target.steps)
+
+
+def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun]) -> None:
+    """Advance every target run through all its steps (or to its first failure)."""
+    waiting: dict[str, list[TargetRun]] = defaultdict(list)
+
+    def next_action(run: TargetRun) -> Action:
+        action = plan(toolchain, run.target.steps[run.next_step], run.inputs)
+        waiting[action.key].append(run)
+        return action
+
+    def follow(action: Action, outcome: Outcome) -> list[Action]:
+        unblocked = []
+        for run in waiting.pop(action.key, []):
+            if not outcome.ok:
+                run.failure = outcome
+                continue
+            run.next_step += 1
+            if run.pending:
+                step = run.target.steps[run.next_step]
+                named = set(step.args if step.reads is None else step.reads)
+                run.inputs = {n: d for n, d in outcome.record.outputs.items() if n in named}
+                unblocked.append(next_action(run))
+            else:
+                run.inputs = dict(outcome.record.outputs)
+        return unblocked
+
+    tools = sorted({step.tool for run in runs for step in run.target.steps})
+    runner.run([next_action(r) for r in runs if r.pending], desc=f"{toolchain.vendor} {'+'.join(tools)}",
+               follow=follow)
+    if stalled := [r for r in runs if r.pending]:
+        raise RuntimeError(f"{len(stalled)} target(s) never got past step {stalled[0].next_step} of "
+                           f"{stalled[0].target.name}: a follow-up was lost (a bug)")
+
+
+def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str] = ()) -> tuple[str, str]:
+    """(reason, detail) of a failed target run: ``timeout`` or ``transient``, else ``compile_failed:<category>``
+    (``unresolved``: the sample's includes of project headers its tree does not hold)."""
+    outcome = run.failure
+    if outcome.transient:
+        kind = "timeout" if outcome.transient.startswith("timeout") else "transient"
+        return kind, f"{run.target.name}: {outcome.transient}"
+    stderr = store.get_text(outcome.record.stderr, "replace")
+    if outcome.record.exit_code == 0:
+        return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
+    category = categorize(stderr, toolchain.vendor, unresolved)
+    return f"compile_failed:{category}", f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
