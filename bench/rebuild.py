@@ -141,7 +141,7 @@ def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
 def lookup_throughput(project: Path, seconds: float = 3.0) -> tuple[int, float]:
     """Action-key computation plus store hit, for every hipify and host-compile action."""
     os.chdir(project)
-    from cass.compiling.actions import plan
+    from cass.engine.actions import plan
     from cass.pipeline.context import load_params, open_store
     from cass.pipeline.manifests import read_manifest
     from toolchains import load_toolchains

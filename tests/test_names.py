@@ -129,3 +129,27 @@ def test_the_real_toolchains_cover_every_cuda_header_hipify_perl_maps(toolchains
     assert names.versions["CUDA_VERSION"] == names.versions["CUDART_VERSION"] == str(major * 1000 + minor * 10)
     assert names.versions["__CUDACC_VER_MAJOR__"] == str(major)
     assert names.constants["CUDART_PI_F"] == "HIP_PI_F" or "math_constants.h" in names.hipify_headers
+    # CUDA's C++ runtime overloads HIP has no overload for; hipMalloc has HIP's own template
+    assert names.overloads["hipEventCreate"]["2"]["target"] == "hipEventCreateWithFlags"
+    assert names.overloads["hipFuncSetAttribute"]["3"]["args"][0] == "(const void*)func"
+    assert "hipMalloc" not in names.overloads
+
+
+def test_a_header_hipify_perl_leaves_maps_to_the_one_declaring_what_hipify_perl_maps_its_names_to(tmp_path):
+    # hipify-perl 6.0 maps __nv_bfloat16 to hip_bfloat16, which hip/hip_bfloat16.h declares, not hip/hip_bf16.h
+    cuda = write(tmp_path / "cuda", {"cuda_bf16.h": guarded("__CUDA_BF16_H__", "struct __nv_bfloat16 {};\n")})
+    hip = write(tmp_path / "hip", {
+        "hip/hip_bf16.h": guarded("HIP_BF16_H", "struct __hip_bfloat16 {};\n"),
+        "hip/hip_bfloat16.h": guarded("HIP_BFLOAT16_H", '#include "amd_detail/bf16.h"\n'),
+        "hip/amd_detail/bf16.h": "struct hip_bfloat16 {};\n",
+    })
+    names = {"__nv_bfloat16": "hip_bfloat16", "__CUDACC__": "__HIPCC__"}
+    index = {"headers": index_headers([hip], files(hip), lambda _, n: n in names.values()), "hipify": {},
+             "hipify_names": names}
+    derived = derive({"headers": index_headers([cuda], files(cuda), lambda h, n: "/" not in h)}, index)
+    assert derived.headers == {"cuda_bf16.h": "hip/hip_bfloat16.h"}
+    assert derived.presence == {"__CUDA_BF16_H__": "HIP_BFLOAT16_H"}
+    index["hipify_names"] = {"__nv_bfloat16": "__hip_bfloat16"}   # hipify-perl 7.0's name: HIP's naming holds
+    assert derive({"headers": index_headers([cuda], files(cuda), lambda h, n: "/" not in h)},
+                  index | {"headers": index_headers([hip], files(hip), lambda _, n: n == "__hip_bfloat16")}
+                  ).headers == {"cuda_bf16.h": "hip/hip_bf16.h"}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError
 from toolchains.headers import index_headers
-from toolchains.hipify_script import header_map, warning_tables
+from toolchains.hipify_script import header_map, name_map, warning_tables
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
 AMD_PACKAGES = (
@@ -72,6 +72,14 @@ def amd_suite(name: str) -> AmdSuite:
 
 WARP_SYNC_HIP = (6, 2)
 """The first HIP version that declares the ``_sync`` warp builtins (opt-in, 64-bit masks)."""
+
+OTHER_PLATFORM = ("nvidia_detail", "nvcc_detail")
+"""HIP's headers for its NVIDIA back end: hipcc with ``HIP_PLATFORM=amd`` never includes them."""
+
+CUDA_DIALECT = ("-Wno-register",)
+"""C++ that nvcc and its host compiler take and clang refuses by default: the ``register`` storage class, removed
+in C++17 (g++ and nvcc's front end warn; clang errors unless told not to). A switch, not a rewrite: the code means
+the same without it."""
 
 AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 """hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
@@ -153,15 +161,19 @@ class AmdToolchain(Toolchain):
 
     def local_header_index(self) -> dict:
         """The HIP headers (every file under the include directory's ``hip/``, and the headers hipify-perl
-        maps CUDA headers to, with what they include, on the include directory and the library folders), and
-        ``hipify``: hipify-perl's header map."""
+        maps CUDA headers to, with what they include, on the include directory and the library folders),
+        ``hipify``: hipify-perl's header map, and ``hipify_names``: its identifier map (each header keeps the
+        names of that map's HIP side that it names)."""
         script = self.tool_path("hipify-perl")
-        hipify = header_map(script.read_text(errors="replace")) if script else {}
+        text = script.read_text(errors="replace") if script else ""
         root = self.include_root()
         dirs = [root, *(self._fs(d) for d in self.library_include_dirs())]
+        hipify, names = header_map(text), name_map(text)
         mapped = [p for name in hipify.values() if name for d in dirs if (p := d / name).is_file()]
         hip = sorted(p for p in (root / "hip").rglob("*") if p.is_file())
-        return {"headers": index_headers(dirs, [*hip, *mapped]), "hipify": hipify}
+        targets = set(names.values())
+        return {"headers": index_headers(dirs, [*hip, *mapped], lambda _, name: name in targets, OTHER_PLATFORM),
+                "hipify": hipify, "hipify_names": names}
 
     def _fs(self, inner: str) -> Path:
         """A path of the toolchain's filesystem, as seen from this machine."""
@@ -294,8 +306,10 @@ class AmdToolchain(Toolchain):
         return (*defines, *(["-DHIPBLAS_V2"] if self.hipblas_v2() else []))
 
     def _common_flags(self, flags: dict, include_dirs: Sequence[str] = (".",)) -> tuple[str, ...]:
-        """hipcc's flags for a HIP source: ``amd.flags``, the platform's defines, include folders."""
-        return (*flags["common"], *flags["opt"], *self.platform_defines(), *(f"-I{d}" for d in include_dirs),
+        """hipcc's flags for a HIP source: ``amd.flags``, what CUDA's compilers accept that clang refuses by default
+        (:data:`CUDA_DIALECT`), the platform's defines, include folders."""
+        return (*flags["common"], *flags["opt"], *CUDA_DIALECT, *self.platform_defines(),
+                *(f"-I{d}" for d in include_dirs),
                 *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
 
     def preprocess_step(self, main: str, arch: str, flags: dict, include_dirs: Sequence[str] = (".",)) -> Step:

@@ -9,7 +9,7 @@ from it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 _TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
@@ -76,10 +76,22 @@ def parse_header(text: str) -> dict:
             "empty": sorted(empty), "includes": includes}
 
 
-def index_headers(dirs: Sequence[Path], roots: Iterable[Path]) -> dict[str, dict]:
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def identifiers(text: str) -> set[str]:
+    """The identifiers a header's code names (comments left out)."""
+    return set(_IDENTIFIER.findall(strip_comments(text)))
+
+
+def index_headers(dirs: Sequence[Path], roots: Iterable[Path], names_kept: Callable[[str, str], bool] | None = None,
+                  never: Sequence[str] = ()) -> dict[str, dict]:
     """:func:`parse_header` of ``roots`` and of every header they include, directly or not, found on
     ``dirs``; keyed by the shortest name ``#include`` finds each by (``names``: all of them), with
-    ``includes`` resolved to such names (those not found on ``dirs`` left out)."""
+    ``includes`` resolved to such names (those not found on ``dirs`` left out), for a runtime API header its
+    :func:`runtime_functions` (``runtime``), and with ``names_kept``, the :func:`identifiers` of each header
+    it keeps (``names_kept(header, identifier)``). Headers under a folder named in ``never`` are left out (the
+    compiler never includes them: another platform's)."""
     dirs = [d.resolve() for d in dirs if d.is_dir()]
 
     def names_of(path: Path) -> list[str]:
@@ -94,7 +106,7 @@ def index_headers(dirs: Sequence[Path], roots: Iterable[Path]) -> dict[str, dict
     while todo:
         path = todo.pop()
         names = names_of(path)
-        if not names or names[0] in index:
+        if not names or names[0] in index or any(part in never for part in Path(names[0]).parts):
             continue
         facts = parse_header(path.read_text(errors="replace"))
         resolved = []
@@ -103,4 +115,69 @@ def index_headers(dirs: Sequence[Path], roots: Iterable[Path]) -> dict[str, dict
                 resolved.append(found_names[0])
                 todo.append(found)
         index[names[0]] = {**facts, "includes": resolved, "names": names}
+        text = path.read_text(errors="replace")
+        if "Error_t" in text:
+            index[names[0]]["runtime"] = runtime_functions(text)
+        if names_kept is not None:
+            index[names[0]]["identifiers"] = sorted(n for n in identifiers(text) if names_kept(names[0], n))
     return dict(sorted(index.items()))
+
+
+_RETURNS_ERROR = re.compile(r"\b(?:cudaError_t|hipError_t)\s+(?:__\w+__\s+)*((?:cuda|hip)\w+)\s*\(")
+_RETURN_CALL = re.compile(r"\s*return\s+(?:::)?(\w+)\s*\(")
+
+
+def _balanced(text: str, start: int, opener: str = "(") -> int:
+    """The index just past the bracket that closes the one at ``start``."""
+    closer = {"(": ")", "{": "}"}[opener]
+    depth = 0
+    for i in range(start, len(text)):
+        depth += text[i] == opener
+        depth -= text[i] == closer
+        if depth == 0:
+            return i + 1
+    return len(text)
+
+
+def _split_top(text: str) -> list[str]:
+    """Comma-separated parts at bracket depth 0 (template angle brackets included)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += c in "([{<"
+        depth -= c in ")]}>"
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def runtime_functions(text: str) -> list[dict]:
+    """Every function of a runtime API header that returns ``cudaError_t`` or ``hipError_t``: its name,
+    parameter names, how many are required, the defaults of the others, whether it is a template, and where
+    its body is one ``return ::other(args);``, that call's name and argument expressions."""
+    clean = strip_comments(text)
+    found = []
+    for m in _RETURNS_ERROR.finditer(clean):
+        close = _balanced(clean, m.end() - 1)
+        params = [p for p in _split_top(clean[m.end():close - 1]) if p != "void"]
+        names, defaults = [], []
+        for param in params:
+            declarator, _, default = param.partition("=")
+            ident = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]", "", declarator))
+            names.append(ident[-1] if ident else "")
+            if default.strip():
+                defaults.append(default.strip())
+        statement = clean[max(clean.rfind(";", 0, m.start()), clean.rfind("}", 0, m.start())) + 1:m.start()]
+        rest = clean[close:].lstrip()
+        target, args = None, None
+        if rest.startswith("{"):
+            body = rest[1:_balanced(rest, 0, "{") - 1]
+            if (call := _RETURN_CALL.match(body)) and body[_balanced(body, call.end() - 1):].strip() == ";":
+                target = call.group(1)
+                args = _split_top(body[call.end():_balanced(body, call.end() - 1) - 1])
+        elif not rest.startswith(";"):
+            continue   # a call, not a declaration
+        found.append({"name": m.group(1), "params": names, "required": len(names) - len(defaults),
+                      "defaults": defaults, "template": "template" in statement, "target": target, "args": args})
+    return found

@@ -12,12 +12,24 @@ _TABLE_REF = re.compile(r"[@%](\w+)")
 _STRING = re.compile(r'"([A-Za-z_]\w*)"')
 
 
-def header_map(script: str) -> dict[str, str]:
-    """hipify-perl's header substitutions in its HIP mode (its ``simpleSubstitutions``), CUDA name -> HIP
-    name (empty where it removes the ``#include``)."""
+_SUBST = re.compile(r'subst\("(\w+)",\s*"(\w*)",\s*"(\w+)"\)')
+
+
+def _hip_mode(script: str) -> str:
+    """The body of hipify-perl's HIP-mode substitutions (its ``simpleSubstitutions``)."""
     body = script.split("sub simpleSubstitutions", 1)[-1]
-    body = body[: body.find("\n}\n")] if "\n}\n" in body else body
-    return {a.replace("\\/", "/"): b.replace("\\/", "/") for a, b in _SUBST_INCLUDE.findall(body)}
+    return body[: body.find("\n}\n")] if "\n}\n" in body else body
+
+
+def header_map(script: str) -> dict[str, str]:
+    """hipify-perl's header substitutions in its HIP mode, CUDA name -> HIP name (empty where it removes the
+    ``#include``)."""
+    return {a.replace("\\/", "/"): b.replace("\\/", "/") for a, b in _SUBST_INCLUDE.findall(_hip_mode(script))}
+
+
+def name_map(script: str) -> dict[str, str]:
+    """hipify-perl's identifier substitutions in its HIP mode (functions, types, constants), CUDA -> HIP."""
+    return {a: b for a, b, kind in _SUBST.findall(_hip_mode(script)) if not kind.startswith("include") and b}
 
 
 def _bracketed(text: str, start: int, opener: str) -> str:

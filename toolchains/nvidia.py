@@ -44,6 +44,11 @@ _FATBIN_START = re.compile(rb"^\s*\.section\s+\.nv_fatbin\b")
 _TEXT_LINE = re.compile(rb"^\s*\.text\s*$")
 
 
+CUDA_NAME = re.compile(r"_*(?:cu|CU|Cu|nv|NV)")
+"""How CUDA's own identifiers begin (``cudaMalloc``, ``CUresult``, ``__nv_bfloat16``): the names of its
+top-level headers the header index keeps, for pairing them with HIP's."""
+
+
 def default_cuda_home() -> Path:
     """The CUDA tree installed by the PyPI wheels into this Python environment."""
     return Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "cu13"
@@ -115,13 +120,16 @@ class NvidiaToolchain(Toolchain):
         return dirs or [self.include_root()]
 
     def local_header_index(self) -> dict:
-        """The CUDA headers (every file of :meth:`cuda_include_dirs`) and ``predefined``: the macros nvcc
-        defines for the compilers it drives (its ``-D`` flags in ``--dryrun``)."""
+        """The CUDA headers (every file of :meth:`cuda_include_dirs`; the CUDA identifiers of the top-level ones)
+        and ``predefined``: the macros nvcc defines for the compilers it drives (its ``-D`` flags in
+        ``--dryrun``)."""
         dirs = self.cuda_include_dirs()
         steps = self.run_tool("nvcc", ("--dryrun", "-E", "-x", "cu", "/dev/null"))
         predefined = {m.group(1): m.group(2) if m.group(2) is not None else "1"
                       for m in re.finditer(r"(?<!\S)-D(\w+)(?:=([^\s\"]*))?", steps)}
-        return {"headers": index_headers(dirs, (p for d in dirs for p in sorted(d.rglob("*")) if p.is_file())),
+        files = (p for d in dirs for p in sorted(d.rglob("*")) if p.is_file())
+        top_level_cuda = lambda header, name: "/" not in header and bool(CUDA_NAME.match(name))  # noqa: E731
+        return {"headers": index_headers(dirs, files, top_level_cuda),
                 "predefined": dict(sorted(predefined.items()))}
 
     def system_include_dirs(self) -> list[Path]:

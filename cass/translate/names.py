@@ -4,10 +4,12 @@ The repair layer needs to know, for the CUDA names hipify-perl leaves in a HIP t
 counterparts. Each table here is computed from the files of the two toolchains:
 
 * **headers**: hipify-perl's own header map (read from the installed script's substitutions), and
-  for a CUDA header it does not map, a HIP header found on the AMD include path by the naming HIP
-  uses (``cuda_bf16.h`` -> ``hip/hip_bf16.h``, ``math_constants.h`` -> ``hip/hip_math_constants.h``,
-  ``surface_types.h`` -> ``hip/surface_types.h``), else the HIP header of the mapped header whose
-  folder it belongs to (``cub/block/block_reduce.cuh`` -> ``<cub/cub.cuh>``'s ``hipcub/hipcub.hpp``);
+  for a CUDA header it does not map, the HIP header that names the most of what hipify-perl maps that
+  header's identifiers to (``cuda_bf16.h`` -> ``hip/hip_bfloat16.h`` for hipify-perl 6.0, which maps
+  ``__nv_bfloat16`` to ``hip_bfloat16``), else one found on the AMD include path by the naming HIP uses
+  (``math_constants.h`` -> ``hip/hip_math_constants.h``, ``surface_types.h`` -> ``hip/surface_types.h``),
+  else the HIP header of the mapped header whose folder it belongs to (``cub/block/block_reduce.cuh``
+  -> ``<cub/cub.cuh>``'s ``hipcub/hipcub.hpp``);
 * **presence macros**: the include guard of every CUDA header reached from a mapped one, and the
   empty marker macros it defines (``CUSPARSEAPI``), each paired with the include guard of the HIP
   header its header maps to, or where it maps to none, of the nearest mapped header including it
@@ -17,7 +19,10 @@ counterparts. Each table here is computed from the files of the two toolchains:
   nvcc predefines (``CUDA_VERSION``, ``CUDART_VERSION``, ``__CUDACC_VER_MAJOR__``), with their
   values on the NVIDIA side;
 * **constants**: macros of a CUDA header whose HIP header defines the same macro under HIP's prefix
-  with the same definition (``CUDART_PI_F`` -> ``HIP_PI_F``).
+  with the same definition (``CUDART_PI_F`` -> ``HIP_PI_F``);
+* **runtime overloads**: the C++ overloads CUDA's runtime header adds to its C API (a two-argument
+  ``cudaEventCreate``, a ``cudaFuncSetAttribute`` that takes the kernel itself), as the calls they make,
+  where HIP's runtime header has no overload of its own (:func:`runtime_overloads`).
 
 :func:`derive` computes them from paths; :func:`cached_names` once per pair of toolchain
 fingerprints, kept in this machine's cache.
@@ -41,7 +46,7 @@ from store.machine_cache import machine_cache
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 1
+SCHEME = 3
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
 
 _NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
@@ -102,6 +107,9 @@ class CudaHipNames:
     presence: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     constants: dict[str, str] = field(default_factory=dict)
+    overloads: dict[str, dict[str, dict]] = field(default_factory=dict)
+    """HIP runtime function -> arity -> the call CUDA's C++ overload of that arity makes (``target``, ``args`` over
+    ``params``, ``defaults`` of the optional ones), where HIP has no such overload"""
     hipify_headers: dict[str, str] = field(default_factory=dict)
     uncovered: dict[str, str] = field(default_factory=dict)
 
@@ -112,7 +120,7 @@ class CudaHipNames:
 
     def tables(self) -> dict[str, dict[str, str]]:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
-                "constants": self.constants}
+                "constants": self.constants, "overloads": self.overloads}
 
     def covered(self) -> list[str]:
         """CUDA headers hipify-perl maps whose include guard has a HIP counterpart."""
@@ -122,7 +130,7 @@ class CudaHipNames:
         return (f"{len(self.covered())} CUDA headers hipify-perl maps with a guard pair "
                 f"({len(self.uncovered)} without), {len(self.presence)} presence macros (guards and markers), "
                 f"{len(self.headers)} more headers, {len(self.versions)} version macros, "
-                f"{len(self.constants)} constants")
+                f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads")
 
 
 def _evaluate(body: str, known: dict[str, str]) -> str | None:
@@ -172,11 +180,38 @@ def _prefix(names: Iterable[str]) -> str | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
-def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str],
+def _public(header: str) -> bool:
+    """A header code includes by name: at most one folder deep, not in a ``*_detail`` folder."""
+    parts = header.split("/")
+    return len(parts) <= 2 and not any(part.endswith("_detail") for part in parts[:-1])
+
+
+def _declaring(hip: HeaderIndex, names: dict[str, str]) -> Callable[[Iterable[str], str | None], str | None]:
+    """A function from a CUDA header's identifiers (and the HIP header HIP's naming suggests, if any) to the
+    public HIP header whose closure names the most of what hipify-perl maps them to, provided it names at least
+    half of them (the suggested one where it does too; else the smallest closure, then the name); else the
+    suggested header. Reserved macro names (``__HIPCC__``) say nothing of a header and are left out."""
+    targets = set(names.values())
+    named = {h: set().union(*(set(hip.facts(m).get("identifiers", [])) & targets for m in hip.closure(h)))
+             for h in hip.headers if _public(h)}
+
+    def best(cuda_names: Iterable[str], suggested: str | None) -> str | None:
+        wanted = {t for n in cuda_names if (t := names.get(n)) and not (t.startswith("__") and t.endswith("__"))}
+        hits = {h: len(wanted & found) for h, found in named.items()}
+        top = max(hits.values(), default=0)
+        if not top or 2 * top < len(wanted) or (suggested and 2 * hits.get(suggested, 0) >= len(wanted)):
+            return suggested
+        return min((h for h, n in hits.items() if n == top), key=lambda h: (len(hip.closure(h)), h))
+    return best
+
+
+def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str], names: dict[str, str],
                  uncovered: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """(every CUDA header with a HIP header that stands for it, the ``#include`` names of those hipify-perl
-    leaves as they are): hipify-perl's map, then HIP's naming, then the nearest header of its folder that
-    has one and includes it. CUDA headers hipify-perl maps to nothing HIP has go to ``uncovered``."""
+    leaves as they are): hipify-perl's map; for a top-level header it does not map, the HIP header that names
+    the most of what hipify-perl maps its identifiers to (``names``), else one found by HIP's naming; then the
+    nearest header of its folder that has one and includes it. CUDA headers hipify-perl maps to nothing HIP has
+    go to ``uncovered``."""
     mapped: dict[str, str] = {}
     for cuda_name, hip_name in sorted(hipify.items()):
         if cuda_name not in cuda:
@@ -187,11 +222,15 @@ def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str],
             uncovered[cuda_name] = f"hipify-perl maps it to {hip_name or 'nothing'}, not on the AMD include path"
     counterpart = dict(mapped)
     headers: dict[str, str] = {}
+    declaring = _declaring(hip, names)
     reached = set().union(*(cuda.closure(m) for m in mapped))
     for name in sorted(reached | {n for n in cuda.headers if "/" not in n and n.endswith(".h")}):
-        if name not in counterpart and name not in hipify and \
-                (by_name := next((c for c in _hip_candidates(name) if c in hip), None)):
-            counterpart[name] = headers[name] = by_name
+        if name in counterpart or name in hipify:
+            continue
+        found = declaring(cuda.facts(name).get("identifiers", []),
+                          next((c for c in _hip_candidates(name) if c in hip), None))
+        if found:
+            counterpart[name] = headers[name] = found
     closures = {name: cuda.closure(name) for name in counterpart}
     including: dict[str, list[str]] = {}
     for header, members in closures.items():
@@ -208,13 +247,57 @@ def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str],
     return counterpart, headers
 
 
+_CAST_OF_NAME = re.compile(r"^(?:\(\s*[\w\s*]+\)\s*)*([A-Za-z_]\w*)$")
+"""An argument a runtime overload passes on: a name (a parameter or a constant), under casts only."""
+
+
+def _renamed(expression: str, names: dict[str, str]) -> str:
+    return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: names.get(m.group(0), m.group(0)), expression)
+
+
+def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str]) -> dict[str, dict[str, dict]]:
+    """The C++ overloads of CUDA's runtime header that HIP lacks, as the calls they make: a CUDA function whose
+    body is one ``return ::other(args)`` with every argument a parameter or constant under casts, renamed to HIP's
+    names by hipify-perl's map, for each arity where HIP declares no overload of its own (a template for a
+    template) and where, unless the overload only casts its parameters on to its own name, CUDA's C API does not
+    take as many arguments (there the overload is chosen by type, which a rewrite cannot see)."""
+    cuda_functions = [f for facts in cuda.headers.values() for f in facts.get("runtime", [])]
+    hip_functions: dict[str, list[dict]] = {}
+    for facts in hip.headers.values():
+        for f in facts.get("runtime", []):
+            hip_functions.setdefault(f["name"], []).append(f)
+    c_api: dict[str, set[int]] = {}
+    for f in cuda_functions:
+        if f["target"] is None and not f["template"]:
+            c_api.setdefault(f["name"], set()).update(range(f["required"], len(f["params"]) + 1))
+    table: dict[str, dict[str, dict]] = {}
+    for f in cuda_functions:
+        hip_name, hip_target = names.get(f["name"]), names.get(f["target"] or "")
+        matches = [_CAST_OF_NAME.match(a) for a in f["args"] or []]
+        if not hip_name or not hip_target or not all(matches):
+            continue
+        passes_on = f["target"] == f["name"] and [m.group(1) for m in matches] == f["params"]
+        for arity in range(f["required"], len(f["params"]) + 1):
+            if arity in c_api.get(f["name"], ()) and not passes_on:
+                continue
+            if any(h["template"] == f["template"] and h["required"] <= arity <= len(h["params"])
+                   for h in hip_functions.get(hip_name, [])):
+                continue
+            table.setdefault(hip_name, {}).setdefault(str(arity), {
+                "target": hip_target, "params": f["params"], "required": f["required"],
+                "defaults": [_renamed(d, names) for d in f["defaults"]],
+                "args": [_renamed(a, names) for a in f["args"]]})
+    return dict(sorted(table.items()))
+
+
 def derive(cuda_index: dict, hip_index: dict) -> CudaHipNames:
     """The tables from the NVIDIA toolchain's header index (``headers``, ``predefined``) and the AMD one's
     (``headers``, ``hipify``)."""
     cuda, hip = HeaderIndex(cuda_index.get("headers", {})), HeaderIndex(hip_index.get("headers", {}))
     hipify = hip_index.get("hipify", {})
     uncovered: dict[str, str] = {}
-    counterpart, headers = counterparts(cuda, hip, hipify, uncovered)
+    names = hip_index.get("hipify_names", {})
+    counterpart, headers = counterparts(cuda, hip, hipify, names, uncovered)
     hip_defined = hip.defined(set(counterpart.values()))
 
     defined_in = Counter(n for name in counterpart for n in cuda.facts(name)["objects"])
@@ -252,7 +335,8 @@ def derive(cuda_index: dict, hip_index: dict) -> CudaHipNames:
             twin = hp + macro.removeprefix(cp)
             if macro.startswith(cp) and macro not in hip_defined and body.replace(cp, hp) in hip_objects.get(twin, ()):
                 constants.setdefault(macro, twin)
-    return CudaHipNames(headers, presence, versions, constants, hipify, uncovered)
+    overloads = runtime_overloads(cuda, hip, names)
+    return CudaHipNames(headers, presence, versions, constants, overloads, hipify, uncovered)
 
 
 def cached_names(key: dict, compute: Callable[[], CudaHipNames]) -> CudaHipNames:

@@ -22,12 +22,14 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   the sample has a file of that name; CUDA constants HIP defines under its own prefix with the same
   definition (``CUDART_PI_F`` -> ``HIP_PI_F``) are renamed.
 
-The three tables (presence macros, version macros, headers and constants) are not written here:
+The tables (presence macros, version macros, headers and constants, runtime overloads) are not written here:
 they are derived from the installed toolchains (:mod:`cass.translate.names`), and their digest
 enters the repair action's key.
-* ``cuda_runtime_overloads``: the C++ convenience overloads of CUDA's runtime header that HIP lacks,
-  replaced by the call they make there: ``cudaEventCreate(event, flags)`` (hipified to a
-  two-argument ``hipEventCreate``) is ``cudaEventCreateWithFlags(event, flags)``.
+* ``cuda_runtime_overloads``: the C++ overloads of CUDA's runtime header that HIP lacks (derived from
+  both runtime headers), replaced by the call they make there: ``cudaEventCreate(event, flags)``
+  (hipified to a two-argument ``hipEventCreate``) is ``cudaEventCreateWithFlags(event, flags)``;
+  ``cudaFuncSetAttribute(kernel, attr, value)`` passes ``(const void*)kernel``, ``cudaHostAlloc(&p, ...)``
+  ``(void**)(void*)&p``.
 * ``cublas_gemm_ex``: ``cublasSgemmEx`` (a single-precision-compute GEMM on inputs of given data
   types), which hipify-perl leaves unmapped, is hipBLAS's ``hipblasGemmEx`` with a 32-bit float
   compute type and the default algorithm (``HIPBLAS_COMPUTE_32F`` from HIP 6, whose hipBLAS takes
@@ -35,10 +37,13 @@ enters the repair action's key.
   of ``hipblasGemmEx``/``...BatchedEx``/``...StridedBatchedEx`` (``HIP_R_32F``, which cuBLAS's
   backward-compatible overloads accept and map) becomes the compute type cuBLAS maps it to.
 * ``hip_vector_compound_operators``: CUDA's vector types (``float3``, ``int2``, ...) have no
-  operators, so projects define their own; HIP's vector types have member compound assignments
-  (``+=``, ``-=``, ``*=``, ``/=`` with the same vector type), which make a project's free
-  ``operator+=(float3&, float3)`` ambiguous. A project's definition is removed only where its body
-  is exactly the component-wise one HIP's member computes (``a.x += b.x; a.y += b.y; ...``).
+  operators, so projects define their own; HIP's vector types have them (member compound
+  assignments ``+=``, ``-=``, ``*=``, ``/=``, and ``+``, ``-``, ``*``, ``/`` between two vectors of one
+  type, a vector and a scalar, a scalar and a vector), which make a project's own free ones
+  ambiguous. A project's definition is removed only where its body is exactly the component-wise
+  one HIP's computes (``a.x += b.x; ...``, ``return make_float2(a.x / b.x, a.y / b.y);``), and a
+  scalar operand only where its type is the vector's element type (HIP converts a scalar to the
+  vector's element type first).
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
   ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``<thrust/system/cuda/...>``) become
   rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy.
@@ -209,10 +214,31 @@ def unmapped_headers(text: str, target: RepairTarget) -> str:
     return words.sub(lambda m: constants[m.group(1)], text) if words is not None else text
 
 
+_PASSED = re.compile(r"^((?:\(\s*[\w\s*]+\)\s*)*)([A-Za-z_]\w*)$")
+
+
+def _overload_call(name: str, overloads: dict[str, dict]) -> Callable[[list[str], str], str]:
+    def rewrite(args: list[str], original: str) -> str:
+        overload = overloads.get(str(len(args)))
+        if overload is None:
+            return original
+        given = [a.strip() for a in args]
+        values = dict(zip(overload["params"], given + overload["defaults"][len(given) - overload["required"]:],
+                          strict=True))
+        passed = []
+        for expression in overload["args"]:
+            casts, passed_name = _PASSED.match(expression).groups()
+            value = values.get(passed_name)
+            passed.append(expression if value is None else value if not casts else f"{casts}({value})")
+        return f"{overload['target']}({', '.join(passed)})"
+    return rewrite
+
+
 def cuda_runtime_overloads(text: str, target: RepairTarget) -> str:
-    return rewrite_calls(text, "hipEventCreate",
-                         lambda args, original: f"hipEventCreateWithFlags({','.join(args)})" if len(args) == 2
-                         else original)
+    for name, overloads in target.names.overloads.items():
+        if name in text:
+            text = rewrite_calls(text, name, _overload_call(name, overloads))
+    return text
 
 
 COMPUTE_TYPES = {"HIP_R_16F": "HIPBLAS_COMPUTE_16F", "HIP_R_32F": "HIPBLAS_COMPUTE_32F",
@@ -249,21 +275,58 @@ def cublas_gemm_ex(text: str, target: RepairTarget) -> str:
 
 
 _VECTOR_TYPE = r"(?:u?char|u?short|u?int|u?long|(?:u?longlong)|float|double)([1-4])"
+_QUALIFIERS = r"^[ \t]*(?:(?:static|inline|__inline__|__forceinline__|__host__|__device__|__HOST_DEVICE__)\s+)*"
 _COMPOUND_OPERATOR = re.compile(
-    r"^[ \t]*(?:(?:static|inline|__inline__|__forceinline__|__host__|__device__|__HOST_DEVICE__)\s+)*void\s+"
+    _QUALIFIERS + r"void\s+"
     rf"operator\s*([-+*/])=\s*\(\s*({_VECTOR_TYPE})\s*&\s*(\w+)\s*,\s*(?:const\s+)?(\w+)\s*&?\s*(\w+)\s*\)\s*"
     r"\{([^{}]*)\}[ \t]*\n?", re.M)
+_BINARY_OPERATOR = re.compile(
+    _QUALIFIERS + r"(?:const\s+)?(\w+)\s+operator\s*([-+*/])\s*\(\s*(?:const\s+)?(\w+)\s*&?\s*(\w+)\s*,\s*"
+    r"(?:const\s+)?(\w+)\s*&?\s*(\w+)\s*\)\s*\{([^{}]*)\}[ \t]*\n?", re.M)
+_ELEMENT = {"char": "signed char", "uchar": "unsigned char", "short": "short", "ushort": "unsigned short",
+            "int": "int", "uint": "unsigned int", "long": "long", "ulong": "unsigned long", "longlong": "long long",
+            "ulonglong": "unsigned long long", "float": "float", "double": "double"}
+"""The element type of each CUDA vector type family (``float`` of ``float2``), as C spells it."""
+
+
+def _gone(m: re.Match, what: str, vtype: str) -> str:
+    """A removed definition: a note, and as many lines as it had."""
+    return f"/* {what}: HIP's {vtype} has it */" + "\n" * (m.group(0).count("\n") or 1)
+
+
+def _element_of(vtype: str) -> str | None:
+    m = re.fullmatch(_VECTOR_TYPE, vtype)
+    return _ELEMENT.get(vtype[: -1]) if m else None
 
 
 def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
-    def drop(m: re.Match) -> str:
+    def compound(m: re.Match) -> str:
         op, vtype, width, a, btype, b, body = m.groups()
         expected = [f"{a}.{c}{op}={b}.{c};" for c in "xyzw"[: int(width)]]
         if btype != vtype or re.sub(r"\s+", "", body) != "".join(expected):
             return m.group(0)
-        note = f"/* operator{op}=({vtype}&, {vtype}): HIP's {vtype} has it as a member */"
-        return note + "\n" * (m.group(0).count("\n") or 1)   # the same line count
-    return _COMPOUND_OPERATOR.sub(drop, text)
+        return _gone(m, f"operator{op}=({vtype}&, {vtype})", vtype)
+
+    def binary(m: re.Match) -> str:
+        result, op, atype, a, btype, b, body = m.groups()
+        element = _element_of(result)
+        if element is None:
+            return m.group(0)
+        lanes = "xyzw"[: int(result[-1])]
+        scalar = {element, element.replace("signed char", "char")}
+        if atype == btype == result:
+            parts = [f"{a}.{c}{op}{b}.{c}" for c in lanes]
+        elif atype == result and btype in scalar:
+            parts = [f"{a}.{c}{op}{b}" for c in lanes]
+        elif btype == result and atype in scalar:
+            parts = [f"{a}{op}{b}.{c}" for c in lanes]
+        else:
+            return m.group(0)
+        if re.sub(r"\s+", "", body) != f"returnmake_{result}({','.join(parts)});":
+            return m.group(0)
+        return _gone(m, f"operator{op}({atype}, {btype})", result)
+
+    return _BINARY_OPERATOR.sub(binary, _COMPOUND_OPERATOR.sub(compound, text))
 
 
 _THRUST_CUDA = (
@@ -345,12 +408,11 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_version_macros", 3, "CUDA version macros are undefined in HIP code", cuda_version_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
-    Rule("cuda_runtime_overloads", 3, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
+    Rule("cuda_runtime_overloads", 4, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
     Rule("cublas_gemm_ex", 5, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
          cublas_gemm_ex),
-    Rule("hip_vector_compound_operators", 1,
-         "a project's component-wise vector compound assignments clash with HIP's member ones",
-         hip_vector_compound_operators),
+    Rule("hip_vector_compound_operators", 2,
+         "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 3, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("warp_sync_builtins", 6, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
