@@ -153,3 +153,20 @@ def test_a_header_hipify_perl_leaves_maps_to_the_one_declaring_what_hipify_perl_
     assert derive({"headers": index_headers([cuda], files(cuda), lambda h, n: "/" not in h)},
                   index | {"headers": index_headers([hip], files(hip), lambda _, n: n == "__hip_bfloat16")}
                   ).headers == {"cuda_bf16.h": "hip/hip_bf16.h"}
+
+
+def test_a_folder_belongs_to_the_mapped_header_named_like_it_that_includes_from_it(tmp_path):
+    cuda = write(tmp_path / "cuda", {
+        "cooperative_groups.h": guarded("_CG_H_", '#include "cooperative_groups/details/sync.h"\n'),
+        "cooperative_groups/details/sync.h": guarded("_CG_SYNC_H_"),
+        "cooperative_groups/reduce.h": guarded("_CG_REDUCE_H_"),   # not included by the umbrella header
+        "cuda.h": guarded("__cuda_cuda_h__"), "cuda/barrier": "// libcu++: no part of cuda.h\n",
+    })
+    hip = write(tmp_path / "hip", {"hip/hip_cooperative_groups.h": guarded("HIP_CG_H"),
+                                   "hip/hip_runtime.h": guarded("HIP_RUNTIME_H")})
+    derived = derive({"headers": index_headers([cuda], files(cuda))},
+                     {"headers": index_headers([hip], files(hip)), "hipify": {
+                         "cooperative_groups.h": "hip/hip_cooperative_groups.h", "cuda.h": "hip/hip_runtime.h"}})
+    assert derived.headers == {"cooperative_groups/details/sync.h": "hip/hip_cooperative_groups.h",
+                               "cooperative_groups/reduce.h": "hip/hip_cooperative_groups.h"}
+    assert derived.presence["_CG_REDUCE_H_"] == "HIP_CG_H"

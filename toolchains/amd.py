@@ -76,6 +76,9 @@ WARP_SYNC_HIP = (6, 2)
 OTHER_PLATFORM = ("nvidia_detail", "nvcc_detail")
 """HIP's headers for its NVIDIA back end: hipcc with ``HIP_PLATFORM=amd`` never includes them."""
 
+NVCC_PREINCLUDE = "cuda_runtime.h"
+"""The header nvcc includes before every CUDA file."""
+
 CUDA_DIALECT = ("-Wno-register",)
 """C++ that nvcc and its host compiler take and clang refuses by default: the ``register`` storage class, removed
 in C++17 (g++ and nvcc's front end warn; clang errors unless told not to). A switch, not a rewrite: the code means
@@ -154,7 +157,8 @@ class AmdToolchain(Toolchain):
         script = self.tool_path("hipify-perl")
         tables = warning_tables(script.read_text(errors="replace")) if script else ((), (), (), ())
         hipblas = self._fs(f"{include}/hipblas/hipblas.h")
-        return {"llvm_suffix": suffix, "hipify_warning_tables": [list(t) for t in tables],
+        runtime = header_map(script.read_text(errors="replace")).get(NVCC_PREINCLUDE, "") if script else ""
+        return {"llvm_suffix": suffix, "hipify_warning_tables": [list(t) for t in tables], "preinclude": runtime,
                 "hipblas_v2": hipblas.is_file() and "HIPBLAS_V2" in hipblas.read_text(errors="replace"),
                 "library_include_dirs": [f"{include}/{sub}" for sub in LIBRARY_SUBDIRS
                                          if self._fs(f"{include}/{sub}").is_dir()]}
@@ -305,12 +309,18 @@ class AmdToolchain(Toolchain):
         defines += ["-DHIP_ENABLE_WARP_SYNC_BUILTINS"] if self.hip_version() >= WARP_SYNC_HIP else []
         return (*defines, *(["-DHIPBLAS_V2"] if self.hipblas_v2() else []))
 
+    def preinclude(self) -> tuple[str, ...]:
+        """nvcc includes ``cuda_runtime.h`` before every CUDA file, and CUDA code relies on it (a header that names
+        ``cudaError_t`` without including anything): hipcc includes first the header hipify-perl maps it to."""
+        runtime = self.layout().get("preinclude")
+        return ("-include", runtime) if runtime else ()
+
     def _common_flags(self, flags: dict, include_dirs: Sequence[str] = (".",)) -> tuple[str, ...]:
         """hipcc's flags for a HIP source: ``amd.flags``, what CUDA's compilers accept that clang refuses by default
-        (:data:`CUDA_DIALECT`), the platform's defines, include folders."""
+        (:data:`CUDA_DIALECT`), the platform's defines, include folders, what nvcc includes first."""
         return (*flags["common"], *flags["opt"], *CUDA_DIALECT, *self.platform_defines(),
                 *(f"-I{d}" for d in include_dirs),
-                *(f"-isystem{d}" for d in self.library_include_dirs()), "-x", "hip")
+                *(f"-isystem{d}" for d in self.library_include_dirs()), *self.preinclude(), "-x", "hip")
 
     def preprocess_step(self, main: str, arch: str, flags: dict, include_dirs: Sequence[str] = (".",)) -> Step:
         """Preprocess the HIP file ``main`` as its compile would, both passes (host and ``arch``'s device),

@@ -210,8 +210,9 @@ def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str], na
     """(every CUDA header with a HIP header that stands for it, the ``#include`` names of those hipify-perl
     leaves as they are): hipify-perl's map; for a top-level header it does not map, the HIP header that names
     the most of what hipify-perl maps its identifiers to (``names``), else one found by HIP's naming; then the
-    nearest header of its folder that has one and includes it. CUDA headers hipify-perl maps to nothing HIP has
-    go to ``uncovered``."""
+    nearest header of its folder that has one and includes it; then, for a folder named like a top-level header
+    that has one and includes some of that folder (``cooperative_groups/``, ``cooperative_groups.h``), that one.
+    CUDA headers hipify-perl maps to nothing HIP has go to ``uncovered``."""
     mapped: dict[str, str] = {}
     for cuda_name, hip_name in sorted(hipify.items()):
         if cuda_name not in cuda:
@@ -244,6 +245,11 @@ def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str], na
             counterpart[name] = counterpart[nearest]
             if folder and name not in hipify:
                 headers[name] = counterpart[nearest]
+    umbrella = {_stem(h): h for h in list(counterpart)   # cooperative_groups.h, which includes cooperative_groups/*
+                if "/" not in h and any(_folder(m) == _stem(h) for m in cuda.closure(h))}
+    for name in sorted(cuda.headers):
+        if name not in counterpart and name not in hipify and (owner := umbrella.get(_folder(name))):
+            counterpart[name] = headers[name] = counterpart[owner]
     return counterpart, headers
 
 
