@@ -15,7 +15,7 @@ NVIDIA ok, pairs / files) of each half, the NVIDIA-side causes of both halves an
 categories and causes of the tune half into bench/RESULTS.md, with the commit and the exact command.
 
     python bench/yield.py [--suites trixie] [--pipeline-suites trixie sid] [--halves tune check]
-                          [--work DIR] [--store DIR] [--out bench/RESULTS.md]
+                          [--work DIR] [--store DIR] [--out bench/RESULTS.md] [--section "## ..."]
 """
 
 from __future__ import annotations
@@ -123,6 +123,14 @@ def tool_versions(project: Path) -> str:
             f"hipify-perl reporting \"{record['amd']['hipify-perl']['version']}\"")
 
 
+def amd_cost_row(project: Path, name: str, built_s: float) -> str:
+    """A variant's compile_amd run report as a Markdown row."""
+    run = json.loads((project / "metrics" / "run" / "compile_amd.json").read_text())
+    misses, cpu = run["actions"]["misses"], run.get("tool_cpu_s", 0.0)
+    per_miss = f"{cpu / misses:.2f}" if misses else "-"
+    return f"| {name} | {built_s:.0f} s | {misses} | {run['actions']['hits']} | {cpu:.0f} | {per_miss} |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suites", nargs="+", default=["trixie", "sid"], help="AMD suites of the stock variants")
@@ -137,6 +145,7 @@ def main() -> None:
                         help="build the stock variants")
     parser.add_argument("--halves", nargs="+", choices=HALVES, default=list(HALVES), help="halves of the split to "
                         "build (bench/corpora.yaml)")
+    parser.add_argument("--section", default=SECTION, help="the heading of the RESULTS section to write")
     args = parser.parse_args()
     base = yaml.safe_load((REPO / "params.yaml").read_text())
     split = load_split()
@@ -147,12 +156,13 @@ def main() -> None:
     variants += [(f"pipeline-{s}", s, True) for s in pipeline_suites]
     trees = hecbench_trees(args.hecbench, split, halves) if (args.hecbench / "src").is_dir() else []
     packages = [p for p in base["debian_sources"]["packages"] if split["packages"][p["name"]] in halves]
-    results = {}
+    results, built = {}, {}
     for name, suite, pipeline in variants:
         params = variant_params(base, store, debian_dir, suite, pipeline, trees, packages)
         start = time.perf_counter()
         results[name] = build(args.work / name, params)
-        print(f"{name}: built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        built[name] = time.perf_counter() - start
+        print(f"{name}: built in {built[name]:.0f} s", file=sys.stderr)
 
     titles = {package_origin(p["name"]): f"{p['name']} {p['version']} ({p['flavour']})" for p in packages}
     titles |= {f"hecbench_{h}": f"HeCBench, {h} half ({len(split['hecbench'][h])} benchmarks)" for h in halves}
@@ -161,7 +171,7 @@ def main() -> None:
     projects = {s: f"pipeline-{s}" for s in pipeline_suites} | {s: f"stock-{s}" for s in args.suites if args.stock}
     shown = next(n for n in (f"pipeline-{base['amd']['toolchain']}", f"pipeline-{pipeline_suites[0]}") if n in results)
     lines = [
-        SECTION, "",
+        args.section, "",
         f"`python bench/yield.py {shlex.join(sys.argv[1:])}` on {os.cpu_count()} cores ({platform.machine()}), "
         f"{date.today()}, commit {commit}. Debian {base['debian_sources']['suite']} source packages "
         "(`debian_sources` in params.yaml: " + ", ".join(f"{p['name']} {p['version']}" + (
@@ -176,6 +186,13 @@ def main() -> None:
         "hipcc as they are); `pipeline`: the repair layer. Tools: "
         + "; ".join(f"{s}: {tool_versions(args.work / name)}" for s, name in projects.items()) + ".",
     ]
+    lines += ["", "What each variant's AMD side cost (`metrics/run/compile_amd.json`: hipcc jobs run, not taken from "
+              "the store, and their CPU seconds; a variant after the first shares its NVIDIA side and every AMD "
+              "action another variant ran):", "",
+              "| variant | built in | compile_amd misses | hits | hipcc CPU s | CPU s per miss |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for name in results:
+        lines.append(amd_cost_row(args.work / name, name, built[name]))
     for half in halves:
         lines += ["", f"**{half.capitalize()} set**" + (" (only measured: no rule was written from it)"
                                                         if half == "check" else " (rules were written from it)")
@@ -191,7 +208,7 @@ def main() -> None:
                           markdown(half_yields(results[name], split, "tune"), titles)]
     section = "\n".join(lines)
     print(section)
-    replace_section(args.out, SECTION, section)
+    replace_section(args.out, args.section, section)
 
 
 if __name__ == "__main__":
