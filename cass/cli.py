@@ -223,7 +223,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from cass.benchmark.baselines import baseline
     from cass.benchmark.evaluate import evaluate
-    from cass.benchmark.stage import score
+    from cass.benchmark.scoring import score
     from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
     from cass.execution.batch import write_batch
     from cass.execution.hosts import resolve_host

@@ -1,9 +1,12 @@
 """Stage analyze: execute the analysis notebooks of ``analysis/`` headless. The work:
-:mod:`cass.report.notebooks` (``python -m stages.analyze --help`` for its options)."""
+:mod:`cass.report.notebooks` (``python -m stages.analyze --help`` for its options).
+
+The work: :mod:`cass.stages.analyze` (``python -m stages.analyze --help`` for its options).
+"""
 
 import sys
 
-from cass.report.notebooks import main
+from cass.stages.analyze import main
 
 if __name__ == "__main__":
     sys.exit(main())

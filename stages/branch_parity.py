@@ -1,10 +1,10 @@
 """Stage branch_parity: the conditionals of each sample's files whose taken branch differs between the vendors.
 
-The work: :func:`cass.compiling.branch_parity.run`.
+The work: :mod:`cass.stages.branch_parity`.
 """
 
-from cass.compiling.branch_parity import run
 from cass.pipeline.context import Stage
+from cass.stages.branch_parity import run
 
 if __name__ == "__main__":
-    run(Stage("branch_parity"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage clone_repos: whole repositories cloned at pinned commits.
 
-The work: :func:`cass.sources.repositories.run`.
+The work: :mod:`cass.stages.clone_repos`.
 """
 
 from cass.pipeline.context import Stage
-from cass.sources.repositories import run
+from cass.stages.clone_repos import run
 
 if __name__ == "__main__":
-    run(Stage("clone_repos"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage dedup: exact and MinHash near-duplicate removal (and decontamination against reference trees).
 
-The work: :func:`cass.dedup.corpus.run`.
+The work: :mod:`cass.stages.dedup`.
 """
 
-from cass.dedup.corpus import run
 from cass.pipeline.context import Stage
+from cass.stages.dedup import run
 
 if __name__ == "__main__":
-    run(Stage("dedup"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage evaluate: the translation benchmark's baselines and predictions files, scored by compiling and running.
 
-The work: :func:`cass.benchmark.stage.run`.
+The work: :mod:`cass.stages.evaluate`.
 """
 
-from cass.benchmark.stage import run
 from cass.pipeline.context import Stage
+from cass.stages.evaluate import run
 
 if __name__ == "__main__":
-    run(Stage("evaluate"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage execute: both programs of every pair built for an NVIDIA GPU, run on the run host, compared.
 
-The work: :func:`cass.execution.stage.run`.
+The work: :mod:`cass.stages.execute`.
 """
 
-from cass.execution.stage import run
 from cass.pipeline.context import Stage
+from cass.stages.execute import run
 
 if __name__ == "__main__":
-    run(Stage("execute"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage export: the dataset tables (pairs, kernels) as Parquet shards.
 
-The work: :func:`cass.training.export.run`.
+The work: :mod:`cass.stages.export`.
 """
 
 from cass.pipeline.context import Stage
-from cass.training.export import run
+from cass.stages.export import run
 
 if __name__ == "__main__":
-    run(Stage("export"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage fetch_debian: Debian source packages at pinned versions, unpacked, with their licenses.
 
-The work: :func:`cass.sources.debian.run`.
+The work: :mod:`cass.stages.fetch_debian`.
 """
 
 from cass.pipeline.context import Stage
-from cass.sources.debian import run
+from cass.stages.fetch_debian import run
 
 if __name__ == "__main__":
-    run(Stage("fetch_debian"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage fetch_stack: The Stack v2 CUDA subset: metadata from the Hub, file contents from Software Heritage.
 
-The work: :func:`cass.sources.stack_v2.run`.
+The work: :mod:`cass.stages.fetch_stack`.
 """
 
 from cass.pipeline.context import Stage
-from cass.sources.stack_v2 import run
+from cass.stages.fetch_stack import run
 
 if __name__ == "__main__":
-    run(Stage("fetch_stack"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage filter: the paper's quality filters (length, a kernel, no boilerplate).
 
-The work: :func:`cass.text.filters.run`.
+The work: :mod:`cass.stages.filter`.
 """
 
 from cass.pipeline.context import Stage
-from cass.text.filters import run
+from cass.stages.filter import run
 
 if __name__ == "__main__":
-    run(Stage("filter"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage generate: the translation benchmark's tasks translated by a model (off by default).
 
-The work: :func:`cass.models.generate.run`.
+The work: :mod:`cass.stages.generate`.
 """
 
-from cass.models.generate import run
 from cass.pipeline.context import Stage
+from cass.stages.generate import run
 
 if __name__ == "__main__":
-    run(Stage("generate"))
+    run(Stage.of(__file__))

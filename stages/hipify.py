@@ -1,10 +1,10 @@
 """Stage hipify: CUDA -> HIP with hipify-perl, one cached action per distinct file.
 
-The work: :func:`cass.translate.hipify.run`.
+The work: :mod:`cass.stages.hipify`.
 """
 
 from cass.pipeline.context import Stage
-from cass.translate.hipify import run
+from cass.stages.hipify import run
 
 if __name__ == "__main__":
-    run(Stage("hipify"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage hub: the Hub dataset layout (configs, shards, card) in data/hub.
 
-The work: :func:`cass.hub.layout.run`.
+The work: :mod:`cass.stages.hub`.
 """
 
-from cass.hub.layout import run
 from cass.pipeline.context import Stage
+from cass.stages.hub import run
 
 if __name__ == "__main__":
-    run(Stage("hub"))
+    run(Stage.of(__file__))

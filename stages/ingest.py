@@ -1,10 +1,10 @@
 """Stage ingest: every source file of every origin into the store, with its includes, domain and license.
 
-The work: :func:`cass.sources.ingest.run`.
+The work: :mod:`cass.stages.ingest`.
 """
 
 from cass.pipeline.context import Stage
-from cass.sources.ingest import run
+from cass.stages.ingest import run
 
 if __name__ == "__main__":
-    run(Stage("ingest"))
+    run(Stage.of(__file__))

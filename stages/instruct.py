@@ -1,10 +1,10 @@
 """Stage instruct: the instruction-tuning export (chat messages per task).
 
-The work: :func:`cass.training.instruct.run`.
+The work: :mod:`cass.stages.instruct`.
 """
 
 from cass.pipeline.context import Stage
-from cass.training.instruct import run
+from cass.stages.instruct import run
 
 if __name__ == "__main__":
-    run(Stage("instruct"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage kernels: kernel-level pairs: each kernel's source and assembly on both vendors.
 
-The work: :func:`cass.text.kernels.run`.
+The work: :mod:`cass.stages.kernels`.
 """
 
 from cass.pipeline.context import Stage
-from cass.text.kernels import run
+from cass.stages.kernels import run
 
 if __name__ == "__main__":
-    run(Stage("kernels"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage normalize: normalised SASS and AMD assembly next to the raw texts.
 
-The work: :func:`cass.text.normalize.run`.
+The work: :mod:`cass.stages.normalize`.
 """
 
 from cass.pipeline.context import Stage
-from cass.text.normalize import run
+from cass.stages.normalize import run
 
 if __name__ == "__main__":
-    run(Stage("normalize"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage pack_store: the store entries the dataset needs, as pack files DVC shares.
 
-The work: :func:`cass.pipeline.packs.run`.
+The work: :mod:`cass.stages.pack_store`.
 """
 
 from cass.pipeline.context import Stage
-from cass.pipeline.packs import run
+from cass.stages.pack_store import run
 
 if __name__ == "__main__":
-    run(Stage("pack_store"))
+    run(Stage.of(__file__))

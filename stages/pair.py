@@ -1,10 +1,10 @@
 """Stage pair: keep the samples that compiled on both vendor stacks.
 
-The work: :func:`cass.compiling.pairing.run`.
+The work: :mod:`cass.stages.pair`.
 """
 
-from cass.compiling.pairing import run
 from cass.pipeline.context import Stage
+from cass.stages.pair import run
 
 if __name__ == "__main__":
-    run(Stage("pair"))
+    run(Stage.of(__file__))

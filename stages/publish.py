@@ -1,10 +1,10 @@
 """Stage publish: upload data/hub to a Hub dataset repository (off by default).
 
-The work: :func:`cass.hub.publish.run`.
+The work: :mod:`cass.stages.publish`.
 """
 
-from cass.hub.publish import run
 from cass.pipeline.context import Stage
+from cass.stages.publish import run
 
 if __name__ == "__main__":
-    run(Stage("publish"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage repair: the post-HIPIFY repair rules on every HIP file.
 
-The work: :func:`cass.translate.repair_files.run`.
+The work: :mod:`cass.stages.repair`.
 """
 
 from cass.pipeline.context import Stage
-from cass.translate.repair_files import run
+from cass.stages.repair import run
 
 if __name__ == "__main__":
-    run(Stage("repair"))
+    run(Stage.of(__file__))

@@ -1,11 +1,11 @@
 """Stage synthesize: CUDA programs written by a language model from the CASS paper's prompt templates (off by
 default).
 
-The work: :func:`cass.sources.synthetic.run`.
+The work: :mod:`cass.stages.synthesize`.
 """
 
 from cass.pipeline.context import Stage
-from cass.sources.synthetic import run
+from cass.stages.synthesize import run
 
 if __name__ == "__main__":
-    run(Stage("synthesize"))
+    run(Stage.of(__file__))

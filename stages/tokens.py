@@ -1,10 +1,10 @@
 """Stage tokens: token counts of every training text with the target model's tokenizer.
 
-The work: :func:`cass.training.token_counts.run`.
+The work: :mod:`cass.stages.tokens`.
 """
 
 from cass.pipeline.context import Stage
-from cass.training.token_counts import run
+from cass.stages.tokens import run
 
 if __name__ == "__main__":
-    run(Stage("tokens"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage toolchain_fingerprints: record which compilers build the dataset (versions and fingerprints).
 
-The work: :func:`cass.compiling.fingerprints.run`.
+The work: :mod:`cass.stages.toolchain_fingerprints`.
 """
 
-from cass.compiling.fingerprints import run
 from cass.pipeline.context import Stage
+from cass.stages.toolchain_fingerprints import run
 
 if __name__ == "__main__":
-    run(Stage("toolchain_fingerprints"))
+    run(Stage.of(__file__))

@@ -1,10 +1,10 @@
 """Stage train: supervised fine-tuning on the instruct export with TRL (off by default).
 
-The work: :func:`cass.models.train.run`.
+The work: :mod:`cass.stages.train`.
 """
 
-from cass.models.train import run
 from cass.pipeline.context import Stage
+from cass.stages.train import run
 
 if __name__ == "__main__":
-    run(Stage("train"))
+    run(Stage.of(__file__))

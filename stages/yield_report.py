@@ -1,10 +1,10 @@
 """Stage yield_report: per corpus, files compiled by NVIDIA, by AMD, by both, and every failure's cause.
 
-The work: :func:`cass.report.yields.run`.
+The work: :mod:`cass.stages.yield_report`.
 """
 
 from cass.pipeline.context import Stage
-from cass.report.yields import run
+from cass.stages.yield_report import run
 
 if __name__ == "__main__":
-    run(Stage("yield_report"))
+    run(Stage.of(__file__))

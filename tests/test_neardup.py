@@ -13,7 +13,6 @@ import pytest
 import yaml
 from harness.project import REPO
 
-from cass.dedup.corpus import run as run_dedup
 from cass.dedup.minhash import (
     MinHashParams,
     candidate_links,
@@ -25,6 +24,7 @@ from cass.dedup.minhash import (
 )
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, write_parquet
+from cass.stages.dedup import run as run_dedup
 from store import Store
 
 PARAMS = MinHashParams(ngram=5, num_perm=256, seed=1, threshold=0.7)

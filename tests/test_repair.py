@@ -48,7 +48,8 @@ NAMES = CudaHipNames(
         "hipStreamAttachMemAsync": {str(n): {"target": "hipStreamAttachMemAsync", "required": 2,
                                              "params": ["stream", "devPtr", "length", "flags"],
                                              "defaults": ["0", "hipMemAttachSingle"],
-                                             "args": ["stream", "(void*)devPtr", "length", "flags"]} for n in (2, 3, 4)},
+                                             "args": ["stream", "(void*)devPtr", "length", "flags"]}
+                                    for n in (2, 3, 4)},
     })
 """Tables as :mod:`cass.translate.names` derives them (a few entries of each)."""
 HIP57 = RepairTarget(hip=(5, 7), names=NAMES)

@@ -112,8 +112,9 @@ def test_relative_imports_are_followed_and_stray_files_are_not_code(project_copy
 
 def test_the_stage_writes_every_listing_keeps_unchanged_ones_and_removes_stale_ones(project_copy: Path, monkeypatch,
                                                                                    capsys):
-    from cass.pipeline.code_digests import OUTPUT_DIR, run
+    from cass.pipeline.code_digests import OUTPUT_DIR
     from cass.pipeline.context import Stage
+    from cass.stages.code_digests import run
 
     monkeypatch.chdir(project_copy)
     stage = Stage("code_digests", pipeline=project_copy / "dvc.yaml")
@@ -153,7 +154,10 @@ def test_a_stage_importing_another_stage_is_reported(project_copy: Path, capsys)
     entry.write_text("from stages.tokens import run as tokens_run  # noqa: F401\n" + entry.read_text())
     assert stage_imports(project_copy) == {"instruct": ["stages.tokens"]}
     assert cass_main(["wiring", str(project_copy)]) == 1
-    assert "stages/instruct.py imports stages.tokens" in capsys.readouterr().out
+    assert "stage instruct imports stages.tokens" in capsys.readouterr().out
+    work = project_copy / "cass" / "stages" / "kernels.py"
+    work.write_text("from cass.stages import normalize  # noqa: F401\n" + work.read_text())
+    assert stage_imports(project_copy)["kernels"] == ["cass.stages.normalize"]
 
 
 @pytest.mark.parametrize("name", STAGES)
@@ -185,3 +189,12 @@ def test_restrict_gives_declared_keys_whole_sections_and_ambient_ones():
     assert yaml.safe_load(yaml.safe_dump(view)) == {"amd": {"archs": ["gfx1100"]}, "store": values["store"]}
     with pytest.raises(UndeclaredParamError, match=r"declares parameter 'amd\.missing', which params\.yaml lacks"):
         restrict(values, ["amd.missing"], "compile")
+
+
+def test_a_stage_reads_only_the_upstream_outputs_dvc_yaml_gives_it():
+    from cass.pipeline.context import UndeclaredUpstreamError
+
+    pair = Stage("pair", pipeline=REPO / "dvc.yaml")
+    assert {"dedup", "compile_nvidia", "compile_amd", "branch_parity"} <= pair.upstreams
+    with pytest.raises(UndeclaredUpstreamError, match="data/hipify"):
+        pair.upstream("hipify")

@@ -1,30 +1,17 @@
-"""Stage ``hub``'s work: the dataset as the Hugging Face Hub lays datasets out, with its dataset card.
-
-``data/hub/`` mirrors the target repository: ``data/<config>/train-XXXXX-of-XXXXX.parquet``
-(named as ``datasets.push_to_hub`` names shards) and ``README.md``. Configs: ``pairs``
-(file-level), ``verified`` (the pairs whose two programs printed the same output: ``exec_status`` is
-``match``; left out while there is none), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
-messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable key (BLAKE3
-of its id modulo the shard count), and the shard count by the table's size over
-``hub.shard_bytes``, so changing one sample rewrites one shard per config that holds it.
-The card has YAML ``configs:``, the license field, a schema table per config, counts per stage
-and drop reason, the exact toolchain versions, flags, dedup and tokenizer parameters, and how
-to cite the CASS paper.
-"""
+"""The dataset as the Hugging Face Hub lays datasets out: config shards and the dataset card (stage ``hub``:
+:mod:`cass.stages.hub`)."""
 
 from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import polars as pl
 import yaml
 
-from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR, read_toolchain_record, write_parquet
-from cass.pipeline.metrics import METRICS_DIR, write_metrics
+from cass.pipeline.metrics import METRICS_DIR
 from store import digest_bytes
 
 STAGE = "hub"
@@ -162,34 +149,6 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
     return "\n".join(lines)
 
 
-def run(stage: Stage) -> None:
-    params = stage.params
-    shard_bytes = params["hub"]["shard_bytes"]
-    configs: dict[str, pl.DataFrame] = {}
-    keys: dict[str, str] = {}
-    tables = {name: pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet"))) for name, (folder, _) in
-              SOURCES.items()}
-    holdout = pl.col("origin").is_in(params["export"]["holdout_origins"])
-    for name, (_, key) in SOURCES.items():   # the held-out origins (the benchmark's tasks) in no training config
-        configs[name] = tables[name].filter(~holdout)
-        keys[name] = key
-    verified = configs["pairs"].filter(pl.col("exec_status") == "match")
-    if verified.height:   # an empty config would not load (`datasets` finds no data in it)
-        configs["verified"] = verified
-        keys["verified"] = "sample_id"
-    for origin in sorted(tables["pairs"]["origin"].unique()):
-        configs[f"pairs_{origin}"] = tables["pairs"].filter(pl.col("origin") == origin)
-        keys[f"pairs_{origin}"] = "sample_id"
-    if HUB_DIR.exists():
-        shutil.rmtree(HUB_DIR)
-    files = {name: write_config(table, keys[name], name, shard_bytes) for name, table in configs.items()}
-    (HUB_DIR / "README.md").write_text(card(params, configs, files))
-    metrics = {name: {"rows": configs[name].height, "shards": len(paths)} for name, paths in files.items()}
-    write_metrics(STAGE, metrics)
-    print(metrics)
-
-
 def hub_files(root: Path = HUB_DIR) -> list[str]:
     """Every file of the laid-out repository, as repository paths."""
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-

@@ -1,14 +1,5 @@
-"""Stage ``publish``'s work: upload ``data/hub/`` to a Hugging Face dataset repository, incrementally.
-
-With ``publish.enabled``, the stage creates the repository if it is missing (``HfApi.create_repo``,
-``exist_ok``), lists what the target revision holds (``list_repo_tree``, with LFS hashes), and
-makes one commit (``create_commit``) of only the files whose content differs (LFS files compared
-by SHA-256, others by git blob id) plus deletions of files under ``data/`` the layout no longer
-has. ``publish.dry_run`` prints that plan and sends nothing. The token comes from the
-environment (``HF_TOKEN``, as huggingface_hub reads it). Transient Hub errors (429, 5xx,
-connection errors, timeouts) are retried with exponential backoff. ``metrics/publish.json``
-records the plan and the commit.
-"""
+"""Uploading ``data/hub/`` to a Hugging Face dataset repository, only what changed (stage ``publish``:
+:mod:`cass.stages.publish`)."""
 
 from __future__ import annotations
 
@@ -23,12 +14,9 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 from huggingface_hub.hf_api import RepoFile
 
-from cass.hub.layout import HUB_DIR, hub_files
-from cass.pipeline.context import Stage
-from cass.pipeline.metrics import write_metrics
+from cass.hub.layout import hub_files
 from cass.pipeline.remote import backoff_s, git_blob_id
 
-STAGE = "publish"
 T = TypeVar("T")
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -101,18 +89,3 @@ def publish(api: HfApi, root: Path, pparams: dict) -> dict:
         commit_message=f"Update dataset: {len(plan.upload)} file(s) changed, {len(plan.delete)} removed"),
         attempts, "create_commit")
     return {**result, "commit": info.oid}
-
-
-def run(stage: Stage) -> None:
-    pparams = stage.params["publish"]
-    if not pparams["enabled"]:
-        metrics = {"enabled": False}
-    else:
-        metrics = publish(HfApi(), HUB_DIR, pparams)
-        for path in metrics["upload"]:
-            print(f"{'would upload' if pparams['dry_run'] else 'uploaded'}: {path}")
-        for path in metrics["delete"]:
-            print(f"{'would delete' if pparams['dry_run'] else 'deleted'}: {path}")
-    write_metrics(STAGE, metrics)
-    print(metrics)
-

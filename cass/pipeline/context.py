@@ -43,6 +43,10 @@ class UndeclaredParamError(KeyError):
         return str(self.args[0])
 
 
+class UndeclaredUpstreamError(RuntimeError):
+    """A stage read another stage's output that dvc.yaml does not list among its deps."""
+
+
 class DeclaredParams(dict):
     """A section of parameters restricted to the declared keys; a missing key names what to declare.
 
@@ -119,6 +123,11 @@ class Stage:
     pipeline: Path = PIPELINE_FILE
     params_file: Path = PARAMS_FILE
 
+    @classmethod
+    def of(cls, entry_point: str) -> Stage:
+        """The stage an entry point ``stages/<stage>.py`` runs: named by its file (the name is written once)."""
+        return cls(Path(entry_point).stem)
+
     @cached_property
     def params(self) -> DeclaredParams:
         """The parameters dvc.yaml declares for this stage, and the ambient ones."""
@@ -129,9 +138,18 @@ class Stage:
     def store(self) -> Store:
         return open_store(self.params)
 
-    @staticmethod
-    def upstream(stage: str) -> pl.DataFrame:
-        """The rows ``stage`` passed on."""
+    @cached_property
+    def upstreams(self) -> frozenset[str]:
+        """The stages whose outputs dvc.yaml lists among this stage's deps (``data/<stage>``)."""
+        deps = read_yaml(self.pipeline)["stages"][self.name].get("deps", [])
+        return frozenset(d.split("/")[1] for d in deps if d.startswith("data/") and d.count("/") == 1)
+
+    def upstream(self, stage: str) -> pl.DataFrame:
+        """The rows ``stage`` passed on; it must be among this stage's deps in dvc.yaml (else DVC would not rerun
+        this stage when they change)."""
+        if stage not in self.upstreams:
+            raise UndeclaredUpstreamError(f"stage {self.name!r} reads the output of stage {stage!r}, which dvc.yaml "
+                                          f"does not list among its deps: add data/{stage} there")
         return read_manifest(stage)
 
     def output(self, rows_in: int = 0, **fields) -> StageOutput:

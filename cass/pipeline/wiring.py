@@ -144,14 +144,18 @@ def unwired(root: Path, pipeline_file: str = "dvc.yaml") -> dict[str, str]:
 
 
 def stage_imports(root: Path) -> dict[str, list[str]]:
-    """Stage entry point -> the other entry points it imports (it should import the library only)."""
+    """Stage -> the other stages its entry point (``stages/<stage>.py``) or its work (``cass/stages/<stage>.py``)
+    imports (a stage calls the library, never another stage)."""
     found = {}
     for path in sorted((root / "stages").glob("*.py")):
         if path.name == "__init__.py":
             continue
-        others = sorted(n for n in imported_names(path, "stages")
-                        if n.count(".") == 1 and module_file(root, n) is not None and n.startswith("stages.")
-                        and n != f"stages.{path.stem}")
+        own = {f"stages.{path.stem}", f"cass.stages.{path.stem}"}
+        work = root / "cass" / "stages" / path.name
+        names = imported_names(path, "stages") | (imported_names(work, "cass.stages") if work.is_file() else set())
+        others = sorted(n for n in names if n not in own and module_file(root, n) is not None
+                        and ((n.count(".") == 1 and n.startswith("stages.")) or
+                             (n.count(".") == 2 and n.startswith("cass.stages."))))
         if others:
             found[path.stem] = others
     return found
@@ -160,6 +164,6 @@ def stage_imports(root: Path) -> dict[str, list[str]]:
 def report(root: Path) -> list[str]:
     """One line per problem found by :func:`unwired` and :func:`stage_imports` (none: the wiring is right)."""
     lines = [f"dvc.yaml stage {stage}: {problem}" for stage, problem in unwired(root).items()]
-    lines += [f"stages/{stage}.py imports {', '.join(others)}: a stage calls the library, never another stage"
+    lines += [f"stage {stage} imports {', '.join(others)}: a stage calls the library, never another stage"
               for stage, others in stage_imports(root).items()]
     return lines

@@ -15,9 +15,7 @@ from collections import Counter
 
 import polars as pl
 
-from cass.pipeline.context import Stage
-from cass.pipeline.manifests import DATA_DIR, manifest_path, write_parquet
-from cass.pipeline.metrics import percent, write_metrics
+from cass.pipeline.metrics import percent
 from toolchains.diagnostics import first_error_line
 
 TOP_CAUSES = 10
@@ -194,31 +192,4 @@ def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
 
 
 # ----------------------------------------------------------------- the yield_report stage's work
-
-STAGE = "yield_report"
-
-
-def run(stage: Stage) -> None:
-    candidates = stage.upstream("dedup")
-    nvidia_ok = set(stage.upstream("compile_nvidia")["sample_id"])
-    amd_ok = set(stage.upstream("compile_amd")["sample_id"])
-    repaired = set(stage.upstream("repair").filter(pl.col("hip_repaired"))["sample_id"])
-    dropped = {
-        "nvidia": pl.read_parquet(manifest_path("compile_nvidia", "dropped")),
-        "amd": pl.concat([pl.read_parquet(manifest_path(s, "dropped")) for s in ("hipify", "compile_amd")]),
-    }
-    failed = failures(candidates, dropped, nvidia_ok)
-    write_parquet(failed, DATA_DIR / STAGE / "failures.parquet", sort_by=None)
-    ingest_dropped = pl.read_parquet(manifest_path("ingest", "dropped"))
-    included = dict(ingest_dropped.filter(pl.col("reason") == "included_unit")["origin"].value_counts().iter_rows())
-    parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity)
-    requests = manifest_path("synthesize", "requests")
-    if requests.exists():
-        yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)
-    (DATA_DIR / STAGE / "yield.md").write_text(markdown(yields))
-    write_metrics("yield", yields)
-    y = yields["all"]
-    print(f"yield_report: {len(yields['corpora'])} corpora, {y['files']} files, NVIDIA ok {y['nvidia_ok']}, pairs "
-          f"{y['both']} ({percent(y['both_over_nvidia_ok'])} of NVIDIA ok); tables in {DATA_DIR / STAGE / 'yield.md'}")
 

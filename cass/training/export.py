@@ -1,27 +1,15 @@
-"""Stage ``export``'s work: paired samples -> Parquet shards (zstd) with every text materialised.
-
-Two tables (schemas in docs/outputs.md): ``pairs`` (one row per file-level pair, raw and normalised
-device assembly, token counts) and ``kernels`` (one row per kernel matched across vendors).
-Rows are sorted by id and cut into shards of ``export.rows_per_shard`` rows, named as
-``datasets.push_to_hub`` names them. Toolchain versions and flags are recorded in every pair
-row, next to the artifacts they produced.
-"""
+"""Paired samples as Parquet rows with every text materialised (stage ``export``: :mod:`cass.stages.export`)."""
 
 from __future__ import annotations
 
 import json
-import shutil
-from collections import Counter
 
 import polars as pl
 
-from cass.pipeline.context import Stage
-from cass.pipeline.manifests import DATA_DIR, manifest_path, read_toolchain_record, write_shards
-from cass.pipeline.metrics import write_metrics
+from cass.pipeline.manifests import DATA_DIR, read_toolchain_record, write_shards
 from cass.training.prompts import COUNT_COLUMNS, TASKS
 from store import Store
 
-STAGE = "export"
 EXPORT_DIR = DATA_DIR / "export"
 
 
@@ -171,27 +159,3 @@ def write_table(table: pl.DataFrame, name: str, per_shard: int) -> dict:
     folder = EXPORT_DIR / name
     shards = write_shards(table, folder, per_shard)
     return {"rows": table.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}
-
-
-def run(stage: Stage) -> None:
-    params = stage.params
-    store = stage.store
-    pairs = stage.upstream("normalize")
-    counts = {r.pop("unit_id"): r for r in pl.read_parquet(manifest_path("tokens", "counts"))
-              .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
-    prov = provenance(params)
-    executed = {r["sample_id"]: execution_columns(r) for r in stage.upstream("execute").iter_rows(named=True)}
-    rows = [{**export_row(store, r, prov), **counts[r["sample_id"]], **executed[r["sample_id"]]}
-            for r in pairs.sort("sample_id").iter_rows(named=True)]
-    kernels = [kernel_row(store, r, counts[r["sample_id"]])
-               for r in stage.upstream("kernels").sort("sample_id").iter_rows(named=True)]
-    if EXPORT_DIR.exists():
-        shutil.rmtree(EXPORT_DIR)
-    per_shard = params["export"]["rows_per_shard"]
-    table = pl.DataFrame(rows, schema=schema(params))
-    metrics = {"pairs": write_table(table, "pairs", per_shard),
-               "exec_status": dict(sorted(Counter(table["exec_status"]).items())),
-               "kernels": write_table(pl.DataFrame(kernels, schema=kernel_schema(params)), "kernels", per_shard)}
-    write_metrics(STAGE, metrics)
-    print(metrics)
-

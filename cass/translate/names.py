@@ -122,6 +122,11 @@ class CudaHipNames:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads}
 
+    def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
+        """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
+        paths = set(paths)
+        return frozenset(h for h in self.headers if any(p == h or p.endswith("/" + h) for p in paths))
+
     def covered(self) -> list[str]:
         """CUDA headers hipify-perl maps whose include guard has a HIP counterpart."""
         return sorted(h for h in self.hipify_headers if h not in self.uncovered)

@@ -1,4 +1,4 @@
-"""Stage ``pack_store``'s work: the store entries the current dataset needs, as pack files DVC can share.
+"""Stage ``pack_store``: the store entries the current dataset needs, as pack files DVC can share.
 
 `dvc push` sends ``data/store_packs`` with the rest; a collaborator's `dvc pull` brings it back
 and the next stage that opens the store imports it, so their next `dvc repro` is incremental
@@ -12,8 +12,6 @@ from cass.pipeline.context import Stage
 from cass.pipeline.manifests import PACK_DIR, live_set
 from cass.pipeline.metrics import write_metrics, write_run_report
 
-STAGE = "pack_store"
-
 
 def run(stage: Stage) -> None:
     params = stage.params
@@ -26,8 +24,7 @@ def run(stage: Stage) -> None:
         "packs": len(list(PACK_DIR.glob("*.pack"))),
         "bytes": sum(p.stat().st_size for p in PACK_DIR.glob("*.pack")),
     }
-    write_metrics(STAGE, metrics)
+    write_metrics(stage.name, metrics)
     run = {"packs_written": result.written, "packs_unchanged": result.unchanged, "packs_removed": result.removed}
-    write_run_report(STAGE, run)
+    write_run_report(stage.name, run)
     print(metrics | run)
-

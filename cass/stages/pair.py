@@ -1,4 +1,4 @@
-"""Stage ``pair``'s work: keep the samples that compiled on both vendor stacks.
+"""Stage ``pair``: keep the samples that compiled on both vendor stacks.
 
 A deduplicated sample missing from a compile stage's output failed on that stack (for AMD, in
 hipify or in hipcc); it is dropped here with the reason ``not_paired:<which stack failed>``
@@ -26,4 +26,3 @@ def run(stage: Stage) -> None:
     kept = cuda.join(nvidia, on="sample_id", how="inner").join(amd, on="sample_id", how="inner") \
         .join(parity, on="sample_id", how="left")
     print(out.write(kept))
-

@@ -15,32 +15,20 @@ import shutil
 from pathlib import Path
 
 from cass.benchmark.baselines import baseline
-from cass.benchmark.evaluate import evaluate, summarize
-from cass.benchmark.report import write_report
-from cass.benchmark.tasks import PREDICTION_SUFFIXES, Prediction, Task, load_tasks, read_predictions
-from cass.execution.hosts import ExecutionHost, resolve_host
+from cass.benchmark.scoring import score
+from cass.benchmark.tasks import PREDICTION_SUFFIXES, load_tasks, read_predictions
+from cass.execution.hosts import resolve_host
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import percent, write_metrics, write_run_report
-from store import Store
 from toolchains.cluster import scheduler_address
 
-STAGE = "evaluate"
-OUT_DIR = DATA_DIR / STAGE
 GENERATED = DATA_DIR / "generate" / "predictions.jsonl"
-
-
-def score(store: Store, params: dict, tasks: dict[str, Task], name: str, predictions: list[Prediction],
-          host: ExecutionHost | None, out: Path) -> tuple[dict, dict]:
-    """Evaluate ``predictions`` and write the report to ``out`` (report.md holds its table); the summary and the
-    run report."""
-    rows, report = evaluate(store, params, tasks, predictions, host)
-    summary = summarize(rows, tasks)
-    write_report(out, name, rows, summary, report)
-    return summary, report
+"""The generate stage's predictions, scored too when that stage is on."""
 
 
 def run(stage: Stage) -> None:
+    out_dir = DATA_DIR / stage.name
     params = stage.params
     bench = params["benchmark"]
     folder = Path(bench["predictions_dir"])
@@ -59,17 +47,17 @@ def run(stage: Stage) -> None:
     # every file is read before anything is built: a malformed one fails the stage at once, naming its line
     entries = {name: read_predictions(path, tasks) for name, path in files.items()}
     host = resolve_host(bench["host"] or params["execute"]["host"], scheduler_address(params["executor"]))
-    shutil.rmtree(OUT_DIR, ignore_errors=True)   # no report of an earlier name stays behind
-    OUT_DIR.mkdir(parents=True)
+    shutil.rmtree(out_dir, ignore_errors=True)   # no report of an earlier name stays behind
+    out_dir.mkdir(parents=True)
     results, runs = {}, {}
     for name in [*bench["baselines"], *entries]:
         predictions = entries[name] if name in entries else baseline(name, stage.store, params, tasks)
-        summary, report = score(stage.store, params, tasks, name, predictions, host, OUT_DIR / name)
+        summary, report = score(stage.store, params, tasks, name, predictions, host, out_dir / name)
         results[name] = {**summary["by_domain"].get("all", {}), "reference_check": summary["reference_check"]}
         runs[name] = {"builds": report["builds"], "runs": report.get("runs")}
-    write_metrics(STAGE, {"tasks": len(tasks), "host": host.name if host else None, "results": results})
-    write_run_report(STAGE, {"evaluations": runs})
+    write_metrics(stage.name, {"tasks": len(tasks), "host": host.name if host else None, "results": results})
+    write_run_report(stage.name, {"evaluations": runs})
     scores = "; ".join(f"{name} compiles {percent(r.get('source', {}).get('compile_rate'))}, correct "
                        f"{percent(r.get('source', {}).get('accuracy'))}" for name, r in results.items())
     print(f"evaluate: {len(tasks)} tasks, {len(results)} evaluations ({scores or 'none'}); "
-          f"tables in {OUT_DIR}/*/report.md")
+          f"tables in {out_dir}/*/report.md")

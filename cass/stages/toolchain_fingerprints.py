@@ -1,4 +1,4 @@
-"""Stage ``toolchain_fingerprints``'s work: record which compilers build the dataset (versions and fingerprints): this
+"""Stage ``toolchain_fingerprints``: record which compilers build the dataset (versions and fingerprints): this
 machine's, or the connected vendor hosts' when a Dask scheduler is configured.
 
 It runs on every `dvc repro` (``always_changed``) because a compiler can change outside the
@@ -34,4 +34,3 @@ def run(stage: Stage) -> None:
         TOOLCHAIN_RECORD.write_text(text)
     counts = ", ".join(f"{vendor} {len(tools)}" for vendor, tools in record.items())
     print(f"toolchain_fingerprints: {counts} tools, {'changed' if changed else 'unchanged'} ({TOOLCHAIN_RECORD})")
-

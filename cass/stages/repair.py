@@ -1,4 +1,4 @@
-"""Stage ``repair``'s work: the post-HIPIFY repair layer (:mod:`cass.translate.repair`) on every HIP file.
+"""Stage ``repair``: the post-HIPIFY repair layer (:mod:`cass.translate.repair`) on every HIP file.
 
 Each distinct hipified file is one cached action keyed by the rule set's id, the repair target
 (the AMD toolchain's HIP version and hipBLAS API, the NVIDIA toolchain's CUDA version, whether the
@@ -18,15 +18,9 @@ import polars as pl
 from cass.engine.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
-from cass.translate.names import CudaHipNames, toolchain_names
+from cass.translate.names import toolchain_names
 from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
 from toolchains.language import is_opencl
-
-
-def provided(names: CudaHipNames, files: list[dict]) -> frozenset[str]:
-    """The derived header names (``cub/x.cuh``, ``math_constants.h``) a sample's own files provide."""
-    paths = {f["path"] for f in files}
-    return frozenset(h for h in names.headers if any(p == h or p.endswith("/" + h) for p in paths))
 
 
 def run(stage: Stage) -> None:
@@ -47,7 +41,8 @@ def run(stage: Stage) -> None:
     for row in rows.iter_rows(named=True):
         files, fired = [], set()
         repairs = repairer and not is_opencl(row["hip_files_hipify"][0]["path"])
-        shadowed = provided(repairer.target.names, row["hip_files_hipify"]) if repairs else frozenset()
+        paths = [f["path"] for f in row["hip_files_hipify"]]
+        shadowed = repairer.target.names.provided_by(paths) if repairs else frozenset()
         for f in row["hip_files_hipify"]:
             digest, rules = repairer(f["digest"], shadowed) if repairs else (f["digest"], [])
             files.append({"path": f["path"], "digest": digest})
@@ -73,4 +68,3 @@ def run(stage: Stage) -> None:
     if repairer:
         out.action_keys = repairer.keys
     print(out.write(kept))
-

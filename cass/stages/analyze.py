@@ -1,0 +1,63 @@
+"""Stage ``analyze``: execute the analysis notebooks of ``analysis/`` headless.
+
+Each ``analysis/*.py`` file (jupytext percent format; ``_*.py`` helpers are skipped) is converted with jupytext to
+a notebook and executed with nbclient on an IPython kernel that runs *this* interpreter (the venv's python,
+whatever kernelspecs are installed), with the notebook's folder as working directory. The notebooks write
+
+* figures to ``$CASS_FIGURES_DIR`` (default ``analysis/figures/*.png``),
+* small CSV tables to ``$CASS_PLOTS_DIR`` (default ``analysis/plots/*.csv``, DVC ``plots``),
+* numbers to ``$CASS_ANALYSIS_METRICS`` (default ``analysis/metrics.json``, DVC ``metrics``), one key per notebook,
+
+and this stage writes each executed notebook to ``$CASS_EXECUTED_DIR/<name>.ipynb`` (default
+``analysis/executed``). They read ``$CASS_EXPORT_DIR`` (default ``data/export``, or ``hf://datasets/<repo>/data``)
+and ``$CASS_METRICS_DIR`` (default ``metrics``). Relative paths are taken from the current directory and passed
+to the kernel as absolute paths.
+
+The notebooks are independent: they run at once, as many as there are cores (``--jobs``), one thread each
+(:data:`THREAD_VARIABLES`), a worker's notebooks on one kernel made fresh for each (:class:`NotebookKernel`), each
+writing its metrics section to a file of its own, merged into the metrics file at the end. A cell that raises fails
+the stage: the message names the notebook, the cell and the error, and the partly executed notebook is still written
+for inspection. A notebook whose table has no rows (an empty export) stops with ``NothingToPlot`` instead: it is
+skipped, and its metrics section says why. The metrics file is started afresh unless ``--only`` is given.
+
+Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from cass.pipeline.metrics import write_json
+from cass.report.notebooks import NOTEBOOK_DIR, AnalysisError, analysis_environment, notebooks, run_notebooks
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the notebooks; 0 on success, 1 (with the notebook, cell and error on stderr) on a failure."""
+    parser = argparse.ArgumentParser(prog="python -m stages.analyze", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these notebooks (e.g. lengths)")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="notebooks run at once (default: the cores)")
+    args = parser.parse_args(argv)
+
+    env = analysis_environment()
+    metrics_file = Path(env["CASS_ANALYSIS_METRICS"])
+    try:
+        paths = notebooks(only=args.only)
+        if not paths:
+            raise AnalysisError(f"no notebooks in {NOTEBOOK_DIR}")
+        sections = run_notebooks(paths, env, args.timeout, args.jobs)
+    except AnalysisError as error:
+        print(f"analyze: FAILED: {error}", file=sys.stderr)
+        return 1
+    # a full run rebuilds every section (no stale keys); --only replaces its notebooks' sections
+    merged = json.loads(metrics_file.read_text()) if args.only and metrics_file.exists() else {}
+    merged.update(sections)
+    write_json(metrics_file, merged)
+    print(f"analyze: {len(paths)} notebooks run; figures in {env['CASS_FIGURES_DIR']}, tables in "
+          f"{env['CASS_PLOTS_DIR']}, metrics in {metrics_file}")
+    return 0

@@ -1,0 +1,51 @@
+"""Stage ``hub``: the dataset as the Hugging Face Hub lays datasets out, with its dataset card.
+
+``data/hub/`` mirrors the target repository: ``data/<config>/train-XXXXX-of-XXXXX.parquet``
+(named as ``datasets.push_to_hub`` names shards) and ``README.md``. Configs: ``pairs``
+(file-level), ``verified`` (the pairs whose two programs printed the same output: ``exec_status`` is
+``match``; left out while there is none), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
+messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable key (BLAKE3
+of its id modulo the shard count), and the shard count by the table's size over
+``hub.shard_bytes``, so changing one sample rewrites one shard per config that holds it.
+The card has YAML ``configs:``, the license field, a schema table per config, counts per stage
+and drop reason, the exact toolchain versions, flags, dedup and tokenizer parameters, and how
+to cite the CASS paper.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import polars as pl
+
+from cass.hub.layout import HUB_DIR, SOURCES, card, write_config
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import DATA_DIR
+from cass.pipeline.metrics import write_metrics
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    shard_bytes = params["hub"]["shard_bytes"]
+    configs: dict[str, pl.DataFrame] = {}
+    keys: dict[str, str] = {}
+    tables = {name: pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet"))) for name, (folder, _) in
+              SOURCES.items()}
+    holdout = pl.col("origin").is_in(params["export"]["holdout_origins"])
+    for name, (_, key) in SOURCES.items():   # the held-out origins (the benchmark's tasks) in no training config
+        configs[name] = tables[name].filter(~holdout)
+        keys[name] = key
+    verified = configs["pairs"].filter(pl.col("exec_status") == "match")
+    if verified.height:   # an empty config would not load (`datasets` finds no data in it)
+        configs["verified"] = verified
+        keys["verified"] = "sample_id"
+    for origin in sorted(tables["pairs"]["origin"].unique()):
+        configs[f"pairs_{origin}"] = tables["pairs"].filter(pl.col("origin") == origin)
+        keys[f"pairs_{origin}"] = "sample_id"
+    if HUB_DIR.exists():
+        shutil.rmtree(HUB_DIR)
+    files = {name: write_config(table, keys[name], name, shard_bytes) for name, table in configs.items()}
+    (HUB_DIR / "README.md").write_text(card(params, configs, files))
+    metrics = {name: {"rows": configs[name].height, "shards": len(paths)} for name, paths in files.items()}
+    write_metrics(stage.name, metrics)
+    print(metrics)

@@ -1,0 +1,78 @@
+"""Stage ``ingest``: every source of CUDA files becomes samples in the store, with provenance.
+
+Sources (all optional but the list of local trees):
+
+* local directory trees (``corpus.trees`` in params.yaml; origin named there);
+* cloned repositories at pinned revisions (the ``clone_repos`` stage's manifest; origin
+  ``repos``; sample paths are ``<repository>/<path>``);
+* The Stack v2 files fetched by ``fetch_stack`` (origin ``stack_v2``; single files, no headers);
+* the programs ``synthesize`` kept (origin ``synthetic``; single files, the model as provenance).
+
+For a file of a tree, the headers it reaches and the include directories that find them are
+chosen by :mod:`cass.sources.includes` and recorded (``files``, ``include_dirs``, ``unresolved_includes``,
+``include_conflicts``). Every file, headers included, is screened by :mod:`cass.sources.screen` (size,
+binary, encoding); a sample whose main file or header fails is dropped with the reason. Each
+sample gets a domain label from :mod:`cass.sources.domains`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from cass.pipeline.context import Stage
+from cass.pipeline.manifests import manifest_path, write_parquet
+from cass.sources.ingest import (
+    CONFIGURED_SCHEMA,
+    SCHEMA,
+    Ingest,
+    cloned_repositories,
+    debian_packages,
+    fetched_stack,
+    stack_licenses,
+    stack_v2,
+    synthesized,
+)
+
+
+def run(stage: Stage) -> None:
+    params = stage.params
+    store = stage.store
+    out = stage.output()
+    ingest = Ingest(store, params, out)
+    extensions = params["corpus"]["extensions"]
+    cparams = params["configure"]
+
+    def configure(values: dict | None) -> dict | None:
+        """A tree's configure values (the global ones, then its own), or None when configuring is off."""
+        return {**cparams["values"], **(values or {})} if cparams["enabled"] else None
+
+    for tree in params["corpus"]["trees"]:
+        root = Path(tree["path"])
+        if not root.is_dir():
+            sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
+        ingest.tree(root, tree["origin"], tree.get("extensions", extensions), select=tree.get("paths", ()),
+                    configure=configure(tree.get("configure")))
+    fetched = fetched_stack()
+    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched), configure)
+    debian_packages(ingest, store, params, extensions, configure)
+    stack_v2(ingest, store, fetched)
+    synthesized(ingest, store)
+    kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
+    duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
+    if duplicate_ids.height:
+        sys.exit(f"ingest: two sources produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
+    configured = pl.DataFrame(ingest.configured, schema=CONFIGURED_SCHEMA)
+    write_parquet(configured, manifest_path(stage.name, "configured"), sort_by="path")
+    out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
+    out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
+    out.extra_metrics["transcoded"] = kept.filter(pl.col("source_encoding") != "utf-8").height
+    out.extra_metrics["with_include_conflicts"] = kept.filter(pl.col("include_conflicts").list.len() > 0).height
+    out.extra_metrics["configured_headers"] = configured.height
+    out.extra_metrics["with_configured_headers"] = dict(sorted(
+        kept.filter(pl.col("configured_headers").list.len() > 0)["origin"].value_counts().iter_rows()))
+    out.extra_metrics["with_unresolved_includes"] = kept.filter(pl.col("unresolved_includes").list.len() > 0).height
+    out.extra_metrics["not_selected"] = dict(sorted(ingest.not_selected.items()))
+    print(out.write(kept))
