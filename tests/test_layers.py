@@ -29,3 +29,13 @@ def test_the_lower_floors_import_nothing_from_the_library(module, allowed):
                             check=True).stdout.split()
     assert set(loaded) <= allowed, f"{module} loads {sorted(set(loaded) - allowed)}"
     assert module.split(".")[0] in loaded
+
+
+def test_a_repair_rule_is_code_of_the_repair_stage_alone():
+    """Editing a rule (or the derived name tables) changes one stage's code digest, so `dvc repro` reruns the repair
+    stage and what depends on its output, nothing that merely shared an import with it."""
+    from cass.pipeline.code_digests import stage_listings
+
+    listings = stage_listings(REPO)
+    for module in ("cass/translate/repair.py", "cass/translate/names.py"):
+        assert [stage for stage, text in listings.items() if module in text] == ["repair"], module
