@@ -139,17 +139,22 @@ def _balanced(text: str, start: int, opener: str = "(") -> int:
     return len(text)
 
 
-def _split_top(text: str) -> list[str]:
-    """Comma-separated parts at bracket depth 0 (template angle brackets included)."""
+def split_top_level(text: str, openers: str = "([{<", closers: str = ")]}>") -> list[str]:
+    """The comma-separated parts of ``text`` at bracket depth 0 (as written, blanks kept; template angle brackets
+    count by default)."""
     parts, depth, start = [], 0, 0
     for i, c in enumerate(text):
-        depth += c in "([{<"
-        depth -= c in ")]}>"
+        depth += c in openers
+        depth -= c in closers
         if c == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+    return parts
+
+
+def _split_top(text: str) -> list[str]:
+    return [p.strip() for p in split_top_level(text) if p.strip()]
 
 
 def runtime_functions(text: str) -> list[dict]:

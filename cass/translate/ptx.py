@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from cass.translate.ctext import find_heads
+from toolchains.headers import split_top_level
 
 ASM_HEAD = r"(?<![\w.])(?:asm|__asm__|__asm)(\s+(?:volatile|__volatile__))?\s*\("
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -82,16 +83,7 @@ def _operands(text: str) -> list[str] | None:
     if not text.strip():
         return []
     found = []
-    depth, start = 0, 0
-    parts = []
-    for i, c in enumerate(text):
-        depth += c in "([{"
-        depth -= c in ")]}"
-        if c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    for part in parts:
+    for part in split_top_level(text, "([{", ")]}"):
         m = _OPERAND.match(part)
         if m is None or m.group(1).strip() not in INTEGER_CONSTRAINTS:
             return None
