@@ -152,3 +152,7 @@ def test_a_unit_another_file_includes_is_part_of_that_files_unit_not_a_sample(tm
                                                                ("dev/launch.cu", "included_unit")}
     assert "part of host.cpp" in next(d["detail"] for d in out.dropped if d["path"] == "dev/launch.cu")
     assert out.rows_in == 4
+    alone = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {   # main.cu left out: kernels.cu alone
+        "keywords_file": "cass/sources/domain_keywords.yaml"}}, StageOutput("ingest"))
+    alone.tree(tree, "t", [".cu"], select=["kernels.cu", "lone.cu"])
+    assert sorted(r["path"] for r in alone.rows) == ["kernels.cu", "lone.cu"]

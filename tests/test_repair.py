@@ -134,10 +134,10 @@ def test_cublas_sgemmex_is_gemmex_with_fp32_compute():
 
 def test_cuda_runtime_overloads_call_what_cudas_own_overload_calls():
     before = ('CHECK(hipEventCreate(&start, hipEventDisableTiming), "timer");\nhipEventCreate(&stop);\n'
-              "hipFuncSetAttribute(kernel<float>, hipFuncAttributeMaxDynamicSharedMemorySize, bytes);\n"
+              "hipFuncSetAttribute(kernel<float, 4>, attribute, bytes);\n"
               "hipStreamAttachMemAsync(s, data);\n")
     after = ('CHECK(hipEventCreateWithFlags(&start, hipEventDisableTiming), "timer");\nhipEventCreate(&stop);\n'
-             "hipFuncSetAttribute((const void*)(kernel<float>), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);\n"
+             "hipFuncSetAttribute((const void*)(kernel<float, 4>), attribute, bytes);\n"
              "hipStreamAttachMemAsync(s, (void*)(data), 0, hipMemAttachSingle);\n")
     assert cuda_runtime_overloads(before, HIP57) == after
 

@@ -44,24 +44,26 @@ class CachedMap:
         return found, [item for item in keys if item not in found]
 
     def record(self, key: str, outputs: Outputs, status: str = "ok", exit_code: int = 0,
-               stderr: bytes = b"") -> ActionRecord:
-        """Store a computed result's blobs, then its record (blobs first: a record never names a missing blob)."""
+               stderr: bytes | None = b"") -> ActionRecord:
+        """Store a computed result's blobs, then its record (blobs first: a record never names a missing blob);
+        ``stderr`` None records none (a computation that has no error stream)."""
         blobs = {name: self.store.put(data) for name, data in sorted(outputs.items())}
-        record = ActionRecord(status, exit_code, blobs, self.store.put(stderr))
+        record = ActionRecord(status, exit_code, blobs, "" if stderr is None else self.store.put(stderr))
         self.store.record(key, record)
         with self._lock:
             self.keys.add(key)
             self.misses += 1
         return record
 
-    def map(self, keys: Mapping[Item, str],
-            compute: Callable[[list[Item]], Iterable[tuple[Item, Outputs]]]) -> dict[Item, ActionRecord]:
+    def map(self, keys: Mapping[Item, str], compute: Callable[[list[Item]], Iterable[tuple[Item, Outputs]]],
+            stderr: bytes | None = b"") -> dict[Item, ActionRecord]:
         """The record of every item: the known ones from the store, the others from one call of ``compute`` on
-        them, each recorded as ``compute`` yields it (an interrupted run keeps what it finished)."""
+        them, each recorded as ``compute`` yields it (an interrupted run keeps what it finished; ``stderr`` as
+        :meth:`record` takes it)."""
         found, missing = self.split(keys)
         if missing:
             for item, outputs in compute(missing):
-                found[item] = self.record(keys[item], outputs)
+                found[item] = self.record(keys[item], outputs, stderr=stderr)
             if lost := [item for item in missing if item not in found]:
                 raise ValueError(f"{len(lost)} of {len(missing)} items got no result, e.g. {lost[0]!r}")
         return found

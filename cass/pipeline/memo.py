@@ -43,7 +43,7 @@ class Memo:
                 raise ValueError(f"memo {self.name}: {len(todo)} texts but {len(values)} results")
             return [(d, {"value": canonical_json(v)}) for d, v in zip(todo, values, strict=True)]
 
-        records = self.cache.map({d: self._key(d) for d in by_digest}, missing)
+        records = self.cache.map({d: self._key(d) for d in by_digest}, missing, stderr=None)
         values = {d: json.loads(self.cache.store.get(r.outputs["value"])) for d, r in records.items()}
         return [values[d] for d in digests]
 

@@ -61,12 +61,16 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
-                 repaired: set[str], included_units: int = 0, parity: pl.DataFrame | None = None) -> dict:
+                 repaired: set[str], included_units: int = 0, parity: pl.DataFrame | None = None,
+                 needs_api: set[str] = frozenset()) -> dict:
     """The report of one corpus (or all): counts, ratios, failure categories and top causes. A sample out of
-    scope (a failure on either side counted ``out_of_scope:<why>``) is no NVIDIA-ok file either."""
+    scope (one of ``needs_api``, the samples that need an API the dataset leaves out, whether they compiled or
+    not, or one whose failure was counted ``out_of_scope:<why>``) counts in neither NVIDIA ok nor pairs, so the
+    shares are those of the samples in scope."""
     ids = set(candidates["sample_id"])
     failed = failed.filter(pl.col("sample_id").is_in(ids))
-    out_of_scope = set(failed.filter(pl.col("category").str.starts_with("out_of_scope"))["sample_id"])
+    out_of_scope = (ids & needs_api) | set(failed.filter(pl.col("category").str.starts_with("out_of_scope"))
+                                           ["sample_id"])
     nv, amd = (ids & nvidia_ok) - out_of_scope, ids & amd_ok
     both = nv & amd
     configured = set(candidates.filter(pl.col("configured_headers").list.len() > 0)["sample_id"])
@@ -106,15 +110,17 @@ def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
 
 def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
            repaired: set[str], included_units: dict[str, int] | None = None,
-           parity: pl.DataFrame | None = None) -> dict:
+           parity: pl.DataFrame | None = None, needs_api: set[str] = frozenset()) -> dict:
     """Per corpus (origin) and over all of them; ``included_units``: per origin, the units ingest left to the
-    files that include them; ``parity``: the branch_parity stage's rows."""
+    files that include them; ``parity``: the branch_parity stage's rows; ``needs_api``: the samples out of scope
+    for the APIs they include."""
     included_units = included_units or {}
     by_origin = {origin: corpus_yield(candidates.filter(pl.col("origin") == origin), nvidia_ok, amd_ok,
-                                      failed, repaired, included_units.get(origin, 0), parity)
+                                      failed, repaired, included_units.get(origin, 0), parity, needs_api)
                  for origin in sorted(set(candidates["origin"]))}
     return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired,
-                                                      sum(included_units.get(o, 0) for o in by_origin), parity)}
+                                                      sum(included_units.get(o, 0) for o in by_origin), parity,
+                                                      needs_api)}
 
 
 def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: set[str],

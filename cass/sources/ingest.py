@@ -96,7 +96,8 @@ class Ingest:
         mains = mains[:limit] if limit else mains
         if len(mains) < len(candidates):
             self.not_selected[origin] = self.not_selected.get(origin, 0) + len(candidates) - len(mains)
-        included = included_units(index, mains)
+        left_out = set(candidates) - set(mains)   # a unit whose includer select/limit leaves out is compiled alone
+        included = {u: by for u, by in included_units(index, mains).items() if by not in left_out}
         for rel in tqdm(mains, desc=f"ingest {origin}:{prefix or root}", unit="file", disable=len(mains) < 200):
             identity = self._identity(origin, prefix + rel)
             if rel in included:

@@ -284,7 +284,7 @@ class BlobFetcher:
         if not matches_name(blob_id, data):
             return Fetched(blob_id, "corrupt", detail=f"content ({len(data)} bytes) hashes to sha1 "
                            f"{hashlib.sha1(data).hexdigest()}, not to its name")
-        record = self.cache.record(key, {"content": data})
+        record = self.cache.record(key, {"content": data}, stderr=None)
         return Fetched(blob_id, "fetched", record.outputs["content"], len(data), len(body))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from cass.compiling.compile import Scope
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR, manifest_path, write_parquet
 from cass.pipeline.metrics import percent, write_metrics
@@ -25,7 +26,10 @@ def run(stage: Stage) -> None:
     ingest_dropped = pl.read_parquet(manifest_path("ingest", "dropped"))
     included = dict(ingest_dropped.filter(pl.col("reason") == "included_unit")["origin"].value_counts().iter_rows())
     parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity)
+    scope = Scope(stage.params["scope"])
+    needs_api = {row["sample_id"] for row in candidates.iter_rows(named=True)
+                 if scope.needs([stage.store.get_text(f["digest"], "replace") for f in row["files"]])}
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api)
     requests = manifest_path("synthesize", "requests")
     if requests.exists():
         yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)

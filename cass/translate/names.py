@@ -258,7 +258,7 @@ def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str], na
     return counterpart, headers
 
 
-_CAST_OF_NAME = re.compile(r"^(?:\(\s*[\w\s*]+\)\s*)*([A-Za-z_]\w*)$")
+CAST_OF_NAME = re.compile(r"^((?:\(\s*[\w\s*]+\)\s*)*)([A-Za-z_]\w*)$")
 """An argument a runtime overload passes on: a name (a parameter or a constant), under casts only."""
 
 
@@ -284,10 +284,10 @@ def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str]
     table: dict[str, dict[str, dict]] = {}
     for f in cuda_functions:
         hip_name, hip_target = names.get(f["name"]), names.get(f["target"] or "")
-        matches = [_CAST_OF_NAME.match(a) for a in f["args"] or []]
+        matches = [CAST_OF_NAME.match(a) for a in f["args"] or []]
         if not hip_name or not hip_target or not all(matches):
             continue
-        passes_on = f["target"] == f["name"] and [m.group(1) for m in matches] == f["params"]
+        passes_on = f["target"] == f["name"] and [m.group(2) for m in matches] == f["params"]
         for arity in range(f["required"], len(f["params"]) + 1):
             if arity in c_api.get(f["name"], ()) and not passes_on:
                 continue

@@ -77,10 +77,11 @@ from dataclasses import dataclass, field, replace
 
 from cass.engine.cached import CachedMap
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
-from cass.translate.names import CudaHipNames
+from cass.translate.names import CAST_OF_NAME, CudaHipNames
 from cass.translate.ptx import rewrite_asm
 from store import Store
 from toolchains.amd import WARP_SYNC_HIP
+from toolchains.headers import split_top_level
 
 Version = tuple[int, int]
 
@@ -214,11 +215,10 @@ def unmapped_headers(text: str, target: RepairTarget) -> str:
     return words.sub(lambda m: constants[m.group(1)], text) if words is not None else text
 
 
-_PASSED = re.compile(r"^((?:\(\s*[\w\s*]+\)\s*)*)([A-Za-z_]\w*)$")
-
-
 def _overload_call(name: str, overloads: dict[str, dict]) -> Callable[[list[str], str], str]:
     def rewrite(args: list[str], original: str) -> str:
+        if str(len(args)) not in overloads:   # a template argument list's commas split an argument: join it again
+            args = split_top_level(",".join(args))
         overload = overloads.get(str(len(args)))
         if overload is None:
             return original
@@ -227,7 +227,7 @@ def _overload_call(name: str, overloads: dict[str, dict]) -> Callable[[list[str]
                           strict=True))
         passed = []
         for expression in overload["args"]:
-            casts, passed_name = _PASSED.match(expression).groups()
+            casts, passed_name = CAST_OF_NAME.match(expression).groups()
             value = values.get(passed_name)
             passed.append(expression if value is None else value if not casts else f"{casts}({value})")
         return f"{overload['target']}({', '.join(passed)})"
