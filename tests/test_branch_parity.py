@@ -95,3 +95,10 @@ def test_real_preprocessors_find_the_branches_that_differ_after_hipify_and_repai
         {"file": "k.cu", "line": 8, "pass": "device", "nvidia_line": 8, "amd_line": None,
          "macros": ["__CUDA_ARCH__"]},
     ]
+
+
+def test_what_a_has_include_query_asks_about_is_no_macro():
+    text = "#if __has_include(<cuda_fp16.h>) && USE_HALF\n#else\n#endif\n"
+    found = branches(text)
+    assert divergences([("k.cu", found)], {("h", 0, 0)}, {("h", 0, 1)}) == [
+        {"file": "k.cu", "line": 1, "pass": "host", "nvidia_line": 1, "amd_line": 2, "macros": ["USE_HALF"]}]

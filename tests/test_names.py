@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cass.translate.names import CudaHipNames, cached_names, derive, is_version_name, toolchain_names
+from cass.translate.names import CudaHipNames, HeaderIndex, cached_names, derive, is_version_name, toolchain_names
 from toolchains.headers import index_headers, parse_header
 
 
@@ -87,7 +87,8 @@ def test_tables_are_derived_from_the_headers_of_both_sides_and_hipifys_map(tmp_p
     assert names.versions == {"CUSPARSE_VER_MAJOR": "12", "CUSPARSE_VERSION": "((12) * 1000)",
                               "__CUDACC_VER_MAJOR__": "13"}
     assert names.constants == {"CUDART_PI_F": "HIP_PI_F"}   # 1.0F and 1.0f are not the same definition
-    assert names.uncovered == {"cub/cub.cuh": "cub/cub.cuh has no include guard"}   # cudnn.h: not on the NVIDIA side
+    assert names.uncovered == {"cub/cub.cuh": "cub/cub.cuh has no include guard"}
+    assert names.covered == ["cuda_runtime.h", "cusparse.h", "driver_types.h"]   # cudnn.h: not on the NVIDIA side
 
 
 def test_version_names_are_told_by_their_parts():
@@ -112,15 +113,17 @@ def test_the_real_toolchains_cover_every_cuda_header_hipify_perl_maps(toolchains
     nvidia, amd = toolchains["nvidia"], toolchains["amd"]
     names = toolchain_names(nvidia, amd)
     cuda = nvidia.header_index()["headers"]
+    hip_index = HeaderIndex(amd.header_index()["headers"])
     hip = {alias for facts in amd.header_index()["headers"].values() for alias in facts["names"]}
     for cuda_name, hip_name in names.hipify_headers.items():
         if cuda_name not in cuda:
             continue   # a library the NVIDIA side does not install (cuDNN, NVRTC)
         if hip_name not in hip or cuda[cuda_name]["guard"] is None:
             assert cuda_name in names.uncovered, cuda_name
-        else:
-            assert names.presence[cuda[cuda_name]["guard"]], cuda_name
-    assert len(names.covered()) >= 20
+        else:   # its guard stands for the guard of the HIP header hipify-perl puts in its place
+            assert names.presence.get(cuda[cuda_name]["guard"]) == hip_index.presence_macro(hip_name), cuda_name
+            assert cuda_name in names.covered
+    assert len(names.covered) >= 20
     # guards the former hand-written table of 16 entries lacked
     assert names.presence["__DRIVER_TYPES_H__"] == "HIP_INCLUDE_HIP_DRIVER_TYPES_H"
     assert names.presence["__VECTOR_TYPES_H__"] == "HIP_INCLUDE_HIP_HIP_VECTOR_TYPES_H"
@@ -128,7 +131,7 @@ def test_the_real_toolchains_cover_every_cuda_header_hipify_perl_maps(toolchains
     major, minor = nvidia.cuda_version()
     assert names.versions["CUDA_VERSION"] == names.versions["CUDART_VERSION"] == str(major * 1000 + minor * 10)
     assert names.versions["__CUDACC_VER_MAJOR__"] == str(major)
-    assert names.constants["CUDART_PI_F"] == "HIP_PI_F" or "math_constants.h" in names.hipify_headers
+    assert names.constants.get("CUDART_PI_F") == "HIP_PI_F" or "math_constants.h" in names.hipify_headers
     # CUDA's C++ runtime overloads HIP has no overload for; hipMalloc has HIP's own template
     assert names.overloads["hipEventCreate"]["2"]["target"] == "hipEventCreateWithFlags"
     assert names.overloads["hipFuncSetAttribute"]["3"]["args"][0] == "(const void*)func"

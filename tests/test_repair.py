@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from cass.engine.actions import ActionRunner, plan
+from cass.engine.targets import TargetRun, run_targets
 from cass.translate.ctext import find_calls, rewrite_calls
 from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.ptx import BFE, BFI
@@ -174,6 +175,10 @@ inline __host__ __device__ float2 operator*(float2 a, float s) { return make_flo
 inline __host__ __device__ float2 operator-(float s, float2 a) { return make_float2(s - a.x, s - a.y); }
 inline __host__ __device__ int2 operator*(int2 a, float s) { return make_int2(a.x * s, a.y * s); }
 inline __host__ __device__ float2 operator+(float2 a, float2 b) { return make_float2(a.x + b.y, a.y + b.x); }
+inline __host__ __device__ uint2 operator*(uint2 a, unsigned int s) { return make_uint2(a.x * s, a.y * s); }
+inline __host__ __device__ ulonglong2 operator+(unsigned long long s, ulonglong2 a)
+{ return make_ulonglong2(s + a.x, s + a.y); }
+inline __host__ __device__ uint2 operator*(uint2 a, unsigned long s) { return make_uint2(a.x * s, a.y * s); }
 __device__ float2 smooth(float2 x, float2 a, float2 b) { return (x - a) / (b - a) * 2.0f; }
 """
 BINARY_AFTER = """/* operator/(float2, float2): HIP's float2 has it */
@@ -184,12 +189,17 @@ BINARY_AFTER = """/* operator/(float2, float2): HIP's float2 has it */
 /* operator-(float, float2): HIP's float2 has it */
 inline __host__ __device__ int2 operator*(int2 a, float s) { return make_int2(a.x * s, a.y * s); }
 inline __host__ __device__ float2 operator+(float2 a, float2 b) { return make_float2(a.x + b.y, a.y + b.x); }
+/* operator*(uint2, unsigned int): HIP's uint2 has it */
+/* operator+(unsigned long long, ulonglong2): HIP's ulonglong2 has it */
+
+inline __host__ __device__ uint2 operator*(uint2 a, unsigned long s) { return make_uint2(a.x * s, a.y * s); }
 __device__ float2 smooth(float2 x, float2 a, float2 b) { return (x - a) / (b - a) * 2.0f; }
 """
 
 
 def test_component_wise_vector_binary_operators_give_way_to_hips(toolchains, store):
-    # kept: a float scalar on an int2 (HIP converts the scalar first: another result), a swapped body
+    # kept: a float scalar on an int2 (HIP converts the scalar first: another result), a swapped body, an
+    # unsigned long scalar on a uint2 (not its element type)
     assert hip_vector_compound_operators(BINARY_BEFORE, HIP57) == BINARY_AFTER
     runner = ActionRunner(store, local_executor({"amd": toolchains["amd"]}), 300)
     for text, ok in ((BINARY_BEFORE, False), (BINARY_AFTER, True)):   # HIP's own '/' made the project's ambiguous
@@ -492,8 +502,9 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     fixed = compile_amd(toolchains, store, runner, {p: d for p, (d, _) in repaired.items()})
     assert fixed.ok, store.get_text(fixed.record.stderr)
     assert "v_add_f32" in store.get_text(fixed.record.outputs["device.s"])
-    nvidia = toolchains["nvidia"]   # the CUDA side compiles as it is: the sample pairs
-    step = nvidia.cubin_step("kernel.cu", "sm_89", {"common": ["-std=c++17"], "host": ["-O1"]})
+    nvidia = toolchains["nvidia"]   # the CUDA side compiles as it is, host and SASS: the sample pairs
     cuda = {"helper.cuh": store.put(HELPER.encode()), "kernel.cu": store.put(KERNEL.encode())}
-    action = plan(nvidia, step, cuda)
-    assert ActionRunner(store, local_executor({"nvidia": nvidia}), 300).run([action], desc="nvcc")[action.key].ok
+    runs = [TargetRun(t, cuda) for t in nvidia.targets("kernel.cu", ["sm_89"], {"common": ["-std=c++17"],
+                                                                                "host": ["-O1"]})]
+    run_targets(nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), runs)
+    assert {r.target.kind for r in runs} == {"host", "device"} and all(r.failure is None for r in runs)

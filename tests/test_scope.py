@@ -17,6 +17,7 @@ SAMPLES = {
     "mpi.cu": "#include <mpi.h>\n" + KERNEL,                                   # not on the include path
     "gl.cu": "#include <GL/gl.h>\n" + KERNEL + "void draw() { glUndeclaredCall(); }\n",   # GL is, the call is not
     "zmq.cu": "#include <zmq.h>\n" + KERNEL,                                   # a library neither side has
+    "own.cu": '#include "config_generated.h"\n' + KERNEL,                      # the project's own header
     "typo.cu": KERNEL + "int broken( {\n",
     "ok.cu": "#include <cuda_runtime.h>\n" + KERNEL,
 }
@@ -34,6 +35,7 @@ def test_failures_out_of_scope_get_their_own_reason(toolchains, store):
     reasons = {name: scoped_failure(nvidia, run, store, (), SCOPE, list(run.inputs.values()))[0]
                for name, run in runs.items() if run.failure is not None}
     assert reasons == {"mpi.cu": "out_of_scope:mpi", "gl.cu": "out_of_scope:graphics",
-                       "zmq.cu": "out_of_scope:library", "typo.cu": "compile_failed:syntax"}
+                       "zmq.cu": "out_of_scope:library", "own.cu": "compile_failed:missing_header",
+                       "typo.cu": "compile_failed:syntax"}
     assert SCOPE.needs(["#include \"cuda_gl_interop.h\"\n", "#include <vulkan/vulkan.h>"]) == "graphics"
     assert SCOPE.needs(["#include <stdio.h>\n#include \"my_gl_helpers.h\"\n"]) is None

@@ -127,8 +127,8 @@ _RETURNS_ERROR = re.compile(r"\b(?:cudaError_t|hipError_t)\s+(?:__\w+__\s+)*((?:
 _RETURN_CALL = re.compile(r"\s*return\s+(?:::)?(\w+)\s*\(")
 
 
-def _balanced(text: str, start: int, opener: str = "(") -> int:
-    """The index just past the bracket that closes the one at ``start``."""
+def balanced_end(text: str, start: int, opener: str = "(") -> int:
+    """The index just past the bracket that closes the one at ``start`` (the end of ``text`` if none does)."""
     closer = {"(": ")", "{": "}"}[opener]
     depth = 0
     for i in range(start, len(text)):
@@ -164,7 +164,7 @@ def runtime_functions(text: str) -> list[dict]:
     clean = strip_comments(text)
     found = []
     for m in _RETURNS_ERROR.finditer(clean):
-        close = _balanced(clean, m.end() - 1)
+        close = balanced_end(clean, m.end() - 1)
         params = [p for p in _split_top(clean[m.end():close - 1]) if p != "void"]
         names, defaults = [], []
         for param in params:
@@ -177,10 +177,10 @@ def runtime_functions(text: str) -> list[dict]:
         rest = clean[close:].lstrip()
         target, args = None, None
         if rest.startswith("{"):
-            body = rest[1:_balanced(rest, 0, "{") - 1]
-            if (call := _RETURN_CALL.match(body)) and body[_balanced(body, call.end() - 1):].strip() == ";":
+            body = rest[1:balanced_end(rest, 0, "{") - 1]
+            if (call := _RETURN_CALL.match(body)) and body[balanced_end(body, call.end() - 1):].strip() == ";":
                 target = call.group(1)
-                args = _split_top(body[call.end():_balanced(body, call.end() - 1) - 1])
+                args = _split_top(body[call.end():balanced_end(body, call.end() - 1) - 1])
         elif not rest.startswith(";"):
             continue   # a call, not a declaration
         found.append({"name": m.group(1), "params": names, "required": len(names) - len(defaults),

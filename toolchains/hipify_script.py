@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from toolchains.headers import balanced_end
+
 _SUBST_INCLUDE = re.compile(r'subst\("([^"]+)",\s*"([^"]*)",\s*"include(?:_cuda_main_header(?:_v2)?)?"\)')
 _WARN_SUB = re.compile(r"^sub warn\w+ \{", re.M)
 _PLAIN_MATCH = re.compile(r"m/(\\b)?\(\$func\)(\\b)?/g;")
@@ -34,17 +36,8 @@ def name_map(script: str) -> dict[str, str]:
 
 def _bracketed(text: str, start: int, opener: str) -> str:
     """The text from the ``opener`` at or after ``start`` to its matching closer."""
-    closer = {"(": ")", "{": "}"}[opener]
     i = text.index(opener, start)
-    depth = 0
-    for j in range(i, len(text)):
-        if text[j] == opener:
-            depth += 1
-        elif text[j] == closer:
-            depth -= 1
-            if depth == 0:
-                return text[i:j + 1]
-    raise ValueError(f"unbalanced {opener} at {i}")
+    return text[i:balanced_end(text, i, opener)]
 
 
 def _table(script: str, name: str) -> str:

@@ -16,6 +16,8 @@ _MARKER = re.compile(r"__cass_branch_([hd])_(\d+)_(\d+)__")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 _NOT_MACROS = frozenset({"defined", "__has_include", "__has_include_next", "__has_attribute", "__has_builtin",
                          "__has_feature", "__has_cpp_attribute", "__has_extension", "true", "false"})
+_QUERY = re.compile(r"\b(__has_\w+)\s*\(\s*(?:<[^>\n]*>|\"[^\"\n]*\"|[^()\n]*)\s*\)")
+"""A ``__has_include(<cuda_fp16.h>)``-like query: what it asks about names no macro."""
 PASSES = {"h": "host", "d": "device"}
 
 DIVERGENCE = pl.Struct({"file": pl.String, "line": pl.Int64, "pass": pl.String, "nvidia_line": pl.Int64,
@@ -115,8 +117,9 @@ def divergences(files: list[tuple[str, list[Branch]]], nvidia: set[tuple[str, in
                 if ids & nv == ids & hip:
                     continue
                 line_of = {b.number: b.line for b in group}
-                macros = sorted({n for b in group for n in _NAME.findall(b.condition.split(None, 1)[-1])
-                                 if n not in _NOT_MACROS and not b.condition.startswith("else")})
+                macros = sorted({n for b in group if not b.condition.startswith("else")
+                                 for n in _NAME.findall(_QUERY.sub(r"\1()", b.condition.split(None, 1)[-1]))
+                                 if n not in _NOT_MACROS})
                 found.append({"file": path, "line": group[0].line, "pass": pass_name,
                               "nvidia_line": min((line_of[b] for b in ids & nv), default=None),
                               "amd_line": min((line_of[b] for b in ids & hip), default=None), "macros": macros})

@@ -20,15 +20,17 @@ from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, attach
 from toolchains import Toolchain
+from toolchains.diagnostics import missing_header
 
-_INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.M)
+_INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\n]+)[">]', re.M)
 
 
 class Scope:
     """What the dataset leaves out of scope (params.yaml ``scope``): samples that need an API of one of
     ``apis`` (a graphics API, MPI: patterns of the header names they include), and, where ``libraries`` is
-    set, samples the NVIDIA side fails for a system or library header it does not have (neither vendor side
-    provides it: the AMD side mirrors the NVIDIA side's system headers and maps only CUDA's)."""
+    set, samples the NVIDIA side fails for a header they include in angle brackets and it does not have: most
+    often a system or library header neither vendor side provides (the AMD side mirrors the NVIDIA side's
+    system headers and maps only CUDA's), though a project may spell its own headers so too."""
 
     def __init__(self, params: dict):
         self.apis = {name: re.compile("|".join(patterns)) for name, patterns in params["apis"].items() if patterns}
@@ -36,15 +38,19 @@ class Scope:
 
     def needs(self, texts: list[str]) -> str | None:
         """The out-of-scope API the sample's files include a header of, if any."""
-        included = [name.strip() for text in texts for name in _INCLUDED.findall(text)]
+        included = [name.strip() for text in texts for _, name in _INCLUDED.findall(text)]
         return next((api for api, pattern in self.apis.items() if any(pattern.search(n) for n in included)), None)
 
-    def reason(self, vendor: str, category: str, texts: list[str]) -> str | None:
-        """``out_of_scope:<why>`` for a failure of this category, or None when the failure is in scope."""
+    def reason(self, vendor: str, category: str, texts: list[str], missing: str | None = None) -> str | None:
+        """``out_of_scope:<why>`` for a failure of this category (``missing``: the header not found), or None
+        when the failure is in scope."""
         if api := self.needs(texts):
             return f"out_of_scope:{api}"
-        return "out_of_scope:library" if self.libraries and vendor == "nvidia" and category == "missing_header" \
-            else None
+        if self.libraries and vendor == "nvidia" and category == "missing_header" and missing and \
+                any(bracket == "<" and name.strip() == missing for text in texts for bracket, name in
+                    _INCLUDED.findall(text)):
+            return "out_of_scope:library"
+        return None
 
 
 def scoped_failure(toolchain: Toolchain, run: TargetRun, store, unresolved: Collection[str], scope: Scope,
@@ -53,8 +59,8 @@ def scoped_failure(toolchain: Toolchain, run: TargetRun, store, unresolved: Coll
     ``out_of_scope:<why>``."""
     reason, detail = failure_reason(toolchain, run, store, unresolved)
     category = reason.removeprefix("compile_failed:")
-    if reason.startswith("compile_failed:") and \
-            (scoped := scope.reason(toolchain.vendor, category, [store.get_text(d, "replace") for d in files])):
+    if reason.startswith("compile_failed:") and (scoped := scope.reason(
+            toolchain.vendor, category, [store.get_text(d, "replace") for d in files], missing_header(detail))):
         return scoped, f"{category}: {detail}"
     return reason, detail
 

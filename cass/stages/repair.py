@@ -1,8 +1,9 @@
 """Stage ``repair``: the post-HIPIFY repair layer (:mod:`cass.translate.repair`) on every HIP file.
 
 Each distinct hipified file is one cached action keyed by the rule set's id, the repair target
-(the AMD toolchain's HIP version and hipBLAS API, the NVIDIA toolchain's CUDA version, whether the
-archs run wave32) and the file's digest. The manifest keeps hipify-perl's own files
+(the AMD toolchain's HIP version and hipBLAS API, the digest of the CUDA-to-HIP names derived from both
+toolchains, whether the archs run wave32, the derived headers the sample's own files provide) and the
+file's digest. The manifest keeps hipify-perl's own files
 (``hip_files_hipify``) next to the repaired ones (``hip_files``, what compile_amd builds), the
 rules that fired per sample (``repair_rules``) and whether any file changed (``hip_repaired``).
 ``repair.enabled: false`` passes hipify-perl's files on unchanged, as OpenCL C samples always are.

@@ -100,8 +100,9 @@ class HeaderIndex:
 
 @dataclass(frozen=True)
 class CudaHipNames:
-    """The derived tables (see the module docstring); ``hipify_headers``: hipify-perl's own header map, and
-    ``uncovered``: CUDA headers it maps, found on the NVIDIA side, without a presence macro pair, and why."""
+    """The derived tables (see the module docstring); ``hipify_headers``: hipify-perl's own header map; of the
+    CUDA headers it maps that the NVIDIA side installs, ``covered``: those with a presence macro pair, and
+    ``uncovered``: those without, and why."""
 
     headers: dict[str, str] = field(default_factory=dict)
     presence: dict[str, str] = field(default_factory=dict)
@@ -111,6 +112,7 @@ class CudaHipNames:
     """HIP runtime function -> arity -> the call CUDA's C++ overload of that arity makes (``target``, ``args`` over
     ``params``, ``defaults`` of the optional ones), where HIP has no such overload"""
     hipify_headers: dict[str, str] = field(default_factory=dict)
+    covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
 
     @cached_property
@@ -127,12 +129,8 @@ class CudaHipNames:
         paths = set(paths)
         return frozenset(h for h in self.headers if any(p == h or p.endswith("/" + h) for p in paths))
 
-    def covered(self) -> list[str]:
-        """CUDA headers hipify-perl maps whose include guard has a HIP counterpart."""
-        return sorted(h for h in self.hipify_headers if h not in self.uncovered)
-
     def summary(self) -> str:
-        return (f"{len(self.covered())} CUDA headers hipify-perl maps with a guard pair "
+        return (f"{len(self.covered)} CUDA headers hipify-perl maps with a guard pair "
                 f"({len(self.uncovered)} without), {len(self.presence)} presence macros (guards and markers), "
                 f"{len(self.headers)} more headers, {len(self.versions)} version macros, "
                 f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads")
@@ -213,10 +211,11 @@ def _declaring(hip: HeaderIndex, names: dict[str, str]) -> Callable[[Iterable[st
 def counterparts(cuda: HeaderIndex, hip: HeaderIndex, hipify: dict[str, str], names: dict[str, str],
                  uncovered: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """(every CUDA header with a HIP header that stands for it, the ``#include`` names of those hipify-perl
-    leaves as they are): hipify-perl's map; for a top-level header it does not map, the HIP header that names
-    the most of what hipify-perl maps its identifiers to (``names``), else one found by HIP's naming; then the
-    nearest header of its folder that has one and includes it; then, for a folder named like a top-level header
-    that has one and includes some of that folder (``cooperative_groups/``, ``cooperative_groups.h``), that one.
+    leaves as they are): hipify-perl's map; for a top-level header (named without a folder) it does not map,
+    the HIP header that names the most of what hipify-perl maps its identifiers to (``names``), else one found
+    by HIP's naming; then the nearest header of its folder that has one and includes it; then, for a folder
+    named like a top-level header that has one and includes some of that folder (``cooperative_groups/``,
+    ``cooperative_groups.h``), that one.
     CUDA headers hipify-perl maps to nothing HIP has go to ``uncovered``."""
     mapped: dict[str, str] = {}
     for cuda_name, hip_name in sorted(hipify.items()):
@@ -347,13 +346,19 @@ def derive(cuda_index: dict, hip_index: dict) -> CudaHipNames:
             if macro.startswith(cp) and macro not in hip_defined and body.replace(cp, hp) in hip_objects.get(twin, ()):
                 constants.setdefault(macro, twin)
     overloads = runtime_overloads(cuda, hip, names)
-    return CudaHipNames(headers, presence, versions, constants, overloads, hipify, uncovered)
+    covered = sorted(n for n in hipify if n in cuda and n not in uncovered)
+    return CudaHipNames(headers, presence, versions, constants, overloads, hipify, covered, uncovered)
+
+
+_CACHE_FORMAT = 2
+"""Of the cached tables' file (2: ``covered`` kept): a new format recomputes them without changing the repair key."""
 
 
 def cached_names(key: dict, compute: Callable[[], CudaHipNames]) -> CudaHipNames:
     """The tables for toolchains identified by ``key`` (their fingerprints), computed by ``compute()`` once
     per key and kept in this machine's cache."""
-    digest = blake3.blake3(json.dumps({"scheme": SCHEME, **key}, sort_keys=True).encode()).hexdigest()
+    identity = {"scheme": SCHEME, "format": _CACHE_FORMAT, **key}
+    digest = blake3.blake3(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     path = machine_cache("cuda_hip_names") / f"{digest}.json"
     try:
         return CudaHipNames(**json.loads(path.read_text()))

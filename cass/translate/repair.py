@@ -280,9 +280,11 @@ _COMPOUND_OPERATOR = re.compile(
     _QUALIFIERS + r"void\s+"
     rf"operator\s*([-+*/])=\s*\(\s*({_VECTOR_TYPE})\s*&\s*(\w+)\s*,\s*(?:const\s+)?(\w+)\s*&?\s*(\w+)\s*\)\s*"
     r"\{([^{}]*)\}[ \t]*\n?", re.M)
+_OPERAND_TYPE = r"((?:(?:unsigned|signed|long|short)\s+)*\w+)"
+"""A vector type or a scalar one, multi-word ones (``unsigned long long``) included."""
 _BINARY_OPERATOR = re.compile(
-    _QUALIFIERS + r"(?:const\s+)?(\w+)\s+operator\s*([-+*/])\s*\(\s*(?:const\s+)?(\w+)\s*&?\s*(\w+)\s*,\s*"
-    r"(?:const\s+)?(\w+)\s*&?\s*(\w+)\s*\)\s*\{([^{}]*)\}[ \t]*\n?", re.M)
+    _QUALIFIERS + rf"(?:const\s+)?(\w+)\s+operator\s*([-+*/])\s*\(\s*(?:const\s+)?{_OPERAND_TYPE}\s*&?\s*(\w+)\s*,"
+    rf"\s*(?:const\s+)?{_OPERAND_TYPE}\s*&?\s*(\w+)\s*\)\s*\{{([^{{}}]*)\}}[ \t]*\n?", re.M)
 _ELEMENT = {"char": "signed char", "uchar": "unsigned char", "short": "short", "ushort": "unsigned short",
             "int": "int", "uint": "unsigned int", "long": "long", "ulong": "unsigned long", "longlong": "long long",
             "ulonglong": "unsigned long long", "float": "float", "double": "double"}
@@ -309,11 +311,12 @@ def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
 
     def binary(m: re.Match) -> str:
         result, op, atype, a, btype, b, body = m.groups()
+        atype, btype = " ".join(atype.split()), " ".join(btype.split())
         element = _element_of(result)
         if element is None:
             return m.group(0)
         lanes = "xyzw"[: int(result[-1])]
-        scalar = {element, element.replace("signed char", "char")}
+        scalar = {element, element.replace("signed char", "char"), element.replace("unsigned int", "unsigned")}
         if atype == btype == result:
             parts = [f"{a}.{c}{op}{b}.{c}" for c in lanes]
         elif atype == result and btype in scalar:
