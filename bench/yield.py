@@ -147,6 +147,8 @@ def main() -> None:
                         "build (bench/corpora.yaml)")
     parser.add_argument("--section", default=SECTION, help="the heading of the RESULTS section to write")
     args = parser.parse_args()
+    commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,   # what is built
+                            capture_output=True, text=True, check=False).stdout.strip()
     base = yaml.safe_load((REPO / "params.yaml").read_text())
     split = load_split()
     halves = tuple(args.halves)
@@ -166,8 +168,6 @@ def main() -> None:
 
     titles = {package_origin(p["name"]): f"{p['name']} {p['version']} ({p['flavour']})" for p in packages}
     titles |= {f"hecbench_{h}": f"HeCBench, {h} half ({len(split['hecbench'][h])} benchmarks)" for h in halves}
-    commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,
-                            capture_output=True, text=True, check=False).stdout.strip()
     projects = {s: f"pipeline-{s}" for s in pipeline_suites} | {s: f"stock-{s}" for s in args.suites if args.stock}
     shown = next(n for n in (f"pipeline-{base['amd']['toolchain']}", f"pipeline-{pipeline_suites[0]}") if n in results)
     lines = [
