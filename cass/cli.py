@@ -248,8 +248,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
     out = args.out or Path("eval_results") / name
-    score(store, params, tasks, name, predictions, host, out)
-    print(f"report: {out / 'report.json'}, {out / 'report.md'}, {out / 'accuracy.png'}")
+    _, report = score(store, params, tasks, name, predictions, host, out)
+    made = ", ".join(f"{kind} {c['misses']} built, {c['hits']} from the store" for kind, c in report["builds"].items())
+    print(f"report: {out / 'report.json'}, {out / 'report.md'}, {out / 'accuracy.png'} ({made})")
     return 0
 
 

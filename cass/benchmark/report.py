@@ -35,10 +35,10 @@ def markdown(name: str, summary: dict, report: dict) -> str:
 
 
 def write_report(out: Path, name: str, rows: list[dict], summary: dict, report: dict) -> None:
-    """``out``/report.json, report.md and accuracy.png."""
+    """``out``/report.json, report.md and accuracy.png: what the evaluation found and on which host, not how this
+    run got there (its builds and runs taken from the store or made: the stage's run report has them)."""
     out.mkdir(parents=True, exist_ok=True)
-    public = {k: v for k, v in report.items() if k != "binaries"}
-    (out / "report.json").write_text(json.dumps({"name": name, "summary": summary, "run": public,
+    (out / "report.json").write_text(json.dumps({"name": name, "summary": summary, "host": report["host"],
                                                  "predictions": rows}, indent=1, sort_keys=True) + "\n")
     (out / "report.md").write_text(markdown(name, summary, report))
     domains = [d for d, k in summary["by_domain"].items() if d != "all" and "source" in k]
