@@ -28,3 +28,25 @@ def test_every_commit_the_documents_cite_is_in_the_history():
     assert len(cited) > 20
     missing = sorted(f"{path}: {c}" for path, c in cited if git("cat-file", "-e", f"{c}^{{commit}}").returncode)
     assert not missing, f"commit ids not in the history: {missing}"
+
+
+LINK = re.compile(r"\]\((?!https?:|mailto:)([^)#\s]*)(?:#([^)\s]+))?\)")
+"""A relative Markdown link: its file (empty: this one) and its anchor."""
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors of a Markdown text's headings, as GitHub makes them."""
+    headings = re.findall(r"^#{1,6}\s+(.+?)\s*$", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_relative_link_finds_its_file_and_heading():
+    broken = []
+    for path in cited_files():
+        for target, anchor in LINK.findall(path.read_text()):
+            linked = (path.parent / target).resolve() if target else path
+            if not linked.exists():
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked.read_text()):
+                broken.append(f"{path.relative_to(REPO)}: {target}#{anchor}")
+    assert not broken, f"links to nothing: {broken}"

@@ -198,3 +198,7 @@ def test_a_stage_reads_only_the_upstream_outputs_dvc_yaml_gives_it():
     assert {"dedup", "compile_nvidia", "compile_amd", "branch_parity"} <= pair.upstreams
     with pytest.raises(UndeclaredUpstreamError, match="data/hipify"):
         pair.upstream("hipify")
+    with pytest.raises(UndeclaredUpstreamError, match="data/repair"):
+        pair.upstream_dir("repair")
+    publish = Stage("publish", pipeline=REPO / "dvc.yaml")
+    assert publish.upstream_dir("hub") == Stage("hub").data_dir == Path("data") / "hub"

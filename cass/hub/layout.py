@@ -10,12 +10,10 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from cass.pipeline.manifests import DATA_DIR, read_toolchain_record, write_parquet
+from cass.pipeline.manifests import read_toolchain_record, write_parquet
 from cass.pipeline.metrics import METRICS_DIR
 from store import digest_bytes
 
-STAGE = "hub"
-HUB_DIR = DATA_DIR / STAGE
 SOURCES = {"pairs": ("export/pairs", "sample_id"), "kernels": ("export/kernels", "kernel_id"),
            "instruct_source": ("instruct/source", "id"), "instruct_asm": ("instruct/asm", "id")}
 STAGE_ORDER = ("fetch_stack", "clone_repos", "ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd",
@@ -34,8 +32,9 @@ def shard_of(key: str, shards: int) -> int:
     return int(digest_bytes(key.encode())[:12], 16) % shards
 
 
-def write_config(table: pl.DataFrame, key: str, name: str, shard_bytes: int) -> list[str]:
-    """Shards of one config under ``data/<name>/``; returns their repository paths."""
+def write_config(root: Path, table: pl.DataFrame, key: str, name: str, shard_bytes: int) -> list[str]:
+    """Shards of one config under ``data/<name>/`` of the repository laid out at ``root``; returns their
+    repository paths."""
     shards = max(1, math.ceil(table.estimated_size() / shard_bytes))
     keyed = table.with_columns(pl.col(key).map_elements(lambda k: shard_of(k, shards), return_dtype=pl.Int64)
                                .alias("_shard"))
@@ -43,14 +42,14 @@ def write_config(table: pl.DataFrame, key: str, name: str, shard_bytes: int) -> 
     for n in range(shards):
         part = keyed.filter(pl.col("_shard") == n).drop("_shard").sort(key)
         path = f"data/{name}/train-{n:05d}-of-{shards:05d}.parquet"
-        write_parquet(part, HUB_DIR / path, sort_by=None)
+        write_parquet(part, root / path, sort_by=None)
         paths.append(path)
     return paths
 
 
-def content_digest(paths: list[str]) -> str:
+def content_digest(root: Path, paths: list[str]) -> str:
     """BLAKE3 over the bytes of a config's shard files (16 hex digits)."""
-    return digest_bytes(b"".join(digest_bytes((HUB_DIR / p).read_bytes()).encode() for p in paths))[:16]
+    return digest_bytes(b"".join(digest_bytes((root / p).read_bytes()).encode() for p in paths))[:16]
 
 
 def dtype_name(dtype: pl.DataType) -> str:
@@ -100,7 +99,7 @@ def decontamination_section(params: dict, dedup_metrics: dict | None) -> list[st
             "`verified`, `instruct_*`); they are the `pairs_<origin>` config of their origin only."]
 
 
-def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]]) -> str:
+def card(root: Path, params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]]) -> str:
     """The dataset card: YAML header the Hub reads, then the documentation."""
     header = {
         "license": "other",
@@ -121,7 +120,7 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
              "## Configs", "", "The content digest is BLAKE3 over the config's shard files, in name order: it changes "
              "exactly when the config's data does.", "",
              "| config | rows | shards | content digest |", "|---|---:|---:|---|"]
-    lines += [f"| `{name}` | {table.height} | {len(files[name])} | `{content_digest(files[name])}` |"
+    lines += [f"| `{name}` | {table.height} | {len(files[name])} | `{content_digest(root, files[name])}` |"
               for name, table in configs.items()]
     for name, table in configs.items():
         lines += ["", f"### `{name}` schema", "", "| column | type |", "|---|---|"]
@@ -149,6 +148,6 @@ def card(params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[s
     return "\n".join(lines)
 
 
-def hub_files(root: Path = HUB_DIR) -> list[str]:
+def hub_files(root: Path) -> list[str]:
     """Every file of the laid-out repository, as repository paths."""
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())

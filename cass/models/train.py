@@ -13,8 +13,6 @@ import blake3
 from cass.models.backends import TRAINED_MODEL, directory_digest, local_model
 from cass.pipeline.manifests import DATA_DIR
 
-STAGE = "train"
-OUT_DIR = DATA_DIR / STAGE
 MODEL_DIR = TRAINED_MODEL
 INSTRUCT_DIR = DATA_DIR / "instruct"
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from cass.pipeline.manifests import PACK_DIR, StageOutput, read_manifest
+from cass.pipeline.manifests import DATA_DIR, PACK_DIR, StageOutput, read_manifest
 from store import Store
 
 PARAMS_FILE = Path("params.yaml")
@@ -144,12 +144,22 @@ class Stage:
         deps = read_yaml(self.pipeline)["stages"][self.name].get("deps", [])
         return frozenset(d.split("/")[1] for d in deps if d.startswith("data/") and d.count("/") == 1)
 
-    def upstream(self, stage: str) -> pl.DataFrame:
-        """The rows ``stage`` passed on; it must be among this stage's deps in dvc.yaml (else DVC would not rerun
+    @property
+    def data_dir(self) -> Path:
+        """Where this stage writes its data (``data/<stage>``)."""
+        return DATA_DIR / self.name
+
+    def upstream_dir(self, stage: str) -> Path:
+        """Where ``stage`` wrote its data; it must be among this stage's deps in dvc.yaml (else DVC would not rerun
         this stage when they change)."""
         if stage not in self.upstreams:
             raise UndeclaredUpstreamError(f"stage {self.name!r} reads the output of stage {stage!r}, which dvc.yaml "
                                           f"does not list among its deps: add data/{stage} there")
+        return DATA_DIR / stage
+
+    def upstream(self, stage: str) -> pl.DataFrame:
+        """The rows ``stage`` passed on (see :meth:`upstream_dir`)."""
+        self.upstream_dir(stage)
         return read_manifest(stage)
 
     def output(self, rows_in: int = 0, **fields) -> StageOutput:

@@ -24,7 +24,6 @@ from cass.pipeline.manifests import StageOutput, manifest_path, sample_id, write
 from cass.pipeline.remote import backoff_s, git_blob_id
 from store import Store
 
-STAGE = "fetch_stack"
 ORIGIN = "stack_v2"
 ENDPOINT_ENV = "CASS_S3_ENDPOINT"
 SIGNED_ENV = "CASS_S3_SIGNED"
@@ -298,8 +297,8 @@ def fetch_all(fetcher: BlobFetcher, blob_ids: Iterable[str], total: int, workers
     in_flight: set[Future[Fetched]] = set()
     failed_in_a_row = 0
     counts = dict.fromkeys(("fetched", "held", "missing", "corrupt", "failed"), 0)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=STAGE) as pool, \
-            tqdm(total=total, desc=STAGE, unit="blob", disable=None) as bar:
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swh_fetch") as pool, \
+            tqdm(total=total, desc="fetch", unit="blob", disable=None) as bar:
         try:
             while True:
                 for blob_id in pending_ids:
@@ -358,5 +357,5 @@ def assemble(rows: pl.DataFrame, results: dict[str, Fetched], out: StageOutput) 
 
 
 def write_outputs(out: StageOutput, kept: pl.DataFrame, repos: pl.DataFrame) -> dict:
-    write_parquet(repos, manifest_path(STAGE, "repos"), sort_by=None)
+    write_parquet(repos, manifest_path(out.stage, "repos"), sort_by=None)
     return out.write(kept)

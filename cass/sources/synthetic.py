@@ -16,15 +16,13 @@ import yaml
 from cass.dedup.minhash import MinHashParams, content_key, signatures
 from cass.models.backends import Backend, Messages, Sampling
 from cass.models.completions import complete_all, extract
-from cass.pipeline.manifests import DATA_DIR, StageOutput, sample_id
+from cass.pipeline.manifests import StageOutput, sample_id
 from cass.text.cuda import main_signature
 from cass.text.filters import defines_kernel
 from cass.training.qwen import wheel_encoder
 from store import Store
 
-STAGE = "synthesize"
 ORIGIN = "synthetic"
-OUT_DIR = DATA_DIR / STAGE
 TEMPLATES_FILE = Path(__file__).with_name("synthetic_templates.yaml")
 ANSWER_FENCE = "cuda"
 REQUESTS_SCHEMA = {
@@ -162,12 +160,13 @@ def program_check(code: str) -> tuple[str, str] | None:
     return None
 
 
-def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFrame, StageOutput, dict]:
-    """Every draw's row (:data:`REQUESTS_SCHEMA`), the stage output (kept programs to come), and the run report."""
-    sp, dp = params[STAGE], params["dedup"]
+def synthesize(store: Store, stage: str, params: dict, backend: Backend) -> tuple[pl.DataFrame, StageOutput, dict]:
+    """Every draw's row (:data:`REQUESTS_SCHEMA`), the stage output (kept programs to come), and the run report
+    (``stage``: the stage's name, its parameters' section and its completions' namespace)."""
+    sp, dp = params[stage], params["dedup"]
     templates = Templates.load(Path(sp["templates"]))
     draws = draw_prompts(templates, sp["programs"], sp["seed"], sp["categories"], sp["personas"])
-    out = StageOutput(STAGE, rows_in=len(draws))
+    out = StageOutput(stage, rows_in=len(draws))
     status: dict[int, tuple[str, str]] = {}
 
     prompt_mh = MinHashParams(sp["prompt_dedup"]["ngram"], dp["num_perm"], dp["seed"], sp["prompt_dedup"]["threshold"])
@@ -176,8 +175,8 @@ def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFra
         status[i] = (f"{kind}_prompt", f"{detail} as draw {draws[earlier].path}")
 
     sampling = Sampling(sp["temperature"], sp["top_p"], sp["max_new_tokens"], 1, sp["seed"])
-    asked = {(d.path, STAGE): d.messages for d in draws if d.number not in status}
-    texts, counts, failed = complete_all(store, backend, asked, sampling, STAGE)
+    asked = {(d.path, stage): d.messages for d in draws if d.number not in status}
+    texts, counts, failed = complete_all(store, backend, asked, sampling, stage)
     identity = json.dumps(backend.identity, sort_keys=True)
     encoder = wheel_encoder()
     rows, codes = [], {}
@@ -187,10 +186,10 @@ def synthesize(store: Store, params: dict, backend: Backend) -> tuple[pl.DataFra
                "model": identity, "completion": None, "extracted": None, "digest": None,
                "prompt_tokens": sum(len(encoder.encode(m["content"])) for m in d.messages),
                "completion_tokens": None}
-        if (d.path, STAGE, 0) in failed:
-            status[d.number] = ("request_failed", failed[d.path, STAGE, 0])
+        if (d.path, stage, 0) in failed:
+            status[d.number] = ("request_failed", failed[d.path, stage, 0])
         elif d.number not in status:
-            text = texts[d.path, STAGE, 0]
+            text = texts[d.path, stage, 0]
             code, how = extract(text, ANSWER_FENCE)
             row.update(completion=store.put_text(text), extracted=how, completion_tokens=len(encoder.encode(text)))
             if reason := program_check(code):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cass.benchmark.tasks import load_tasks
 from cass.models.backends import BackendUnavailable, load_backend, start_optional_stage
-from cass.models.generate import OUT_DIR, PREDICTIONS, extraction_counts, generate, write_predictions
+from cass.models.generate import PREDICTIONS, extraction_counts, generate, write_predictions
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics, write_run_report
 
@@ -29,17 +29,17 @@ from cass.pipeline.metrics import write_metrics, write_run_report
 def run(stage: Stage) -> None:
     params = stage.params
     gp = params["generate"]
-    if not start_optional_stage(stage.name, OUT_DIR, gp["enabled"]):
+    if not start_optional_stage(stage.name, stage.data_dir, gp["enabled"]):
         return
     tasks = load_tasks(Path(params["benchmark"]["tasks"]))
     try:
         rows, facts = generate(stage.store, params, tasks, load_backend(gp, params["tiny_model"]))
     except BackendUnavailable as exc:   # what came back is in the store
         sys.exit(f"generate: {exc}; the completions that came back are kept: run again to resume")
-    write_predictions(rows, OUT_DIR / PREDICTIONS)
+    write_predictions(rows, stage.data_dir / PREDICTIONS)
     write_metrics(stage.name, {"enabled": True, "name": gp["name"], "model": facts["model"],
                                "sampling": facts["sampling"], "predictions": len(rows),
                                "extracted": extraction_counts(rows)})
     write_run_report(stage.name, facts["report"])
     print(f"generate: {len(rows)} predictions ({facts['report']['generated']} generated, "
-          f"{facts['report']['hits']} from the store) in {OUT_DIR / PREDICTIONS}")
+          f"{facts['report']['hits']} from the store) in {stage.data_dir / PREDICTIONS}")

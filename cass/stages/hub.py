@@ -18,9 +18,8 @@ import shutil
 
 import polars as pl
 
-from cass.hub.layout import HUB_DIR, SOURCES, card, write_config
+from cass.hub.layout import SOURCES, card, write_config
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import write_metrics
 
 
@@ -29,8 +28,8 @@ def run(stage: Stage) -> None:
     shard_bytes = params["hub"]["shard_bytes"]
     configs: dict[str, pl.DataFrame] = {}
     keys: dict[str, str] = {}
-    tables = {name: pl.read_parquet(sorted((DATA_DIR / folder).glob("*.parquet"))) for name, (folder, _) in
-              SOURCES.items()}
+    tables = {name: pl.read_parquet(sorted((stage.upstream_dir(folder.split("/")[0]) / folder.split("/", 1)[1])
+                                           .glob("*.parquet"))) for name, (folder, _) in SOURCES.items()}
     holdout = pl.col("origin").is_in(params["export"]["holdout_origins"])
     for name, (_, key) in SOURCES.items():   # the held-out origins (the benchmark's tasks) in no training config
         configs[name] = tables[name].filter(~holdout)
@@ -42,10 +41,11 @@ def run(stage: Stage) -> None:
     for origin in sorted(tables["pairs"]["origin"].unique()):
         configs[f"pairs_{origin}"] = tables["pairs"].filter(pl.col("origin") == origin)
         keys[f"pairs_{origin}"] = "sample_id"
-    if HUB_DIR.exists():
-        shutil.rmtree(HUB_DIR)
-    files = {name: write_config(table, keys[name], name, shard_bytes) for name, table in configs.items()}
-    (HUB_DIR / "README.md").write_text(card(params, configs, files))
+    root = stage.data_dir
+    if root.exists():
+        shutil.rmtree(root)
+    files = {name: write_config(root, table, keys[name], name, shard_bytes) for name, table in configs.items()}
+    (root / "README.md").write_text(card(root, params, configs, files))
     metrics = {name: {"rows": configs[name].height, "shards": len(paths)} for name, paths in files.items()}
     write_metrics(stage.name, metrics)
     print(metrics)

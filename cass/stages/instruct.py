@@ -28,7 +28,7 @@ import polars as pl
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DROPPED_SCHEMA, write_parquet, write_shards
 from cass.pipeline.metrics import write_metrics
-from cass.training.instruct import HOLDOUT, IDENTITY, OUT_DIR, SCHEMA, TEXTS, dataset_info, same_text
+from cass.training.instruct import HOLDOUT, IDENTITY, SCHEMA, TEXTS, dataset_info, same_text
 from cass.training.prompts import TASKS
 from cass.training.units import units
 
@@ -39,8 +39,8 @@ def run(stage: Stage) -> None:
     fitting = stage.upstream("tokens")["unit_id"]   # a unit's id is its row's sample_id at both levels
     items = units(store, stage.upstream("normalize").filter(pl.col("sample_id").is_in(fitting.to_list())),
                   stage.upstream("kernels").filter(pl.col("sample_id").is_in(fitting.to_list())))
-    if OUT_DIR.exists():
-        shutil.rmtree(OUT_DIR)
+    if stage.data_dir.exists():
+        shutil.rmtree(stage.data_dir)
     per_shard = params["export"]["rows_per_shard"]
     metrics: dict = {}
     dropped = []
@@ -62,15 +62,15 @@ def run(stage: Stage) -> None:
                          "origin": i["origin"], "path": i["path"], "domain": i["domain"],
                          "messages": task.messages(i["texts"][prompt], i["texts"][answer])})
         table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
-        shards = write_shards(table, OUT_DIR / task.name, per_shard)
+        shards = write_shards(table, stage.data_dir / task.name, per_shard)
         reasons = Counter(d["reason"] for d in dropped[dropped_before:])
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
                               "dropped_identity": reasons[IDENTITY], "dropped_holdout": reasons[HOLDOUT]}
-    write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), OUT_DIR / "dropped.parquet")
+    write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), stage.data_dir / "dropped.parquet")
     kept = sum(m["rows"] for m in metrics.values())
     metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
                     "dropped_by_reason": dict(sorted(Counter(d["reason"] for d in dropped).items()))})
-    (OUT_DIR / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
+    (stage.data_dir / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
     write_metrics(stage.name, metrics)
     print(metrics)

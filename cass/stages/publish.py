@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from huggingface_hub import HfApi
 
-from cass.hub.layout import HUB_DIR
 from cass.hub.publish import publish
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics
@@ -25,7 +24,7 @@ def run(stage: Stage) -> None:
     if not pparams["enabled"]:
         metrics = {"enabled": False}
     else:
-        metrics = publish(HfApi(), HUB_DIR, pparams)
+        metrics = publish(HfApi(), stage.upstream_dir("hub"), pparams)
         for path in metrics["upload"]:
             print(f"{'would upload' if pparams['dry_run'] else 'uploaded'}: {path}")
         for path in metrics["delete"]:

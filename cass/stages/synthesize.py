@@ -30,17 +30,17 @@ import polars as pl
 from cass.models.backends import BackendUnavailable, load_backend, start_optional_stage
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import manifest_path, write_parquet
-from cass.sources.synthetic import KEPT, OUT_DIR, REQUESTS_SCHEMA, synthesize, token_summary
+from cass.sources.synthetic import KEPT, REQUESTS_SCHEMA, synthesize, token_summary
 
 
 def run(stage: Stage) -> None:
     params = stage.params
     sp = params[stage.name]
-    if not start_optional_stage(stage.name, OUT_DIR, sp["enabled"]):
+    if not start_optional_stage(stage.name, stage.data_dir, sp["enabled"]):
         return
     backend = load_backend(sp, params["tiny_model"])
     try:
-        requests, out, report = synthesize(stage.store, params, backend)
+        requests, out, report = synthesize(stage.store, stage.name, params, backend)
     except BackendUnavailable as exc:   # what came back is in the store
         sys.exit(f"synthesize: {exc}; the completions that came back are kept: run again to resume")
     kept = requests.filter(pl.col("status") == KEPT).select(*list(REQUESTS_SCHEMA)[:4], "digest", "template_id",

@@ -21,7 +21,7 @@ from cass.pipeline.context import Stage
 from cass.pipeline.manifests import manifest_path, write_parquet
 from cass.pipeline.memo import Memo
 from cass.training.prompts import ASM, COUNT_COLUMNS, SOURCE, TASKS
-from cass.training.token_counts import TOKENIZER_DIR, sass_reduction
+from cass.training.token_counts import sass_reduction
 from cass.training.tokenizer import BUILT_HERE, counter, install_tokenizer, tokenizer_digest
 from cass.training.units import units
 
@@ -32,10 +32,11 @@ def run(stage: Stage) -> None:
     store = stage.store
     files, kernels = stage.upstream("normalize"), stage.upstream("kernels")
     items = units(store, files, kernels)
+    tokenizer_dir = stage.data_dir / "tokenizer"   # what the counts are made with, for training
     used = install_tokenizer(tparams, lambda: (t for i in items if i["level"] == "file" for t in i["texts"]),
-                             TOKENIZER_DIR)   # what the counts are made with, for training
-    memo = Memo(store, "tokens.count", {"tokenizer": tokenizer_digest(TOKENIZER_DIR)})
-    count = counter(TOKENIZER_DIR, tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE)
+                             tokenizer_dir)
+    memo = Memo(store, "tokens.count", {"tokenizer": tokenizer_digest(tokenizer_dir)})
+    count = counter(tokenizer_dir, tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE)
 
     def tokens(texts: list[str]) -> list[int]:
         return memo.map(texts, count)

@@ -16,7 +16,7 @@ run to ``metrics/train.json``.
 from __future__ import annotations
 
 from cass.models.backends import start_optional_stage
-from cass.models.train import MODEL_DIR, OUT_DIR, train, write_log
+from cass.models.train import MODEL_DIR, train, write_log
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics, write_run_report
 
@@ -24,11 +24,11 @@ from cass.pipeline.metrics import write_metrics, write_run_report
 def run(stage: Stage) -> None:
     params = stage.params
     tp = params["train"]
-    if not start_optional_stage(stage.name, OUT_DIR, tp["enabled"]):
+    if not start_optional_stage(stage.name, stage.data_dir, tp["enabled"]):
         return
     facts = train(tp, params["tiny_model"], MODEL_DIR)
     log = facts.pop("log")
-    write_log(log, OUT_DIR / "log.csv")
+    write_log(log, stage.data_dir / "log.csv")
     losses = [loss for _, loss, _ in log]
     timing = {k: facts.pop(k) for k in ("runtime_s", "samples_per_s", "tokens_per_s", "resumed")}   # how it went
     write_metrics(stage.name, {"enabled": True, **facts, "first_loss": losses[0] if losses else None,

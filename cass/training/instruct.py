@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from cass.pipeline.manifests import DATA_DIR
 from cass.training.prompts import TASKS
 
-STAGE = "instruct"
-OUT_DIR = DATA_DIR / STAGE
 MESSAGES = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
 SCHEMA = {"id": pl.String, "level": pl.String, "sample_id": pl.String, "kernel": pl.String, "origin": pl.String,
           "path": pl.String, "domain": pl.String, "messages": MESSAGES}

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import mean_reduction
-
-STAGE = "tokens"
-TOKENIZER_DIR = DATA_DIR / STAGE / "tokenizer"
 
 
 def sass_reduction(store, files: pl.DataFrame, file_units: list[dict], tokens) -> float:
