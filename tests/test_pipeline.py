@@ -20,6 +20,7 @@ import yaml
 from harness.project import TOOL_ENV, copy_pipeline, metrics, parquet_hashes, run_in, run_report
 
 from cass.engine.actions import ActionRunner, plan
+from cass.report.summary import summary
 from toolchains import local_executor
 from toolchains.gpu import local_gpu_host
 
@@ -53,6 +54,14 @@ def test_dag_has_every_stage(project, clean_hashes):
     for stage in ("synthesize", "fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia",
                   "compile_amd", "pair", "yield_report", "export"):
         assert stage in dag
+
+
+def test_the_end_of_run_summary_reads_every_stages_reports(project):
+    lines = summary(project).splitlines()
+    assert lines[0].startswith("Built: 136 file-level pairs")
+    tool_stages = ("hipify", "repair", "compile_nvidia", "compile_amd", "branch_parity", "normalize")
+    misses = sum(action_counts(project, stage)["misses"] for stage in tool_stages)   # both sides of branch_parity
+    assert f"Tool actions in the last run of each tool stage: {misses} run," in "\n".join(lines)
 
 
 def test_every_sample_is_accounted_for(project):

@@ -84,6 +84,11 @@ class ActionCounts:
     by_host: Counter = field(default_factory=Counter)
     by_sandbox: Counter = field(default_factory=Counter)
 
+    def __add__(self, other: ActionCounts) -> ActionCounts:
+        return ActionCounts(self.hits + other.hits, self.misses + other.misses, self.transient + other.transient,
+                            self.corrupt + other.corrupt, self.sent + other.sent, self.by_host + other.by_host,
+                            self.by_sandbox + other.by_sandbox)
+
     def as_dict(self) -> dict:
         return {"hits": self.hits, "misses": self.misses, "transient_failures": self.transient,
                 "corrupt_recomputed": self.corrupt, "jobs_sent": self.sent,

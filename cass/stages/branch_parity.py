@@ -21,7 +21,7 @@ from collections import Counter
 import polars as pl
 
 from cass.compiling.branch_parity import DIVERGENCE, aligned, branches, divergences, instrument, taken
-from cass.engine.actions import pipeline_toolchains, plan, stage_runner
+from cass.engine.actions import ActionCounts, pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import attach
 from toolchains.language import is_opencl
@@ -60,7 +60,7 @@ def run(stage: Stage) -> None:
     for vendor, tc in toolchains.items():
         runner = stage_runner(store, tc, params, timeout)
         outcomes.update(runner.run(actions[vendor], desc=f"{vendor} preprocess"))
-        counts[vendor], times[vendor] = runner.counts.as_dict(), runner.time_metrics()
+        counts[vendor], times[vendor] = runner.counts, runner.time_metrics()
 
     added, by_macro, status = [], Counter(), Counter()
     for row in rows.iter_rows(named=True):
@@ -88,6 +88,7 @@ def run(stage: Stage) -> None:
         "divergences": sum(len(a["branch_divergences"]) for a in added),
         "divergences_by_macro": dict(by_macro.most_common(20)),
     })
-    out.run.update(actions=counts, by_vendor=times)
+    out.run.update(actions=sum(counts.values(), ActionCounts()).as_dict(),
+                   actions_by_vendor={v: c.as_dict() for v, c in counts.items()}, by_vendor=times)
     out.action_keys = {a.key for acts in actions.values() for a in acts}
     print(out.write(kept))
