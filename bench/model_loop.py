@@ -27,7 +27,7 @@ from cass.benchmark.tasks import load_tasks
 from cass.models.backends import Messages, TransformersBackend
 from cass.models.generate import PREDICTIONS, extraction_counts, prompts, translate, write_predictions
 from cass.models.tiny import build
-from cass.models.train import INSTRUCT_DIR, train
+from cass.models.train import train
 from cass.pipeline.context import load_params, open_store
 from store import Store
 
@@ -41,6 +41,7 @@ TRAIN = {"base_model": None, "method": "full", "tasks": ["source", "asm"], "max_
 GENERATE = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 1024, "samples": 1, "seed": 0,
             "max_prompt_tokens": 14336, "batch_size": 16}
 RESULTS = Path(__file__).with_name("RESULTS.md")
+INSTRUCT_DIR = Path("data") / "instruct"   # the instruct stage's shards, in the project the loop runs in
 
 
 def prepare(out: Path) -> None:
@@ -79,7 +80,7 @@ def run(folder: Path) -> None:
     os.chdir(folder)
     started = time.monotonic()
     base = build(MODEL, 0, Path("models"))
-    facts = train({**TRAIN, "base_model": str(base)}, {}, Path("trained"))
+    facts = train({**TRAIN, "base_model": str(base)}, {}, INSTRUCT_DIR, Path("trained"))
     asked: dict[tuple[str, str], Messages] = {}
     for line in Path("prompts.jsonl").read_text().splitlines():
         row = json.loads(line)

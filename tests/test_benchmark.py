@@ -300,3 +300,10 @@ def test_the_loop_trains_then_generates_with_the_trained_model_and_an_unchanged_
     assert "model" in metrics(root, "evaluate")["results"]
     status = run_in(["dvc", "status"], root)
     assert "train" not in status and "generate" not in status
+
+
+def test_the_committed_build_pairs_every_benchmark_task():
+    # metrics/yield.json as the bundled build committed it (dvc.lock holds its hash): every task a pair
+    tasks = len(load_tasks(REPO / "translation_bench" / "tasks"))
+    bench = metrics(REPO, "yield")["corpora"]["bench"]
+    assert tasks == 60 and bench["files"] == bench["nvidia_ok"] == bench["both"] == tasks

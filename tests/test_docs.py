@@ -50,3 +50,17 @@ def test_every_relative_link_finds_its_file_and_heading():
             elif anchor and linked.suffix == ".md" and anchor not in anchors(linked.read_text()):
                 broken.append(f"{path.relative_to(REPO)}: {target}#{anchor}")
     assert not broken, f"links to nothing: {broken}"
+
+
+RESULTS_NAMED = re.compile(r"RESULTS\.md[^.]*?(?:\.(?=\s)|$)", re.S)
+"""A sentence's rest after it names bench/RESULTS.md: the quoted names in it are the file's sections."""
+
+
+def test_every_results_section_the_documents_name_is_there():
+    headings = re.findall(r"^#{2,3} (.+)$", (REPO / "bench" / "RESULTS.md").read_text(), re.M)
+    named = {(path.relative_to(REPO), " ".join(name.split())) for path in cited_files()
+             for rest in RESULTS_NAMED.findall(path.read_text()) for name in re.findall(r'"([^"]+)"', rest)}
+    assert len(named) > 5
+    missing = sorted(f"{path}: {name}" for path, name in named
+                     if not any(h == name or h.startswith((f"{name} (", f"{name}:", f"{name},")) for h in headings))
+    assert not missing, f"sections bench/RESULTS.md lacks: {missing}"

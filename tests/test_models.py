@@ -5,6 +5,7 @@ fence, and the OpenAI-protocol backend against an in-test server that runs the s
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 from harness.project import REPO
@@ -100,6 +101,10 @@ def test_the_openai_backend_gets_the_models_own_answers_and_retries_a_failing_se
         assert [r["prediction"] for r in rows] == [r["prediction"] for r in local]
 
 
+INSTRUCT = Path("data", "instruct")
+"""The instruct stage's folder, relative to the project the fixture below makes the working directory"""
+
+
 @pytest.fixture
 def instruct_shards(tmp_path, monkeypatch):
     """A project folder whose instruct config ``source`` holds six small examples (the messages format)."""
@@ -130,7 +135,7 @@ def test_a_killed_training_run_resumes_from_its_last_checkpoint(params, instruct
     settings = {**params["train"], "tasks": ["source"], "max_steps": 3, "save_steps": 1, "gradient_accumulation": 1,
                 "max_length": 256, "learning_rate": 1e-3}
     with pytest.raises(KeyboardInterrupt):
-        train(settings, params["tiny_model"], instruct_shards / "model", callbacks=[Killed()])
+        train(settings, params["tiny_model"], INSTRUCT, instruct_shards / "model", callbacks=[Killed()])
     class Steps(TrainerCallback):   # the steps this process runs
         def __init__(self):
             self.ran = []
@@ -139,10 +144,10 @@ def test_a_killed_training_run_resumes_from_its_last_checkpoint(params, instruct
             self.ran.append(state.global_step)
 
     resumed, fresh = Steps(), Steps()
-    facts = train(settings, params["tiny_model"], instruct_shards / "model", callbacks=[resumed])
+    facts = train(settings, params["tiny_model"], INSTRUCT, instruct_shards / "model", callbacks=[resumed])
     assert facts["resumed"] and facts["steps"] == 3 and resumed.ran == [2, 3]   # step 1 from its checkpoint
     assert [step for step, _, _ in facts["log"]] == [1, 2, 3] and (instruct_shards / "model" / "config.json").is_file()
-    other = train({**settings, "learning_rate": 2e-3}, params["tiny_model"], instruct_shards / "other",
+    other = train({**settings, "learning_rate": 2e-3}, params["tiny_model"], INSTRUCT, instruct_shards / "other",
                   callbacks=[fresh])
     assert not other["resumed"] and fresh.ran == [1, 2, 3]   # other parameters: another run, from scratch
     assert other["tokens_per_s"] > 0   # TRL's count of the tokens trained on

@@ -499,6 +499,9 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     assert repaired["helper.cuh"][1] == ["cuda_header_guards"]
     assert repaired["kernel.cu"][1] == ["unmapped_headers", "cuda_runtime_overloads", "hip_vector_compound_operators",
                                         "warp_sync_builtins"]
+    unguarded = compile_amd(toolchains, store, runner, {"helper.cuh": hip["helper.cuh"],   # all but the guard
+                                                        "kernel.cu": repaired["kernel.cu"][0]})
+    assert not unguarded.ok and "'CHECK'" in store.get_text(unguarded.record.stderr)
     fixed = compile_amd(toolchains, store, runner, {p: d for p, (d, _) in repaired.items()})
     assert fixed.ok, store.get_text(fixed.record.stderr)
     assert "v_add_f32" in store.get_text(fixed.record.outputs["device.s"])

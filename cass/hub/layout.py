@@ -10,14 +10,11 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from cass.pipeline.manifests import read_toolchain_record, write_parquet
-from cass.pipeline.metrics import METRICS_DIR
+from cass.pipeline.manifests import write_parquet
 from store import digest_bytes
 
 SOURCES = {"pairs": ("export/pairs", "sample_id"), "kernels": ("export/kernels", "kernel_id"),
            "instruct_source": ("instruct/source", "id"), "instruct_asm": ("instruct/asm", "id")}
-STAGE_ORDER = ("fetch_stack", "clone_repos", "ingest", "filter", "dedup", "hipify", "compile_nvidia", "compile_amd",
-               "pair", "execute", "normalize", "kernels", "tokens", "instruct")
 CITATION = """@article{heakl2025cass,
   title={CASS: Nvidia to AMD Transpilation with Data, Models, and Benchmark},
   author={Heakl, Ahmed and Hashmi, Sarim and Stahl, Gustavo Bertolo and Han, Seung Hun Eddie and Khan, Salman
@@ -57,16 +54,6 @@ def dtype_name(dtype: pl.DataType) -> str:
     return str(dtype).replace("String", "string").replace("Int64", "int64").replace("Boolean", "bool")
 
 
-def stage_counts() -> list[tuple[str, dict]]:
-    """(stage, metrics) of every stage that ran, in pipeline order."""
-    found = []
-    for stage in STAGE_ORDER:
-        path = METRICS_DIR / f"{stage}.json"
-        if path.exists():
-            found.append((stage, json.loads(path.read_text())))
-    return found
-
-
 def execution_section(metrics: dict | None) -> list[str]:
     """The card's account of the execute stage: where programs ran and what came of each pair."""
     if metrics is None:
@@ -99,8 +86,10 @@ def decontamination_section(params: dict, dedup_metrics: dict | None) -> list[st
             "`verified`, `instruct_*`); they are the `pairs_<origin>` config of their origin only."]
 
 
-def card(root: Path, params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]]) -> str:
-    """The dataset card: YAML header the Hub reads, then the documentation."""
+def card(root: Path, params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]],
+         counts: list[tuple[str, dict]], tools: dict) -> str:
+    """The dataset card: YAML header the Hub reads, then the documentation (``counts``: (stage, metrics) in pipeline
+    order; ``tools``: the toolchain record)."""
     header = {
         "license": "other",
         "license_name": "per-sample",
@@ -125,14 +114,12 @@ def card(root: Path, params: dict, configs: dict[str, pl.DataFrame], files: dict
     for name, table in configs.items():
         lines += ["", f"### `{name}` schema", "", "| column | type |", "|---|---|"]
         lines += [f"| `{col}` | {dtype_name(dtype)} |" for col, dtype in table.schema.items()]
-    counts = stage_counts()
     lines += ["", "## Pipeline counts", "", "| stage | in | kept | dropped by reason |", "|---|---:|---:|---|"]
     for stage, m in counts:
         reasons = ", ".join(f"{r}: {n}" for r, n in m.get("dropped_by_reason", {}).items()) or "-"
         lines.append(f"| {stage} | {m.get('in', '-')} | {m.get('kept', '-')} | {reasons} |")
     lines += execution_section(dict(counts).get("execute"))
     lines += decontamination_section(params, dict(counts).get("dedup"))
-    tools = read_toolchain_record()
     lines += ["", "## Toolchains", "", "| vendor | tool | version | fingerprint |", "|---|---|---|---|"]
     for vendor, by_tool in sorted(tools.items()):
         for tool, info in sorted(by_tool.items()):

@@ -15,8 +15,6 @@ from cass.models.completions import complete_all, extract
 from cass.training.prompts import TASKS
 from store import Store
 
-COMPLETIONS = "generate"
-"""The completions' namespace in the store, shared by stage ``generate`` and ``cass generate``."""
 PREDICTIONS = "predictions.jsonl"
 
 
@@ -49,7 +47,7 @@ def translate(store: Store, gp: dict, asked: dict[tuple[str, str], Messages],
     too_long = {k for k, n in lengths.items() if n is not None and n > gp["max_prompt_tokens"]}
     started = time.monotonic()
     texts, counts, failed = complete_all(store, backend, {k: m for k, m in asked.items() if k not in too_long},
-                                         sampling, COMPLETIONS)
+                                         sampling, "translations")
     fences = {t.name: t.answer_fence for t in TASKS}
     rows = [{"task_id": task_id, "task": kind, "sample": sample, "prediction": "", "extracted": "prompt_too_long"}
             for task_id, kind in too_long for sample in range(sampling.samples)]   # never sent: an empty prediction

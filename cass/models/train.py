@@ -10,14 +10,10 @@ from pathlib import Path
 
 import blake3
 
-from cass.models.backends import TRAINED_MODEL, directory_digest, local_model
-from cass.pipeline.manifests import DATA_DIR
-
-MODEL_DIR = TRAINED_MODEL
-INSTRUCT_DIR = DATA_DIR / "instruct"
+from cass.models.backends import directory_digest, local_model
 
 
-def shards(tasks: list[str], instruct: Path = INSTRUCT_DIR) -> list[Path]:
+def shards(tasks: list[str], instruct: Path) -> list[Path]:
     """The Parquet shards of the instruct configs ``tasks``."""
     files = sorted(p for task in tasks for p in (instruct / task).glob("*.parquet"))
     if not files:
@@ -34,7 +30,7 @@ def run_digest(base: Path, files: list[Path], params: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def train(params: dict, tiny: dict, out: Path, callbacks: list | None = None) -> dict:
+def train(params: dict, tiny: dict, instruct: Path, out: Path, callbacks: list | None = None) -> dict:
     """Fine-tune ``params['base_model']`` on the instruct examples; the trained model in ``out``; the run's figures."""
     import datasets
     import torch
@@ -42,7 +38,7 @@ def train(params: dict, tiny: dict, out: Path, callbacks: list | None = None) ->
     from trl import SFTConfig, SFTTrainer
 
     base = local_model(params["base_model"], tiny)
-    files = shards(params["tasks"])
+    files = shards(params["tasks"], instruct)
     data = datasets.load_dataset("parquet", data_files=[str(f) for f in files], split="train").select_columns(
         ["messages"])
     checkpoints = Path(params["checkpoint_dir"]) / run_digest(base, files, params)

@@ -20,6 +20,7 @@ import the toolchains.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,7 +29,15 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from cass.pipeline.manifests import DATA_DIR, PACK_DIR, StageOutput, read_manifest
+from cass.pipeline.manifests import (
+    DATA_DIR,
+    PACK_DIR,
+    TOOLCHAIN_FILE,
+    StageOutput,
+    manifest_path,
+    read_manifest,
+)
+from cass.pipeline.metrics import METRICS_DIR
 from store import Store
 
 PARAMS_FILE = Path("params.yaml")
@@ -157,10 +166,29 @@ class Stage:
                                           f"does not list among its deps: add data/{stage} there")
         return DATA_DIR / stage
 
+    def upstream_path(self, stage: str, name: str = "manifest") -> Path:
+        """The Parquet file ``name`` that ``stage`` writes (``data/<stage>/<name>.parquet``; see
+        :meth:`upstream_dir`)."""
+        self.upstream_dir(stage)
+        return manifest_path(stage, name)
+
     def upstream(self, stage: str) -> pl.DataFrame:
         """The rows ``stage`` passed on (see :meth:`upstream_dir`)."""
         self.upstream_dir(stage)
         return read_manifest(stage)
+
+    def toolchain_record(self) -> dict:
+        """What stage ``toolchain_fingerprints`` recorded: {vendor: {tool: {version, fingerprint}}}."""
+        return json.loads((self.upstream_dir("toolchain_fingerprints") / TOOLCHAIN_FILE).read_text())
+
+    def upstream_metrics(self) -> list[tuple[str, dict]]:
+        """(stage, its metrics) of every ``metrics/<stage>.json`` among this stage's deps that a run wrote, in
+        dvc.yaml's order."""
+        deps = read_yaml(self.pipeline)["stages"][self.name].get("deps", [])
+        names = [d.removeprefix("metrics/").removesuffix(".json") for d in deps
+                 if d.startswith("metrics/") and d.endswith(".json") and d.count("/") == 1]
+        return [(name, json.loads((METRICS_DIR / f"{name}.json").read_text())) for name in names
+                if (METRICS_DIR / f"{name}.json").exists()]
 
     def output(self, rows_in: int = 0, **fields) -> StageOutput:
         """What this stage passes on and drops (``rows_in`` rows came in; ``fields``: more of StageOutput's)."""

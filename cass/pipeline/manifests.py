@@ -9,7 +9,6 @@ fixed compression, no timestamps.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -24,7 +23,8 @@ from store import Store, digest_bytes
 DATA_DIR = Path("data")
 PACK_DIR = DATA_DIR / "store_packs"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
-TOOLCHAIN_RECORD = DATA_DIR / "toolchain_fingerprints" / "toolchains.json"
+TOOLCHAIN_FILE = "toolchains.json"
+"""What stage ``toolchain_fingerprints`` writes in its folder: every tool's version and fingerprint."""
 
 SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
 """Identity columns every manifest carries, so later stages never need to join back."""
@@ -75,11 +75,6 @@ def live_set(store: Store) -> tuple[set[str], set[str]]:
     for key in live_actions:
         objects.update(records[key].digests())
     return objects, live_actions
-
-
-def read_toolchain_record() -> dict:
-    """The toolchains stage's record: {vendor: {tool: {version, fingerprint}}}."""
-    return json.loads(TOOLCHAIN_RECORD.read_text())
 
 
 def manifest_path(stage: str, name: str = "manifest") -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
-from cass.pipeline.manifests import FILES_DTYPE, StageOutput, manifest_path, sample_id
+from cass.pipeline.manifests import FILES_DTYPE, StageOutput, sample_id
 from cass.sources.configure import configure_tree
 from cass.sources.copyright import Copyright, license_type
 from cass.sources.debian import COMPLETE_MARK, DebianArchive, FetchError
@@ -137,9 +137,8 @@ class Ingest:
         return {"sample_id": sample_id(origin, path), "origin": origin, "path": path}
 
 
-def fetched_stack() -> pl.DataFrame | None:
-    """The manifest of the files ``fetch_stack`` downloaded, if that stage ran."""
-    path = manifest_path("fetch_stack")
+def fetched_stack(path: Path) -> pl.DataFrame | None:
+    """The manifest of the files ``fetch_stack`` downloaded (at ``path``), if that stage ran."""
     return pl.read_parquet(path) if path.exists() else None
 
 
@@ -156,10 +155,9 @@ def stack_v2(ingest: Ingest, store: Store, fetched: pl.DataFrame | None) -> None
                    provenance, declared_encoding=row["src_encoding"])
 
 
-def synthesized(ingest: Ingest, store: Store) -> None:
-    """The programs ``synthesize`` kept: one file each, the model that wrote it as the provenance (the template,
-    persona and variables are in ``data/synthesize/requests.parquet``, by sample id)."""
-    path = manifest_path("synthesize")
+def synthesized(ingest: Ingest, store: Store, path: Path) -> None:
+    """The programs ``synthesize`` kept (its manifest at ``path``): one file each, the model that wrote it as the
+    provenance (the template, persona and variables are in ``data/synthesize/requests.parquet``, by sample id)."""
     if not path.exists():
         return
     for row in pl.read_parquet(path).iter_rows(named=True):
@@ -183,11 +181,10 @@ def stack_licenses(fetched: pl.DataFrame | None) -> dict[str, dict]:
     return {r.pop("repo_name"): r for r in per_repo.iter_rows(named=True)}
 
 
-def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float,
+def cloned_repositories(ingest: Ingest, path: Path, extensions: list[str], timeout_s: float,
                         licenses: dict[str, dict], configure: Callable[[dict | None], dict | None]) -> None:
-    """The checkouts the ``clone_repos`` stage made, each at its pinned commit (with the Stack v2
-    license fields of their repository, ``licenses``)."""
-    path = manifest_path("clone_repos")
+    """The checkouts the ``clone_repos`` stage made (its manifest at ``path``), each at its pinned commit (with
+    the Stack v2 license fields of their repository, ``licenses``)."""
     if not path.exists():
         return
     for repo in pl.read_parquet(path).iter_rows(named=True):
@@ -200,11 +197,10 @@ def cloned_repositories(ingest: Ingest, extensions: list[str], timeout_s: float,
                                 **licenses.get(repo["name"], {})}, configure=configure(None))
 
 
-def debian_packages(ingest: Ingest, store: Store, params: dict, extensions: list[str],
+def debian_packages(ingest: Ingest, store: Store, path: Path, params: dict, extensions: list[str],
                     configure: Callable[[dict | None], dict | None]) -> None:
-    """The source packages ``fetch_debian`` unpacked: each file's license from the package's
-    copyright file, the package's sample selection and configure values."""
-    path = manifest_path("fetch_debian")
+    """The source packages ``fetch_debian`` unpacked (its manifest at ``path``): each file's license from the
+    package's copyright file, the package's sample selection and configure values."""
     if not path.exists():
         return
     for pkg in pl.read_parquet(path).iter_rows(named=True):

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import polars as pl
 
-from cass.pipeline.manifests import manifest_path
-
 COMPLETE_MARK = ".cass-checkout-complete"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -64,11 +62,11 @@ def checkout(url: str, commit: str, dest: Path, timeout_s: float) -> str:
     return how
 
 
-def wanted_repositories(params: dict) -> list[dict]:
-    """(name, url, revision) of every repository to check out, in a stable order."""
+def wanted_repositories(params: dict, repos_file: Path) -> list[dict]:
+    """(name, url, revision) of every repository to check out, in a stable order (``repos_file``: the
+    repositories ``fetch_stack`` listed, most files first)."""
     rparams = params["repositories"]
     wanted = []
-    repos_file = manifest_path("fetch_stack", "repos")
     if rparams["top_n"] and repos_file.exists():
         top = pl.read_parquet(repos_file).head(rparams["top_n"])
         for repo in top.iter_rows(named=True):

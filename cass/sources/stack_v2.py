@@ -20,7 +20,7 @@ import polars as pl
 from tqdm import tqdm
 
 from cass.engine.cached import CachedMap
-from cass.pipeline.manifests import StageOutput, manifest_path, sample_id, write_parquet
+from cass.pipeline.manifests import StageOutput, sample_id
 from cass.pipeline.remote import backoff_s, git_blob_id
 from store import Store
 
@@ -355,7 +355,3 @@ def assemble(rows: pl.DataFrame, results: dict[str, Fetched], out: StageOutput) 
             out.drop(row, DROP_REASONS[result.status], f"blob {row['blob_id']}: {result.detail}")
     return pl.DataFrame([{c: r[c] for c in MANIFEST_SCHEMA} for r in kept], schema=MANIFEST_SCHEMA)
 
-
-def write_outputs(out: StageOutput, kept: pl.DataFrame, repos: pl.DataFrame) -> dict:
-    write_parquet(repos, manifest_path(out.stage, "repos"), sort_by=None)
-    return out.write(kept)

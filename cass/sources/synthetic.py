@@ -160,13 +160,14 @@ def program_check(code: str) -> tuple[str, str] | None:
     return None
 
 
-def synthesize(store: Store, stage: str, params: dict, backend: Backend) -> tuple[pl.DataFrame, StageOutput, dict]:
-    """Every draw's row (:data:`REQUESTS_SCHEMA`), the stage output (kept programs to come), and the run report
-    (``stage``: the stage's name, its parameters' section and its completions' namespace)."""
+def synthesize(store: Store, out: StageOutput, params: dict, backend: Backend) -> tuple[pl.DataFrame, dict]:
+    """Every draw's row (:data:`REQUESTS_SCHEMA`) and the run report; each draw not kept is dropped in ``out``, the
+    stage's output (its stage names the parameters' section)."""
+    stage = out.stage
     sp, dp = params[stage], params["dedup"]
     templates = Templates.load(Path(sp["templates"]))
     draws = draw_prompts(templates, sp["programs"], sp["seed"], sp["categories"], sp["personas"])
-    out = StageOutput(stage, rows_in=len(draws))
+    out.rows_in = len(draws)
     status: dict[int, tuple[str, str]] = {}
 
     prompt_mh = MinHashParams(sp["prompt_dedup"]["ngram"], dp["num_perm"], dp["seed"], sp["prompt_dedup"]["threshold"])
@@ -210,7 +211,7 @@ def synthesize(store: Store, stage: str, params: dict, backend: Backend) -> tupl
         if reason != KEPT:
             out.drop(row, reason, detail)
     report = {"requests": {"asked": len(asked), **counts, "failed": len(failed)}}
-    return pl.DataFrame(rows, schema=REQUESTS_SCHEMA), out, report
+    return pl.DataFrame(rows, schema=REQUESTS_SCHEMA), report
 
 
 def token_summary(requests: pl.DataFrame) -> dict:

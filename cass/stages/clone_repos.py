@@ -27,7 +27,7 @@ def run(stage: Stage) -> None:
     params = stage.params
     rparams = params["repositories"]
     clone_dir = Path(rparams["clone_dir"])
-    wanted = wanted_repositories(params)
+    wanted = wanted_repositories(params, stage.upstream_path("fetch_stack", "repos"))
     out = stage.output(len(wanted))
     kept, how_counts = [], {"shallow": 0, "full": 0, "cached": 0}
     for repo in tqdm(wanted, desc="clone", unit="repo", disable=not wanted):

@@ -15,10 +15,8 @@ from collections import Counter
 import polars as pl
 
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import manifest_path
 from cass.pipeline.metrics import write_metrics
 from cass.training.export import (
-    EXPORT_DIR,
     TOKEN_COLUMNS,
     execution_columns,
     export_row,
@@ -34,20 +32,21 @@ def run(stage: Stage) -> None:
     params = stage.params
     store = stage.store
     pairs = stage.upstream("normalize")
-    counts = {r.pop("unit_id"): r for r in pl.read_parquet(manifest_path("tokens", "counts"))
+    counts = {r.pop("unit_id"): r for r in pl.read_parquet(stage.upstream_path("tokens", "counts"))
               .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
-    prov = provenance(params)
+    prov = provenance(params, stage.toolchain_record())
     executed = {r["sample_id"]: execution_columns(r) for r in stage.upstream("execute").iter_rows(named=True)}
     rows = [{**export_row(store, r, prov), **counts[r["sample_id"]], **executed[r["sample_id"]]}
             for r in pairs.sort("sample_id").iter_rows(named=True)]
     kernels = [kernel_row(store, r, counts[r["sample_id"]])
                for r in stage.upstream("kernels").sort("sample_id").iter_rows(named=True)]
-    if EXPORT_DIR.exists():
-        shutil.rmtree(EXPORT_DIR)
+    if stage.data_dir.exists():
+        shutil.rmtree(stage.data_dir)
     per_shard = params["export"]["rows_per_shard"]
     table = pl.DataFrame(rows, schema=schema(params))
-    metrics = {"pairs": write_table(table, "pairs", per_shard),
+    kernel_table = pl.DataFrame(kernels, schema=kernel_schema(params))
+    metrics = {"pairs": write_table(stage.data_dir, table, "pairs", per_shard),
                "exec_status": dict(sorted(Counter(table["exec_status"]).items())),
-               "kernels": write_table(pl.DataFrame(kernels, schema=kernel_schema(params)), "kernels", per_shard)}
+               "kernels": write_table(stage.data_dir, kernel_table, "kernels", per_shard)}
     write_metrics(stage.name, metrics)
     print(metrics)

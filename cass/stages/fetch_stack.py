@@ -46,6 +46,7 @@ import sys
 import polars as pl
 
 from cass.pipeline.context import Stage
+from cass.pipeline.manifests import StageOutput, write_parquet
 from cass.sources.stack_v2 import (
     REPOS_SCHEMA,
     BlobFetcher,
@@ -58,8 +59,13 @@ from cass.sources.stack_v2 import (
     s3_client,
     select_rows,
     split_duplicates,
-    write_outputs,
 )
+
+
+def write_outputs(stage: Stage, out: StageOutput, kept: pl.DataFrame, repos: pl.DataFrame) -> dict:
+    """The manifest, the drops and metrics, and the repository table ``clone_repos`` picks from."""
+    write_parquet(repos, stage.data_dir / "repos.parquet", sort_by=None)
+    return out.write(kept)
 
 
 def run(stage: Stage) -> None:
@@ -70,7 +76,7 @@ def run(stage: Stage) -> None:
     out.extra_metrics = {"limit": limit}
     out.run = {"fetched": 0, "already_held": 0, "bytes_fetched": 0, "bytes_downloaded": 0}
     if not sparams["enabled"]:
-        print(write_outputs(out, empty_manifest(), pl.DataFrame(schema=REPOS_SCHEMA)))
+        print(write_outputs(stage, out, empty_manifest(), pl.DataFrame(schema=REPOS_SCHEMA)))
         return
     client, where = s3_client(sparams)
     meta = load_metadata(sparams)
@@ -98,4 +104,4 @@ def run(stage: Stage) -> None:
         "bytes_fetched": sum(r.nbytes for r in fresh),
         "bytes_downloaded": sum(r.compressed_bytes for r in fresh),
     })
-    print(write_outputs(out, kept, repos))
+    print(write_outputs(stage, out, kept, repos))

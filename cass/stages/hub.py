@@ -45,7 +45,8 @@ def run(stage: Stage) -> None:
     if root.exists():
         shutil.rmtree(root)
     files = {name: write_config(root, table, keys[name], name, shard_bytes) for name, table in configs.items()}
-    (root / "README.md").write_text(card(root, params, configs, files))
+    (root / "README.md").write_text(card(root, params, configs, files, stage.upstream_metrics(),
+                                         stage.toolchain_record()))
     metrics = {name: {"rows": configs[name].height, "shards": len(paths)} for name, paths in files.items()}
     write_metrics(stage.name, metrics)
     print(metrics)

@@ -55,11 +55,12 @@ def run(stage: Stage) -> None:
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
         ingest.tree(root, tree["origin"], tree.get("extensions", extensions), select=tree.get("paths", ()),
                     configure=configure(tree.get("configure")))
-    fetched = fetched_stack()
-    cloned_repositories(ingest, extensions, params["repositories"]["timeout_s"], stack_licenses(fetched), configure)
-    debian_packages(ingest, store, params, extensions, configure)
+    fetched = fetched_stack(stage.upstream_path("fetch_stack"))
+    cloned_repositories(ingest, stage.upstream_path("clone_repos"), extensions, params["repositories"]["timeout_s"],
+                        stack_licenses(fetched), configure)
+    debian_packages(ingest, store, stage.upstream_path("fetch_debian"), params, extensions, configure)
     stack_v2(ingest, store, fetched)
-    synthesized(ingest, store)
+    synthesized(ingest, store, stage.upstream_path("synthesize"))
     kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
     duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
     if duplicate_ids.height:

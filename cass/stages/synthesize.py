@@ -29,7 +29,7 @@ import polars as pl
 
 from cass.models.backends import BackendUnavailable, load_backend, start_optional_stage
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import manifest_path, write_parquet
+from cass.pipeline.manifests import write_parquet
 from cass.sources.synthetic import KEPT, REQUESTS_SCHEMA, synthesize, token_summary
 
 
@@ -39,13 +39,14 @@ def run(stage: Stage) -> None:
     if not start_optional_stage(stage.name, stage.data_dir, sp["enabled"]):
         return
     backend = load_backend(sp, params["tiny_model"])
+    out = stage.output()
     try:
-        requests, out, report = synthesize(stage.store, stage.name, params, backend)
+        requests, report = synthesize(stage.store, out, params, backend)
     except BackendUnavailable as exc:   # what came back is in the store
         sys.exit(f"synthesize: {exc}; the completions that came back are kept: run again to resume")
     kept = requests.filter(pl.col("status") == KEPT).select(*list(REQUESTS_SCHEMA)[:4], "digest", "template_id",
                                                             "model")
-    write_parquet(requests, manifest_path(stage.name, "requests"))
+    write_parquet(requests, stage.data_dir / "requests.parquet")
     out.extra_metrics.update(
         enabled=True, model=backend.identity, templates=sp["templates"],
         tokens=token_summary(requests), extracted=dict(sorted(Counter(requests["extracted"].drop_nulls()).items())))

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from cass.engine.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import TOOLCHAIN_RECORD
+from cass.pipeline.manifests import TOOLCHAIN_FILE
 
 
 def run(stage: Stage) -> None:
@@ -27,10 +27,11 @@ def run(stage: Stage) -> None:
         vendor: {tool: {"version": tc.version(tool), "fingerprint": tc.fingerprint(tool)} for tool in tc.tools()}
         for vendor, tc in toolchains.items()
     }
-    TOOLCHAIN_RECORD.parent.mkdir(parents=True, exist_ok=True)
+    path = stage.data_dir / TOOLCHAIN_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"
-    changed = not TOOLCHAIN_RECORD.exists() or TOOLCHAIN_RECORD.read_text() != text
+    changed = not path.exists() or path.read_text() != text
     if changed:
-        TOOLCHAIN_RECORD.write_text(text)
+        path.write_text(text)
     counts = ", ".join(f"{vendor} {len(tools)}" for vendor, tools in record.items())
-    print(f"toolchain_fingerprints: {counts} tools, {'changed' if changed else 'unchanged'} ({TOOLCHAIN_RECORD})")
+    print(f"toolchain_fingerprints: {counts} tools, {'changed' if changed else 'unchanged'} ({path})")

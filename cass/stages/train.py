@@ -15,8 +15,8 @@ run to ``metrics/train.json``.
 
 from __future__ import annotations
 
-from cass.models.backends import start_optional_stage
-from cass.models.train import MODEL_DIR, train, write_log
+from cass.models.backends import TRAINED_MODEL, start_optional_stage
+from cass.models.train import train, write_log
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics, write_run_report
 
@@ -26,7 +26,7 @@ def run(stage: Stage) -> None:
     tp = params["train"]
     if not start_optional_stage(stage.name, stage.data_dir, tp["enabled"]):
         return
-    facts = train(tp, params["tiny_model"], MODEL_DIR)
+    facts = train(tp, params["tiny_model"], stage.upstream_dir("instruct"), TRAINED_MODEL)
     log = facts.pop("log")
     write_log(log, stage.data_dir / "log.csv")
     losses = [loss for _, loss, _ in log]
@@ -36,4 +36,4 @@ def run(stage: Stage) -> None:
     write_run_report(stage.name, timing)
     print(f"train: {facts['steps']} steps on {facts['examples']} examples in {timing['runtime_s']} s "
           f"({timing['samples_per_s']} examples/s, {timing['tokens_per_s']} tokens/s"
-          f"{', resumed' if timing['resumed'] else ''}); model in {MODEL_DIR}")
+          f"{', resumed' if timing['resumed'] else ''}); model in {TRAINED_MODEL}")

@@ -7,7 +7,7 @@ import polars as pl
 
 from cass.compiling.compile import Scope
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import DATA_DIR, manifest_path, write_parquet
+from cass.pipeline.manifests import write_parquet
 from cass.pipeline.metrics import percent, write_metrics
 from cass.report.yields import failures, markdown, report, template_yield
 
@@ -18,23 +18,23 @@ def run(stage: Stage) -> None:
     amd_ok = set(stage.upstream("compile_amd")["sample_id"])
     repaired = set(stage.upstream("repair").filter(pl.col("hip_repaired"))["sample_id"])
     dropped = {
-        "nvidia": pl.read_parquet(manifest_path("compile_nvidia", "dropped")),
-        "amd": pl.concat([pl.read_parquet(manifest_path(s, "dropped")) for s in ("hipify", "compile_amd")]),
+        "nvidia": pl.read_parquet(stage.upstream_path("compile_nvidia", "dropped")),
+        "amd": pl.concat([pl.read_parquet(stage.upstream_path(s, "dropped")) for s in ("hipify", "compile_amd")]),
     }
     failed = failures(candidates, dropped, nvidia_ok)
-    write_parquet(failed, DATA_DIR / stage.name / "failures.parquet", sort_by=None)
-    ingest_dropped = pl.read_parquet(manifest_path("ingest", "dropped"))
+    write_parquet(failed, stage.data_dir / "failures.parquet", sort_by=None)
+    ingest_dropped = pl.read_parquet(stage.upstream_path("ingest", "dropped"))
     included = dict(ingest_dropped.filter(pl.col("reason") == "included_unit")["origin"].value_counts().iter_rows())
     parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
     scope = Scope(stage.params["scope"])
     needs_api = {row["sample_id"] for row in candidates.iter_rows(named=True)
                  if scope.needs([stage.store.get_text(f["digest"], "replace") for f in row["files"]])}
     yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api)
-    requests = manifest_path("synthesize", "requests")
+    requests = stage.upstream_path("synthesize", "requests")
     if requests.exists():
         yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)
-    (DATA_DIR / stage.name / "yield.md").write_text(markdown(yields))
+    (stage.data_dir / "yield.md").write_text(markdown(yields))
     write_metrics("yield", yields)
     y = yields["all"]
     print(f"{stage.name}: {len(yields['corpora'])} corpora, {y['files']} files, NVIDIA ok {y['nvidia_ok']}, pairs "
-          f"{y['both']} ({percent(y['both_over_nvidia_ok'])} of NVIDIA ok); tables in {DATA_DIR / stage.name}/yield.md")
+          f"{y['both']} ({percent(y['both_over_nvidia_ok'])} of NVIDIA ok); tables in {stage.data_dir}/yield.md")

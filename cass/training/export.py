@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 
-from cass.pipeline.manifests import DATA_DIR, read_toolchain_record, write_shards
+from cass.pipeline.manifests import write_shards
 from cass.training.prompts import COUNT_COLUMNS, TASKS
 from store import Store
-
-EXPORT_DIR = DATA_DIR / "export"
 
 
 def line_count(text: str) -> int:
@@ -141,9 +140,8 @@ def kernel_row(store: Store, row: dict, counts: dict) -> dict:
     }
 
 
-def provenance(params: dict) -> dict:
-    """Toolchain versions, fingerprints and flags recorded with every row."""
-    tools = read_toolchain_record()
+def provenance(params: dict, tools: dict) -> dict:
+    """Toolchain versions, fingerprints and flags recorded with every row (``tools``: the toolchain record)."""
     record = {}
     for vendor, tool in PROVENANCE_TOOLS:
         name = tool.replace("-", "_")
@@ -154,8 +152,8 @@ def provenance(params: dict) -> dict:
     return record
 
 
-def write_table(table: pl.DataFrame, name: str, per_shard: int) -> dict:
-    """Shards of one table under ``data/export/<name>/``; returns its rows, shards and bytes."""
-    folder = EXPORT_DIR / name
+def write_table(root: Path, table: pl.DataFrame, name: str, per_shard: int) -> dict:
+    """Shards of one table under ``root/<name>/``; returns its rows, shards and bytes."""
+    folder = root / name
     shards = write_shards(table, folder, per_shard)
     return {"rows": table.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}

@@ -1,0 +1,56 @@
+"""The engine's cached map, the loop every per-item cache runs: compute only what the store lacks, record each
+result as it comes, count hits and misses."""
+
+from __future__ import annotations
+
+import pytest
+
+from cass.engine.cached import CachedMap
+
+
+def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
+    computed = []
+
+    def double(items: list[int]):
+        for n in items:
+            computed.append(n)
+            yield n, {"value": str(2 * n).encode()}
+
+    keys = {n: store.action_key({"test": "double", "n": n}) for n in range(4)}
+    first = CachedMap(store)
+    first.map({n: keys[n] for n in (0, 1)}, double)
+    assert computed == [0, 1] and first.counts() == {"hits": 0, "misses": 2}
+
+    again = CachedMap(store)
+    records = again.map(keys, double)
+    assert computed == [0, 1, 2, 3]   # 0 and 1 came from the store
+    assert again.counts() == {"hits": 2, "misses": 2} and again.keys == set(keys.values())
+    assert {n: store.get_text(r.outputs["value"]) for n, r in records.items()} == {0: "0", 1: "2", 2: "4", 3: "6"}
+
+
+def test_an_interrupted_computation_keeps_what_it_finished(store):
+    def fails_at_two(items: list[int]):
+        for n in items:
+            if n == 2:
+                raise KeyboardInterrupt
+            yield n, {"value": b"x"}
+
+    keys = {n: store.action_key({"test": "interrupted", "n": n}) for n in range(4)}
+    with pytest.raises(KeyboardInterrupt):
+        CachedMap(store).map(keys, fails_at_two)
+    rerun = CachedMap(store)
+    rerun.map(keys, lambda items: [(n, {"value": b"y"}) for n in items])
+    assert rerun.counts() == {"hits": 2, "misses": 2}   # 0 and 1 were recorded before the interruption
+
+
+def test_an_item_the_computation_skips_is_an_error_not_a_silent_gap(store):
+    keys = {n: store.action_key({"test": "skips", "n": n}) for n in range(3)}
+    with pytest.raises(ValueError, match="1 of 3 items got no result"):
+        CachedMap(store).map(keys, lambda items: [(n, {"value": b"v"}) for n in items if n != 1])
+
+
+def test_a_result_without_an_error_stream_records_none(store):
+    cache = CachedMap(store)
+    with_stream = cache.record(store.action_key({"test": "stream"}), {"value": b"v"}, stderr=b"warning\n")
+    without = cache.record(store.action_key({"test": "none"}), {"value": b"v"}, stderr=None)
+    assert store.get_text(with_stream.stderr) == "warning\n" and without.stderr == ""
