@@ -88,7 +88,8 @@ def run(stage: Stage) -> None:
         "divergences": sum(len(a["branch_divergences"]) for a in added),
         "divergences_by_macro": dict(by_macro.most_common(20)),
     })
-    out.run.update(actions=sum(counts.values(), ActionCounts()).as_dict(),
+    totals = {k: round(sum(t[k] for t in times.values()), 3) for k in ("tool_jobs", "tool_cpu_s", "tool_wall_s")}
+    out.run.update(actions=sum(counts.values(), ActionCounts()).as_dict(), **totals,   # as every tool stage's
                    actions_by_vendor={v: c.as_dict() for v, c in counts.items()}, by_vendor=times)
     out.action_keys = {a.key for acts in actions.values() for a in acts}
     print(out.write(kept))
