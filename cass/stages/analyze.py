@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     merged = json.loads(metrics_file.read_text()) if args.only and metrics_file.exists() else {}
     merged.update(sections)
     write_json(metrics_file, merged)
+    skipped = "".join(f"; skipped {name}.py: {section['skipped']}" for name, section in sorted(sections.items())
+                      if isinstance(section, dict) and "skipped" in section)
     print(f"analyze: {len(paths)} notebooks run; figures in {env['CASS_FIGURES_DIR']}, tables in "
-          f"{env['CASS_PLOTS_DIR']}, metrics in {metrics_file}")
+          f"{env['CASS_PLOTS_DIR']}, metrics in {metrics_file}{skipped}")
     return 0
