@@ -139,11 +139,11 @@ STATUS = "status: "
 
 
 def verified_view(metrics: dict) -> dict:
-    """The execute stage drops nothing; in the funnel its bar is the verified pairs (`match`) and every other
-    execution status is a segment of its own, labelled as a status (`status: <status>`), not as a drop."""
-    statuses = metrics.get("exec_status") or {}
-    return {"in": metrics["in"], "kept": statuses.get("match", 0), "dropped": metrics["in"] - statuses.get("match", 0),
-            "dropped_by_reason": {f"{STATUS}{k}": n for k, n in statuses.items() if k != "match"}}
+    """The execute stage drops nothing; in the funnel its bar is the verified pairs (``exec_verified``) and every
+    other pair is a segment of its execution status, labelled as a status (`status: <status>`), not as a drop."""
+    verified = metrics.get("verified", 0)
+    return {"in": metrics["in"], "kept": verified, "dropped": metrics["in"] - verified,
+            "dropped_by_reason": {f"{STATUS}{k}": n for k, n in (metrics.get("unverified_by_status") or {}).items()}}
 
 
 def segment_label(reason: str) -> str:
@@ -238,7 +238,7 @@ if stages:
                     left[stage] += count
         for y, row in enumerate(panel.iter_rows(named=True)):
             if row["in"]:
-                kept = "match" if row["stage"] == "execute" else "kept"
+                kept = "verified" if row["stage"] == "execute" else "kept"
                 text = f" {kept} {row['kept']:,} of {row['in']:,}{reason_note(row['stage'])}"
             else:
                 text = " no input (stage disabled or nothing to do)"

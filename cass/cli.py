@@ -227,6 +227,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
     from cass.execution.batch import write_batch
     from cass.execution.hosts import resolve_host
+    from cass.execution.programs import plain_runs
+    from toolchains.programs import ProgramLimits
 
     params = load_params()
     tasks = load_tasks(args.tasks)
@@ -241,7 +243,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     name = args.baseline or args.predictions.stem
     if args.export_batch:
         _, report = evaluate(store, params, tasks, predictions, None)
-        runs = write_batch(store, args.export_batch, set(report["binaries"]), params["execute"])
+        execute = params["execute"]
+        planned = plain_runs(set(report["binaries"]), ProgramLimits(**execute["limits"]), execute["runs"])
+        runs = write_batch(store, args.export_batch, {r for rs in planned.values() for r in rs}, execute)
         print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "
               f"(python -m toolchains.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
               "--host recorded:<name>")

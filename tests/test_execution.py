@@ -16,6 +16,7 @@ import yaml
 from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in, run_report
 
 from cass.execution.compare import first_difference, tolerant_equal
+from store import Store
 from toolchains.gpu import local_gpu_host
 
 PROGRAMS = Path(__file__).parent / "fixtures" / "programs"
@@ -23,13 +24,18 @@ EXPECTED = {
     "matches.cu": "match",
     "struct_size.cu": "mismatch",
     "nearly_equal.cu": "match_tolerant",
-    "clock_reader.cu": "nondeterministic",
-    "wants_a_file.cu": "needs_input",
+    "clock_reader.cu": "match_masked",        # its timestamp differs between the CUDA original's own runs
+    "varying_lines.cu": "nondeterministic",   # its runs print different numbers of lines: nothing to align
+    "wants_a_file.cu": "needs_input",         # fails without its argument
+    "prints_usage.cu": "needs_input",         # prints its usage and exits 0
+    "prints_nothing.cu": "no_output",         # two empty outputs are not a match
     "never_ends.cu": "timeout",
     "kernels_only.cu": "no_main",
-    "launches_a_kernel.cu": "cuda_failed",   # no GPU here: the CUDA runtime finds no device
+    "two_units/scale.cu": "no_main",          # a unit of two_units/main.cu, a pair of its own
+    "two_units/main.cu": "match",             # built from both units (its Makefile), run with its `run:` argument
+    "launches_a_kernel.cu": "cuda_failed",    # no GPU here: the CUDA runtime finds no device
 }
-RUNNABLE = len(EXPECTED) - 1   # every file but the one without main
+RUNNABLE = len(EXPECTED) - 2   # every file but the two without main
 
 
 def test_tolerant_comparison_accepts_close_numbers_only():
@@ -46,6 +52,10 @@ def test_tolerant_comparison_accepts_close_numbers_only():
 def test_first_difference_names_the_line_and_both_texts():
     assert first_difference(b"a\nb\nc\n", b"a\nB\nc\n") == "line 2: 'b' | 'B'"
     assert first_difference(b"a\n", b"a\nextra\n") == "line 2: only the actual output has 'extra'"
+
+
+def store_text(root: Path, digest: str) -> str:
+    return Store(root / ".cass" / "store").get_text(digest)
 
 
 def set_params(root: Path, **execute) -> None:
@@ -80,6 +90,8 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     run_in([*cass, "gpu-batch", "export", str(batch)], root)
     listed = json.loads((batch / "batch.json").read_text())
     assert len(listed["runs"]) == 2 * 2 * RUNNABLE   # two programs per pair, two runs each
+    two_units = [r for r in listed["runs"] if r["workdir"] == "two_units"]
+    assert len(two_units) == 4 and {tuple(r["args"]) for r in two_units} == {("3",)}
     # the GPU host's side: this package alone, the batch folder, no store and no project
     runner = subprocess.run([sys.executable, "-m", "toolchains.gpu", "run-batch", str(batch), "--cpu"], cwd=REPO,
                             env=TOOL_ENV, capture_output=True, text=True, check=True)
@@ -92,9 +104,17 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     assert statuses(root) == EXPECTED
     report = run_report(root, "execute")
     assert report["builds"]["misses"] == 0 and report["runs"] == {"hits": 2 * 2 * RUNNABLE, "not_recorded": 0}
-    verified = pl.read_parquet(sorted((root / "data" / "hub" / "data" / "verified").glob("*.parquet")))
-    assert verified["path"].to_list() == ["matches.cu"]
+    # no kernel launch was counted (a host without a GPU counts none): nothing is verified, whatever matched
+    assert not (root / "data" / "hub" / "data" / "verified").exists()
     table = pl.read_parquet(sorted((root / "data" / "export" / "pairs").glob("*.parquet")))
+    assert not table["exec_verified"].any()
+    masked = table.filter(pl.col("path") == "clock_reader.cu").row(0, named=True)
+    assert masked["exec_masked_fields"] == 1 and masked["cuda_kernel_launches"] is None
+    two = table.filter(pl.col("path") == "two_units/main.cu").row(0, named=True)
+    assert two["exec_units"] == ["two_units/scale.cu"] and two["run_spec_source"] == "two_units/Makefile:run"
+    execute = pl.read_parquet(root / "data" / "execute" / "manifest.parquet")
+    runs = execute.filter(pl.col("path") == "two_units/main.cu")["cuda_runs"].item()
+    assert store_text(root, runs[0]["stdout"]).startswith("n=1 sum=3\nn=2 sum=9\n")   # factor 3 from `run:`
     mismatch = table.filter(pl.col("path") == "struct_size.cu").row(0, named=True)
     assert mismatch["exec_detail"] == ("line 1: 'device properties take 1008 bytes' | "
                                        "'device properties take 792 bytes'")

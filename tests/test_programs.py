@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from toolchains.programs import ProgramLauncher, ProgramLimits, run_program
+from toolchains.gpu import launcher_for, local_gpu_host
+from toolchains.nvidia import default_cuda_home
+from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, ProgramRun, program_job, run_program
 from toolchains.sandbox import Sandbox
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")
@@ -169,3 +171,54 @@ def test_a_runs_peak_memory_is_the_programs_own(tmp_path, runs_dir, mode):
                         build(tmp_path, 'int main() { puts("hi"); usleep(100000); }'))
     assert big.verdict == small.verdict == "exited" and big.sandbox == small.sandbox == mode
     assert big.max_rss_kib >= 192 << 10 and 0 < small.max_rss_kib < 32 << 10
+
+
+def test_a_program_runs_in_its_folder_among_its_trees_data_files_which_it_cannot_change(tmp_path, runs_dir):
+    """An invocation's working directory is a folder of the program's tree, with the tree's data files around it:
+    readable, not writable; the working directory itself is, and its path is the same on every run."""
+    source = r"""
+int main(int argc, char **argv) {
+    char cwd[256], line[64];
+    FILE *data = fopen(argv[1], "r"), *shared = fopen("../shared/table.txt", "r");
+    if (!data || !shared || !fgets(line, sizeof line, data)) return 2;
+    printf("cwd %s\nread %s", getcwd(cwd, sizeof cwd), line);
+    if (!fgets(line, sizeof line, shared)) return 3;
+    printf("shared %s", line);
+    printf("data writable: %s\n", fopen(argv[1], "a") ? "yes" : "no");
+    FILE *out = fopen("result.txt", "w");
+    printf("result written: %s\n", out && fputs("ok", out) >= 0 ? "yes" : "no");
+    return 0;
+}"""
+    invocation = Invocation(("input.txt",), "app", (("app/input.txt", "-"), ("shared/table.txt", "-")))
+    inputs = {"app/input.txt": b"42\n", "shared/table.txt": b"7 8 9\n"}
+    job = program_job(build(tmp_path, source), launcher(runs_dir).limits, invocation, inputs)
+    runs = [ProgramRun.from_result(launcher(runs_dir).run_job(job)) for _ in range(2)]
+    assert runs[0].exit_code == 0, runs[0].stderr
+    assert runs[0].stdout == (b"cwd /run/program/app\nread 42\nshared 7 8 9\n"
+                              b"data writable: no\nresult written: yes\n")
+    assert runs[1].stdout == runs[0].stdout
+    assert runs[0].kernel_launches is None   # no kernel counter: not counted
+
+
+@pytest.mark.gpu
+def test_the_kernels_a_program_runs_on_the_gpu_are_counted(tmp_path, runs_dir):
+    """On a machine with an NVIDIA GPU: a program that launches a kernel 3 times counts 3, one that computes on the
+    CPU counts 0 (CUPTI, loaded by the driver: :mod:`toolchains.launches`)."""
+    host = local_gpu_host()
+    if host is None:
+        pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
+    gpu = "__global__ void add(int *v) { v[threadIdx.x] += 1; }\n" \
+          "int main() { int *v; cudaMalloc(&v, 64 * sizeof(int)); for (int i = 0; i < 3; ++i) add<<<1, 64>>>(v);\n" \
+          "cudaDeviceSynchronize(); printf(\"done\\n\"); return 0; }\n"
+    cpu = "int main() { long s = 0; for (int i = 0; i < 1000; ++i) s += i; printf(\"%ld\\n\", s); return 0; }\n"
+    counts = {}
+    for name, source in (("gpu", gpu), ("cpu", cpu)):
+        src, binary = tmp_path / f"{name}.cu", tmp_path / name
+        src.write_text(PRELUDE + source)
+        subprocess.run([str(default_cuda_home() / "bin" / "nvcc"), f"-arch={host.sm}", "-cudart", "static",
+                        str(src), "-o", str(binary)], check=True)
+        limits = ProgramLimits(**LIMITS)
+        run = run_program(launcher_for(host, limits), binary.read_bytes())
+        assert run.exit_code == 0, run.stderr
+        counts[name] = run.kernel_launches
+    assert counts == {"gpu": 3, "cpu": 0}

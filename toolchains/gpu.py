@@ -13,30 +13,35 @@ host, with only this package and ``blake3``::
 
     python -m toolchains.gpu run-batch DIR
 
-runs every binary in the program sandbox and writes ``DIR/results.json`` (the host's facts, each
-run's verdict, exit code, wall time) and the outputs under ``DIR/results/``; ``cass gpu-batch
-import`` brings them into the store as cached runs.
+runs every binary in the program sandbox (as each run's entry says: arguments, working directory, the data files
+of ``DIR/inputs/<digest>`` around it, limits; kernels counted with ``DIR/launch_counter`` where the batch carries it)
+and writes ``DIR/results.json`` (the host's facts, each run's verdict, exit code, wall time) and the outputs under
+``DIR/results/``; ``cass gpu-batch import`` brings them into the store as cached runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import re
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import blake3
 
-from toolchains.programs import ProgramLauncher, ProgramLimits, program_job
+from toolchains.launches import CounterBuildError, LaunchCounter, build_counter
+from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, program_job
 from toolchains.sandbox import detect
 
 BATCH_FILE = "batch.json"
 RESULTS_FILE = "results.json"
+COUNTER_DIR = "launch_counter"
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class RunHost:
     sandbox: str
     libc: str
     """The C library the binaries load (they link the CUDA runtime statically, the C and C++ libraries not)."""
+    launch_counter: str | None = None
+    """The digest of the kernel counter runs are made with (:mod:`toolchains.launches`); None: kernels not counted."""
 
     def fingerprint(self) -> str:
         """BLAKE3 over the host's facts."""
@@ -63,7 +70,8 @@ class RunHost:
     def describe(self) -> str:
         if not self.has_gpu:
             return f"no GPU (sandbox {self.sandbox})"
-        return f"{self.gpu} ({self.sm}, driver {self.driver}, CUDA {self.cuda}; sandbox {self.sandbox})"
+        counted = "kernels counted" if self.launch_counter else "kernels not counted"
+        return f"{self.gpu} ({self.sm}, driver {self.driver}, CUDA {self.cuda}; sandbox {self.sandbox}; {counted})"
 
 
 class GpuQueryError(RuntimeError):
@@ -88,7 +96,18 @@ def local_gpu_host() -> RunHost | None:
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", banner)
     if not re.fullmatch(r"\d+\.\d+", cap):
         raise GpuQueryError(f"nvidia-smi gave the compute capability {cap!r}")
-    return RunHost(name, driver, cuda.group(1) if cuda else None, "sm_" + cap.replace(".", ""), detect().mode, libc())
+    host = RunHost(name, driver, cuda.group(1) if cuda else None, "sm_" + cap.replace(".", ""), detect().mode, libc())
+    return with_counter(host, local_counter())
+
+
+@functools.cache
+def local_counter() -> LaunchCounter | None:
+    """This machine's kernel counter, built once (None, with the reason on stderr, where it cannot be built)."""
+    try:
+        return build_counter()
+    except CounterBuildError as error:
+        print(f"kernel launches will not be counted: {error}", file=sys.stderr)
+        return None
 
 
 def cpu_host() -> RunHost:
@@ -102,35 +121,61 @@ def libc() -> str:
     return f"{name} {version}".strip() or "unknown"
 
 
-def launcher_for(host: RunHost, limits: ProgramLimits) -> ProgramLauncher:
-    """The program launcher of ``host`` (with the GPU's device nodes where it has a GPU)."""
-    return ProgramLauncher(limits, gpu=host.has_gpu)
+def with_counter(host: RunHost, counter: LaunchCounter | None) -> RunHost:
+    """``host`` running programs with ``counter`` (a host without a GPU counts nothing)."""
+    return replace(host, launch_counter=counter.digest() if counter and host.has_gpu else None)
 
 
-def run_batch(folder: Path, host: RunHost) -> dict:
-    """Run every binary of a batch directory on ``host`` (this machine); write and return the results."""
+def launcher_for(host: RunHost, limits: ProgramLimits, counter: LaunchCounter | None = None) -> ProgramLauncher:
+    """The program launcher of ``host``: the GPU's device nodes where it has a GPU, and the kernel counter its
+    fingerprint names (``counter``, else this machine's)."""
+    if host.launch_counter:
+        counter = counter or local_counter()
+        if counter is None or counter.digest() != host.launch_counter:
+            raise ValueError(f"{host.describe()} counts kernels with counter {host.launch_counter[:16]}, which this "
+                             "machine does not have")
+    return ProgramLauncher(limits, gpu=host.has_gpu, counter=counter if host.launch_counter else None)
+
+
+def _read_checked(path: Path) -> bytes:
+    data = path.read_bytes()
+    if blake3.blake3(data).hexdigest() != path.name:
+        raise ValueError(f"{path}: the file's BLAKE3 is not its name")
+    return data
+
+
+def run_batch(folder: Path, host: RunHost, jobs: int = 1) -> dict:
+    """Run every entry of a batch directory on ``host`` (this machine), ``jobs`` at a time; write and return the
+    results. ``host`` gets the batch's kernel counter, where it carries one."""
     batch = json.loads((folder / BATCH_FILE).read_text())
-    limits = ProgramLimits(**batch["limits"])
-    launcher = launcher_for(host, limits)
+    counter = LaunchCounter.found_in(folder / COUNTER_DIR)
+    host = with_counter(host, counter)
     out = folder / "results"
     out.mkdir(exist_ok=True)
-    runs = []
-    for n, entry in enumerate(batch["runs"], 1):
-        binary = (folder / "binaries" / entry["binary"]).read_bytes()
-        if blake3.blake3(binary).hexdigest() != entry["binary"]:
-            raise ValueError(f"{folder / 'binaries' / entry['binary']}: the file's BLAKE3 is not its name")
-        result = launcher.run_job(program_job(binary, limits))
+    total = len(batch["runs"])
+
+    def run(numbered: tuple[int, dict]) -> dict | None:
+        n, entry = numbered
+        limits = ProgramLimits(**entry.get("limits", batch["limits"]))
+        invocation = Invocation(tuple(entry.get("args", ())), entry.get("workdir", ""),
+                                tuple(map(tuple, entry.get("inputs", ()))))
+        inputs = {path: _read_checked(folder / "inputs" / digest) for path, digest in invocation.inputs}
+        job = program_job(_read_checked(folder / "binaries" / entry["binary"]), limits, invocation, inputs)
+        result = launcher_for(host, limits, counter).run_job(job)
+        label = f"[{n}/{total}] {entry['binary'][:16]} {' '.join(invocation.args)[:60]} run {entry['run']}"
         if result.transient:   # not a result of the program: left out (the import then has no run for it)
-            print(f"[{n}/{len(batch['runs'])}] {entry['binary'][:16]} run {entry['run']}: not run: {result.transient}: "
-                  f"{result.stderr.decode(errors='replace')[:500]}", flush=True)
-            continue
-        name = f"{entry['binary']}-{entry['run']}"
+            print(f"{label}: not run: {result.transient}: {result.stderr.decode(errors='replace')[:500]}", flush=True)
+            return None
+        name = f"{n:06d}"
         for output, data in (*result.outputs.items(), ("stderr", result.stderr)):
             (out / f"{name}.{output}").write_bytes(data)
         facts = json.loads(result.outputs["run.json"])
-        runs.append({**entry, "exit_code": result.exit_code, "name": name})
-        print(f"[{n}/{len(batch['runs'])}] {entry['binary'][:16]} run {entry['run']}: {facts['verdict']} "
-              f"exit {result.exit_code} in {facts['wall_s']:.2f} s", flush=True)
+        print(f"{label}: {facts['verdict']} exit {result.exit_code} in {facts['wall_s']:.2f} s, "
+              f"{facts['kernel_launches']} kernels", flush=True)
+        return {**entry, "exit_code": result.exit_code, "name": name}
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        runs = [r for r in pool.map(run, enumerate(batch["runs"], 1)) if r is not None]
     results = {"host": asdict(host), "limits": batch["limits"], "runs": runs}
     (folder / RESULTS_FILE).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     return results
@@ -142,13 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run-batch", help="run a batch directory's binaries on this machine's GPU")
     run.add_argument("folder", type=Path)
     run.add_argument("--cpu", action="store_true", help="run without a GPU (programs that launch no kernel)")
+    run.add_argument("--jobs", type=int, default=1, help="programs run at once (default 1; more share the GPU, "
+                     "so wall times are not comparable with a run of one at a time)")
     args = parser.parse_args(argv)
     host = cpu_host() if args.cpu else local_gpu_host()
     if host is None:
         print("no NVIDIA GPU found (nvidia-smi is missing or lists none); --cpu runs without one", file=sys.stderr)
         return 2
     print(f"running on {host.describe()}", flush=True)
-    results = run_batch(args.folder, host)
+    results = run_batch(args.folder, host, args.jobs)
     print(f"{len(results['runs'])} runs; results in {args.folder / RESULTS_FILE}")
     return 0
 

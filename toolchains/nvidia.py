@@ -232,12 +232,14 @@ class NvidiaToolchain(Toolchain):
         """What an executable build adds to the caller's flags (none: a CUDA program as it is)."""
         return ()
 
-    def program_target(self, main: str, archs: list[str], flags: list[str], include_dirs: Sequence[str] = (".",),
-                       ) -> Target:
-        """An executable of ``main`` with SASS for every arch in ``archs`` (``sm_XX``) and the CUDA runtime
-        linked statically, so that only the binary travels to a GPU host."""
+    def program_target(self, units: str | Sequence[str], archs: list[str], flags: list[str],
+                       include_dirs: Sequence[str] = (".",)) -> Target:
+        """An executable of ``units`` (one source, or the main file and the units it links with) with SASS for
+        every arch in ``archs`` (``sm_XX``) and the CUDA runtime linked statically, so that only the binary travels
+        to a GPU host."""
         require_archs(archs, self.vendor)
+        units = [units] if isinstance(units, str) else list(units)
         codes = [f"-gencode=arch=compute_{a.removeprefix('sm_')},code={a}" for a in archs]
-        step = Step("nvcc", (*flags, *self.program_flags(), *(f"-I{d}" for d in include_dirs), *codes, main,
+        step = Step("nvcc", (*flags, *self.program_flags(), *(f"-I{d}" for d in include_dirs), *codes, *units,
                              "-o", "program", "-cudart", "static"), ("program",))
         return Target(kind="program", arch="+".join(archs), steps=(step,), artifact="program")

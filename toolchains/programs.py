@@ -1,8 +1,9 @@
 """Running untrusted programs (a pair's CUDA or HIP binary) and saying how each run ended.
 
 A program runs in the sandbox of :mod:`toolchains.sandbox` with its binary and inputs in a scratch
-directory, as an unprivileged user id of its own (a fresh one per run, so the process-count limit
-counts only that run's processes), under rlimits (CPU seconds, data size, file size, processes) and
+directory (an :class:`Invocation` says its arguments, its working directory and the data files laid out around it,
+which it can read but not change), as an unprivileged user id of its own (a fresh one per run, so the
+process-count limit counts only that run's processes), under rlimits (CPU seconds, data size, file size, processes) and
 a wall-clock timeout. It runs in a PID namespace of its own, so killing the run kills everything it
 started, ``setsid`` children included. In ``bwrap`` mode it sees read-only only the system
 libraries and the ``libraries`` it is given (a CUDA runtime), the GPU's device nodes when asked, no
@@ -12,7 +13,8 @@ user can read on the host.
 :func:`verdict` names the end of a run: ``exited`` (with its exit code), ``timeout``,
 ``cpu_limit`` (SIGXCPU at the CPU limit), ``file_limit`` (SIGXFSZ: wrote too much),
 ``crashed:<signal>`` (see :func:`toolchains.sandbox.exit_signal`). A program that ignores SIGXCPU is
-killed a CPU second later by the hard limit: ``crashed:SIGKILL``.
+killed a CPU second later by the hard limit: ``crashed:SIGKILL``. With a :class:`toolchains.launches.LaunchCounter`
+each run also says how many kernels ran on the GPU (``kernel_launches``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import secrets
 import signal
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from toolchains.executor import Job, JobResult, Launcher, PeakMemory, ToolRun, run_tool
+from toolchains.launches import COUNT_FILE, LaunchCounter
 from toolchains.sandbox import Sandbox, detect, exit_signal
 
 PROGRAM = "program"
@@ -54,18 +57,41 @@ class ProgramLimits:
 
 RUN_FACTS = "run.json"
 """The output a program job adds to the program's stdout: its verdict, wall seconds, peak resident memory (KiB,
-sampled over the sandbox's processes: :class:`toolchains.executor.PeakMemory`) and sandbox mode."""
-RUN_FACT_KEYS = frozenset({"verdict", "wall_s", "max_rss_kib", "sandbox"})
+sampled over the sandbox's processes: :class:`toolchains.executor.PeakMemory`), sandbox mode and the kernels it ran
+(None: not counted)."""
+RUN_FACT_KEYS = frozenset({"verdict", "wall_s", "max_rss_kib", "sandbox", "kernel_launches"})
 PROGRAM_OUTPUTS = ("stdout", RUN_FACTS)
+PROGRAM_DIR = "/run/program"
+"""Where the run's scratch directory is in the sandbox (bwrap): one path, so a program that prints its own path or
+working directory prints the same bytes on every run."""
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """How a program is started: its arguments, its working directory (a folder of the run's tree; the binary is
+    placed there as ``program``) and the data files of its tree (tree path, bytes' digest) laid out around it."""
+
+    args: tuple[str, ...] = ()
+    workdir: str = ""
+    inputs: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def tool(self) -> str:
+        """The binary's path in the scratch directory."""
+        return f"{self.workdir}/{PROGRAM}" if self.workdir else PROGRAM
+
+    def describe(self) -> dict:
+        return {"args": list(self.args), "workdir": self.workdir, "inputs": [list(i) for i in self.inputs]}
 
 
 class ProgramLauncher(Launcher):
     """Starts ``./program`` in its scratch directory inside the sandbox, as a fresh user id, under ``limits``."""
 
     def __init__(self, limits: ProgramLimits, libraries: list[Path] = (), gpu: bool = False,
-                 sandbox: Sandbox | None = None, scratch: Path | None = None):
+                 sandbox: Sandbox | None = None, scratch: Path | None = None, counter: LaunchCounter | None = None):
         self.limits = limits
-        self.libraries = [Path(p) for p in libraries]
+        self.counter = counter
+        self.libraries = [Path(p) for p in libraries] + ([counter.folder] if counter else [])
         self.gpu = gpu
         self.sandbox = sandbox or detect()
         self._scratch = scratch or Path(tempfile.gettempdir()) / "cass-runs"
@@ -75,16 +101,20 @@ class ProgramLauncher(Launcher):
 
     def env(self) -> dict[str, str]:
         return {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin",
-                **({"LD_LIBRARY_PATH": ":".join(map(str, self.libraries))} if self.libraries else {})}
+                **({"LD_LIBRARY_PATH": ":".join(map(str, self.libraries))} if self.libraries else {}),
+                **(self.counter.env() if self.counter else {})}
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
         uid = RUN_UIDS[0] + secrets.randbelow(RUN_UIDS[1])
         # as root: make the binary executable and the directory writable for the run's user, then drop to it
         drop = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
         # the shell stays as the program's parent (never PID 1, which ignores SIGXCPU/SIGXFSZ) and reports a
-        # death by signal N as 128 + N
-        start = ["/bin/sh", "-c", 'chmod 0755 "$1" && chmod 0777 . && shift && "$@"', "sh", tool,
-                 *drop, f"./{tool}", *args]
+        # death by signal N as 128 + N; the data files stay root's (read-only to the run), their folders not writable
+        # but the working directory; the kernel counter writes its count into the scratch directory
+        folder, name = tool.rpartition("/")[::2]
+        start = ["/bin/sh", "-c", 'chmod 0755 "$1" && chmod 0777 . "$2" && '
+                 f'export CASS_KERNEL_LAUNCHES="$PWD/{COUNT_FILE}" && cd "$2" && shift 2 && "$@"',
+                 "sh", tool, folder or ".", *drop, f"./{name}", *args]
         if self.sandbox.mode != "bwrap":
             # a /proc of the new PID namespace: the CUDA driver fails ("OS call failed") when /proc/self is not the
             # program's own process
@@ -95,12 +125,12 @@ class ProgramLauncher(Launcher):
         # no user namespace: the run's user id must be a real one of the host for the process limit to hold
         sandbox = self.sandbox.command(mounts, unshare=("--unshare-net", "--unshare-pid", "--unshare-ipc",
                                                         "--unshare-uts", "--unshare-cgroup-try"), tool=False)
-        return [*self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, str(scratch)), "--", *start]
+        return [*self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, PROGRAM_DIR), "--", *start]
 
     def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
         """Run a program job: any end of the program is a result (its verdict in ``run.json``); a sandbox that
         could not start it, or a run cancelled from outside, is transient."""
-        run = run_tool(self, job, cancelled, PeakMemory())
+        run = run_tool(self, replace(job, outputs=(*job.outputs, COUNT_FILE)), cancelled, PeakMemory())
         if isinstance(run, JobResult):
             return run
         base = {"stderr": run.stderr, "cpu_s": run.cpu_s, "wall_s": run.wall_s, "sandbox": self.sandbox.mode}
@@ -108,8 +138,10 @@ class ProgramLauncher(Launcher):
             return JobResult(exit_code=-1, transient=run.stopped, **base)
         if run.returncode == 1 and run.stderr.startswith((b"bwrap: ", b"setpriv: ", b"unshare: ", b"prlimit: ")):
             return JobResult(exit_code=-1, transient="the sandbox could not start the program", **base)
+        count = run.outputs.pop(COUNT_FILE, b"0")   # a program that never initialised CUDA leaves no count
         facts = {"verdict": verdict(run), "wall_s": round(run.wall_s, 4), "max_rss_kib": run.peak_rss_kib,
-                 "sandbox": self.sandbox.mode}
+                 "sandbox": self.sandbox.mode,
+                 "kernel_launches": int(count.strip() or 0) if self.counter and count.strip().isdigit() else None}
         outputs = {**run.outputs, "stdout": run.stdout, RUN_FACTS: json.dumps(facts, sort_keys=True).encode()}
         return JobResult(exit_code=run.returncode, outputs=outputs, **base)
 
@@ -125,12 +157,13 @@ class ProgramRun:
     wall_s: float
     max_rss_kib: int | None
     sandbox: str
+    kernel_launches: int | None
 
     @classmethod
     def from_result(cls, result: JobResult) -> ProgramRun:
         facts = json.loads(result.outputs[RUN_FACTS])
         return cls(facts["verdict"], result.exit_code, result.outputs["stdout"], result.stderr, facts["wall_s"],
-                   facts["max_rss_kib"], facts["sandbox"])
+                   facts["max_rss_kib"], facts["sandbox"], facts["kernel_launches"])
 
 
 class SandboxFailedError(OSError):
@@ -147,17 +180,19 @@ def verdict(run: ToolRun) -> str:
     return {signal.SIGXCPU: "cpu_limit", signal.SIGXFSZ: "file_limit"}.get(sig, f"crashed:{sig.name}")
 
 
-def program_job(binary: bytes, limits: ProgramLimits, args: tuple[str, ...] = (),
+def program_job(binary: bytes, limits: ProgramLimits, invocation: Invocation = Invocation(),
                 inputs: dict[str, bytes] | None = None, **identity) -> Job:
-    """The job that runs ``binary`` once under ``limits`` (``identity``: the job's vendor, fingerprint and action)."""
-    return Job(identity.pop("vendor", "program"), PROGRAM, args, {PROGRAM: binary, **(inputs or {})},
-               PROGRAM_OUTPUTS, timeout_s=limits.wall_s, stdout_as="stdout", limits=asdict(limits), **identity)
+    """The job that runs ``binary`` once under ``limits`` as ``invocation`` says, with ``inputs`` (tree path: bytes)
+    laid out around it (``identity``: the job's vendor, fingerprint and action)."""
+    return Job(identity.pop("vendor", "program"), invocation.tool, invocation.args,
+               {**(inputs or {}), invocation.tool: binary}, PROGRAM_OUTPUTS, timeout_s=limits.wall_s,
+               stdout_as="stdout", limits=asdict(limits), **identity)
 
 
 def run_program(launcher: ProgramLauncher, binary: bytes, args: tuple[str, ...] = (),
                 inputs: dict[str, bytes] | None = None) -> ProgramRun:
     """Run ``binary`` once in a fresh scratch directory (with ``inputs`` beside it)."""
-    result = launcher.run_job(program_job(binary, launcher.limits, args, inputs))
+    result = launcher.run_job(program_job(binary, launcher.limits, Invocation(args), inputs))
     if result.transient:
         raise SandboxFailedError(f"{result.transient}: {result.stderr.decode(errors='replace')}")
     return ProgramRun.from_result(result)

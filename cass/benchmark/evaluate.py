@@ -36,7 +36,7 @@ from cass.benchmark.tasks import Prediction, Task
 from cass.engine.targets import TargetRun
 from cass.execution.compare import first_difference, tolerant_equal
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, Run, disagreement, run_plans, run_programs
+from cass.execution.programs import Build, Run, disagreement, plain_runs, run_plans, run_programs
 from cass.text.amdgpu import normalize_amd, split_amd
 from store import Store
 from toolchains import Target, load_hip_nvidia, load_toolchains
@@ -135,8 +135,10 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     if host is not None:
         host.require_arch(execute["archs"])
         limits = ProgramLimits(**execute["limits"])
-        runs, report["runs"], _ = run_programs(store, host, limits, binaries, execute["runs"], execute["workers"],
-                                               params["executor"]["host_wait_s"])
+        planned = plain_runs(binaries, limits, execute["runs"])
+        found, report["runs"], _ = run_programs(store, host, {r for rs in planned.values() for r in rs},
+                                                execute["workers"], params["executor"]["host_wait_s"])
+        runs = {binary: [found[r] for r in rs] for binary, rs in planned.items()}
 
     chrf = CHRF()
     rows = []

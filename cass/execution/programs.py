@@ -2,17 +2,22 @@
 
 The CUDA original is built with the pipeline's nvcc, the HIP translation through HIP's NVIDIA back end
 (:class:`toolchains.hip_nvidia.HipNvidiaToolchain`), both with the same flags and SASS for
-``execute.archs``. Builds run on this machine's toolchains. A run is an action too: its key is the
-binary's digest, the run host's fingerprint, the limits and the run's number, so a rerun with
-nothing changed runs nothing, and runs brought back from a GPU host elsewhere are store hits here.
+``execute.archs``, each from its main file and the other units its run spec lists (on the HIP side, the units'
+translations: a unit that is a pair of its own gives its HIP files, one that uses no CUDA name is taken as it is,
+any other stops the HIP build). Builds run on this machine's toolchains. A run is an action too: its key is the
+binary's digest, the run host's fingerprint, the invocation (arguments, working directory, data files), the limits
+and the run's number, so a rerun with nothing changed runs nothing, and runs brought back from a GPU host elsewhere
+are store hits here.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from cass.engine.actions import Action, ActionRunner, Outcome, cluster_at
 from cass.engine.cached import CachedMap
@@ -22,14 +27,19 @@ from cass.execution.hosts import ExecutionHost
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
 from toolchains.gpu import RunHost, launcher_for
-from toolchains.programs import PROGRAM, PROGRAM_OUTPUTS, RUN_FACTS, ProgramLimits
+from toolchains.programs import PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
-RUNNER_VERSION = 3
+RUNNER_VERSION = 4
 """Changes when the way programs are run changes (the launcher's environment, mounts, verdicts): every run's
 key includes it, so no run made the old way is reused."""
 
 SIDES = ("cuda", "hip")
 """The two programs of a pair: the CUDA original and the HIP translation."""
+
+CUDA_NAMES = re.compile(rb"\bcu(?:da|blas|rand|fft|sparse|solver)?[A-Z_]\w*\s*\(|__global__|__device__|<<<|"
+                        rb"#\s*include\s*[<\"](?:cuda|cu[a-z]+[._])")
+"""A unit that matches none of these is plain C or C++: the same file serves both sides."""
+
 
 def takes_arguments(signature: str) -> bool:
     """Whether a ``main`` with this parameter list reads command-line arguments."""
@@ -67,19 +77,46 @@ def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[Tar
     return builds, counts, runner.keys
 
 
+def tree_path(row: dict, path: str) -> str:
+    """The sample path (with the tree's prefix) of ``path``, a file of ``row``'s tree."""
+    main = row["files"][0]["path"]
+    return row["path"].removesuffix(main) + path
+
+
+def program_sources(store: Store, row: dict, pairs: dict[tuple[str, str], dict]) -> dict[str, tuple[dict, str | None]]:
+    """Each side's files (path: digest) for ``row``'s program, with why the side cannot be built (or None): the
+    row's files, its other units' files, and on the HIP side each unit's translation."""
+    cuda = {f["path"]: f["digest"] for f in (*row["unit_files"], *row["files"])}
+    hip = {**cuda, **{f["path"]: f["digest"] for f in row["hip_files"]}}
+    problem = None
+    for unit in row["units"] or ():
+        if (pair := pairs.get((row["origin"], tree_path(row, unit)))) is not None:
+            hip |= {f["path"]: f["digest"] for f in pair["hip_files"] if f["path"] not in row["hip_files"]}
+            hip[unit] = next(f["digest"] for f in pair["hip_files"] if f["path"] == unit)
+        elif CUDA_NAMES.search(store.get(cuda[unit])):
+            problem = problem or f"unit {unit} uses CUDA and has no HIP translation (it is not a pair)"
+    return {"cuda": (cuda, None), "hip": (hip, problem)}
+
+
 def build_programs(store: Store, params: dict, rows: list[dict], workers: int | None,
+                   pairs: dict[tuple[str, str], dict] | None = None,
                    ) -> tuple[dict[tuple[str, str], Build], Counter, set[str]]:
-    """Both programs of every row (``files``/``hip_files``, ``include_dirs``), by (sample id, side), with the
-    builds' action counts and keys."""
+    """Both programs of every row (its main file and ``units``; ``include_dirs``), by (sample id, side), with the
+    builds' action counts and keys; ``pairs`` (by origin and path) give the units' translations."""
     builds: dict = {}
     counts: Counter = Counter()
     keys: set[str] = set()
+    sources = {row["sample_id"]: program_sources(store, row, pairs or {}) for row in rows}
     for side, toolchain in build_toolchains().items():
         plans = {}
         for row in rows:
-            files = row["files" if side == "cuda" else "hip_files"]
-            target = toolchain.program_target(files[0]["path"], params["archs"], params["flags"], row["include_dirs"])
-            plans[row["sample_id"], side] = [TargetRun(target, {f["path"]: f["digest"] for f in files})]
+            files, problem = sources[row["sample_id"]][side]
+            if problem:
+                builds[row["sample_id"], side] = Build(None, "unit_untranslated", problem)
+                continue
+            units = [row["files"][0]["path"], *(row["units"] or ())]
+            target = toolchain.program_target(units, params["archs"], params["flags"], row["include_dirs"])
+            plans[row["sample_id"], side] = [TargetRun(target, files)]
         done, side_counts, side_keys = run_plans(store, toolchain, plans, params["timeout_s"], workers)
         builds |= done
         counts.update(side_counts)   # `+=` would drop the zero counts
@@ -87,12 +124,46 @@ def build_programs(store: Store, params: dict, rows: list[dict], workers: int | 
     return builds, counts, keys
 
 
-def run_action(host: RunHost, limits: ProgramLimits, binary: str, run: int) -> Action:
-    """Run number ``run`` of ``binary`` on ``host`` under ``limits``, as an action."""
-    description = {"vendor": "gpu", "tool": PROGRAM, "runner": RUNNER_VERSION, "host": host.fingerprint(),
-                   "limits": asdict(limits),
-                   "inputs": [[PROGRAM, binary]], "outputs": list(PROGRAM_OUTPUTS), "run": run}
-    return Action("gpu", Step(PROGRAM, (), PROGRAM_OUTPUTS, stdout_as="stdout"), ((PROGRAM, binary),),
+@dataclass(frozen=True)
+class ProgramRun:
+    """One planned run: a binary started as ``invocation`` under ``limits``, the ``number``-th time."""
+
+    binary: str
+    invocation: Invocation
+    limits: ProgramLimits
+    number: int
+
+    def action(self, host: RunHost) -> Action:
+        return run_action(host, self.limits, self.binary, self.number, self.invocation)
+
+
+def plain_runs(binaries: set[str], limits: ProgramLimits, count: int) -> dict[str, list[ProgramRun]]:
+    """``count`` runs of each binary without arguments or data files."""
+    return {b: [ProgramRun(b, Invocation(), limits, n) for n in range(1, count + 1)] for b in sorted(binaries)}
+
+
+def run_plan(row: dict, params: dict) -> tuple[list[Invocation], ProgramLimits]:
+    """How ``row``'s programs are run: one invocation per argument set of its run spec (one without arguments where
+    it has none), and the limits (the spec's time limit, else ``execute.limits``)."""
+    limits = ProgramLimits(**params["limits"])
+    spec = row.get("run_spec")
+    if not spec:
+        return [Invocation()], limits
+    if spec["timeout_s"]:
+        limits = replace(limits, wall_s=float(spec["timeout_s"]), cpu_s=max(limits.cpu_s, int(spec["timeout_s"])))
+    inputs = tuple(sorted((f["path"], f["digest"]) for f in row["run_inputs"] or ()))
+    workdir = spec["workdir"] or posixpath.dirname(row["files"][0]["path"])
+    return [Invocation(tuple(args), workdir, inputs) for args in spec["arg_sets"] or [[]]], limits
+
+
+def run_action(host: RunHost, limits: ProgramLimits, binary: str, run: int,
+               invocation: Invocation) -> Action:
+    """Run number ``run`` of ``binary`` on ``host`` under ``limits`` as ``invocation`` says, as an action."""
+    inputs = ((invocation.tool, binary), *invocation.inputs)
+    description = {"vendor": "gpu", "tool": invocation.tool, "runner": RUNNER_VERSION, "host": host.fingerprint(),
+                   "limits": asdict(limits), "args": list(invocation.args),
+                   "inputs": [list(i) for i in inputs], "outputs": list(PROGRAM_OUTPUTS), "run": run}
+    return Action("gpu", Step(invocation.tool, invocation.args, PROGRAM_OUTPUTS, stdout_as="stdout"), inputs,
                   Store.action_key(description), host.fingerprint())
 
 
@@ -106,13 +177,15 @@ class Run:
     stderr: str
     wall_s: float
     max_rss_kib: int | None
+    kernel_launches: int | None
+    args: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, store: Store, outcome: Outcome) -> Run:
+    def of(cls, store: Store, outcome: Outcome, args: tuple[str, ...] = ()) -> Run:
         record = outcome.record
         facts = json.loads(store.get(record.outputs[RUN_FACTS]))
         return cls(facts["verdict"], record.exit_code, record.outputs["stdout"], record.stderr, facts["wall_s"],
-                   facts["max_rss_kib"])
+                   facts["max_rss_kib"], facts.get("kernel_launches"), args)
 
     @property
     def ok(self) -> bool:
@@ -141,19 +214,21 @@ def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, wor
     return ActionRunner(store, executor, limits.wall_s, limits=asdict(limits))
 
 
-def run_programs(store: Store, host: ExecutionHost, limits: ProgramLimits, binaries: set[str], runs: int,
-                 workers: int, host_wait_s: float) -> tuple[dict[str, list[Outcome | None]], dict, set[str]]:
-    """``runs`` runs of every binary on ``host``: taken from the store, and on a live host the others run there.
-    A run without a result (none recorded for a recorded host, or a transient failure) is None."""
-    actions = {(b, n): run_action(host.host, limits, b, n) for b in sorted(binaries) for n in range(1, runs + 1)}
+def run_programs(store: Store, host: ExecutionHost, planned: set[ProgramRun], workers: int,
+                 host_wait_s: float) -> tuple[dict[ProgramRun, Outcome | None], dict, set[str]]:
+    """Every planned run on ``host``: taken from the store, and on a live host the others run there (one runner per
+    set of limits). A run without a result (none recorded for a recorded host, or a transient failure) is None."""
+    actions = {run: run.action(host.host) for run in planned}
+    counts: Counter = Counter()
+    outcomes: dict[str, Outcome] = {}
     if host.live:
-        runner = program_runner(store, host, limits, workers, host_wait_s)
-        outcomes = runner.run(list(actions.values()), desc=f"run on {host.name}")
-        counts = runner.counts.as_dict()
+        for limits in sorted({run.limits for run in planned}, key=lambda lim: lim.wall_s):
+            runner = program_runner(store, host, limits, workers, host_wait_s)
+            outcomes |= runner.run([a for r, a in actions.items() if r.limits == limits], desc=f"run on {host.name}")
+            counts.update({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
     else:
         recorded, missing = CachedMap(store).split({a.key: a.key for a in actions.values()})
         outcomes = {key: Outcome(record) for key, record in recorded.items()}
-        counts = {"hits": len(recorded), "not_recorded": len(missing)}
-    found = {b: [(o if (o := outcomes.get(actions[b, n].key)) and o.record else None) for n in range(1, runs + 1)]
-             for b in binaries}
-    return found, counts, {a.key for a in actions.values()}
+        counts.update(hits=len(recorded), not_recorded=len(missing))
+    found = {run: (o if (o := outcomes.get(action.key)) and o.record else None) for run, action in actions.items()}
+    return found, dict(counts), {a.key for a in actions.values()}

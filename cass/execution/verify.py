@@ -1,59 +1,146 @@
-"""Verifying pairs by execution: both programs of every pair with a ``main`` built for an NVIDIA GPU, run, and their
-outputs judged (stage ``execute``: :mod:`cass.stages.execute`)."""
+"""Verifying pairs by execution: both programs of every pair with a ``main`` built for an NVIDIA GPU, run as the run
+spec says, and their outputs judged (stage ``execute``: :mod:`cass.stages.execute`).
+
+Per argument set, in this order: a run out of time is ``timeout``; a run that did not exit 0 is ``needs_input`` (the
+CUDA original takes arguments and got none) or ``<side>_failed``; a CUDA original that prints its usage is
+``needs_input``; two programs that print nothing are ``no_output``; CUDA runs whose lines do not align are
+``nondeterministic``. Then the outputs compare: ``match`` (the same bytes in every run), ``match_masked`` (equal once
+the fields that differ between the CUDA original's own runs are masked on both sides), ``match_tolerant`` (the other
+numbers within ``execute.tolerance``), else ``mismatch`` (the first differing line). A HIP self-check that fails
+where the CUDA one does not is a ``mismatch``; a matching pair where a run launched no kernel is ``no_kernel``. A pair
+is verified (``exec_verified``) when every argument set matches, every run of both sides launched a kernel (counted)
+and the CUDA original's own self-check did not fail.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from cass.execution.compare import first_difference, tolerant_equal
+from cass.execution.compare import Calibration, first_difference, prints_usage, self_check, tolerant_equal
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
     SIDES,
     Build,
+    ProgramRun,
     Run,
     build_programs,
-    disagreement,
+    run_plan,
     run_programs,
     takes_arguments,
 )
 from cass.text.cuda import main_signature
 from store import Store
-from toolchains.programs import ProgramLimits
 
-RUNS_DTYPE = pl.List(pl.Struct({"verdict": pl.String, "exit_code": pl.Int64, "stdout": pl.String,
-                                "stderr": pl.String, "wall_s": pl.Float64, "max_rss_kib": pl.Int64}))
-COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String,
+RUNS_DTYPE = pl.List(pl.Struct({"args": pl.List(pl.String), "verdict": pl.String, "exit_code": pl.Int64,
+                                "stdout": pl.String, "stderr": pl.String, "wall_s": pl.Float64,
+                                "max_rss_kib": pl.Int64, "kernel_launches": pl.Int64}))
+COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String, "exec_verified": pl.Boolean,
+           "exec_masked_fields": pl.Int64, "cuda_self_check": pl.String, "hip_self_check": pl.String,
+           "exec_units": pl.List(pl.String), "run_spec_source": pl.String,
            "cuda_program": pl.String, "hip_program": pl.String, "cuda_runs": RUNS_DTYPE, "hip_runs": RUNS_DTYPE}
+MATCHES = ("match", "match_masked", "match_tolerant")
+"""The statuses of outputs that agree, weakest last."""
 
 
-def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, tolerance: dict) -> tuple[str, str]:
-    """(exec_status, detail) of a pair whose both programs ran."""
+@dataclass
+class Verdict:
+    """How one argument set (or the whole pair) went."""
+
+    status: str
+    detail: str = ""
+    masked: int = 0
+    self_checks: tuple[str | None, str | None] = (None, None)
+
+
+def compare(store: Store, cuda: list[Run], hip: list[Run], tolerance: dict) -> Verdict:
+    """The outputs of two programs that both ran to exit 0, calibrated on the CUDA original's own runs."""
+    cuda_out, hip_out = [store.get(r.stdout) for r in cuda], [store.get(r.stdout) for r in hip]
+    if not cuda_out[0].strip() and not any(h.strip() for h in hip_out):
+        return Verdict("no_output", "neither program printed anything")
+    if len(set(cuda_out + hip_out)) == 1:
+        return Verdict("match")
+    calibration = Calibration.of(cuda_out)
+    if calibration is None:
+        return Verdict("nondeterministic", f"cuda: {first_difference(cuda_out[0], cuda_out[1])}")
+    expected = calibration.mask(cuda_out[0])
+    masked = [calibration.mask(h) for h in hip_out]
+    for got, raw in zip(masked, hip_out, strict=True):
+        if got is None:
+            return Verdict("mismatch", first_difference(cuda_out[0], raw))
+    if all(got == expected for got in masked) and calibration.volatile:
+        return Verdict("match_masked", f"{calibration.fields} fields masked", calibration.fields)
+    if all(tolerant_equal(expected, got, **tolerance) for got in masked):
+        return Verdict("match_tolerant", first_difference(expected, next(g for g in masked if g != expected)),
+                       calibration.fields)
+    return Verdict("mismatch", first_difference(expected, next(g for g in masked if g != expected)))
+
+
+def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, tolerance: dict) -> Verdict:
+    """The verdict of one argument set whose runs all came back."""
     for side in SIDES:
         for n, run in enumerate(runs[side], 1):
             if run.verdict == "timeout":
-                return "timeout", f"{side} run {n} ran out of time"
+                return Verdict("timeout", f"{side} run {n} ran out of time after {run.wall_s:.1f} s")
+    without_arguments = not runs["cuda"][0].args
     for side in SIDES:
         for n, run in enumerate(runs[side], 1):
             if not run.ok:
-                status = "needs_input" if side == "cuda" and takes_arguments else f"{side}_failed"
-                return status, f"{side} {run.failure(store, n)}"
+                status = "needs_input" if side == "cuda" and takes_arguments and without_arguments else f"{side}_failed"
+                return Verdict(status, f"{side} {run.failure(store, n)}")
+    first = runs["cuda"][0]
+    if prints_usage(store.get(first.stdout), store.get(first.stderr)):
+        return Verdict("needs_input", "the CUDA original printed its usage")
+    verdict = compare(store, runs["cuda"], runs["hip"], tolerance)
+    checks = (self_check(store.get(first.stdout)),
+              min((self_check(store.get(r.stdout)) or "~" for r in runs["hip"]), default=None))
+    verdict.self_checks = (checks[0], None if checks[1] == "~" else checks[1])
+    if verdict.status in MATCHES and verdict.self_checks[1] == "fail" and verdict.self_checks[0] != "fail":
+        return Verdict("mismatch", "the HIP program's self-check failed where the CUDA original's did not",
+                       self_checks=verdict.self_checks)
+    if verdict.status in MATCHES:
+        for side in SIDES:
+            if any(r.kernel_launches == 0 for r in runs[side]):
+                return Verdict("no_kernel", f"a {side} run launched no kernel on the GPU",
+                               self_checks=verdict.self_checks)
+    return verdict
+
+
+def combine(verdicts: list[Verdict]) -> Verdict:
+    """A pair's verdict over its argument sets: the first that does not match, else the weakest match."""
+    if failed := next((v for v in verdicts if v.status not in MATCHES), None):
+        return failed
+    weakest = max(verdicts, key=lambda v: MATCHES.index(v.status))
+    return Verdict(weakest.status, weakest.detail, sum(v.masked for v in verdicts), weakest.self_checks)
+
+
+def judge_pair(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, tolerance: dict) -> Verdict:
+    """A pair's verdict: each argument set judged (:func:`judge`), then combined (:func:`combine`)."""
+    by_args: dict[tuple[str, ...], dict[str, list[Run]]] = {}
     for side in SIDES:
-        if differs := disagreement(store, runs[side]):
-            return "nondeterministic", f"{side}: {differs}"
-    cuda, hip = store.get(runs["cuda"][0].stdout), store.get(runs["hip"][0].stdout)
-    if cuda == hip:
-        return "match", ""
-    status = "match_tolerant" if tolerant_equal(cuda, hip, **tolerance) else "mismatch"
-    return status, first_difference(cuda, hip)
+        for run in runs[side]:
+            by_args.setdefault(run.args, {s: [] for s in SIDES})[side].append(run)
+    verdicts = [judge(store, sets, takes_arguments, tolerance) for sets in by_args.values()]
+    if len(verdicts) > 1:
+        for verdict, args in zip(verdicts, by_args, strict=True):
+            verdict.detail = f"arguments {' '.join(args) or '(none)'}: {verdict.detail}".rstrip(": ")
+    return combine(verdicts)
+
+
+def verified(verdict: Verdict, runs: dict[str, list[Run]]) -> bool:
+    """Matched, with a kernel counted in every run of both sides, and a CUDA self-check that did not fail."""
+    counts = [r.kernel_launches for side in SIDES for r in runs[side]]
+    return (verdict.status in MATCHES and verdict.self_checks[0] != "fail"
+            and all(c is not None and c > 0 for c in counts))
 
 
 def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | None,
             executor: dict) -> tuple[list[dict], dict]:
     """The execution columns of every row, and the stage's run report."""
-    limits = ProgramLimits(**params["limits"])
-    results = {row["sample_id"]: {"exec_host": host.name if host else None} for row in rows}
+    results = {row["sample_id"]: {"exec_host": host.name if host else None, "exec_verified": False,
+                                  "exec_units": row["units"] or [],
+                                  "run_spec_source": (row["run_spec"] or {}).get("source")} for row in rows}
     mains = {row["sample_id"]: main_signature(store.get_text(row["files"][0]["digest"], "replace")) for row in rows}
     runnable = [row for row in rows if mains[row["sample_id"]] is not None]
     for sample, signature in mains.items():
@@ -65,10 +152,11 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
                                              exec_detail="no GPU host (params.yaml execute.host)")
         return [{"sample_id": s, **r} for s, r in results.items()], {"host": None}
     host.require_arch(params["archs"])
-    builds, build_counts, build_keys = build_programs(store, params, runnable, executor["workers"] or None)
-    binaries = {b.binary for b in builds.values() if b.binary}
-    found, run_counts, run_keys = run_programs(store, host, limits, binaries, params["runs"], params["workers"],
-                                               executor["host_wait_s"])
+    pairs = {(row["origin"], row["path"]): row for row in rows}
+    builds, build_counts, build_keys = build_programs(store, params, runnable, executor["workers"] or None, pairs)
+    planned = planned_runs(runnable, builds, params)
+    found, run_counts, run_keys = run_programs(store, host, {r for rs in planned.values() for r in rs},
+                                               params["workers"], executor["host_wait_s"])
     for row in runnable:
         sample, result = row["sample_id"], results[row["sample_id"]]
         built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}
@@ -79,17 +167,40 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
             result.update(exec_status="not_run:transient" if transient else f"{failed}_failed",
                           exec_detail=f"build: {built[failed].reason}: {built[failed].detail[:2000]}")
             continue
-        if missing := [s for s in SIDES if None in found[built[s].binary]]:
+        if missing := (row["run_spec"] or {}).get("missing_inputs"):
+            result.update(exec_status="needs_input", exec_detail=f"the run spec reads {', '.join(missing[:3])}, which "
+                          f"the tree does not have ({len(missing)} missing)")
+            continue
+        if lost := [s for s in SIDES if any(found[r] is None for r in planned[sample, s])]:
             why = ("no run recorded for GPU host " + host.name) if not host.live else "a run failed transiently"
             result.update(exec_status="not_run:no_gpu_host" if not host.live else "not_run:transient",
-                          exec_detail=f"{'+'.join(missing)}: {why}")
+                          exec_detail=f"{'+'.join(lost)}: {why}")
             continue
-        runs = {side: [Run.of(store, o) for o in found[built[side].binary]] for side in SIDES}
+        runs = {side: [Run.of(store, found[r], r.invocation.args) for r in planned[sample, side]] for side in SIDES}
         result.update({f"{side}_runs": [asdict(r) for r in runs[side]] for side in SIDES})
-        status, detail = judge(store, runs, takes_arguments(mains[sample]), params["tolerance"])
-        result.update(exec_status=status, exec_detail=detail)
+        verdict = judge_pair(store, runs, takes_arguments(mains[sample]), params["tolerance"])
+        result.update(exec_status=verdict.status, exec_detail=verdict.detail, exec_masked_fields=verdict.masked,
+                      cuda_self_check=verdict.self_checks[0], hip_self_check=verdict.self_checks[1],
+                      exec_verified=verified(verdict, runs))
     keys = build_keys | run_keys
     report = {"host": {"name": host.name, **asdict(host.host), "description": host.host.describe(),
                        "fingerprint": host.host.fingerprint()},
               "builds": dict(build_counts), "runs": run_counts, "keys": sorted(keys)}
     return [{"sample_id": s, **r} for s, r in results.items()], report
+
+
+def planned_runs(rows: list[dict], builds: dict[tuple[str, str], Build], params: dict,
+                 ) -> dict[tuple[str, str], list[ProgramRun]]:
+    """The runs of every built program whose run spec's inputs are all there, by (sample id, side): each argument
+    set ``execute.runs`` times."""
+    planned = {}
+    for row in rows:
+        if (row["run_spec"] or {}).get("missing_inputs"):
+            continue
+        invocations, limits = run_plan(row, params)
+        for side in SIDES:
+            if binary := builds[row["sample_id"], side].binary:
+                planned[row["sample_id"], side] = [ProgramRun(binary, invocation, limits, n)
+                                                   for invocation in invocations
+                                                   for n in range(1, params["runs"] + 1)]
+    return planned

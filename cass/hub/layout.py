@@ -66,8 +66,9 @@ def execution_section(metrics: dict | None) -> list[str]:
              f"through HIP's NVIDIA back end) ran {metrics['runs']} times each in the program sandbox, on {where}. "
              f"Limits per run: `{json.dumps(metrics['limits'], sort_keys=True)}`; numeric tolerance for "
              f"`match_tolerant`: `{json.dumps(metrics['tolerance'], sort_keys=True)}`. The `verified` config holds "
-             "the `match` rows: byte-identical stdout on both sides and in every run (it is left out while no "
-             "pair is verified).", "",
+             f"the {metrics.get('verified', 0)} verified rows (`exec_verified`): outputs that agree (`match`, "
+             "`match_masked` or `match_tolerant`) and a kernel launched on the GPU in every run of both sides "
+             "(it is left out while no pair is verified).", "",
              "| exec_status | pairs |", "|---|---:|"]
     return lines + [f"| `{status}` | {n} |" for status, n in metrics["exec_status"].items()]
 

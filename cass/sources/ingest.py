@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
+import yaml
 from tqdm import tqdm
 
 from cass.pipeline.manifests import FILES_DTYPE, StageOutput, sample_id
@@ -19,8 +20,16 @@ from cass.sources.debian import COMPLETE_MARK, DebianArchive, FetchError
 from cass.sources.domains import DomainLabeler
 from cass.sources.includes import Includes, TreeIndex, included_units, resolve_includes
 from cass.sources.repositories import CloneError, checkout
+from cass.sources.runspecs import UNIT_SUFFIXES, RunSpec, discover
 from cass.sources.screen import Rejected, check_size, screen
+from cass.text.cuda import main_signature
 from store import Store
+
+RUN_SPEC_DTYPE = pl.Struct({"source": pl.String, "workdir": pl.String, "arg_sets": pl.List(pl.List(pl.String)),
+                            "units_source": pl.String, "missing_inputs": pl.List(pl.String), "timeout_s": pl.Float64})
+"""How a file with a ``main`` is run (:class:`cass.sources.runspecs.RunSpec`; paths are the tree's, like ``files``);
+null for other files. ``run_inputs`` are the data files laid out for its runs, ``units`` the other units it links
+with and ``unit_files`` their files (the units and their headers that ``files`` lacks)."""
 
 SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
@@ -29,6 +38,7 @@ SCHEMA = {
     "source_encoding": pl.String,
     "repository": pl.String, "revision": pl.String, "license_type": pl.String,
     "detected_licenses": pl.List(pl.String), "stars": pl.Int64,
+    "run_spec": RUN_SPEC_DTYPE, "run_inputs": FILES_DTYPE, "units": pl.List(pl.String), "unit_files": FILES_DTYPE,
 }
 CONFIGURED_SCHEMA = {
     "origin": pl.String, "path": pl.String, "template": pl.String, "style": pl.String, "digest": pl.String,
@@ -53,7 +63,7 @@ class Ingest:
 
     def add(self, identity: dict, files: list[tuple[str, str, bytes]], provenance: dict,
             declared_encoding: str | None = None, includes: Includes | None = None,
-            configured: list[str] | tuple[str, ...] = ()) -> None:
+            configured: list[str] | tuple[str, ...] = (), run: dict | None = None) -> None:
         """One sample: ``files`` are (layout path, name for messages, bytes), the main file first."""
         self.out.rows_in += 1
         try:
@@ -74,16 +84,19 @@ class Ingest:
             "configured_headers": list(configured),
             "bytes": len(texts[0].data),
             "source_encoding": texts[0].encoding,
+            "run_spec": None, "run_inputs": [], "units": [], "unit_files": [], **(run or {}),
         })
 
     def tree(self, root: Path, origin: str, extensions: list[str], prefix: str = "",
              provenance: dict | Callable[[str], dict] | None = None, select: Sequence[str] = (), limit: int = 0,
-             configure: Mapping[str, object] | None = None) -> None:
+             configure: Mapping[str, object] | None = None, run_specs: Path | None = None) -> None:
         """Every file of a tree with one of ``extensions`` (those matching a ``select`` glob, the
         first ``limit`` by path when set), with its headers and include dirs; ``provenance`` is
         fixed or a function of the file's path; the tree's configure-time headers are made from
-        their templates with ``configure`` values (None: no configuring)."""
+        their templates with ``configure`` values (None: no configuring); a file with a ``main`` gets its run spec
+        (from ``run_specs``, a YAML file, else the tree's build files)."""
         index = TreeIndex.scan(root)
+        runs = ProgramTree(self.store, index, run_specs)
         if configure is not None:
             self._configure(index, origin, prefix, configure)
         for rel in sorted(index.outside_links):
@@ -120,7 +133,8 @@ class Ingest:
                 continue
             fixed = provenance(rel) if callable(provenance) else provenance or {}
             configured = [h for h in found.headers if h in index.generated]
-            self.add(identity, files, fixed, includes=found, configured=configured)
+            self.add(identity, files, fixed, includes=found, configured=configured,
+                     run=runs.columns(rel, [path for path, _, _ in files]))
 
     def _configure(self, index: TreeIndex, origin: str, prefix: str, values: Mapping[str, object]) -> None:
         """Add the tree's configured headers to ``index`` and record how each was made."""
@@ -135,6 +149,38 @@ class Ingest:
     @staticmethod
     def _identity(origin: str, path: str) -> dict:
         return {"sample_id": sample_id(origin, path), "origin": origin, "path": path}
+
+
+class ProgramTree:
+    """The run specs of a tree's programs, and the files they need in the store."""
+
+    def __init__(self, store: Store, index: TreeIndex, run_specs: Path | None):
+        self.store = store
+        self.index = index
+        self.overrides = (yaml.safe_load(run_specs.read_text()) or {}) if run_specs else {}
+        self.overrides_name = str(run_specs or "")
+        self._sizes: dict[str, int] | None = None
+        self._included: dict[str, str] = {}
+
+    def has_main(self, rel: str) -> bool:
+        return main_signature(self.index.read(rel).decode("utf-8", "replace")) is not None
+
+    def columns(self, rel: str, files: list[str]) -> dict:
+        """The run columns of ``rel`` (whose sample holds ``files``): empty unless it defines ``main``."""
+        if not self.has_main(rel):
+            return {}
+        if self._sizes is None:
+            self._sizes = {**{p: f.stat().st_size for p, f in self.index.files.items()},
+                           **{p: len(self.index.read(p)) for p in self.index.generated}}
+            self._included = included_units(self.index, [p for p in self._sizes if p.endswith(UNIT_SUFFIXES)])
+        spec: RunSpec = discover(self._sizes, self.index.read, rel, self.has_main, self._included, self.overrides,
+                                 self.overrides_name)
+        unit_files = [p for unit in spec.units for p in (unit, *resolve_includes(self.index, unit).headers)]
+        unit_files = list(dict.fromkeys(p for p in unit_files if p not in files))
+        stored = {p: self.store.put(self.index.read(p)) for p in [*spec.inputs, *unit_files]}
+        return {"run_spec": spec.row(), "units": spec.units,
+                "run_inputs": [{"path": p, "digest": stored[p]} for p in spec.inputs],
+                "unit_files": [{"path": p, "digest": stored[p]} for p in unit_files]}
 
 
 def fetched_stack(path: Path) -> pl.DataFrame | None:

@@ -1,13 +1,12 @@
 """Stage ``execute``: every pair with a ``main`` built for an NVIDIA GPU on both sides, each
 program run ``execute.runs`` times on the run host, the outputs compared.
 
-``exec_status`` per pair: ``match`` (the same stdout on both sides, every run), ``match_tolerant``
-(the numbers differ within ``execute.tolerance``, the rest is equal), ``mismatch`` (with the first
-differing line), ``nondeterministic`` (a side's runs differ), ``cuda_failed``/``hip_failed`` (the
-build failed or a run did not exit 0), ``needs_input`` (the CUDA original takes arguments and fails
-without them), ``timeout``, ``no_main``, ``not_run:no_gpu_host`` and ``not_run:transient`` (a build or run
-killed for no reason of the source: not cached, retried by ``dvc repro -f execute``). No row is dropped: the manifest
-is the pair stage's with the execution columns added.
+Each program is built from its main file and the units its run spec lists and run as the spec says (arguments,
+working directory, data files, time limit; :mod:`cass.sources.runspecs`). ``exec_status`` per pair is
+:mod:`cass.execution.verify`'s verdict, ``exec_verified`` whether it is verified; ``no_main``,
+``not_run:no_gpu_host`` and ``not_run:transient`` (a build or run killed for no reason of the source: not cached,
+retried by ``dvc repro -f execute``) besides. No row is dropped: the manifest is the pair stage's with the execution
+columns added.
 """
 
 from __future__ import annotations
@@ -31,7 +30,10 @@ def run(stage: Stage) -> None:
     statuses = Counter(r["exec_status"] for r in added)
     out.action_keys = set(report.pop("keys", []))
     out.run.update(report)
+    unverified = Counter(r["exec_status"] for r in added if not r["exec_verified"])
     out.extra_metrics.update(exec_status=dict(sorted(statuses.items())), host=report["host"],
+                             verified=sum(r["exec_verified"] for r in added),
+                             unverified_by_status=dict(sorted(unverified.items())),
                              limits=params["limits"], archs=params["archs"], runs=params["runs"],
                              tolerance=params["tolerance"])
     extra = pl.DataFrame(added, schema={"sample_id": pl.String, **COLUMNS})

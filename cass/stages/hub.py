@@ -2,10 +2,10 @@
 
 ``data/hub/`` mirrors the target repository: ``data/<config>/train-XXXXX-of-XXXXX.parquet``
 (named as ``datasets.push_to_hub`` names shards) and ``README.md``. Configs: ``pairs``
-(file-level), ``verified`` (the pairs whose two programs printed the same output: ``exec_status`` is
-``match``; left out while there is none), ``kernels`` (kernel-level), ``instruct_source`` and ``instruct_asm`` (training
-messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable key (BLAKE3
-of its id modulo the shard count), and the shard count by the table's size over
+(file-level), ``verified`` (the pairs the execute stage verified: ``exec_verified``, outputs that agree and kernels
+launched on the GPU in every run; left out while there is none), ``kernels`` (kernel-level), ``instruct_source``
+and ``instruct_asm`` (training messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable
+key (BLAKE3 of its id modulo the shard count), and the shard count by the table's size over
 ``hub.shard_bytes``, so changing one sample rewrites one shard per config that holds it.
 The card has YAML ``configs:``, the license field, a schema table per config, counts per stage
 and drop reason, the exact toolchain versions, flags, dedup and tokenizer parameters, and how
@@ -34,7 +34,7 @@ def run(stage: Stage) -> None:
     for name, (_, key) in SOURCES.items():   # the held-out origins (the benchmark's tasks) in no training config
         configs[name] = tables[name].filter(~holdout)
         keys[name] = key
-    verified = configs["pairs"].filter(pl.col("exec_status") == "match")
+    verified = configs["pairs"].filter(pl.col("exec_verified").fill_null(False))
     if verified.height:   # an empty config would not load (`datasets` finds no data in it)
         configs["verified"] = verified
         keys["verified"] = "sample_id"

@@ -23,16 +23,20 @@ def split_files(store: Store, files: list[dict]) -> tuple[str, list[dict]]:
 
 
 EXEC_COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String,
+                "exec_verified": pl.Boolean, "exec_masked_fields": pl.Int64, "exec_units": pl.List(pl.String),
+                "run_spec_source": pl.String, "cuda_self_check": pl.String, "hip_self_check": pl.String,
                 "cuda_exit_code": pl.Int64, "hip_exit_code": pl.Int64,
-                "cuda_wall_s": pl.Float64, "hip_wall_s": pl.Float64}
+                "cuda_wall_s": pl.Float64, "hip_wall_s": pl.Float64,
+                "cuda_kernel_launches": pl.Int64, "hip_kernel_launches": pl.Int64}
 """What the execute stage found (first run of each side; null where a side did not run)."""
+RUN_COLUMNS = ("exit_code", "wall_s", "kernel_launches")
 
 
 def execution_columns(row: dict) -> dict:
     """A pair's execution columns from its row of the execute stage's manifest."""
     first = {side: (row[f"{side}_runs"] or [None])[0] for side in ("cuda", "hip")}
-    return {"exec_status": row["exec_status"], "exec_detail": row["exec_detail"], "exec_host": row["exec_host"],
-            **{f"{side}_{name}": run and run[name] for side, run in first.items() for name in ("exit_code", "wall_s")}}
+    return {**{name: row[name] for name in EXEC_COLUMNS if name in row},
+            **{f"{side}_{name}": run and run[name] for side, run in first.items() for name in RUN_COLUMNS}}
 
 
 def optional_text(store: Store, digest: str | None) -> str | None:

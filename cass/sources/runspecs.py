@@ -1,0 +1,258 @@
+"""How the authors of a tree run its programs: run specs read from the tree's own build files, or given in a per-tree
+YAML file (``corpus.trees[].run_specs``).
+
+A :class:`RunSpec` says, for a file with a ``main``: the argument sets it is run with, its working directory, the
+data files of the tree it reads (laid out around it, read-only, when it runs), the other units it links with, a time
+limit, and where each of these came from. From a ``Makefile`` (``GNUmakefile``, ``makefile``) in the file's folder:
+the recipe of its ``run`` target (else ``test``, else ``check``): every command that starts ``./<program>`` is an
+argument set, ``cd <dir> &&`` before it moves the working directory; the units are the sources its source or object
+variables list (``source = main.cu kernels.cu``, ``obj = main.o util.o``) when they name the file. Make itself is
+not run: the tree is untrusted, and ``make -n`` would expand ``$(shell ...)``. Without a build file that lists
+units, the main file's undefined functions are resolved against the other source files of its folder (those that no
+file ``#include``s and that define no ``main``): a unit that defines a function the main file calls but does not
+define is linked, and so on from the units taken (a textual resolution: it reads definitions, not object files).
+
+The YAML file maps globs of main files (tree paths) to ``args`` (a list of argument lists), ``workdir``, ``inputs``
+(tree paths), ``units`` (tree paths) and ``timeout_s``; it wins over the build files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from cass.text.cuda import strip_comments_and_strings
+
+UNIT_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
+BUILD_FILES = ("GNUmakefile", "makefile", "Makefile")
+RUN_TARGETS = ("run", "test", "check")
+NOT_DATA = re.compile(r"(?i)(^|/)(makefile|gnumakefile|cmakelists\.txt|readme[^/]*|license[^/]*|copying[^/]*)$"
+                      r"|\.(cu|cuh|c|cc|cpp|cxx|h|hh|hpp|hxx|inl|cl|py|sh|cmake|o|md)$")
+"""Files of a program's folder that are not its data: sources, build and documentation files."""
+MAX_INPUT_BYTES = 16 << 20
+"""Data files larger than this are not laid out for a run (the run spec names them as missing)."""
+SOURCE_VARIABLES = re.compile(r"(?i)^(\w*_)?(src|srcs|source|sources|obj|objs|object|objects)$")
+ASSIGNMENT = re.compile(r"^(?:override\s+|export\s+)?([A-Za-z_][\w.-]*)\s*(\+=|\?=|:::?=|::=|:=|=)\s*(.*)$")
+RULE = re.compile(r"^([^\t#=:][^=:]*?)\s*::?\s*(?!=)(.*)$")
+REFERENCE = re.compile(r"\$[({]([A-Za-z_][\w.-]*)(?::([^=)}]*)=([^)}]*))?[)}]")
+FUNCTION = re.compile(r"\$[({](\w+)\s+([^()${}]*)[)}]")
+COMMAND_SPLIT = re.compile(r"\s*(?:&&|;|\|\|)\s*")
+
+
+@dataclass
+class RunSpec:
+    """How one program is run (paths are tree paths, without the tree's prefix)."""
+
+    source: str
+    """Where the arguments came from (``<build file>:<target>``, ``<yaml file>``), or ``none``."""
+    workdir: str
+    arg_sets: list[list[str]]
+    units: list[str] = field(default_factory=list)
+    units_source: str = "none"
+    inputs: list[str] = field(default_factory=list)
+    missing_inputs: list[str] = field(default_factory=list)
+    timeout_s: float | None = None
+
+    def row(self) -> dict:
+        """The ``run_spec`` column's value."""
+        return {"source": self.source, "workdir": self.workdir, "arg_sets": self.arg_sets,
+                "units_source": self.units_source, "missing_inputs": self.missing_inputs, "timeout_s": self.timeout_s}
+
+
+@dataclass
+class Makefile:
+    """What a Makefile says, as far as running its program goes (variables expanded by make's simple rules)."""
+
+    variables: dict[str, str]
+    recipes: dict[str, list[str]]
+    wildcard: Callable[[str], list[str]] = lambda _: []
+    """``$(wildcard PATTERN)``: the files of the build file's folder the pattern matches."""
+
+    @classmethod
+    def parse(cls, text: str, wildcard: Callable[[str], list[str]] | None = None) -> Makefile:
+        variables: dict[str, str] = {}
+        recipes: dict[str, list[str]] = {}
+        current: list[str] | None = None
+        for line in re.sub(r"\\\r?\n", " ", text).splitlines():
+            if line.startswith("\t"):
+                if current is not None:
+                    current.append(line.strip())
+                continue
+            line = line.split("#", 1)[0].rstrip()
+            if not line.strip() or re.match(r"\s*(ifn?eq|ifn?def|else|endif|include|-include)\b", line):
+                continue
+            if match := ASSIGNMENT.match(line.strip()):
+                name, operator, value = match.groups()
+                if operator == "+=":
+                    variables[name] = f"{variables.get(name, '')} {value}".strip()
+                elif operator != "?=" or name not in variables:
+                    variables[name] = value.strip()
+                current = None
+            elif match := RULE.match(line):
+                current = []
+                for target in match.group(1).split():
+                    recipes.setdefault(target, current)
+            else:
+                current = None
+        return cls(variables, recipes, *([wildcard] if wildcard else []))
+
+    def expand(self, text: str, depth: int = 0) -> str:
+        """``text`` with ``$(VAR)``, ``$(VAR:a=b)`` and ``$(wildcard ...)`` expanded; other functions are empty."""
+        if depth > 10 or "$" not in text:
+            return text.replace("$$", "$")
+
+        def reference(match: re.Match) -> str:
+            value = self.expand(self.variables.get(match.group(1), ""), depth + 1)
+            if match.group(2) is not None:
+                old, new = match.group(2), match.group(3)
+                value = " ".join(w[: -len(old)] + new if old and w.endswith(old) else w for w in value.split())
+            return value
+
+        def function(match: re.Match) -> str:
+            name, argument = match.groups()
+            if name == "wildcard":
+                return " ".join(p for pattern in argument.split() for p in self.wildcard(pattern))
+            return ""
+
+        expanded = FUNCTION.sub(function, REFERENCE.sub(reference, text))
+        return self.expand(expanded, depth + 1) if expanded != text else expanded.replace("$$", "$")
+
+    def run_commands(self) -> tuple[str, list[list[str]]]:
+        """The first of the run targets with a recipe, and its ``./program`` commands as (workdir, argv) lists."""
+        for target in RUN_TARGETS:
+            if target in self.recipes:
+                return target, [self.expand(line) for line in self.recipes[target]]
+        return "", []
+
+
+def program_invocations(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """(working directory relative to the build file, arguments) of every ``./program`` command of a recipe."""
+    found = []
+    for line in lines:
+        workdir = "."
+        for command in COMMAND_SPLIT.split(line.lstrip("@-+ ")):
+            try:
+                words = shlex.split(command)
+            except ValueError:
+                continue
+            while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):   # VAR=value ./program
+                words.pop(0)
+            if words[:1] == ["cd"] and len(words) == 2:
+                workdir = posixpath.normpath(posixpath.join(workdir, words[1]))
+            elif words and words[0].startswith("./"):
+                args = []
+                for word in words[1:]:
+                    if word in ("|", ">", ">>", "<", "2>", "2>&1", "&>", "1>") or word.startswith((">", "2>", "<")):
+                        break
+                    args.append(word)
+                found.append((workdir, args))
+    return found
+
+
+def _main_units(makefile: Makefile, folder_files: set[str], main_name: str) -> list[str] | None:
+    """The source files (folder-relative) the Makefile's source or object variables list, or None when none lists
+    the main file."""
+    for name, value in makefile.variables.items():
+        if not SOURCE_VARIABLES.match(name):
+            continue
+        words = makefile.expand(value).split()
+        units = []
+        for word in words:
+            stem, suffix = posixpath.splitext(word)
+            candidates = [word] if suffix in UNIT_SUFFIXES else [stem + s for s in UNIT_SUFFIXES if suffix == ".o"]
+            units += [c for c in candidates if posixpath.normpath(c) in folder_files][:1]
+        if main_name in units:
+            return [posixpath.normpath(u) for u in units]
+    return None
+
+
+DEFINITION = re.compile(r"^[A-Za-z_][\w:<>,*&\s]*?[\s*&]([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:const\s*)?\{", re.M)
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<<<[^;]*?>>>\s*)?\(")
+
+
+def resolve_units(main: str, candidates: list[str], text: Callable[[str], str]) -> list[str]:
+    """The ``candidates`` that define functions ``main`` (or a unit taken) calls and does not define itself."""
+    defined = {unit: set(DEFINITION.findall(text(unit))) for unit in candidates}
+    taken: list[str] = []
+    wanted = set(CALL.findall(text(main))) - set(DEFINITION.findall(text(main)))
+    while found := [u for u in candidates if u not in taken and defined[u] & wanted]:
+        taken += found
+        for unit in found:
+            wanted |= set(CALL.findall(text(unit))) - defined[unit]
+        wanted -= {name for unit in taken for name in defined[unit]}
+    return sorted(taken)
+
+
+def discover(files: Mapping[str, int], read: Callable[[str], bytes], main: str, has_main: Callable[[str], bool],
+             included: Mapping[str, str], overrides: Mapping[str, dict] | None = None,
+             overrides_name: str = "") -> RunSpec:
+    """The run spec of ``main`` (a tree path) in a tree of ``files`` (path: size): ``included`` maps units to the
+    file that ``#include``s them, ``has_main`` says whether a unit defines ``main``."""
+    folder = posixpath.dirname(main)
+
+    def join(rel: str) -> str:
+        return posixpath.normpath(posixpath.join(folder, rel))
+    in_folder = {posixpath.relpath(p, folder or ".") for p in files if posixpath.dirname(p) == folder}
+    spec = RunSpec("none", folder, [[]])
+    build = next((b for b in BUILD_FILES if b in in_folder), None)
+    listed = None
+    if build:
+        makefile = Makefile.parse(read(join(build)).decode("utf-8", "replace"), folder_glob(in_folder))
+        target, lines = makefile.run_commands()
+        if invocations := program_invocations(lines):
+            spec.source = f"{join(build)}:{target}"
+            spec.workdir = join(invocations[0][0])
+            spec.arg_sets = [args for where, args in invocations if join(where) == spec.workdir] or [[]]
+        listed = _main_units(makefile, in_folder, posixpath.basename(main))
+        if listed is not None:
+            spec.units = [join(u) for u in listed if join(u) != main]
+            spec.units_source = f"{join(build)}:sources"
+    if listed is None:
+        candidates = sorted(p for p in files if posixpath.dirname(p) == folder and p != main
+                            and p.endswith(UNIT_SUFFIXES) and p not in included and not has_main(p))
+        spec.units = resolve_units(main, candidates,
+                                   lambda p: strip_comments_and_strings(read(p).decode("utf-8", "replace")))
+        spec.units_source = "symbols"
+    override = next((o for pattern, o in (overrides or {}).items() if fnmatch.fnmatchcase(main, pattern)), None)
+    if override:
+        spec.source = overrides_name
+        spec.workdir = override.get("workdir", spec.workdir)
+        spec.arg_sets = [[str(a) for a in args] for args in override.get("args", spec.arg_sets)]
+        if "units" in override:
+            spec.units, spec.units_source = list(override["units"]), overrides_name
+        spec.timeout_s = override.get("timeout_s")
+    if spec.source != "none":   # a program without a run spec runs as it always has: no arguments, no data
+        _lay_out_inputs(spec, files, [str(i) for i in (override or {}).get("inputs", ())])
+    return spec
+
+
+def _lay_out_inputs(spec: RunSpec, files: Mapping[str, int], named: list[str]) -> None:
+    """The data files a run reads: the working directory's own, those the YAML names, and every argument that is a
+    file or folder of the tree; arguments that look like files of the tree but are not there are missing."""
+    wanted = {p for p in files if posixpath.dirname(p) == spec.workdir and not NOT_DATA.search(p)} | set(named)
+    for args in spec.arg_sets:
+        for arg in args:
+            value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+            if not re.search(r"[/.]", value) or re.fullmatch(r"[-+]?[\d.eE+-]+", value):
+                continue
+            path = posixpath.normpath(posixpath.join(spec.workdir, value))
+            under = [p for p in files if p.startswith(path.rstrip("/") + "/")]
+            if path in files or under:
+                wanted |= {path} if path in files else set(under)
+            elif "/" in value or re.search(r"\.\w{1,5}$", value):
+                spec.missing_inputs.append(path)
+    for path in sorted(wanted):
+        if path not in files or files[path] > MAX_INPUT_BYTES:
+            spec.missing_inputs.append(path)
+        else:
+            spec.inputs.append(path)
+    spec.missing_inputs = sorted(set(spec.missing_inputs))
+
+
+def folder_glob(names: set[str]) -> Callable[[str], list[str]]:
+    """``$(wildcard ...)`` over a folder's files (``names``, relative to it)."""
+    return lambda pattern: sorted(n for n in names if fnmatch.fnmatchcase(n, posixpath.normpath(pattern)))

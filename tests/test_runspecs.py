@@ -1,0 +1,102 @@
+"""Run specs read from a tree's own build files (or a YAML file), and output calibration: pure functions, checked on
+small trees and outputs written here and on real Makefiles of the HeCBench development copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cass.execution.compare import Calibration, prints_usage, self_check
+from cass.sources.runspecs import Makefile, discover, program_invocations
+
+HECBENCH = Path(__file__).resolve().parents[2] / "shared" / "hecbench" / "src"
+
+
+def tree(files: dict[str, str]):
+    """(sizes, reader, has_main) of an in-memory tree."""
+    data = {path: text.encode() for path, text in files.items()}
+    return ({p: len(d) for p, d in data.items()}, data.__getitem__, lambda p: b"int main(" in data[p])
+
+
+def test_a_makefile_run_target_gives_the_arguments_working_directory_units_and_data():
+    sizes, read, has_main = tree({
+        "app/Makefile": "CC = nvcc\nprogram = main\nsource = main.cu kernels.cu util.cpp\n"
+                        "obj = $(source:.cu=.o)\nLAUNCHER =\n\n$(program): $(obj)\n\t$(CC) $(obj) -o $@\n\n"
+                        "run: $(program)\n\t$(LAUNCHER) ./$(program) 100 ../data/in.bin > log.txt\n"
+                        "\t$(LAUNCHER) ./$(program) 200 ../data/in.bin\n",
+        "app/main.cu": "int main() {}", "app/kernels.cu": "__global__ void k() {}", "app/util.cpp": "int u() {}",
+        "app/other.cu": "int main() {}", "app/weights.txt": "1 2 3", "app/README.md": "docs",
+        "data/in.bin": "bytes",
+    })
+    spec = discover(sizes, read, "app/main.cu", has_main, {})
+    assert spec.source == "app/Makefile:run" and spec.workdir == "app"
+    assert spec.arg_sets == [["100", "../data/in.bin"], ["200", "../data/in.bin"]]   # the redirection is not one
+    assert spec.units == ["app/kernels.cu", "app/util.cpp"] and spec.units_source == "app/Makefile:sources"
+    assert spec.inputs == ["app/weights.txt", "data/in.bin"] and spec.missing_inputs == []
+
+
+def test_an_input_file_the_tree_lacks_is_named_and_cd_moves_the_working_directory():
+    sizes, read, has_main = tree({
+        "b/Makefile": "run:\n\tcd release && ./main --input ../graphs/web.egr -n 4\n",
+        "b/main.cu": "int main() {}",
+    })
+    spec = discover(sizes, read, "b/main.cu", has_main, {})
+    assert spec.workdir == "b/release" and spec.arg_sets == [["--input", "../graphs/web.egr", "-n", "4"]]
+    assert spec.missing_inputs == ["b/graphs/web.egr"]
+
+
+def test_without_a_build_file_units_are_the_folders_files_that_define_what_main_calls():
+    sizes, read, has_main = tree({
+        "p/main.cu": "int scale(int);\nint main() { return scale(2); }",
+        "p/scale.cu": "int twice(int);\nint scale(int x) {\n  return twice(x);\n}",
+        "p/twice.cpp": "int twice(int x) {\n  return 2 * x;\n}",
+        "p/unrelated.cu": "__global__ void k(float *a) {\n  a[0] = 1;\n}",
+        "p/included.cu": "int scale2(int x) {\n  return x;\n}",
+    })
+    spec = discover(sizes, read, "p/main.cu", has_main, {"p/included.cu": "p/scale.cu"})
+    assert spec.source == "none" and spec.arg_sets == [[]] and spec.inputs == []
+    assert spec.units == ["p/scale.cu", "p/twice.cpp"] and spec.units_source == "symbols"
+
+
+def test_a_yaml_run_spec_wins_over_the_build_file():
+    sizes, read, has_main = tree({"q/Makefile": "run:\n\t./main 1\n", "q/main.cu": "int main() {}",
+                                  "q/in/a.dat": "x"})
+    overrides = {"q/*.cu": {"args": [["-f", "in/a.dat"], ["-f", "in/a.dat", "-v"]], "timeout_s": 120}}
+    spec = discover(sizes, read, "q/main.cu", has_main, {}, overrides, "specs.yaml")
+    assert spec.source == "specs.yaml" and spec.timeout_s == 120
+    assert spec.arg_sets == [["-f", "in/a.dat"], ["-f", "in/a.dat", "-v"]] and spec.inputs == ["q/in/a.dat"]
+
+
+def test_makefile_variables_expand_as_make_expands_them():
+    makefile = Makefile.parse("A = x\nA += y\nB ?= $(A)\nB ?= no\nC := $(B:y=z) $$HOME\n# c\nD = \\\n  d1 d2\n",
+                              lambda pattern: ["k1.cu", "k2.cu"] if pattern == "*.cu" else [])
+    assert makefile.expand("$(C)") == "x z $HOME" and makefile.expand("${D}") == "d1 d2"
+    assert makefile.expand("$(wildcard *.cu) $(shell rm -rf /)") == "k1.cu k2.cu "
+    assert program_invocations(["@./prog -s 3 2>&1 | tee x", "mkdir out", "OMP=2 ./prog 4"]) == [
+        (".", ["-s", "3"]), (".", ["4"])]
+
+
+@pytest.mark.skipif(not HECBENCH.is_dir(), reason="no HeCBench copy beside the repository")
+def test_the_hecbench_makefiles_give_run_specs():
+    """Every CUDA program of the development copy whose Makefile has a `run:` target gets its arguments from it."""
+    files = {str(p.relative_to(HECBENCH)): p.stat().st_size for p in HECBENCH.rglob("*") if p.is_file()}
+    mains = [p for p in files if p.endswith("-cuda/main.cu")]
+    with_run = [m for m in mains if "\nrun:" in (HECBENCH / m).with_name("Makefile").read_text(errors="replace")]
+    specs = [discover(files, lambda p: (HECBENCH / p).read_bytes(), m, lambda _: False, {}) for m in with_run]
+    from_run = [s for s in specs if s.source.endswith("Makefile:run")]   # the rest run it through a launcher (mpirun)
+    assert len(specs) > 300 and len(from_run) > 0.95 * len(specs)
+    assert sum(s.arg_sets != [[]] for s in specs) > 250
+
+
+def test_calibration_masks_what_differs_between_a_programs_own_runs():
+    first = b"n = 1000\ntime 0.0123 ms\nresult 42\n"
+    second = b"n = 1000\ntime 0.0150 ms\nresult 42\n"
+    calibration = Calibration.of([first, second])
+    assert calibration.fields == 1
+    assert calibration.mask(b"n = 1000\ntime 9.9 ms\nresult 42\n") == calibration.mask(first)
+    assert calibration.mask(b"n = 1000\ntime 9.9 ms\nresult 43\n") != calibration.mask(first)
+    assert calibration.mask(b"n = 1000\n") is None                    # lines that do not align
+    assert Calibration.of([b"a\n", b"a\nb\n"]) is None
+    assert self_check(b"Test PASSED\n") == "pass" and self_check(b"PASS\nFAIL\n") == "fail"
+    assert self_check(b"done\n") is None and prints_usage(b"", b"Usage: ./main <n>\n")

@@ -1,0 +1,94 @@
+"""Counting the kernels a program runs on the GPU: CUPTI's kernel activity records, turned on by a small library
+the CUDA driver loads into the program (``CUDA_INJECTION64_PATH``; source ``launch_counter.c``).
+
+The counter is built once per machine with the C compiler against the CUPTI wheel (``nvidia-cuda-cupti-cu12``) and
+lives in a folder beside ``libcupti.so.12``; that folder travels to a GPU host in a run batch. A run with the
+counter gets ``kernel_launches``: the kernels that ran (0 for a program that never initialised CUDA); without it,
+None (not counted).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+
+from store.machine_cache import machine_cache
+from toolchains.nvidia import default_cuda_home
+
+SOURCE = Path(__file__).with_name("launch_counter.c")
+LIBRARY = "liblaunch_counter.so"
+CUPTI = "libcupti.so.12"
+COUNT_FILE = ".cass-kernel-launches"
+"""Where in the run's scratch directory the counter writes its count."""
+
+
+class CounterBuildError(RuntimeError):
+    """The counter library could not be built (no C compiler, no CUPTI wheel, or a compile error)."""
+
+
+@dataclass(frozen=True)
+class LaunchCounter:
+    """A folder holding the counter library and the CUPTI library it loads."""
+
+    folder: Path
+
+    @property
+    def library(self) -> Path:
+        return self.folder / LIBRARY
+
+    def digest(self) -> str:
+        """BLAKE3 over both libraries: counts made with other libraries are other results."""
+        hasher = blake3.blake3()
+        for name in (LIBRARY, CUPTI):
+            hasher.update((self.folder / name).read_bytes())
+        return hasher.hexdigest()
+
+    def env(self) -> dict[str, str]:
+        return {"CUDA_INJECTION64_PATH": str(self.library)}
+
+    def copy_to(self, folder: Path) -> LaunchCounter:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in (LIBRARY, CUPTI):
+            shutil.copyfile(self.folder / name, folder / name)
+        return LaunchCounter(folder)
+
+    @classmethod
+    def found_in(cls, folder: Path) -> LaunchCounter | None:
+        """The counter of ``folder`` (a run batch's copy), or None where it has none."""
+        return cls(folder) if (folder / LIBRARY).is_file() and (folder / CUPTI).is_file() else None
+
+
+def wheel_root() -> Path:
+    """Where pip put the NVIDIA wheels of this Python environment."""
+    return Path(sysconfig.get_paths()["purelib"]) / "nvidia"
+
+
+def build_counter(cc: str = "cc") -> LaunchCounter:
+    """The counter of this machine: built with ``cc`` into the machine cache, once per source and CUPTI library."""
+    cupti = wheel_root() / "cuda_cupti"
+    if not (cupti / "lib" / CUPTI).is_file():
+        raise CounterBuildError(f"no {CUPTI} under {cupti}: pip install nvidia-cuda-cupti-cu12 "
+                                "(`bash scripts/setup.sh` does)")
+    compiler = shutil.which(cc)
+    if compiler is None:
+        raise CounterBuildError(f"no C compiler {cc!r} on PATH to build {SOURCE.name}")
+    key = blake3.blake3(SOURCE.read_bytes() + (cupti / "lib" / CUPTI).read_bytes()).hexdigest()[:16]
+    counter = LaunchCounter(machine_cache("launch-counter") / key)
+    if counter.found_in(counter.folder):
+        return counter
+    counter.folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(cupti / "lib" / CUPTI, counter.folder / CUPTI)
+    built = counter.folder / f".{LIBRARY}.tmp"
+    cuda_h = default_cuda_home() / "include"   # cuda.h, which cupti.h includes
+    proc = subprocess.run([compiler, "-shared", "-fPIC", "-O2", f"-I{cupti / 'include'}", f"-I{cuda_h}",
+                           str(SOURCE), "-o", str(built), f"-L{counter.folder}", f"-l:{CUPTI}",
+                           "-Wl,-rpath,$ORIGIN"], capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise CounterBuildError(f"{compiler} could not build {SOURCE}: {proc.stderr.strip()[:2000]}")
+    built.replace(counter.library)
+    return counter
