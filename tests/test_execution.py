@@ -172,3 +172,21 @@ def test_the_bundled_pairs_print_the_same_output_on_this_machines_gpu(request):
     assert set(failed["exec_status"]) <= {"hip_failed"} and table.height - failed.height >= 44
     assert {Path(p).stem for p in failed["path"]} <= {"warp_moments", "warp_shuffle_reduce", "stft_warp_peaks",
                                                        "softmax_warp_reduce"}
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_only_programs_that_launch_kernels_are_verified(programs_project):
+    """On a machine with an NVIDIA GPU: the program that launches a kernel is verified with its launches counted
+    on both sides; the ones that compute on the CPU alone match but launched no kernel, so none is verified."""
+    if local_gpu_host() is None:
+        pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
+    root = programs_project
+    set_params(root, host="auto")
+    run_in(["dvc", "repro", "export"], root)
+    table = pl.read_parquet(sorted((root / "data" / "export" / "pairs").glob("*.parquet")))
+    verified = table.filter(pl.col("exec_verified"))
+    assert verified["path"].to_list() == ["launches_a_kernel.cu"]
+    row = verified.row(0, named=True)
+    assert row["cuda_kernel_launches"] > 0 and row["hip_kernel_launches"] == row["cuda_kernel_launches"]
+    assert statuses(root)["matches.cu"] == "no_kernel"
