@@ -42,10 +42,21 @@ static void report(void) {
     }
 }
 
+static int failed(const char *call, CUptiResult result) {
+    const char *text = NULL;
+    cuptiGetResultString(result, &text);
+    fprintf(stderr, "launch counter: %s failed: %s\n", call, text ? text : "unknown CUPTI error");
+    return 0;
+}
+
 int InitializeInjection(void) {
-    if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
-        return 0;
+    CUptiResult result = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if (result != CUPTI_SUCCESS) {
+        return failed("cuptiActivityRegisterCallbacks", result);
+    }
+    result = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (result != CUPTI_SUCCESS) {
+        return failed("cuptiActivityEnable", result);
     }
     atexit(report);
     return 1;

@@ -112,7 +112,7 @@ class ProgramLauncher(Launcher):
         # death by signal N as 128 + N; the data files stay root's (read-only to the run), their folders not writable
         # but the working directory; the kernel counter writes its count into the scratch directory
         folder, name = tool.rpartition("/")[::2]
-        start = ["/bin/sh", "-c", 'chmod 0755 "$1" && chmod 0777 . "$2" && '
+        start = ["/bin/sh", "-c", 'chmod -R a+rX . && chmod 0755 "$1" && chmod 0777 . "$2" && '
                  f'export CASS_KERNEL_LAUNCHES="$PWD/{COUNT_FILE}" && cd "$2" && shift 2 && "$@"',
                  "sh", tool, folder or ".", *drop, f"./{name}", *args]
         if self.sandbox.mode != "bwrap":
@@ -125,7 +125,10 @@ class ProgramLauncher(Launcher):
         # no user namespace: the run's user id must be a real one of the host for the process limit to hold
         sandbox = self.sandbox.command(mounts, unshare=("--unshare-net", "--unshare-pid", "--unshare-ipc",
                                                         "--unshare-uts", "--unshare-cgroup-try"), tool=False)
-        return [*self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, PROGRAM_DIR), "--", *start]
+        # bubblewrap makes the folders above its mount points with the caller's umask: 022, or a run's user could
+        # not reach its own working directory or the libraries where the caller's umask is 077
+        umask = ["/bin/sh", "-c", 'umask 022 && exec "$@"', "sh"]
+        return [*umask, *self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, PROGRAM_DIR), "--", *start]
 
     def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
         """Run a program job: any end of the program is a result (its verdict in ``run.json``); a sandbox that
