@@ -121,14 +121,11 @@ class ProgramLauncher(Launcher):
             return [*self.limits.prlimit(), "/usr/bin/unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
                     *start]
         devices = [arg for node in sorted(glob.glob("/dev/nvidia*")) if self.gpu for arg in ("--dev-bind", node, node)]
-        mounts = [*self.sandbox.system_view(self.libraries), *devices]
+        mounts = [*reachable([*self.libraries, Path(PROGRAM_DIR)]), *self.sandbox.system_view(self.libraries), *devices]
         # no user namespace: the run's user id must be a real one of the host for the process limit to hold
         sandbox = self.sandbox.command(mounts, unshare=("--unshare-net", "--unshare-pid", "--unshare-ipc",
                                                         "--unshare-uts", "--unshare-cgroup-try"), tool=False)
-        # bubblewrap makes the folders above its mount points with the caller's umask: 022, or a run's user could
-        # not reach its own working directory or the libraries where the caller's umask is 077
-        umask = ["/bin/sh", "-c", 'umask 022 && exec "$@"', "sh"]
-        return [*umask, *self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, PROGRAM_DIR), "--", *start]
+        return [*self.limits.prlimit(), *sandbox, *self.sandbox.workdir(scratch, PROGRAM_DIR), "--", *start]
 
     def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
         """Run a program job: any end of the program is a result (its verdict in ``run.json``); a sandbox that
@@ -147,6 +144,15 @@ class ProgramLauncher(Launcher):
                  "kernel_launches": int(count.strip() or 0) if self.counter and count.strip().isdigit() else None}
         outputs = {**run.outputs, "stdout": run.stdout, RUN_FACTS: json.dumps(facts, sort_keys=True).encode()}
         return JobResult(exit_code=run.returncode, outputs=outputs, **base)
+
+
+def reachable(paths: list[Path]) -> list[str]:
+    """bubblewrap arguments that make the folders above ``paths`` in the sandbox, searchable by the run's user: left
+    to bubblewrap they get the caller's umask (a GPU host's runner with umask 077, or a file system such as gVisor's,
+    leaves them root's alone, and the run cannot reach its working directory or its libraries)."""
+    above = sorted({str(parent) for path in paths for parent in Path(path).parents if str(parent) != "/"},
+                   key=lambda p: p.count("/"))
+    return [arg for folder in above for arg in ("--perms", "0755", "--dir", folder)]
 
 
 @dataclass(frozen=True)
