@@ -33,67 +33,78 @@ from bench.corpora import HECBENCH, load_split  # noqa: E402
 from bench.results import replace_section  # noqa: E402
 
 SECTION = "## Real programs run as their authors run them (issue 39)"
-ORIGIN = "hecbench_check"
 
 
-def project_params(store: Path, benchmarks: list[str]) -> dict:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params["corpus"]["trees"] = [{"path": str(HECBENCH / "src"), "origin": ORIGIN,
-                                  "paths": [f"{name}-cuda/*" for name in benchmarks]}]
-    params["store"]["dir"] = str(store)
-    params["execute"]["host"] = "none"
-    return params
-
-
-def export(work: Path, store: Path, batch: Path) -> None:
-    project = work / "project"
-    benchmarks = load_split()["hecbench"]["check"]
-    if project.exists():
-        update_pipeline(project)
+def project(work: Path, store: Path, host: str, half: str) -> Path:
+    """The project copy with this checkout's pipeline, its corpus one half, its programs run on ``host``."""
+    root = work / "project"
+    if root.exists():
+        update_pipeline(root)
     else:
-        copy_pipeline(project, with_bundled_corpus=False)
-        (project / "corpus").mkdir(exist_ok=True)
-        (project / "corpus" / "opencl").mkdir(exist_ok=True)
-    (project / "params.yaml").write_text(yaml.safe_dump(project_params(store, benchmarks), sort_keys=False))
-    print(run_in(["dvc", "repro", "pair"], project)[-2000:])
-    print(run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "export", str(batch)], project))
+        copy_pipeline(root, with_bundled_corpus=False)
+        (root / "corpus" / "opencl").mkdir(parents=True, exist_ok=True)
+    write_params(root, store, host, half)
+    return root
 
 
-def verdict_table(manifest: pl.DataFrame) -> list[str]:
-    """Verdicts of the pairs with a ``main`` whose CUDA original built and ran."""
-    statuses = Counter(manifest["exec_status"])
-    verified = manifest.filter(pl.col("exec_verified"))
-    lines = ["| exec_status | pairs | verified |", "|---|---:|---:|"]
-    for status, n in sorted(statuses.items(), key=lambda kv: -kv[1]):
-        lines.append(f"| `{status}` | {n} | {verified.filter(pl.col('exec_status') == status).height} |")
+def write_params(root: Path, store: Path, host: str, half: str) -> None:
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["corpus"]["trees"] = [{"path": str(HECBENCH / "src"), "origin": f"hecbench_{half}",
+                                  "paths": [f"{name}-cuda/*" for name in load_split()["hecbench"][half]]}]
+    params["store"]["dir"] = str(store)
+    params["execute"]["host"] = host
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def export(work: Path, store: Path, batch: Path, half: str) -> None:
+    root = project(work, store, "none", half)
+    print(run_in(["dvc", "repro", "pair"], root)[-2000:])
+    print(run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "export", str(batch)], root))
+
+
+def cuda_ran(row: dict) -> bool:
+    """Whether the CUDA original built and every run of it exited 0 (the denominator of the verified share)."""
+    runs = row["cuda_runs"] or []
+    return bool(row["cuda_program"] and runs and all(r["verdict"] == "exited" and r["exit_code"] == 0 for r in runs))
+
+
+def verdict_table(mains: pl.DataFrame) -> list[str]:
+    """Verdicts of the pairs with a ``main``: all of them, those whose CUDA original ran, the verified ones."""
+    ran = mains.filter(pl.Series([cuda_ran(r) for r in mains.iter_rows(named=True)], dtype=pl.Boolean))
+    lines = ["| exec_status | pairs with a `main` | CUDA original ran | verified |", "|---|---:|---:|---:|"]
+    for status, n in sorted(Counter(mains["exec_status"]).items(), key=lambda kv: (-kv[1], kv[0])):
+        ran_n = ran.filter(pl.col("exec_status") == status)
+        lines.append(f"| `{status}` | {n} | {ran_n.height} | {ran_n.filter(pl.col('exec_verified')).height} |")
+    verified = ran.filter(pl.col("exec_verified")).height
+    lines.append(f"| all | {mains.height} | {ran.height} | {verified} ({100 * verified / max(ran.height, 1):.1f}%) |")
     return lines
 
 
-def import_batch(work: Path, batch: Path, name: str, out: Path) -> None:
-    project = work / "project"
-    run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "import", str(batch), "--name", name], project)
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["execute"]["host"] = f"recorded:{name}"
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run_in(["dvc", "repro", "execute"], project)
-    manifest = pl.read_parquet(project / "data" / "execute" / "manifest.parquet")
-    host = json.loads((project / "gpu_hosts" / f"{name}.json").read_text())["host"]
+def import_batches(work: Path, store: Path, batches: list[Path], name: str, out: Path, half: str) -> None:
+    root = project(work, store, "none", half)
+    for batch in batches:
+        run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "import", str(batch), "--name", name], root)
+    write_params(root, store, f"recorded:{name}", half)
+    run_in(["dvc", "repro", "execute"], root)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    manifest = pl.read_parquet(root / "data" / "execute" / "manifest.parquet")
+    host = json.loads((root / "gpu_hosts" / f"{name}.json").read_text())["host"]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
-    ran = manifest.filter(~pl.col("exec_status").is_in(["no_main", "cuda_failed", "not_run:no_gpu_host"])
-                          | pl.col("exec_status").is_null())
     mains = manifest.filter(pl.col("exec_status") != "no_main")
     text = "\n".join([
-        SECTION, "",
+        f"{SECTION.replace('(issue 39)', f'(issue 39): {half} half')}", "",
         f"Commit {commit}, {date.today()}, GPU {host['gpu']} ({host['sm']}, driver {host['driver']}), kernels "
-        f"{'counted' if host.get('launch_counter') else 'not counted'}. HeCBench development copy, check half "
-        f"({len(load_split()['hecbench']['check'])} benchmarks, bench/corpora.yaml): {manifest.height} pairs, "
-        f"{mains.height} with a `main`; {ran.height} whose CUDA original built and ran to a verdict other than "
-        f"`cuda_failed`; verified {ran.filter(pl.col('exec_verified')).height} "
-        f"({100 * ran.filter(pl.col('exec_verified')).height / max(ran.height, 1):.1f}%).", "",
+        f"{'counted' if host.get('launch_counter') else 'not counted'}. HeCBench development copy, {half} half "
+        f"({len(load_split()['hecbench'][half])} benchmarks, bench/corpora.yaml): {manifest.height} pairs, "
+        f"{mains.height} with a `main`; each program built from the units its Makefile lists and run with its `run:` "
+        f"arguments, {params['execute']['runs']} runs a side, limits {json.dumps(params['execute']['limits'])}. "
+        "Verified: every run matched (after masking what differs between the CUDA original's own runs) and "
+        "launched a kernel on both sides; the share is of the pairs whose CUDA original ran (built, every run "
+        "exited 0).", "",
         *verdict_table(mains), "",
-        "Made by `python bench/real_programs.py export`, `python -m toolchains.gpu run-batch DIR --jobs 8` on the GPU "
-        f"host, `python bench/real_programs.py import --name {name}`.",
+        f"Made by `python bench/real_programs.py export --half {half}`, `python -m toolchains.gpu run-batch DIR "
+        f"--jobs 14` on the GPU host, `python bench/real_programs.py import --half {half} --name {name}`.",
     ])
     replace_section(out, SECTION, text)
     print(text)
@@ -104,15 +115,18 @@ def main() -> None:
     parser.add_argument("phase", choices=["export", "import"])
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/cass-bench-real-programs"))
     parser.add_argument("--store", type=Path, help="the store (default: WORK/store)")
-    parser.add_argument("--batch", type=Path, help="the batch directory (default: WORK/batch)")
+    parser.add_argument("--batch", type=Path, nargs="+", help="the batch directory (default: WORK/batch); import "
+                        "takes several (a batch split to fit a GPU host's time limit)")
     parser.add_argument("--name", default="h100", help="the GPU host's name (import)")
+    parser.add_argument("--half", choices=["check", "tune"], default="check", help="the half of the split (the tune "
+                        "half's failures may be read; the check half is only measured)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
     args = parser.parse_args()
-    batch = args.batch or args.work / "batch"
+    batches = args.batch or [args.work / "batch"]
     if args.phase == "export":
-        export(args.work, args.store or args.work / "store", batch)
+        export(args.work, args.store or args.work / "store", batches[0], args.half)
     else:
-        import_batch(args.work, batch, args.name, args.out)
+        import_batches(args.work, args.store or args.work / "store", batches, args.name, args.out, args.half)
 
 
 if __name__ == "__main__":

@@ -161,6 +161,10 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
         sample, result = row["sample_id"], results[row["sample_id"]]
         built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}
         result.update({f"{side}_program": b.binary for side, b in built.items()})
+        for side in SIDES:   # every side that ran keeps its runs, also where the pair fails on the other
+            done = planned.get((sample, side), [])
+            if done and all(found[r] is not None for r in done):
+                result[f"{side}_runs"] = [asdict(Run.of(store, found[r], r.invocation.args)) for r in done]
         if failed := next((s for s in SIDES if built[s].binary is None), None):
             # a build that failed for no reason of the source (killed, out of time) is not a verdict on the pair
             transient = built[failed].reason in ("transient", "timeout")
@@ -177,7 +181,6 @@ def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | 
                           exec_detail=f"{'+'.join(lost)}: {why}")
             continue
         runs = {side: [Run.of(store, found[r], r.invocation.args) for r in planned[sample, side]] for side in SIDES}
-        result.update({f"{side}_runs": [asdict(r) for r in runs[side]] for side in SIDES})
         verdict = judge_pair(store, runs, takes_arguments(mains[sample]), params["tolerance"])
         result.update(exec_status=verdict.status, exec_detail=verdict.detail, exec_masked_fields=verdict.masked,
                       cuda_self_check=verdict.self_checks[0], hip_self_check=verdict.self_checks[1],

@@ -43,7 +43,8 @@ enters the repair action's key.
   ambiguous. A project's definition is removed only where its body is exactly the component-wise
   one HIP's computes (``a.x += b.x; ...``, ``return make_float2(a.x / b.x, a.y / b.y);``), and a
   scalar operand only where its type is the vector's element type (HIP converts a scalar to the
-  vector's element type first).
+  vector's element type first); it stays for HIP's NVIDIA platform (``#if !defined(__HIP_PLATFORM_AMD__)``),
+  whose vector types are CUDA's.
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
   ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``<thrust/system/cuda/...>``) become
   rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy.
@@ -292,8 +293,10 @@ _ELEMENT = {"char": "signed char", "uchar": "unsigned char", "short": "short", "
 
 
 def _gone(m: re.Match, what: str, vtype: str) -> str:
-    """A removed definition: a note, and as many lines as it had."""
-    return f"/* {what}: HIP's {vtype} has it */" + "\n" * (m.group(0).count("\n") or 1)
+    """A definition HIP's own on AMD makes ambiguous, left to HIP's NVIDIA platform (whose vector types are CUDA's,
+    without operators)."""
+    return (f"#if !defined(__HIP_PLATFORM_AMD__) /* {what}: HIP's {vtype} has it on AMD */\n"
+            f"{m.group(0).rstrip(chr(10))}\n#endif\n")
 
 
 def _element_of(vtype: str) -> str | None:
@@ -414,7 +417,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_runtime_overloads", 4, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
     Rule("cublas_gemm_ex", 5, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
          cublas_gemm_ex),
-    Rule("hip_vector_compound_operators", 2,
+    Rule("hip_vector_compound_operators", 3,
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 3, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
