@@ -56,10 +56,11 @@ def write_params(root: Path, store: Path, host: str, half: str) -> None:
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-def export(work: Path, store: Path, batch: Path, half: str) -> None:
+def export(work: Path, store: Path, batch: Path, half: str, missing_for: str | None) -> None:
     root = project(work, store, "none", half)
     print(run_in(["dvc", "repro", "pair"], root)[-2000:])
-    print(run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "export", str(batch)], root))
+    print(run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "export", str(batch),
+                  *(["--missing-for", missing_for] if missing_for else [])], root))
 
 
 def cuda_ran(row: dict) -> bool:
@@ -118,13 +119,14 @@ def main() -> None:
     parser.add_argument("--batch", type=Path, nargs="+", help="the batch directory (default: WORK/batch); import "
                         "takes several (a batch split to fit a GPU host's time limit)")
     parser.add_argument("--name", default="h100", help="the GPU host's name (import)")
+    parser.add_argument("--missing-for", metavar="NAME", help="export only the runs not recorded for GPU host NAME")
     parser.add_argument("--half", choices=["check", "tune"], default="check", help="the half of the split (the tune "
                         "half's failures may be read; the check half is only measured)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
     args = parser.parse_args()
     batches = args.batch or [args.work / "batch"]
     if args.phase == "export":
-        export(args.work, args.store or args.work / "store", batches[0], args.half)
+        export(args.work, args.store or args.work / "store", batches[0], args.half, args.missing_for)
     else:
         import_batches(args.work, args.store or args.work / "store", batches, args.name, args.out, args.half)
 

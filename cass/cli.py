@@ -174,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     batch_sub = batch.add_subparsers(dest="batch_command", required=True)
     batch_export = batch_sub.add_parser("export", help="build the programs and write a batch directory")
     batch_export.add_argument("folder", type=Path)
+    batch_export.add_argument("--missing-for", metavar="NAME", help="only the runs the store lacks for recorded GPU "
+                              "host NAME (what changed since its last batch)")
     batch_import = batch_sub.add_parser("import", help="record a batch's results as runs of a named GPU host")
     batch_import.add_argument("folder", type=Path)
     batch_import.add_argument("--name", required=True, help="the GPU host's name (gpu_hosts/<name>.json)")
@@ -260,13 +262,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_gpu_batch(args: argparse.Namespace) -> int:
     from cass.execution.batch import export_batch, import_results
+    from cass.execution.hosts import resolve_host
 
     params = load_params()
     store = open_store(params)
     if args.batch_command == "export":
-        done = export_batch(store, params["execute"], args.folder, params["executor"]["workers"] or None)
+        recorded = resolve_host(f"recorded:{args.missing_for}") if args.missing_for else None
+        done = export_batch(store, params["execute"], args.folder, params["executor"]["workers"] or None, recorded)
         print(f"{done['binaries']} binaries of {done['pairs']} pairs with a main ({done['build_failures']} builds "
-              f"failed), {done['runs']} runs, in {args.folder}. On the GPU host, in a checkout with blake3 "
+              f"failed), {done['runs']} runs ({done['already_recorded']} recorded before), in {args.folder}. "
+              "On the GPU host, in a checkout with blake3 "
               f"installed: python -m toolchains.gpu run-batch {args.folder.name}; then copy the folder back and run "
               f"cass gpu-batch import {args.folder} --name <host>")
         return 0

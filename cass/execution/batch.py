@@ -17,7 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from cass.engine.actions import ActionRunner
-from cass.execution.hosts import record_host
+from cass.engine.cached import CachedMap
+from cass.execution.hosts import ExecutionHost, record_host
 from cass.execution.programs import ProgramRun, build_programs
 from cass.execution.verify import planned_runs
 from cass.pipeline.manifests import read_manifest
@@ -46,14 +47,18 @@ def write_batch(store: Store, folder: Path, planned: set[ProgramRun], params: di
     return len(runs)
 
 
-def export_batch(store: Store, params: dict, folder: Path, workers: int | None = None) -> dict:
-    """Write the batch of the pair stage's programs to ``folder``; returns what it holds."""
+def export_batch(store: Store, params: dict, folder: Path, workers: int | None = None,
+                 recorded: ExecutionHost | None = None) -> dict:
+    """Write the batch of the pair stage's programs to ``folder`` (without the runs the store holds for the
+    ``recorded`` host, where given: a batch of what changed); returns what it holds."""
     pairs = list(read_manifest("pair").iter_rows(named=True))
     rows = [r for r in pairs if main_signature(store.get_text(r["files"][0]["digest"], "replace")) is not None]
     builds, counts, _ = build_programs(store, params, rows, workers, {(r["origin"], r["path"]): r for r in pairs})
     planned = {r for runs in planned_runs(rows, builds, params).values() for r in runs}
-    runs = write_batch(store, folder, planned, params)
-    return {"pairs": len(rows), "binaries": len({r.binary for r in planned}), "runs": runs,
+    held = set(CachedMap(store).split({r: r.action(recorded.host).key for r in planned})[0]) if recorded else set()
+    runs = write_batch(store, folder, planned - held, params)
+    return {"pairs": len(rows), "binaries": len({r.binary for r in planned - held}), "runs": runs,
+            "already_recorded": len(held),
             "build_failures": sum(b.binary is None for b in builds.values()), "builds": dict(counts)}
 
 
