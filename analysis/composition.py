@@ -19,7 +19,8 @@
 #    it kept and those it dropped, per drop reason, read from the stages' `metrics/<stage>.json`. This is how the
 #    paper's numbers (e.g. "files that failed conversion (approx. 43.9%) were discarded") are obtained here.
 #    Stages count files, except `kernels` (kernel pairs) and `tokens` (file and kernel rows). `execute` drops
-#    nothing; its bar shows the verified pairs (`match`) as kept and every other execution status as a segment.
+#    nothing; its bar shows the verified pairs (`exec_verified`) as kept and every other pair as a segment of its
+#    execution status.
 #
 # Inputs: `CASS_EXPORT_DIR`, `CASS_METRICS_DIR` (default `metrics`; any fsspec URL; when it has no stage metrics,
 # e.g. for published shards, the funnel figure says so). Outputs: figures, `domains.csv`, `funnel.csv`,

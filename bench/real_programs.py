@@ -4,8 +4,10 @@ Builds a project copy whose corpus is the HeCBench copy's check benchmarks (benc
 CUDA folder) up to the ``pair`` stage with real tools and real ``dvc repro``, then writes the run batch of every pair
 with a ``main`` (``cass gpu-batch export``: both programs built from their units, the run specs read from each
 folder's Makefile). The batch runs on an NVIDIA GPU host (``python -m toolchains.gpu run-batch DIR --jobs N``); back
-here, ``import`` records its runs, rebuilds ``execute`` from them and writes the verdict table into bench/RESULTS.md
-with the commit, the GPU and the exact commands.
+here, ``import`` records its runs, rebuilds ``execute`` from them and prints the verdict table with the commit, the
+GPU and the exact commands (``--out FILE`` puts it in FILE as a section of its own; bench/RESULTS.md's section
+"Real programs run as their authors run them (issue 39)" holds both halves' tables and the causes read from the
+tune half).
 
     python bench/real_programs.py export [--work DIR] [--store DIR] [--batch DIR]
     python bench/real_programs.py import --name HOST [--work DIR] [--batch DIR] [--out bench/RESULTS.md]
@@ -81,7 +83,7 @@ def verdict_table(mains: pl.DataFrame) -> list[str]:
     return lines
 
 
-def import_batches(work: Path, store: Path, batches: list[Path], name: str, out: Path, half: str) -> None:
+def import_batches(work: Path, store: Path, batches: list[Path], name: str, out: Path | None, half: str) -> None:
     root = project(work, store, "none", half)
     for batch in batches:
         run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "import", str(batch), "--name", name], root)
@@ -105,9 +107,10 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
         "exited 0).", "",
         *verdict_table(mains), "",
         f"Made by `python bench/real_programs.py export --half {half}`, `python -m toolchains.gpu run-batch DIR "
-        f"--jobs 14` on the GPU host, `python bench/real_programs.py import --half {half} --name {name}`.",
+        f"--jobs 14` on the GPU host (`--jobs 12` for the bundled batch), `python bench/real_programs.py import --half {half} --name {name}`.",
     ])
-    replace_section(out, SECTION, text)
+    if out:
+        replace_section(out, SECTION, text)
     print(text)
 
 
@@ -122,7 +125,7 @@ def main() -> None:
     parser.add_argument("--missing-for", metavar="NAME", help="export only the runs not recorded for GPU host NAME")
     parser.add_argument("--half", choices=["check", "tune"], default="check", help="the half of the split (the tune "
                         "half's failures may be read; the check half is only measured)")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
+    parser.add_argument("--out", type=Path, help="a Markdown file to put the table in (default: print it only)")
     args = parser.parse_args()
     batches = args.batch or [args.work / "batch"]
     if args.phase == "export":

@@ -1,5 +1,5 @@
-"""Run specs read from a tree's own build files (or a YAML file), and output calibration: pure functions, checked on
-small trees and outputs written here and on real Makefiles of the HeCBench development copy."""
+"""Run specs read from a tree's own build files (or a YAML file), output calibration and pair verdicts: pure
+functions, checked on small trees and outputs written here and on real Makefiles of the HeCBench development copy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from cass.execution.compare import Calibration, prints_usage, self_check
+from cass.execution.programs import Run
+from cass.execution.verify import judge_pair, verified
 from cass.sources.runspecs import Makefile, discover, program_invocations
+from store import Store
 
 HECBENCH = Path(__file__).resolve().parents[2] / "shared" / "hecbench" / "src"
 
@@ -48,7 +51,7 @@ def test_an_input_file_the_tree_lacks_is_named_and_cd_moves_the_working_director
 
 def test_without_a_build_file_units_are_the_folders_files_that_define_what_main_calls():
     sizes, read, has_main = tree({
-        "p/main.cu": "int scale(int);\nint main() { return scale(2); }",
+        "p/main.cu": "int scale(int);\nint scale2(int);\nint main() { return scale(2) + scale2(1); }",
         "p/scale.cu": "int twice(int);\nint scale(int x) {\n  return twice(x);\n}",
         "p/twice.cpp": "int twice(int x) {\n  return 2 * x;\n}",
         "p/unrelated.cu": "__global__ void k(float *a) {\n  a[0] = 1;\n}",
@@ -56,7 +59,22 @@ def test_without_a_build_file_units_are_the_folders_files_that_define_what_main_
     })
     spec = discover(sizes, read, "p/main.cu", has_main, {"p/included.cu": "p/scale.cu"})
     assert spec.source == "none" and spec.arg_sets == [[]] and spec.inputs == []
+    # included.cu defines scale2, which main calls, but scale.cu #includes it: it is part of scale.cu's unit
     assert spec.units == ["p/scale.cu", "p/twice.cpp"] and spec.units_source == "symbols"
+
+
+def test_only_the_programs_own_commands_inside_the_tree_count_and_outputs_are_not_inputs():
+    sizes, read, has_main = tree({
+        "r/Makefile": "EXE = solver\nrun: $(EXE)\n\n./configure:\n\ttrue\nrun: N = 7\nrun:\n"
+                      "\t./configure --fast && ./solver -i in.txt -o out.txt --output=log.txt\n"
+                      "\tcd /opt && ./solver 2\n\t./other 3\n",
+        "r/main.cu": "int main() {}", "r/in.txt": "1", "r/huge.bin": "x",
+    })
+    sizes["r/huge.bin"] = 1 << 30   # a file of the folder too large to lay out, named by no argument
+    spec = discover(sizes, read, "r/main.cu", has_main, {})
+    assert spec.source == "r/Makefile:run" and spec.arg_sets == [["-i", "in.txt", "-o", "out.txt",
+                                                                  "--output=log.txt"]]
+    assert spec.inputs == ["r/in.txt"] and spec.missing_inputs == []
 
 
 def test_a_yaml_run_spec_wins_over_the_build_file():
@@ -98,5 +116,26 @@ def test_calibration_masks_what_differs_between_a_programs_own_runs():
     assert calibration.mask(b"n = 1000\ntime 9.9 ms\nresult 43\n") != calibration.mask(first)
     assert calibration.mask(b"n = 1000\n") is None                    # lines that do not align
     assert Calibration.of([b"a\n", b"a\nb\n"]) is None
+    x = Makefile.parse("A = 1\nA := $(A) $(A)\nA := $(A) $(A)\n")
+    assert x.expand("$(A)") == "1 1 1 1"   # `:=` expands once, where it is assigned
     assert self_check(b"Test PASSED\n") == "pass" and self_check(b"PASS\nFAIL\n") == "fail"
     assert self_check(b"done\n") is None and prints_usage(b"", b"Usage: ./main <n>\n")
+
+
+def test_pair_verdicts_from_stored_runs(tmp_path):
+    """Judging without running: outputs equal but for line endings, and a CUDA self-check failing in one of two
+    argument sets, which keeps the pair from being verified."""
+    store = Store(tmp_path / "store")
+
+    def run(out: bytes, args: tuple[str, ...] = (), kernels: int | None = 2) -> Run:
+        return Run("exited", 0, store.put(out), store.put(b""), 0.1, None, kernels, args)
+
+    crlf = {"cuda": [run(b"sum 3\n")] * 2, "hip": [run(b"sum 3\r\n")] * 2}
+    assert judge_pair(store, crlf, False, {"rtol": 0, "atol": 0}).status == "match_tolerant"
+    two_sets = {"cuda": [run(b"ok PASS\n", ("1",))] * 2 + [run(b"bad FAIL\n", ("2",))] * 2,
+                "hip": [run(b"ok PASS\n", ("1",))] * 2 + [run(b"bad FAIL\n", ("2",))] * 2}
+    verdict = judge_pair(store, two_sets, True, {"rtol": 0, "atol": 0})
+    assert verdict.status == "match" and verdict.self_checks == ("fail", "fail")
+    assert not verified(verdict, two_sets)
+    silent = {"cuda": [run(b"done\n", kernels=0)] * 2, "hip": [run(b"done\n")] * 2}
+    assert judge_pair(store, silent, False, {"rtol": 0, "atol": 0}).status == "no_kernel"

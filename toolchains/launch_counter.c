@@ -2,8 +2,8 @@
  *
  * Loaded by the CUDA driver through CUDA_INJECTION64_PATH: the driver calls InitializeInjection at cuInit, which
  * turns on CUPTI's kernel activity records. At exit the records are flushed and their number is written to the
- * file named by CASS_KERNEL_LAUNCHES. A program that never initialises CUDA leaves no file (no count); one that
- * initialises it and launches nothing writes 0. */
+ * file named by CASS_KERNEL_LAUNCHES. A program that never initialises CUDA never loads this library and leaves no
+ * file, which the launcher reads as 0 kernels; one that initialises CUDA and launches nothing writes 0. */
 #include <cupti.h>
 #include <stdio.h>
 #include <stdlib.h>

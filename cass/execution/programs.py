@@ -89,12 +89,14 @@ def program_sources(store: Store, row: dict, pairs: dict[tuple[str, str], dict])
     cuda = {f["path"]: f["digest"] for f in (*row["unit_files"], *row["files"])}
     hip = {**cuda, **{f["path"]: f["digest"] for f in row["hip_files"]}}
     problem = None
+    own = {f["path"] for f in row["hip_files"]}
     for unit in row["units"] or ():
         if (pair := pairs.get((row["origin"], tree_path(row, unit)))) is not None:
-            hip |= {f["path"]: f["digest"] for f in pair["hip_files"] if f["path"] not in row["hip_files"]}
+            hip |= {f["path"]: f["digest"] for f in pair["hip_files"] if f["path"] not in own}
             hip[unit] = next(f["digest"] for f in pair["hip_files"] if f["path"] == unit)
         elif CUDA_NAMES.search(store.get(cuda[unit])):
-            problem = problem or f"unit {unit} uses CUDA and has no HIP translation (it is not a pair)"
+            problem = problem or (f"unit {unit} uses CUDA and has no HIP translation: it is not among the pairs "
+                                  "(dropped, or failed to compile, before pairing)")
     return {"cuda": (cuda, None), "hip": (hip, problem)}
 
 

@@ -51,7 +51,8 @@ def summary(project: Path, width: int = 100) -> str:
         line = f"  {stage:<{name_width}} {m['in']:>6} -> {m['kept']:<6} {'dropped: ' + reasons if reasons else ''}"
         line = line.rstrip()
         if stage == "execute":
-            line = f"{line} executed: {', '.join(f'{k} {n}' for k, n in m['exec_status'].items())}"
+            line = (f"{line} verified {m.get('verified', 0)}; executed: "
+                    f"{', '.join(f'{k} {n}' for k, n in m['exec_status'].items())}")
         lines.append(line if len(line) <= width else line[:width - 3] + "...")
     if results := metrics.get("evaluate", {}).get("results"):
         host = metrics["evaluate"]["host"] or "none: compile and link rates only"

@@ -68,14 +68,15 @@ class Makefile:
     """What a Makefile says, as far as running its program goes (variables expanded by make's simple rules)."""
 
     variables: dict[str, str]
-    recipes: dict[str, list[str]]
+    recipes: dict[str, list[list[str]]]
+    """Each target's recipes, one per rule that names it (a rule may have none: ``run: prog``)."""
     wildcard: Callable[[str], list[str]] = lambda _: []
     """``$(wildcard PATTERN)``: the files of the build file's folder the pattern matches."""
 
     @classmethod
     def parse(cls, text: str, wildcard: Callable[[str], list[str]] | None = None) -> Makefile:
-        variables: dict[str, str] = {}
-        recipes: dict[str, list[str]] = {}
+        made = cls({}, {}, *([wildcard] if wildcard else []))
+        variables, recipes = made.variables, made.recipes
         current: list[str] | None = None
         for line in re.sub(r"\\\r?\n", " ", text).splitlines():
             if line.startswith("\t"):
@@ -89,16 +90,18 @@ class Makefile:
                 name, operator, value = match.groups()
                 if operator == "+=":
                     variables[name] = f"{variables.get(name, '')} {value}".strip()
+                elif operator in (":=", "::=", ":::="):   # simply expanded: once, here
+                    variables[name] = made.expand(value.strip())
                 elif operator != "?=" or name not in variables:
                     variables[name] = value.strip()
                 current = None
             elif match := RULE.match(line):
                 current = []
                 for target in match.group(1).split():
-                    recipes.setdefault(target, current)
+                    recipes.setdefault(target, []).append(current)
             else:
                 current = None
-        return cls(variables, recipes, *([wildcard] if wildcard else []))
+        return made
 
     def expand(self, text: str, depth: int = 0) -> str:
         """``text`` with ``$(VAR)``, ``$(VAR:a=b)`` and ``$(wildcard ...)`` expanded; other functions are empty."""
@@ -121,16 +124,27 @@ class Makefile:
         expanded = FUNCTION.sub(function, REFERENCE.sub(reference, text))
         return self.expand(expanded, depth + 1) if expanded != text else expanded.replace("$$", "$")
 
-    def run_commands(self) -> tuple[str, list[list[str]]]:
-        """The first of the run targets with a recipe, and its ``./program`` commands as (workdir, argv) lists."""
+    def run_commands(self) -> tuple[str, list[str]]:
+        """The first of the run targets with a recipe (its last rule that has one), and the recipe's lines."""
         for target in RUN_TARGETS:
-            if target in self.recipes:
-                return target, [self.expand(line) for line in self.recipes[target]]
+            if recipe := next((r for r in reversed(self.recipes.get(target, [])) if r), None):
+                return target, [self.expand(line) for line in recipe]
         return "", []
 
+    def program_names(self) -> set[str]:
+        """The names the Makefile gives its program (``program``, ``EXE``, ``TARGET``, ...)."""
+        return {word for name, value in self.variables.items() if PROGRAM_VARIABLES.match(name)
+                for word in self.expand(value).split()}
 
-def program_invocations(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """(working directory relative to the build file, arguments) of every ``./program`` command of a recipe."""
+
+PROGRAM_VARIABLES = re.compile(r"(?i)^(program|prog|exe|executable|target|bin|binary|app|name)$")
+OUTPUT_OPTIONS = ("-o", "--output", "-out", "--out")
+"""Options whose value is a file the program writes, not one it reads."""
+
+
+def program_invocations(lines: list[str], programs: set[str] | None = None) -> list[tuple[str, list[str]]]:
+    """(working directory relative to the build file, arguments) of every ``./<program>`` command of a recipe
+    (``programs``: the names that count; None: any ``./name``)."""
     found = []
     for line in lines:
         workdir = "."
@@ -143,7 +157,7 @@ def program_invocations(lines: list[str]) -> list[tuple[str, list[str]]]:
                 words.pop(0)
             if words[:1] == ["cd"] and len(words) == 2:
                 workdir = posixpath.normpath(posixpath.join(workdir, words[1]))
-            elif words and words[0].startswith("./"):
+            elif words and words[0].startswith("./") and (programs is None or words[0][2:] in programs):
                 args = []
                 for word in words[1:]:
                     if word in ("|", ">", ">>", "<", "2>", "2>&1", "&>", "1>") or word.startswith((">", "2>", "<")):
@@ -159,14 +173,14 @@ def _main_units(makefile: Makefile, folder_files: set[str], main_name: str) -> l
     for name, value in makefile.variables.items():
         if not SOURCE_VARIABLES.match(name):
             continue
-        words = makefile.expand(value).split()
         units = []
-        for word in words:
+        for word in makefile.expand(value).split():
+            word = posixpath.normpath(word)
             stem, suffix = posixpath.splitext(word)
             candidates = [word] if suffix in UNIT_SUFFIXES else [stem + s for s in UNIT_SUFFIXES if suffix == ".o"]
-            units += [c for c in candidates if posixpath.normpath(c) in folder_files][:1]
+            units += [c for c in candidates if c in folder_files][:1]
         if main_name in units:
-            return [posixpath.normpath(u) for u in units]
+            return units
     return None
 
 
@@ -203,10 +217,13 @@ def discover(files: Mapping[str, int], read: Callable[[str], bytes], main: str, 
     if build:
         makefile = Makefile.parse(read(join(build)).decode("utf-8", "replace"), folder_glob(in_folder))
         target, lines = makefile.run_commands()
-        if invocations := program_invocations(lines):
+        programs = makefile.program_names() | {posixpath.splitext(posixpath.basename(main))[0]}
+        inside = [(join(where), args) for where, args in program_invocations(lines, programs)
+                  if not join(where).startswith(("/", ".."))]   # a working directory outside the tree: not ours
+        if inside:
             spec.source = f"{join(build)}:{target}"
-            spec.workdir = join(invocations[0][0])
-            spec.arg_sets = [args for where, args in invocations if join(where) == spec.workdir] or [[]]
+            spec.workdir = "" if inside[0][0] == "." else inside[0][0]
+            spec.arg_sets = [args for where, args in inside if where == inside[0][0]]
         listed = _main_units(makefile, in_folder, posixpath.basename(main))
         if listed is not None:
             spec.units = [join(u) for u in listed if join(u) != main]
@@ -220,32 +237,51 @@ def discover(files: Mapping[str, int], read: Callable[[str], bytes], main: str, 
     override = next((o for pattern, o in (overrides or {}).items() if fnmatch.fnmatchcase(main, pattern)), None)
     if override:
         spec.source = overrides_name
-        spec.workdir = override.get("workdir", spec.workdir)
-        spec.arg_sets = [[str(a) for a in args] for args in override.get("args", spec.arg_sets)]
+        spec.workdir = str(override.get("workdir", spec.workdir))
+        arg_sets = override.get("args", spec.arg_sets)
+        if arg_sets and not all(isinstance(a, list) for a in arg_sets):   # one argument list given flat
+            arg_sets = [arg_sets]
+        spec.arg_sets = [[str(a) for a in args] for args in arg_sets] or [[]]
         if "units" in override:
-            spec.units, spec.units_source = list(override["units"]), overrides_name
-        spec.timeout_s = override.get("timeout_s")
+            units = [str(u) for u in override["units"]]
+            spec.units, spec.units_source = [u for u in units if u in files], overrides_name
+            spec.missing_inputs += [u for u in units if u not in files]   # a unit the tree lacks: cannot build
+        spec.timeout_s = float(override["timeout_s"]) if override.get("timeout_s") else None
     if spec.source != "none":   # a program without a run spec runs as it always has: no arguments, no data
         _lay_out_inputs(spec, files, [str(i) for i in (override or {}).get("inputs", ())])
     return spec
 
 
+def _read_arguments(args: list[str]) -> list[str]:
+    """The arguments that may name files the program reads: not the value of an output option (``-o out.bin``)."""
+    found, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in OUTPUT_OPTIONS:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS)):
+            found.append(arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg)
+    return found
+
+
 def _lay_out_inputs(spec: RunSpec, files: Mapping[str, int], named: list[str]) -> None:
-    """The data files a run reads: the working directory's own, those the YAML names, and every argument that is a
-    file or folder of the tree; arguments that look like files of the tree but are not there are missing."""
-    wanted = {p for p in files if posixpath.dirname(p) == spec.workdir and not NOT_DATA.search(p)} | set(named)
-    for args in spec.arg_sets:
-        for arg in args:
-            value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
-            if not re.search(r"[/.]", value) or re.fullmatch(r"[-+]?[\d.eE+-]+", value):
-                continue
-            path = posixpath.normpath(posixpath.join(spec.workdir, value))
-            under = [p for p in files if p.startswith(path.rstrip("/") + "/")]
-            if path in files or under:
-                wanted |= {path} if path in files else set(under)
-            elif "/" in value or re.search(r"\.\w{1,5}$", value):
-                spec.missing_inputs.append(path)
-    for path in sorted(wanted):
+    """The data files a run reads: the working directory's own (those up to 16 MiB), those the YAML names, and every
+    argument that is a file or folder of the tree; a named file or an argument that looks like a file of the tree
+    that is not there, or is larger than 16 MiB, is missing."""
+    required = {posixpath.normpath(posixpath.join(spec.workdir, n)) for n in named}
+    for value in (v for args in spec.arg_sets for v in _read_arguments(args)):
+        if not re.search(r"[/.]", value) or re.fullmatch(r"[-+]?[\d.eE+-]+", value):
+            continue
+        path = posixpath.normpath(posixpath.join(spec.workdir, value))
+        under = [p for p in files if p.startswith(path.rstrip("/") + "/")]
+        if path in files or under:
+            required |= {path} if path in files else set(under)
+        elif "/" in value or re.search(r"\.\w{1,5}$", value):
+            spec.missing_inputs.append(path)
+    ambient = {p for p in files if posixpath.dirname(p) == spec.workdir and not NOT_DATA.search(p)
+               and files[p] <= MAX_INPUT_BYTES}
+    for path in sorted(required | ambient):
         if path not in files or files[path] > MAX_INPUT_BYTES:
             spec.missing_inputs.append(path)
         else:
