@@ -16,6 +16,7 @@ from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
     RULES,
     SYNCWARP,
+    WARP_PRELUDE,
     CachedRepair,
     RepairTarget,
     cublas_gemm_ex,
@@ -358,26 +359,35 @@ WARP_BEFORE = """__device__ float reduce(float v, unsigned mask) {
   return __shfl_sync(0xffffffff, __shfl_xor_sync(mask, v, 1, 16), 0) + __shfl_up_sync(mask, v, 1) + lanes;
 }
 """
-WARP_AFTER_HIP57 = """__device__ float reduce(float v, unsigned mask) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down(v, o);
-  unsigned lanes = ((unsigned int)(__ballot(v > 0.f) & (((unsigned int)__ballot(1)))));   \
-// __shfl_sync(m, v, 0) in a comment
-  bool any = (int)((__ballot(v > 1.f) & (mask)) != 0), \
-all = ({ unsigned long long __m = (mask); (int)((__ballot(v < 2.f) & __m) == (__ballot(1) & __m)); });
-  (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
-__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
-  return __shfl(__shfl_xor(v, 1, 16), 0) + __shfl_up(v, 1) + lanes;
+WARP_AFTER_HIP57 = WARP_PRELUDE + """__device__ float reduce(float v, unsigned mask) {
+  for (int o = 16; o > 0; o >>= 1) v += CASS_WARP(__shfl_down_sync(0xffffffff, v, o), __shfl_down(v, o));
+  unsigned lanes = CASS_WARP(__ballot_sync(CASS_WARP(__activemask(), ((unsigned int)__ballot(1))), v > 0.f),\
+ ((unsigned int)(__ballot(v > 0.f) & (CASS_WARP(__activemask(), ((unsigned int)__ballot(1)))))));   //\
+ __shfl_sync(m, v, 0) in a comment
+  bool any = CASS_WARP(__any_sync(mask, v > 1.f), (int)((__ballot(v > 1.f) & (mask)) != 0)), all =\
+ CASS_WARP(__all_sync(mask, v < 2.f), ({ unsigned long long __m = (mask); (int)((__ballot(v < 2.f) & __m) ==\
+ (__ballot(1) & __m)); }));
+  CASS_WARP(__syncwarp(), (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"),\
+ __builtin_amdgcn_wave_barrier(), __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront")));
+  return CASS_WARP(__shfl_sync(0xffffffff, CASS_WARP(__shfl_xor_sync(mask, v, 1, 16), __shfl_xor(v, 1, 16)),\
+ 0), __shfl(CASS_WARP(__shfl_xor_sync(mask, v, 1, 16), __shfl_xor(v, 1, 16)), 0)) +\
+ CASS_WARP(__shfl_up_sync(mask, v, 1), __shfl_up(v, 1)) + lanes;
 }
 """
-WARP_AFTER_HIP64 = """__device__ float reduce(float v, unsigned mask) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync((unsigned long long)(0xffffffff), v, o);
-  unsigned lanes = ((unsigned int)__ballot_sync((unsigned long long)(((unsigned int)__ballot(1))), v > 0.f));   \
-// __shfl_sync(m, v, 0) in a comment
-  bool any = __any_sync((unsigned long long)(mask), v > 1.f), all = __all_sync((unsigned long long)(mask), v < 2.f);
-  (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), \
-__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"));
-  return __shfl_sync((unsigned long long)(0xffffffff), __shfl_xor_sync((unsigned long long)(mask), v, 1, 16), 0) \
-+ __shfl_up_sync((unsigned long long)(mask), v, 1) + lanes;
+WARP_AFTER_HIP64 = WARP_PRELUDE + """__device__ float reduce(float v, unsigned mask) {
+  for (int o = 16; o > 0; o >>= 1) v += CASS_WARP(__shfl_down_sync(0xffffffff, v, o),\
+ __shfl_down_sync((unsigned long long)(0xffffffff), v, o));
+  unsigned lanes = CASS_WARP(__ballot_sync(CASS_WARP(__activemask(), ((unsigned int)__ballot(1))), v > 0.f),\
+ ((unsigned int)__ballot_sync((unsigned long long)(CASS_WARP(__activemask(), ((unsigned int)__ballot(1)))), v >\
+ 0.f)));   // __shfl_sync(m, v, 0) in a comment
+  bool any = CASS_WARP(__any_sync(mask, v > 1.f), __any_sync((unsigned long long)(mask), v > 1.f)), all =\
+ CASS_WARP(__all_sync(mask, v < 2.f), __all_sync((unsigned long long)(mask), v < 2.f));
+  CASS_WARP(__syncwarp(), (__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"),\
+ __builtin_amdgcn_wave_barrier(), __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront")));
+  return CASS_WARP(__shfl_sync(0xffffffff, CASS_WARP(__shfl_xor_sync(mask, v, 1, 16), __shfl_xor_sync((unsigned\
+ long long)(mask), v, 1, 16)), 0), __shfl_sync((unsigned long long)(0xffffffff),\
+ CASS_WARP(__shfl_xor_sync(mask, v, 1, 16), __shfl_xor_sync((unsigned long long)(mask), v, 1, 16)), 0)) +\
+ CASS_WARP(__shfl_up_sync(mask, v, 1), __shfl_up_sync((unsigned long long)(mask), v, 1)) + lanes;
 }
 """
 
@@ -388,7 +398,8 @@ def test_warp_sync_builtins_drop_the_mask_before_hip_6_2():
 
 def test_warp_sync_builtins_leave_declarations_and_wave64_targets_alone():
     own = "__device__ void __syncwarp(unsigned mask) {}\nreturn __shfl_sync(m, v, 0);\n"
-    assert warp_sync_builtins(own, HIP57) == "__device__ void __syncwarp(unsigned mask) {}\nreturn __shfl(v, 0);\n"
+    assert warp_sync_builtins(own, HIP57) == (WARP_PRELUDE + "__device__ void __syncwarp(unsigned mask) {}\n"
+                                              "return CASS_WARP(__shfl_sync(m, v, 0), __shfl(v, 0));\n")
     assert warp_sync_builtins(WARP_BEFORE, WAVE64) == WARP_BEFORE
 
 
@@ -421,7 +432,7 @@ def test_calls_are_found_with_balanced_arguments_outside_comments_and_literals()
 def test_repair_reports_the_rules_that_fired_and_leaves_other_text_alone():
     text, fired = repair(GUARDED_BEFORE + WARP_BEFORE, HIP57)
     assert fired == ["cuda_header_guards", "warp_sync_builtins"]
-    assert text == GUARDED_AFTER + WARP_AFTER_HIP57
+    assert text == WARP_PRELUDE + GUARDED_AFTER + WARP_AFTER_HIP57.removeprefix(WARP_PRELUDE)
     assert repair("__global__ void k(int *x) { x[0] = 1; }\n", HIP57) == \
         ("__global__ void k(int *x) { x[0] = 1; }\n", [])
     assert ruleset_id() == ",".join(f"{r.name}@{r.version}" for r in RULES)
@@ -525,3 +536,27 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
                                                                                 "host": ["-O1"]})]
     run_targets(nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), runs)
     assert {r.target.kind for r in runs} == {"host", "device"} and all(r.failure is None for r in runs)
+
+
+WARP_PROGRAM = """
+__global__ void kernel(float *out) { out[threadIdx.x] = reduce(out[threadIdx.x], 0xffffffffu); }
+int main() { return 0; }
+"""
+
+
+def test_warp_rule_output_builds_for_amd_and_for_hips_nvidia_platform(toolchains, store):
+    """The warp rule's output keeps CUDA's ``*_sync`` calls for HIP's NVIDIA platform (where HIP 5.7's votes are
+    ones ptxas refuses and AMD's builtins are unknown) and the AMD forms for AMD: both build."""
+    from cass.engine.targets import TargetRun
+    from cass.execution.programs import run_plans
+    from toolchains import load_hip_nvidia
+
+    text = "#include <hip/hip_runtime.h>\n" + WARP_AFTER_HIP57 + WARP_PROGRAM
+    runner = ActionRunner(store, local_executor({"amd": toolchains["amd"]}), 300)
+    amd = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})
+    assert amd.ok, store.get_text(amd.record.stderr)
+    hip_nvidia = load_hip_nvidia()
+    target = hip_nvidia.program_target(["kernel.cu"], ["sm_90"], ["-std=c++17", "-w"])
+    builds, _, _ = run_plans(store, hip_nvidia, {"k": [TargetRun(target, {"kernel.cu": store.put(text.encode())})]},
+                             600, None)
+    assert builds["k"].binary, builds["k"].detail

@@ -393,19 +393,37 @@ def _vote(name: str) -> Callable[[list[str], str], str]:
     return rewrite
 
 
+WARP_SELECT = "CASS_WARP"
+WARP_PRELUDE = (f"#ifndef {WARP_SELECT}\n#if defined(__HIP_PLATFORM_NVIDIA__)\n#define {WARP_SELECT}(cuda, amd) cuda\n"
+                f"#else\n#define {WARP_SELECT}(cuda, amd) amd\n#endif\n#endif\n")
+"""Chooses a warp call's form by HIP platform: on NVIDIA, HIP's headers are CUDA's, whose own ``*_sync`` intrinsics
+work (HIP 5.7's NVIDIA votes are the ones ptxas refuses from sm_70, and AMD's builtins are unknown there)."""
+
+
+def _per_platform(rewrite: Callable[[list[str], str], str]) -> Callable[[list[str], str], str]:
+    """A rewrite for AMD that leaves the CUDA call on HIP's NVIDIA platform."""
+    def choose(args: list[str], original: str) -> str:
+        amd = rewrite(args, original)
+        return original if amd == original else f"{WARP_SELECT}({original}, {amd})"
+    return choose
+
+
 def warp_sync_builtins(text: str, target: RepairTarget) -> str:
     if not target.wave32:
         return text   # a CUDA warp is no wavefront of 64 lanes: nothing here would compute the same
+    if WARP_PRELUDE in text:
+        return text   # repaired before
+    rewrites = {"__activemask": lambda args, original: ACTIVEMASK,
+                "__syncwarp": lambda args, original: SYNCWARP}   # no HIP declares it
     if target.hip >= WARP_SYNC_HIP:
-        for name in (*SHUFFLES, *VOTES):
-            text = rewrite_calls(text, name, _widen_mask(name))
+        rewrites |= {name: _widen_mask(name) for name in (*SHUFFLES, *VOTES)}
     else:
-        for name in SHUFFLES:
-            text = rewrite_calls(text, name, _drop_mask(name.removesuffix("_sync")))
-        for name in VOTES:
-            text = rewrite_calls(text, name, _vote(name))
-    text = rewrite_calls(text, "__activemask", lambda args, original: ACTIVEMASK)
-    return rewrite_calls(text, "__syncwarp", lambda args, original: SYNCWARP)   # no HIP declares it
+        rewrites |= {name: _drop_mask(name.removesuffix("_sync")) for name in SHUFFLES}
+        rewrites |= {name: _vote(name) for name in VOTES}
+    repaired = text
+    for name in (*SHUFFLES, *VOTES, "__activemask", "__syncwarp"):
+        repaired = rewrite_calls(repaired, name, _per_platform(rewrites[name]))
+    return repaired if repaired == text else WARP_PRELUDE + repaired
 
 
 RULES: tuple[Rule, ...] = (
@@ -421,7 +439,7 @@ RULES: tuple[Rule, ...] = (
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
     Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 3, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
-    Rule("warp_sync_builtins", 6, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
+    Rule("warp_sync_builtins", 7, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
 
