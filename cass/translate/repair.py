@@ -64,6 +64,9 @@ enters the repair action's key.
   No HIP declares ``__syncwarp()``: it becomes a wavefront barrier between release and acquire
   fences at wavefront scope (lanes of a wavefront run in lockstep; the fences order their memory
   operations as ``__syncwarp`` does).
+  Each rewritten call is ``CASS_WARP(<the CUDA call>, <the AMD form>)``, a macro the file defines once at its top:
+  the AMD form for AMD, the CUDA call on HIP's NVIDIA platform (whose headers are CUDA's, where HIP 5.7's own votes
+  are ones ptxas refuses from sm_70 and AMD's builtins are unknown), so the translation builds on both.
 
 A rule's ``version`` is bumped whenever its output can change; the rule set's id (every rule's
 name and version) enters the repair action's key, with the HIP version the rules were chosen for.
