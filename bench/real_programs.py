@@ -107,7 +107,8 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
         "exited 0).", "",
         *verdict_table(mains), "",
         f"Made by `python bench/real_programs.py export --half {half}`, `python -m toolchains.gpu run-batch DIR "
-        f"--jobs 14` on the GPU host (`--jobs 12` for the bundled batch), `python bench/real_programs.py import --half {half} --name {name}`.",
+        f"--jobs 14` on the GPU host (`--jobs 12` for the bundled batch), `python bench/real_programs.py import "
+        f"--half {half} --name {name}`.",
     ])
     if out:
         replace_section(out, SECTION, text)
