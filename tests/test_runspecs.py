@@ -139,3 +139,18 @@ def test_pair_verdicts_from_stored_runs(tmp_path):
     assert not verified(verdict, two_sets)
     silent = {"cuda": [run(b"done\n", kernels=0)] * 2, "hip": [run(b"done\n")] * 2}
     assert judge_pair(store, silent, False, {"rtol": 0, "atol": 0}).status == "no_kernel"
+
+
+def test_a_cmake_test_gives_the_arguments_and_its_executable_the_units():
+    sizes, read, has_main = tree({
+        "c/CMakeLists.txt": "set(SOURCES main.cu stencil.cu)  # the solver\nadd_executable(solver ${SOURCES})\n"
+                            "add_test(NAME small COMMAND solver 64 data/grid.txt\n"
+                            "         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})\nadd_test(big solver 4096)\n"
+                            "add_test(NAME other COMMAND other_tool 1)\n",
+        "c/main.cu": "int main() {}", "c/stencil.cu": "__global__ void k() {}", "c/data/grid.txt": "0 1",
+    })
+    spec = discover(sizes, read, "c/main.cu", has_main, {})
+    assert spec.source == "c/CMakeLists.txt:add_test" and spec.workdir == "c"
+    assert spec.arg_sets == [["64", "data/grid.txt"], ["4096"]]
+    assert spec.units == ["c/stencil.cu"] and spec.units_source == "c/CMakeLists.txt:add_executable"
+    assert spec.inputs == ["c/data/grid.txt"]

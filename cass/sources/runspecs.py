@@ -3,14 +3,18 @@ YAML file (``corpus.trees[].run_specs``).
 
 A :class:`RunSpec` says, for a file with a ``main``: the argument sets it is run with, its working directory, the
 data files of the tree it reads (laid out around it, read-only, when it runs), the other units it links with, a time
-limit, and where each of these came from. From a ``Makefile`` (``GNUmakefile``, ``makefile``) in the file's folder:
-the recipe of its ``run`` target (else ``test``, else ``check``): every command that starts ``./<program>`` is an
-argument set, ``cd <dir> &&`` before it moves the working directory; the units are the sources its source or object
-variables list (``source = main.cu kernels.cu``, ``obj = main.o util.o``) when they name the file. Make itself is
-not run: the tree is untrusted, and ``make -n`` would expand ``$(shell ...)``. Without a build file that lists
-units, the main file's undefined functions are resolved against the other source files of its folder (those that no
-file ``#include``s and that define no ``main``): a unit that defines a function the main file calls but does not
-define is linked, and so on from the units taken (a textual resolution: it reads definitions, not object files).
+limit, and where each of these came from.
+
+From a ``Makefile`` (``GNUmakefile``, ``makefile``) in the file's folder: the recipe of its ``run`` target (else
+``test``, else ``check``): every command that starts ``./<program>`` (the name the Makefile gives its program, or
+the main file's stem) is an argument set, ``cd <dir> &&`` before it moves the working directory; the units are the
+sources its source or object variables list (``source = main.cu kernels.cu``, ``obj = main.o util.o``) when they
+name the file. Make itself is not run: the tree is untrusted, and ``make -n`` would expand ``$(shell ...)``. Else
+from a ``CMakeLists.txt``: the ``add_executable`` that lists the file gives the units, and its ``add_test`` commands
+the argument sets (and a ``WORKING_DIRECTORY`` inside the folder). Without a build file that lists units, the main
+file's undefined functions are resolved against the other source files of its folder (those that no file
+``#include``s and that define no ``main``): a unit that defines a function the main file calls but does not define
+is linked, and so on from the units taken (a textual resolution: it reads definitions, not object files).
 
 The YAML file maps globs of main files (tree paths) to ``args`` (a list of argument lists), ``workdir``, ``inputs``
 (tree paths), ``units`` (tree paths) and ``timeout_s``; it wins over the build files.
@@ -184,6 +188,62 @@ def _main_units(makefile: Makefile, folder_files: set[str], main_name: str) -> l
     return None
 
 
+CMAKE_COMMAND = re.compile(r"\b(set|add_executable|add_test)\s*\(([^()]*)\)", re.I)
+CMAKE_SOURCE_DIRS = ("${CMAKE_CURRENT_SOURCE_DIR}", "${CMAKE_SOURCE_DIR}", "${PROJECT_SOURCE_DIR}")
+CMAKE_OPTIONS = {"WIN32", "MACOSX_BUNDLE", "EXCLUDE_FROM_ALL"}
+
+
+@dataclass
+class CMakeLists:
+    """What a ``CMakeLists.txt`` says about running its programs: each executable's sources, and its tests."""
+
+    executables: dict[str, list[str]]
+    tests: list[tuple[str, list[str], str]]
+    """(executable, arguments, working directory relative to the file's folder) of each ``add_test``."""
+
+    @classmethod
+    def parse(cls, text: str) -> CMakeLists:
+        variables: dict[str, list[str]] = {}
+        executables: dict[str, list[str]] = {}
+        tests = []
+        text = re.sub(r"#[^\n]*", "", text)
+
+        def words(arguments: str) -> list[str]:
+            try:
+                raw = shlex.split(arguments)
+            except ValueError:
+                return []
+            expanded = []
+            for word in raw:
+                name = re.fullmatch(r"\$\{(\w+)\}", word)
+                expanded += variables.get(name.group(1), []) if name else [word]
+            return expanded
+
+        for command, arguments in CMAKE_COMMAND.findall(text):
+            args = words(arguments)
+            if not args:
+                continue
+            if command.lower() == "set":
+                variables[args[0]] = args[1:]
+            elif command.lower() == "add_executable":
+                executables[args[0]] = [a for a in args[1:] if a not in CMAKE_OPTIONS]
+            elif args[0] == "NAME" and "COMMAND" in args:   # add_test(NAME n COMMAND exe args [WORKING_DIRECTORY d])
+                rest = args[args.index("COMMAND") + 1:]
+                workdir = "."
+                if "WORKING_DIRECTORY" in rest:
+                    at = rest.index("WORKING_DIRECTORY")
+                    workdir = rest[at + 1] if at + 1 < len(rest) else "."
+                    rest = rest[:at]
+                for prefix in CMAKE_SOURCE_DIRS:
+                    workdir = workdir.replace(prefix, ".")
+                target = re.sub(r"^\$<TARGET_FILE:(\w+)>$", r"\1", rest[0]) if rest else ""
+                tests.append((target, rest[1:], posixpath.normpath(workdir.lstrip("/") if workdir.startswith("./")
+                                                                    else workdir)))
+            elif len(args) >= 2:   # add_test(name exe args...)
+                tests.append((args[1], args[2:], "."))
+        return cls(executables, tests)
+
+
 DEFINITION = re.compile(r"^[A-Za-z_][\w:<>,*&\s]*?[\s*&]([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:const\s*)?\{", re.M)
 CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<<<[^;]*?>>>\s*)?\(")
 
@@ -228,6 +288,23 @@ def discover(files: Mapping[str, int], read: Callable[[str], bytes], main: str, 
         if listed is not None:
             spec.units = [join(u) for u in listed if join(u) != main]
             spec.units_source = f"{join(build)}:sources"
+    if "CMakeLists.txt" in in_folder and (spec.source == "none" or listed is None):
+        cmake = CMakeLists.parse(read(join("CMakeLists.txt")).decode("utf-8", "replace"))
+        name = posixpath.basename(main)
+        for program, sources in cmake.executables.items():
+            if name not in [posixpath.normpath(src) for src in sources]:
+                continue
+            runs = [(join(where), args) for exe, args, where in cmake.tests
+                    if exe == program and not join(where).startswith(("/", ".."))]
+            if spec.source == "none" and runs:
+                spec.source = f"{join('CMakeLists.txt')}:add_test"
+                spec.workdir = "" if runs[0][0] == "." else runs[0][0]
+                spec.arg_sets = [args for where, args in runs if where == runs[0][0]]
+            if listed is None:
+                listed = [posixpath.normpath(src) for src in sources if posixpath.normpath(src) in in_folder]
+                spec.units = [join(u) for u in listed if join(u) != main]
+                spec.units_source = f"{join('CMakeLists.txt')}:add_executable"
+            break
     if listed is None:
         candidates = sorted(p for p in files if posixpath.dirname(p) == folder and p != main
                             and p.endswith(UNIT_SUFFIXES) and p not in included and not has_main(p))
