@@ -102,7 +102,9 @@ def test_repaired_files_pair_and_say_so(project):
                      **dict.fromkeys(VECTOR_OPERATOR_FILES, "hip_vector_compound_operators")}
     warp = repaired.filter(pl.col("path").is_in(WARP_SYNC_FILES))   # the main file itself changed
     assert warp["hip_source_hipify"].str.contains("_sync(", literal=True).all()
-    assert not warp["hip_source"].str.contains("__shfl_down_sync(", literal=True).any()
+    # each call as CASS_WARP(<the CUDA call>, <the AMD form>): CUDA's on HIP's NVIDIA platform, the AMD one on AMD
+    assert warp["hip_source"].str.contains("#define CASS_WARP(cuda, amd) amd", literal=True).all()
+    assert warp["hip_source"].str.contains(r"CASS_WARP\(__\w+_sync\(").all()
     # only the included header changed: the main file's text is hipify-perl's, kept once
     assert repaired.filter(pl.col("path").is_in(VECTOR_OPERATOR_FILES))["hip_source_hipify"].is_null().all()
     assert pairs.filter(~pl.col("hip_repaired"))["hip_source_hipify"].is_null().all()
