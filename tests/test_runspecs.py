@@ -94,7 +94,8 @@ def test_makefile_variables_expand_as_make_expands_them():
 
 
 def test_the_hecbench_makefiles_give_run_specs():
-    """(CI has ../shared/hecbench beside the clone: no skip.) Every CUDA program of the development copy whose Makefile has a `run:` target gets its arguments from it."""
+    """Every CUDA program of the development copy whose Makefile has a `run:` target gets its arguments from it (CI
+    has ../shared/hecbench beside the clone: no skip)."""
     files = {str(p.relative_to(HECBENCH)): p.stat().st_size for p in HECBENCH.rglob("*") if p.is_file()}
     mains = [p for p in files if p.endswith("-cuda/main.cu")]
     with_run = [m for m in mains if "\nrun:" in (HECBENCH / m).with_name("Makefile").read_text(errors="replace")]
