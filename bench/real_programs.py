@@ -54,6 +54,7 @@ def write_params(root: Path, store: Path, host: str, half: str) -> None:
     params["corpus"]["trees"] = [{"path": str(HECBENCH / "src"), "origin": f"hecbench_{half}",
                                   "paths": [f"{name}-cuda/*" for name in load_split()["hecbench"][half]]}]
     params["store"]["dir"] = str(store)
+    params["dedup"]["real_tasks"] = False   # the corpus holds the suite's own programs: measured, not trained on
     params["execute"]["host"] = host
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 

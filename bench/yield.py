@@ -68,6 +68,7 @@ def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeli
     params = json.loads(json.dumps(base))
     params["corpus"]["trees"] = trees
     params["store"]["dir"] = str(store)
+    params["dedup"]["real_tasks"] = False   # the corpus holds the suite's own programs: measured, not trained on
     params["debian_sources"].update(enabled=True, dir=str(debian_dir), packages=packages)
     params["repair"]["enabled"] = pipeline
     params["amd"]["toolchain"] = suite

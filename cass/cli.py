@@ -9,6 +9,7 @@
     cass wiring [PROJECT]     check dvc.yaml against the code: each stage depends on its code's digest
     cass gpu-batch export DIR build the pairs' programs into a batch for a GPU host this machine cannot reach
     cass gpu-batch import DIR --name NAME   bring a batch's runs (results.json) into the store as GPU host NAME
+    cass bench-tasks build|export DIR|record   the real-program suite's tasks and reference outputs
     cass eval --predictions FILE | --baseline NAME   score predictions on the translation benchmark
     cass generate [--backend B] [--model M]      translate the benchmark's tasks with a model
 """
@@ -180,6 +181,15 @@ def build_parser() -> argparse.ArgumentParser:
     batch_import.add_argument("folder", type=Path)
     batch_import.add_argument("--name", required=True, help="the GPU host's name (gpu_hosts/<name>.json)")
     batch.set_defaults(func=cmd_gpu_batch)
+    tasks = sub.add_parser("bench-tasks", help="the real-program suite: its task manifest and reference outputs")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
+    tasks_sub.add_parser("build", help="write the task manifest from the mirror (benchmark.real.source)")
+    tasks_export = tasks_sub.add_parser("export", help="build the tasks' programs into a batch for a GPU host")
+    tasks_export.add_argument("folder", type=Path)
+    tasks_export.add_argument("--missing-for", metavar="NAME", help="only the runs the store lacks for GPU host NAME")
+    tasks_record = tasks_sub.add_parser("record", help="the reference outputs from a GPU host's runs")
+    tasks_record.add_argument("--name", required=True, help="the recorded GPU host (gpu_hosts/<name>.json)")
+    tasks.set_defaults(func=cmd_bench_tasks)
     gen = sub.add_parser("generate", help="translate the benchmark's tasks with a model (params.yaml generate)")
     gen.add_argument("--backend", choices=("transformers", "openai"), help="default: generate.backend")
     gen.add_argument("--model", help="a model directory, tiny-qwen2 or the server's model (default: generate.model)")
@@ -190,8 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
     evaluation = sub.add_parser("eval", help="score predictions (or a baseline) on the translation benchmark")
     what = evaluation.add_mutually_exclusive_group(required=True)
-    what.add_argument("--predictions", type=Path, help="JSONL or Parquet of {task_id, task: source|asm, prediction}")
-    what.add_argument("--baseline", choices=("reference", "identity", "hipify-perl"))
+    what.add_argument("--predictions", type=Path, help="JSONL or Parquet of {task_id, task: source|asm, prediction} "
+                      "(a real-program task's prediction: the main file's text, or {path: text})")
+    what.add_argument("--baseline", choices=("reference", "identity", "hipify-perl", "pipeline"))
+    evaluation.add_argument("--suite", choices=("own", "hecbench"), default="own",
+                            help="the own tasks (--tasks), or the real-program suite (benchmark.real)")
     evaluation.add_argument("--tasks", type=Path, default=Path("translation_bench/tasks"))
     evaluation.add_argument("--host", help="where programs run (default: params.yaml execute.host)")
     evaluation.add_argument("--out", type=Path, help="report folder (default: eval_results/<name>)")
@@ -223,8 +236,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from cass.benchmark.baselines import baseline
+    import polars as pl
+
+    from cass.benchmark.baselines import baseline, real_baseline
     from cass.benchmark.evaluate import evaluate
+    from cass.benchmark.real_evaluate import evaluate_real
+    from cass.benchmark.real_programs import REFERENCES
+    from cass.benchmark.real_tasks import load_files, read_manifest
     from cass.benchmark.scoring import score
     from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
     from cass.execution.batch import write_batch
@@ -233,30 +251,90 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from toolchains.programs import ProgramLimits
 
     params = load_params()
-    tasks = load_tasks(args.tasks)
-    try:   # a malformed file fails before anything is opened or built
+    store = open_store(params)
+    real = args.suite == "hecbench"
+    if real:
+        found, problems = load_files(store, Path(params["benchmark"]["real"]["source"]), read_manifest()[1])
+        if problems:
+            print(f"cass eval: {len(problems)} tasks left out, their files do not check against the mirror: "
+                  f"{next(iter(problems.values()))}", file=sys.stderr)
+        tasks = {t.id: t for t in found}
+    else:
+        tasks = load_tasks(args.tasks)
+    try:   # a malformed file fails before anything is built
         predictions = None if args.baseline else read_predictions(args.predictions, tasks)
     except PredictionsError as exc:
         print(f"cass eval: {exc}", file=sys.stderr)
         return 2
-    store = open_store(params)
     if predictions is None:
-        predictions = baseline(args.baseline, store, params, tasks)
+        predictions = (real_baseline if real else baseline)(args.baseline, store, params, tasks)
     name = args.baseline or args.predictions.stem
+    references = pl.read_parquet(REFERENCES) if real else None
     if args.export_batch:
-        _, report = evaluate(store, params, tasks, predictions, None)
         execute = params["execute"]
-        planned = plain_runs(set(report["binaries"]), ProgramLimits(**execute["limits"]), execute["runs"])
-        runs = write_batch(store, args.export_batch, {r for rs in planned.values() for r in rs}, execute)
+        if real:
+            _, report = evaluate_real(store, params, tasks, references, predictions, None, build_programs=True)
+            planned = {r for runs in report["planned"].values() for r in runs}
+        else:
+            _, report = evaluate(store, params, tasks, predictions, None)
+            by_binary = plain_runs(set(report["binaries"]), ProgramLimits(**execute["limits"]), execute["runs"])
+            planned = {r for rs in by_binary.values() for r in rs}
+        runs = write_batch(store, args.export_batch, planned, execute)
         print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "
               f"(python -m toolchains.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
               "--host recorded:<name>")
         return 0
     host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
-    out = args.out or Path("eval_results") / name
-    _, report = score(store, params, tasks, name, predictions, host, out)
+    out = args.out or Path("eval_results") / (f"hecbench/{name}" if real else name)
+    _, report = score(store, params, tasks, name, predictions, host, out, references)
     made = ", ".join(f"{kind} {c['misses']} built, {c['hits']} from the store" for kind, c in report["builds"].items())
     print(f"report: {out / 'report.json'}, {out / 'report.md'}, {out / 'accuracy.png'} ({made})")
+    return 0
+
+
+def cmd_bench_tasks(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from tqdm import tqdm
+
+    from cass.benchmark.real_programs import plan_recording, record, write_recorded
+    from cass.benchmark.real_tasks import MANIFEST, build_manifest, load_files, read_manifest
+    from cass.engine.cached import CachedMap
+    from cass.execution.batch import write_batch
+    from cass.execution.hosts import resolve_host
+
+    params = load_params()
+    real = params["benchmark"]["real"]
+    mirror = Path(real["source"])
+    if args.tasks_command == "build":
+        manifest = build_manifest(mirror, real["upstream"], lambda names: tqdm(names, desc="tasks", unit="benchmark"))
+        MANIFEST.parent.mkdir(parents=True, exist_ok=True)
+        MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+        print(f"{len(manifest['tasks'])} tasks in {MANIFEST}; left out: {manifest['left_out_by_reason']}")
+        return 0
+    store = open_store(params)
+    workers = params["executor"]["workers"] or None
+    tasks, problems = load_files(store, mirror, read_manifest()[1])
+    for task, why in problems.items():
+        print(f"{task}: {why}", file=sys.stderr)
+    if args.tasks_command == "export":
+        plan = plan_recording(store, params["execute"], tasks, workers)
+        planned = plan.planned
+        if args.missing_for:
+            host = resolve_host(f"recorded:{args.missing_for}").host
+            planned -= set(CachedMap(store).split({r: r.action(host).key for r in planned})[0])
+        runs = write_batch(store, args.folder, planned, params["execute"])
+        failed = sum(b.binary is None for b in plan.builds.values())
+        print(f"{len({r.binary for r in planned})} binaries of {len(tasks)} tasks ({failed} builds failed), {runs} "
+              f"runs in {args.folder}: python -m toolchains.gpu run-batch on the GPU host, cass gpu-batch import, "
+              "then cass bench-tasks record --name <host>")
+        return 0
+    host = resolve_host(f"recorded:{args.name}")
+    kept, rows, left_out = record(store, params["execute"], tasks, host, workers)
+    data = write_recorded(json.loads(MANIFEST.read_text()), kept, rows, left_out, {"name": host.name,
+                                                                                   **asdict(host.host)})
+    print(f"{len(kept)} tasks kept, {len(rows)} reference runs; left out: {data['left_out_by_reason']}")
     return 0
 
 

@@ -1,47 +1,64 @@
 """The baselines every evaluation is read against, as predictions: ``reference`` (the reference HIP and its
-device assembly: must score 100% where it runs, the harness's own check), ``identity`` (the input returned
-unchanged: the CUDA source, the SASS) and ``hipify-perl`` (the rule-based translator as it is, without the
-pipeline's repair layer; source task only)."""
+device assembly: must score 100% where it runs, the harness's own check; on the real-program suite the human
+port, the suite's ceiling), ``identity`` (the input returned unchanged: the CUDA source, the SASS), ``hipify-perl``
+(the rule-based translator as it is; source task only) and ``pipeline`` (hipify-perl and the pipeline's repair
+layer, as the pipeline translates a file; source task only)."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
+from cass.benchmark.assembly import sass
 from cass.benchmark.evaluate import amd_compiles
+from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction, Task
 from cass.engine.targets import TargetRun
-from cass.execution.programs import Build, run_plans
+from cass.execution.programs import run_plans
 from cass.text.amdgpu import normalize_amd
-from cass.text.sass import normalize_sass
+from cass.translate.repair import pipeline_repairer
 from store import Store
 from toolchains import Target, load_toolchains
 
-BASELINES = ("reference", "identity", "hipify-perl")
+BASELINES = ("reference", "identity", "hipify-perl", "pipeline")
 
 
-def artifact_texts(store: Store, builds: dict[str, Build]) -> dict[str, str]:
-    """Each build's artifact as text ("" where it failed: such a prediction then fails as it should)."""
-    return {key: store.get_text(b.binary) if b.binary else "" for key, b in builds.items()}
-
-
-def sass(store: Store, params: dict, tasks: dict[str, Task], workers: int | None) -> dict[str, str]:
-    """Each task's SASS for ``nvidia.archs[0]``, normalised as the instruct export's SASS is: the assembly task's
-    input ("" where the task does not compile for NVIDIA)."""
-    nvidia = load_toolchains(params["amd"]["toolchain"])["nvidia"]
-    arch = params["nvidia"]["archs"][0]
-    plans = {}
-    for task in tasks.values():
-        targets = nvidia.targets(task.path, [arch], params["nvidia"]["flags"])
-        device = next(t for t in targets if t.kind == "device")
-        plans[task.id] = [TargetRun(device, {task.path: store.put_text(task.cuda)})]
-    texts = artifact_texts(store, run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], workers)[0])
-    return {task: normalize_sass(text) if text else "" for task, text in texts.items()}
-
-
-def hipify(store: Store, params: dict, tasks: dict[str, Task], workers: int | None) -> dict[str, str]:
-    """hipify-perl's translation of each task's CUDA program."""
+def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, str]], repair: bool,
+                 workers: int | None) -> dict[Hashable, str]:
+    """hipify-perl's translation of every ``key: (path, digest)`` (with the pipeline's repair layer where
+    ``repair``), as the digest of the HIP text ("" where hipify-perl failed)."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
-    plans = {t.id: [TargetRun(Target("source", "hip", (amd.hipify_step(t.path),), "hip"),   # one step: its stdout
-                              {t.path: store.put_text(t.cuda)})] for t in tasks.values()}
-    return artifact_texts(store, run_plans(store, amd, plans, params["hipify"]["timeout_s"], workers)[0])
+    plans = {key: [TargetRun(Target("source", "hip", (amd.hipify_step(path),), "hip"), {path: digest})]
+             for key, (path, digest) in files.items()}   # one step: its stdout
+    builds = run_plans(store, amd, plans, params["hipify"]["timeout_s"], workers)[0]
+    hip = {key: b.binary or store.put(b"") for key, b in builds.items()}
+    if repair:
+        repairer = pipeline_repairer(store, params)
+        hip = {key: repairer(digest, repairer.target.names.provided_by([files[key][0]]))[0]
+               for key, digest in hip.items()}
+    return hip
+
+
+def hipify(store: Store, params: dict, tasks: dict[str, Task], repair: bool, workers: int | None) -> dict[str, str]:
+    """hipify-perl's translation of each task's CUDA program (repaired where ``repair``)."""
+    hip = hipify_files(store, params, {t.id: (t.path, store.put_text(t.cuda)) for t in tasks.values()}, repair,
+                       workers)
+    return {t: store.get_text(d) for t, d in hip.items()}
+
+
+def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTask]) -> list[Prediction]:
+    """The predictions of baseline ``name`` for every real-program task: the files it changes, by path."""
+    if name == "reference":
+        return [Prediction(t, "source", {p: store.get_text(d) for p, d in task.human.items()})
+                for t, task in tasks.items()]
+    if name == "identity":
+        return [Prediction(t, "source", {p: store.get_text(d) for p, d in task.files.items()})
+                for t, task in tasks.items()]
+    if name in ("hipify-perl", "pipeline"):
+        files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
+        hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None)
+        return [Prediction(t, "source", {p: store.get_text(hip[t, p]) for p in task.files})
+                for t, task in tasks.items()]
+    raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")
 
 
 def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> list[Prediction]:
@@ -56,6 +73,7 @@ def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> l
     if name == "identity":
         return [*(Prediction(t, "source", task.cuda) for t, task in tasks.items()),
                 *(Prediction(t, "asm", text) for t, text in sass(store, params, tasks, workers).items())]
-    if name == "hipify-perl":
-        return [Prediction(t, "source", text) for t, text in hipify(store, params, tasks, workers).items()]
+    if name in ("hipify-perl", "pipeline"):
+        return [Prediction(t, "source", text)
+                for t, text in hipify(store, params, tasks, name == "pipeline", workers).items()]
     raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")

@@ -61,7 +61,8 @@ def load_tasks(root: Path = TASKS_DIR) -> dict[str, Task]:
 class Prediction:
     task_id: str
     task: str
-    prediction: str
+    prediction: str | dict[str, str]
+    """The HIP text; for a real-program task also the files by path (:mod:`cass.benchmark.real_tasks`)."""
     sample: int = 0
     """Which of several samples for the same task and kind this is (pass@k is computed over them)."""
 
@@ -70,8 +71,9 @@ class PredictionsError(ValueError):
     """A predictions file that cannot be evaluated; the message names the file, the line and the cause."""
 
 
-def read_predictions(path: Path, tasks: dict[str, Task]) -> list[Prediction]:
-    """The predictions of a JSONL (one object per line) or Parquet file, checked against ``tasks``."""
+def read_predictions(path: Path, tasks: dict) -> list[Prediction]:
+    """The predictions of a JSONL (one object per line) or Parquet file, checked against ``tasks`` (of either
+    suite)."""
     if path.suffix == ".parquet":
         try:
             rows = pl.read_parquet(path).to_dicts()
@@ -99,8 +101,20 @@ def read_predictions(path: Path, tasks: dict[str, Task]) -> list[Prediction]:
             raise PredictionsError(f"{path} {where}: unknown task_id {row['task_id']!r}")
         if row["task"] not in TASK_KINDS:
             raise PredictionsError(f"{path} {where}: task is {row['task']!r}, not one of {list(TASK_KINDS)}")
-        if not isinstance(row["prediction"], str):
-            raise PredictionsError(f"{path} {where}: prediction is not a string")
+        prediction = row["prediction"]
+        if isinstance(prediction, list) and all(isinstance(f, dict) and {"path", "text"} <= set(f) for f in prediction):
+            prediction = {f["path"]: f["text"] for f in prediction}   # Parquet: a list of {path, text}
+        if isinstance(prediction, dict) and hasattr(tasks[row["task_id"]], "overlay"):   # a real-program task
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in prediction.items()):
+                raise PredictionsError(f"{path} {where}: prediction maps a path to something not a string")
+            bad = [p for p in prediction if p not in tasks[row["task_id"]].files
+                   and not p.startswith(tasks[row["task_id"]].folder + "/")]
+            if bad:
+                raise PredictionsError(f"{path} {where}: {bad[0]} is neither a file of task {row['task_id']} nor in "
+                                       f"its folder")
+        elif not isinstance(prediction, str):
+            raise PredictionsError(f"{path} {where}: prediction is not a string (a real-program task also takes "
+                                   "an object of path: text)")
         sample = row.get("sample", 0)
         if type(sample) is not int or sample < 0:
             raise PredictionsError(f"{path} {where}: sample is {sample!r}, not a number from 0")
@@ -108,5 +122,5 @@ def read_predictions(path: Path, tasks: dict[str, Task]) -> list[Prediction]:
             raise PredictionsError(f"{path} {where}: a second prediction for {row['task_id']} ({row['task']}, "
                                    f"sample {sample})")
         seen.add((row["task_id"], row["task"], sample))
-        predictions.append(Prediction(row["task_id"], row["task"], row["prediction"], sample))
+        predictions.append(Prediction(row["task_id"], row["task"], prediction, sample))
     return predictions

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from cass.benchmark.baselines import sass
+from cass.benchmark.assembly import sass
 from cass.benchmark.tasks import Task
 from cass.models.backends import Backend, Messages, Sampling
 from cass.models.completions import complete_all, extract

@@ -5,7 +5,8 @@
 2. Near: MinHash LSH (``cass.dedup.minhash``) with the ``dedup`` parameters; signatures are cached in
    the store per source content, so a rerun computes signatures only for new contents.
 3. Decontamination: every item that is a near duplicate of a file under ``dedup.reference_trees``
-   (by default the translation benchmark's tasks) is dropped as ``contaminated``.
+   (by default the translation benchmark's own tasks) or, with ``dedup.real_tasks``, of a CUDA file of the
+   real-program suite (stage ``real_tasks``) is dropped as ``contaminated``; the metrics count them per suite.
 
 Items of ``dedup.exempt_origins`` (by default ``bench``, the benchmark's tasks themselves, which are the
 reference files) pass through untouched: no other item can make them drop, and they are never
@@ -27,6 +28,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
+from cass.benchmark.real_tasks import SUITE
 from cass.dedup.corpus import REMOVED_SCHEMA, cached_signatures, rank, reference_texts
 from cass.dedup.minhash import MinHashParams, candidate_links, components, content_key, similarity
 from cass.pipeline.context import Stage
@@ -78,6 +80,9 @@ def run(stage: Stage) -> None:
             remove(row, "near_duplicate", rep, rep_row, sim, f"{rep_row['origin']}:{rep_row['path']}")
 
     refs = reference_texts(dp["reference_trees"], params["corpus"]["extensions"])
+    if dp["real_tasks"]:   # the real-program suite's CUDA programs
+        refs |= {f"{row['origin']}:{f['path']}": store.get_text(f["digest"], "replace")
+                 for row in stage.upstream("real_tasks").iter_rows(named=True) for f in row["files"]}
     if refs:
         ref_digests = {path: digest_bytes(text.encode()) for path, text in refs.items()}
         ref_sigs, _, ref_keys = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)
@@ -95,6 +100,10 @@ def run(stage: Stage) -> None:
                 contaminated[item] = (ref_paths[ref - n], sim)
         for item, (ref_path, sim) in sorted(contaminated.items()):
             remove(survivors[kept[item]], "contaminated", -1, None, sim, f"reference {ref_path}")
+        suites = Counter(SUITE if p.startswith(f"{SUITE}:") else "own" for p, _ in contaminated.values())
+        out.extra_metrics["contaminated_by_suite"] = {"own": suites["own"], SUITE: suites[SUITE]}
+        out.extra_metrics["reference_files"] = {"own": sum(not p.startswith(f"{SUITE}:") for p in refs),
+                                                SUITE: sum(p.startswith(f"{SUITE}:") for p in refs)}
         kept = [k for i, k in enumerate(kept) if i not in contaminated]
 
     kept_rows = [survivors[i] for i in kept]

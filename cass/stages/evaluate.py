@@ -1,12 +1,14 @@
-"""Stage ``evaluate``: the benchmark's baselines and every predictions file scored on the translation tasks.
+"""Stage ``evaluate``: the benchmark's baselines and every predictions file scored on both suites of tasks.
 
-Evaluated: each baseline of ``benchmark.baselines`` (:mod:`cass.benchmark.baselines`) and each JSONL or Parquet
-file in ``benchmark.predictions_dir`` (under its file name's stem) and the generate stage's predictions (under
-``generate.name``, when that stage is on), with the evaluator
-(:mod:`cass.benchmark.evaluate`) on the run host ``benchmark.host`` (null: ``execute.host``). Each one's report
-goes to ``data/evaluate/<name>/`` (``report.json``, ``report.md``, ``accuracy.png``), and its overall rates to
-``metrics/evaluate.json`` (a DVC metric). The stage reads no corpus data, so a corpus change does not rerun it;
-its builds are the store's actions that the pipeline's stages also make for origin ``bench``.
+Suites: the own tasks (``benchmark.tasks``; :mod:`cass.benchmark.evaluate`) and the real-program suite (the tasks
+stage ``real_tasks`` read, :mod:`cass.benchmark.real_evaluate`). Evaluated on each: every baseline of
+``benchmark.baselines`` (:mod:`cass.benchmark.baselines`), each JSONL or Parquet file in
+``benchmark.predictions_dir`` (under its file name's stem; its rows go to the suite of their task) and the
+generate stage's predictions (under ``generate.name``, when that stage is on), on the run host ``benchmark.host``
+(null: ``execute.host``). Reports go to ``data/evaluate/<name>/`` (own suite) and ``data/evaluate/hecbench/<name>/``
+(``report.json``, ``report.md``, ``accuracy.png``), the overall rates to ``metrics/evaluate.json`` (``results``
+and ``real.results``; a DVC metric). The stage reads no corpus data, so a corpus change does not rerun it; its
+builds are the store's actions that the pipeline's stages also make for the same programs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cass.benchmark.baselines import baseline
+import polars as pl
+
+from cass.benchmark.baselines import baseline, real_baseline
+from cass.benchmark.real_programs import REFERENCES
+from cass.benchmark.real_tasks import MANIFEST, SUITE, read_manifest
 from cass.benchmark.scoring import score
 from cass.benchmark.tasks import PREDICTION_SUFFIXES, load_tasks, read_predictions
 from cass.execution.hosts import resolve_host
@@ -40,24 +46,42 @@ def run(stage: Stage) -> None:
                              f"named {name!r}: rename the file or set another generate.name")
         files[name] = GENERATED
     tasks = load_tasks(Path(bench["tasks"])) if bench["baselines"] or files else {}
-    taken = set(bench["baselines"]) & set(files)
+    available = set(stage.upstream("real_tasks")["sample_id"])
+    real = {t.id: t for t in read_manifest(MANIFEST)[1] if t.id in available}
+    taken = set(bench["baselines"]) & set(files) | {SUITE} & set(files)
     if taken:
-        raise SystemExit(f"evaluate: predictions named {sorted(taken)[0]!r}, like a baseline: rename the file "
-                         "(or generate.name)")
+        raise SystemExit(f"evaluate: predictions named {sorted(taken)[0]!r}, like a baseline or a suite: rename "
+                         "the file (or generate.name)")
     # every file is read before anything is built: a malformed one fails the stage at once, naming its line
-    entries = {name: read_predictions(path, tasks) for name, path in files.items()}
+    entries = {name: read_predictions(path, {**tasks, **real}) for name, path in files.items()}
     host = resolve_host(bench["host"] or params["execute"]["host"], scheduler_address(params["executor"]))
     shutil.rmtree(out_dir, ignore_errors=True)   # no report of an earlier name stays behind
     out_dir.mkdir(parents=True)
-    results, runs = {}, {}
-    for name in [*bench["baselines"], *entries]:
-        predictions = entries[name] if name in entries else baseline(name, stage.store, params, tasks)
-        summary, report = score(stage.store, params, tasks, name, predictions, host, out_dir / name)
-        results[name] = {**summary["by_domain"].get("all", {}), "reference_check": summary["reference_check"]}
-        runs[name] = {"builds": report["builds"], "runs": report.get("runs")}
-    write_metrics(stage.name, {"tasks": len(tasks), "host": host.name if host else None, "results": results})
+    references = pl.read_parquet(REFERENCES) if real else None
+    metrics, runs = {"host": host.name if host else None}, {}
+    for suite, suite_tasks, folder in (("own", tasks, out_dir), (SUITE, real, out_dir / SUITE)):
+        results = {}
+        for name in [*(bench["baselines"] if suite_tasks else ()), *entries]:
+            if name in entries:
+                predictions = [p for p in entries[name] if p.task_id in suite_tasks]
+            else:
+                predictions = (baseline(name, stage.store, params, suite_tasks) if suite == "own"
+                               else real_baseline(name, stage.store, params, suite_tasks))
+            if not predictions:
+                continue
+            summary, report = score(stage.store, params, suite_tasks, name, predictions, host, folder / name,
+                                    references)
+            results[name] = {**summary["by_domain"].get("all", {}), "reference_check": summary["reference_check"]}
+            runs[f"{suite}:{name}"] = {"builds": report["builds"], "runs": report.get("runs")}
+        if suite == "own":
+            metrics |= {"tasks": len(tasks), "results": results}
+        else:
+            metrics["real"] = {"suite": SUITE, "tasks": len(real), "results": results}
+    write_metrics(stage.name, metrics)
     write_run_report(stage.name, {"evaluations": runs})
-    scores = "; ".join(f"{name} compiles {percent(r.get('source', {}).get('compile_rate'))}, correct "
-                       f"{percent(r.get('source', {}).get('accuracy'))}" for name, r in results.items())
-    print(f"evaluate: {len(tasks)} tasks, {len(results)} evaluations ({scores or 'none'}); "
-          f"tables in {out_dir}/*/report.md")
+    scores = "; ".join(f"{suite} {name} compiles {percent(r.get('source', {}).get('compile_rate'))}, correct "
+                       f"{percent(r.get('source', {}).get('accuracy'))}"
+                       for suite, results in (("own", metrics["results"]), (SUITE, metrics["real"]["results"]))
+                       for name, r in results.items())
+    print(f"evaluate: {len(tasks)} own and {len(real)} real-program tasks ({scores or 'nothing evaluated'}); "
+          f"tables in {out_dir}/*/report.md and {out_dir}/{SUITE}/*/report.md")

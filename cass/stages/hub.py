@@ -4,8 +4,10 @@
 (named as ``datasets.push_to_hub`` names shards) and ``README.md``. Configs: ``pairs``
 (file-level), ``verified`` (the pairs the execute stage verified: ``exec_verified``, outputs that agree and kernels
 launched on the GPU in every run; left out while there is none), ``kernels`` (kernel-level), ``instruct_source``
-and ``instruct_asm`` (training messages), and ``pairs_<origin>`` per origin. A row's shard is chosen by a stable
-key (BLAKE3 of its id modulo the shard count), and the shard count by the table's size over
+and ``instruct_asm`` (training messages), ``pairs_<origin>`` per origin, and ``benchmark_hecbench`` (the
+real-program suite's tasks: domain, difficulty, license, visible arguments, files by digest; stage ``real_tasks``).
+A row's shard is chosen by a stable key (BLAKE3 of its id modulo the shard count), and the shard count by the
+table's size over
 ``hub.shard_bytes``, so changing one sample rewrites one shard per config that holds it.
 The card has YAML ``configs:``, the license field, a schema table per config, counts per stage
 and drop reason, the exact toolchain versions, flags, dedup and tokenizer parameters, and how
@@ -38,6 +40,10 @@ def run(stage: Stage) -> None:
     if verified.height:   # an empty config would not load (`datasets` finds no data in it)
         configs["verified"] = verified
         keys["verified"] = "sample_id"
+    suite = stage.upstream("real_tasks")
+    if suite.height:   # the real-program suite's tasks, by reference (files by digest; the card in translation_bench)
+        configs["benchmark_hecbench"] = suite
+        keys["benchmark_hecbench"] = "sample_id"
     for origin in sorted(tables["pairs"]["origin"].unique()):
         configs[f"pairs_{origin}"] = tables["pairs"].filter(pl.col("origin") == origin)
         keys[f"pairs_{origin}"] = "sample_id"

@@ -16,11 +16,9 @@ from collections import Counter
 
 import polars as pl
 
-from cass.engine.actions import pipeline_toolchains
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
-from cass.translate.names import toolchain_names
-from cass.translate.repair import CachedRepair, RepairTarget, all_wave32, ruleset_id
+from cass.translate.repair import pipeline_repairer, ruleset_id
 from toolchains.language import is_opencl
 
 
@@ -31,11 +29,7 @@ def run(stage: Stage) -> None:
     out = stage.output(rows.height)
     repairer = None
     if params["repair"]["enabled"]:
-        toolchains = pipeline_toolchains(stage.params, ("nvidia", "amd"))
-        amd = toolchains["amd"]
-        target = RepairTarget(hip=amd.hip_version(), names=toolchain_names(toolchains["nvidia"], amd),
-                              wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
-        repairer = CachedRepair(store, target)
+        repairer = pipeline_repairer(store, params)
     samples_by_rule: Counter = Counter()
     files_by_rule: dict[str, set[str]] = {}
     added = []

@@ -79,9 +79,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from cass.engine.actions import pipeline_toolchains
 from cass.engine.cached import CachedMap
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
-from cass.translate.names import CAST_OF_NAME, CudaHipNames
+from cass.translate.names import CAST_OF_NAME, CudaHipNames, toolchain_names
 from cass.translate.ptx import rewrite_asm
 from store import Store
 from toolchains.amd import WARP_SYNC_HIP
@@ -500,3 +501,13 @@ class CachedRepair:
             self._done[digest, shadowed] = (record.outputs["hip"],
                                             json.loads(self.store.get_text(record.outputs["fired"])))
         return self._done[digest, shadowed]
+
+
+def pipeline_repairer(store: Store, params: dict) -> CachedRepair:
+    """The repair layer as the pipeline's repair stage applies it, for ``params``' toolchains and AMD archs."""
+    toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
+    amd = toolchains["amd"]
+    target = RepairTarget(hip=amd.hip_version(), names=toolchain_names(toolchains["nvidia"], amd),
+                          wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
+    return CachedRepair(store, target)
+

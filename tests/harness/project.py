@@ -15,7 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
-                  "analysis", "gpu_hosts", "predictions")
+                  "analysis", "gpu_hosts", "predictions", "translation_bench/real")
 BENCH_TASKS = Path("translation_bench") / "tasks"
 
 BUILT_HERE = ("__pycache__", "executed", "figures", "plots", "metrics.json")
@@ -57,6 +57,7 @@ def run_in(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
 
 def _copy(name: str, dest: Path) -> None:
     src, target = REPO / name, dest / name
+    target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_dir():
         shutil.rmtree(target)
     if src.is_dir():

@@ -1,0 +1,138 @@
+"""Benchmark: the four baselines on the real-program suite (issue 40), on an NVIDIA GPU host reached by copying files.
+
+``export`` builds every baseline's translations of every task (hipcc for the compile rate, HIP's NVIDIA back end for
+the program) and writes one batch of their runs on the hidden arguments (the runs the store lacks for ``--name``);
+the GPU host runs it (``python -m toolchains.gpu run-batch DIR --jobs N``); ``import`` records the runs and scores
+every baseline with the evaluator, then prints (``--out``: puts in bench/RESULTS.md) the table overall and per
+domain, with the commit, the GPU and the commands. Run in a project directory whose params.yaml names the store
+and the mirror (``benchmark.real.source``); the suite is ``translation_bench/real`` of this checkout.
+
+    python bench/real_suite.py export --project DIR --batch BATCH [--name HOST]
+    python bench/real_suite.py import --project DIR --batch BATCH [BATCH ...] --name HOST [--out bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO)]
+
+from bench.results import replace_section  # noqa: E402
+from cass.benchmark.baselines import BASELINES, real_baseline  # noqa: E402
+from cass.benchmark.evaluate import summarize  # noqa: E402
+from cass.benchmark.real_evaluate import evaluate_real  # noqa: E402
+from cass.benchmark.real_programs import REFERENCES  # noqa: E402
+from cass.benchmark.real_tasks import MANIFEST, load_files, read_manifest  # noqa: E402
+from cass.engine.cached import CachedMap  # noqa: E402
+from cass.execution.batch import import_results, write_batch  # noqa: E402
+from cass.execution.hosts import resolve_host  # noqa: E402
+from cass.pipeline.context import load_params, open_store  # noqa: E402
+from cass.pipeline.metrics import percent  # noqa: E402
+
+SECTION = "## The real-program suite's baselines (issue 40)"
+
+
+def suite(store, params: dict) -> tuple[dict, pl.DataFrame]:
+    tasks, problems = load_files(store, Path(params["benchmark"]["real"]["source"]), read_manifest(REPO / MANIFEST)[1])
+    if problems:
+        raise SystemExit(f"{len(problems)} tasks do not check against the mirror: {next(iter(problems.values()))}")
+    return {t.id: t for t in tasks}, pl.read_parquet(REPO / REFERENCES)
+
+
+def export(params: dict, batch: Path, name: str | None) -> None:
+    store = open_store(params)
+    tasks, references = suite(store, params)
+    planned = set()
+    for baseline in BASELINES:
+        _, report = evaluate_real(store, params, tasks, references, real_baseline(baseline, store, params, tasks),
+                                  None, build_programs=True)
+        planned |= {r for runs in report["planned"].values() for r in runs}
+        print(f"{baseline}: {len(report['binaries'])} programs built", flush=True)
+    if name:
+        host = resolve_host(f"recorded:{name}").host
+        planned -= set(CachedMap(store).split({r: r.action(host).key for r in planned})[0])
+    runs = write_batch(store, batch, planned, params["execute"])
+    print(f"{runs} runs of {len({r.binary for r in planned})} binaries in {batch}")
+
+
+def row(name: str, summary: dict) -> str:
+    s = summary["by_domain"]["all"]["source"]
+    ratio = s.get("median_runtime_ratio")
+    return (f"| {name} | {s['n']} | {percent(s['compile_rate'])} | {percent(s['accuracy'])} | "
+            f"{percent(s['accuracy_tolerant'])} | {'-' if ratio is None else f'{ratio:.2f}'} | "
+            f"{s['mean_chrf'] if s['mean_chrf'] is not None else '-'} | "
+            + ", ".join(f"{v} {n}" for v, n in sorted(s["verdicts"].items(), key=lambda kv: -kv[1])) + " |")
+
+
+def score(params: dict, batches: list[Path], name: str, out: Path | None) -> None:
+    store = open_store(params)
+    for batch in batches:
+        import_results(store, params["execute"], batch, name)
+    tasks, references = suite(store, params)
+    host = resolve_host(f"recorded:{name}")
+    summaries = {}
+    for baseline in BASELINES:
+        rows, _ = evaluate_real(store, params, tasks, references, real_baseline(baseline, store, params, tasks), host)
+        summaries[baseline] = summarize([{**r, "baseline_reference": False} for r in rows
+                                         if r["baseline_reference"] == (baseline == "reference")], tasks)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    manifest = read_manifest(REPO / MANIFEST)[0]
+    domains: dict[str, dict] = defaultdict(dict)
+    for baseline, summary in summaries.items():
+        for domain, kinds in summary["by_domain"].items():
+            domains[domain][baseline] = kinds["source"]
+    text = "\n".join([
+        SECTION, "",
+        f"Commit {commit}, {date.today()}, GPU {host.host.gpu} ({host.host.sm}, driver {host.host.driver}; "
+        f"{host.host.describe().split('; ')[-1]}). The real-program suite: {len(tasks)} tasks of "
+        f"{manifest['repository']} `{manifest['commit'][:12]}` (translation_bench/real/README.md). Each translation "
+        f"compiled by hipcc for {params['amd']['archs']} (the compile rate), built through HIP's NVIDIA back end and "
+        f"run {params['benchmark']['real']['runs']} time(s) on the hidden arguments, limits "
+        f"{params['execute']['limits']['wall_s']} s; a pass needs the output of the CUDA original's recorded runs "
+        "(fields that vary between them masked) and a kernel counted in every run. `reference` is the human port, "
+        "the suite's ceiling; `pipeline` is hipify-perl with the repair layer; `identity` is the CUDA files "
+        "unchanged. chrF: the whole program's text against the human port's. Runtime: the median over the tasks "
+        "both passed of the translation's wall time over the human port's.", "",
+        "| baseline | tasks | compiles (gfx) | accuracy | accuracy (tolerant) | runtime / human | chrF | verdicts |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        *(row(b, s) for b, s in summaries.items()), "",
+        "Accuracy per domain:", "",
+        "| domain | tasks | " + " | ".join(BASELINES) + " |", "|---|---:|" + "---:|" * len(BASELINES),
+        *(f"| {d} | {by['reference']['n']} | " + " | ".join(percent(by[b].get("accuracy")) for b in BASELINES) + " |"
+          for d, by in sorted(domains.items(), key=lambda kv: (kv[0] != "all", -kv[1]["reference"]["n"]))), "",
+        f"Made by `python bench/real_suite.py export`, `python -m toolchains.gpu run-batch DIR --jobs 14` on the GPU "
+        f"host, `python bench/real_suite.py import --name {name}`.",
+    ])
+    if out:
+        replace_section(out, SECTION, text)
+    print(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("phase", choices=["export", "import"])
+    parser.add_argument("--project", type=Path, required=True, help="the project directory (its params.yaml)")
+    parser.add_argument("--batch", type=Path, nargs="+", required=True)
+    parser.add_argument("--name", help="the GPU host (export: leave out what it ran before; import: record as)")
+    parser.add_argument("--out", type=Path, help="a Markdown file to put the table in")
+    args = parser.parse_args()
+    os.chdir(args.project)
+    params = load_params()
+    if args.phase == "export":
+        export(params, args.batch[0], args.name)
+    else:
+        score(params, args.batch, args.name, args.out and (REPO / args.out).resolve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Scoring translations on the real-program suite (:mod:`cass.benchmark.real_tasks`).
+
+A prediction is a set of HIP files over the task's layout (:meth:`RealTask.overlay`). It compiles (the compile rate)
+when hipcc builds every unit of the program for ``amd.archs`` (host and device); a prediction that compiles is built
+through HIP's NVIDIA back end and run with the task's **hidden** arguments (never shown in a prompt)
+``benchmark.real.runs`` times on the run host. Its output is judged against the CUDA original's recorded runs of
+the same arguments as the ``execute`` stage judges a pair (:func:`cass.execution.verify.judge`: the fields that
+vary between the CUDA original's own runs masked, then numbers within ``execute.tolerance``), and a pass needs a
+kernel launched on the GPU in every run (counted by the run host): a program that prints the expected output, or
+computes it on the CPU, does not pass.
+
+Verdicts: ``pass`` (match, or match once masked), ``pass_tolerant``, ``wrong_output``, ``no_kernel``,
+``run_failed``, ``timeout``, ``build_failed``, ``compile_failed``, ``not_run:no_gpu_host``. The runtime ratio is the
+prediction's wall time over the human port's, run in the same evaluation; chrF compares the program's text (every
+file of the layout, by path) with the human port's.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+import polars as pl
+from sacrebleu.metrics import CHRF
+
+from cass.benchmark.real_programs import build, task_runs
+from cass.benchmark.real_tasks import RealTask
+from cass.benchmark.tasks import Prediction
+from cass.engine.targets import TargetRun
+from cass.execution.hosts import ExecutionHost
+from cass.execution.programs import Build, Run, run_plans, run_programs
+from cass.execution.verify import MATCHES, judge, verified
+from store import Store
+from toolchains import load_toolchains
+
+REFERENCE = "reference"
+VERDICTS = {"match": "pass", "match_masked": "pass", "match_tolerant": "pass_tolerant", "mismatch": "wrong_output",
+            "no_output": "wrong_output", "hip_failed": "run_failed", "timeout": "timeout", "no_kernel": "no_kernel"}
+
+
+def prediction_files(task: RealTask, prediction: str | dict[str, str]) -> dict[str, str]:
+    """A prediction's files by path: a text alone is the main file's translation; a mapping (checked by
+    :func:`cass.benchmark.tasks.read_predictions`) gives paths of the task's files or of new files in its folder."""
+    return {task.main: prediction} if isinstance(prediction, str) else dict(prediction)
+
+
+def program_text(store: Store, files: dict[str, str]) -> str:
+    """The text of a program's files (path: digest), each under a ``// <path>`` line, by path."""
+    return "\n".join(f"// {path}\n{store.get_text(digest, 'replace')}" for path, digest in sorted(files.items()))
+
+
+def amd_compiles(store: Store, params: dict, programs: dict[str, tuple[RealTask, dict[str, str]]],
+                 workers: int | None) -> dict[str, Build]:
+    """hipcc's host and device compiles of every unit of each ``key: (task, files)``."""
+    amd = load_toolchains(params["amd"]["toolchain"])["amd"]
+    archs, flags = params["amd"]["archs"], params["amd"]["flags"]
+    plans = {key: [TargetRun(t, files) for unit in (task.main, *task.units)
+                   for t in amd.targets(unit, archs, flags, task.include_dirs)]
+             for key, (task, files) in programs.items()}
+    return run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)[0]
+
+
+def reference_runs(store: Store, references: pl.DataFrame, task: RealTask) -> list[Run]:
+    """The CUDA original's recorded runs of the task's hidden arguments, as runs whose outputs are in ``store``."""
+    arg_set = "hidden" if task.hidden_differs else "visible"
+    rows = references.filter((pl.col("task_id") == task.id) & (pl.col("arg_set") == arg_set)).sort("run")
+    empty = store.put(b"")
+    return [Run(r["verdict"], r["exit_code"], store.put(r["stdout"]), empty, r["wall_s"], r["max_rss_kib"],
+                r["kernel_launches"], tuple(r["args"])) for r in rows.iter_rows(named=True)]
+
+
+def verdict_of(store: Store, task: RealTask, references: list[Run], runs: list[Run], tolerance: dict,
+               ) -> tuple[str, str]:
+    """(verdict, detail) of a prediction whose runs came back."""
+    if not references:
+        return "not_run:no_reference", f"no reference output of {task.id}'s hidden arguments"
+    found = judge(store, {"cuda": references, "hip": runs}, bool(task.visible_args), tolerance)
+    if found.status in MATCHES and not verified(found, {"cuda": references, "hip": runs}):
+        counts = [r.kernel_launches for r in runs]
+        if found.self_checks[0] == "fail":
+            return "not_verified", "the CUDA original's own check failed"
+        return "no_kernel", f"kernel launches per run: {counts} (a pass needs a counted kernel in every run)"
+    return VERDICTS.get(found.status, found.status), found.detail
+
+
+def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], references: pl.DataFrame,
+                  predictions: list[Prediction], host: ExecutionHost | None, build_programs: bool | None = None,
+                  progress: Callable = iter) -> tuple[list[dict], dict]:
+    """Per-prediction verdicts (the human port's own rows, ``baseline_reference``, first) and the run report (with
+    ``planned``: the runs of every program built). Programs are built where there is a run host, or where
+    ``build_programs`` says so (a batch for a GPU host); without either only the compile rate is measured."""
+    workers = params["executor"]["workers"] or None
+    execute, real = params["execute"], params["benchmark"]["real"]
+    wanted = sorted({p.task_id for p in predictions})
+    entries = {f"{REFERENCE}:{t}": (t, 0, tasks[t].human, True) for t in wanted}
+    for i, p in enumerate(predictions):
+        files = {path: store.put_text(text) for path, text in prediction_files(tasks[p.task_id], p.prediction).items()}
+        entries[f"{i}"] = (p.task_id, p.sample, files, False)
+    programs = {key: (tasks[t], tasks[t].overlay(files)) for key, (t, _, files, _) in entries.items()}
+    compiled = amd_compiles(store, params, programs, workers)
+    wanted_builds = host is not None if build_programs is None else build_programs
+    built, counts = build(store, execute, {k: ("hip", task, files) for k, (task, files) in programs.items()
+                                           if compiled[k].binary and wanted_builds}, workers)
+    report = {"host": host and {"name": host.name, **host.host.__dict__},
+              "builds": {"hip_nvidia": dict(counts)}}
+    planned = {k: task_runs(programs[k][0], b.binary, "hidden" if programs[k][0].hidden_differs else "visible",
+                            real["runs"], execute) for k, b in built.items() if b.binary}
+    found = {}
+    if host is not None:
+        host.require_arch(execute["archs"])
+        found, report["runs"], _ = run_programs(store, host, {r for rs in planned.values() for r in rs},
+                                                execute["workers"], params["executor"]["host_wait_s"])
+    chrf, rows = CHRF(), []
+    human_text = {t: program_text(store, tasks[t].overlay(tasks[t].human)) for t in wanted}
+    for key, (task_id, sample, _, is_reference) in progress(list(entries.items())):
+        task, files = programs[key]
+        row = {"task_id": task_id, "task": "source", "sample": sample, "baseline_reference": is_reference,
+               "amd_compiles": compiled[key].binary is not None, "runtime_ratio": None, "peak_rss_mib": None,
+               "memory_ratio": None, "_wall": None,
+               "chrf": None if is_reference else round(chrf.sentence_score(program_text(store, files),
+                                                                          [human_text[task_id]]).score, 2)}
+        if not row["amd_compiles"]:
+            row.update(verdict="compile_failed", detail=f"{compiled[key].reason}: {compiled[key].detail[:1000]}")
+        elif key not in built:
+            row.update(verdict="not_run:no_gpu_host", detail="no run host: programs not built")
+        elif built[key].binary is None:
+            row.update(verdict="build_failed", detail=f"{built[key].reason}: {built[key].detail[:1000]}")
+        elif host is None or any(found.get(r) is None for r in planned[key]):
+            row.update(verdict="not_run:no_gpu_host", detail="no run host, or no run recorded there")
+        else:
+            runs = [Run.of(store, found[r], r.invocation.args) for r in planned[key]]
+            verdict, detail = verdict_of(store, task, reference_runs(store, references, task), runs,
+                                         execute["tolerance"])
+            peaks = [r.max_rss_kib for r in runs if r.max_rss_kib is not None]
+            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in runs),
+                       peak_rss_mib=round(max(peaks) / 1024, 1) if peaks else None)
+        rows.append(row)
+    human = {r["task_id"]: (r["_wall"], r["peak_rss_mib"]) for r in rows
+             if r["baseline_reference"] and r["verdict"] == "pass"}
+    for row in rows:   # against the human port's runs in this evaluation, where the port itself passed
+        wall, ref = row.pop("_wall"), human.get(row["task_id"])
+        if wall is not None and ref and row["verdict"].startswith("pass"):
+            row["runtime_ratio"] = round(wall / ref[0], 4)
+            row["memory_ratio"] = round(row["peak_rss_mib"] / ref[1], 4) if ref[1] and row["peak_rss_mib"] else None
+    report["binaries"] = sorted({b.binary for b in built.values() if b.binary})
+    report["planned"] = planned
+    return rows, report

@@ -1,0 +1,183 @@
+"""Building and running the real-program suite's programs: a task's CUDA original, and any translation of it (the
+human port, a baseline's, a prediction) over the task's layout; and the reference outputs recorded from the CUDA
+original on a GPU host.
+
+Builds are the ``execute`` stage's (:mod:`cass.execution.programs`): the CUDA original with the pipeline's nvcc, a
+translation through HIP's NVIDIA back end, both from the main file and the units its run spec lists, with
+``execute.archs`` and ``execute.flags``, so a task's CUDA build is the very action the pipeline makes for the same
+program. Runs are the same cached actions too.
+
+References (``cass bench-tasks record``): per argument set the CUDA original runs ``execute.runs`` times (the
+calibration that masks what varies between its own runs: timings) and the human port once. A task is kept when
+its CUDA original ran cleanly on the visible set (exit 0, kernels launched, no usage printout, no failing
+self-check) and the human port verifies against it on both sets (:func:`cass.execution.verify.judge`); where the
+CUDA original fails on the hidden set, the hidden set becomes the visible one. Every other task is left out with
+the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import polars as pl
+
+from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card
+from cass.engine.targets import TargetRun
+from cass.execution.compare import prints_usage, self_check
+from cass.execution.hosts import ExecutionHost
+from cass.execution.programs import Build, ProgramRun, Run, build_toolchains, run_plans, run_programs
+from cass.execution.verify import MATCHES, judge
+from store import Store
+from toolchains.programs import Invocation, ProgramLimits
+
+REFERENCES = REAL_DIR / "references.parquet"
+ARG_SETS = ("visible", "hidden")
+REFERENCE_SCHEMA = {"task_id": pl.String, "arg_set": pl.String, "args": pl.List(pl.String), "run": pl.Int64,
+                    "verdict": pl.String, "exit_code": pl.Int64, "stdout": pl.Binary, "wall_s": pl.Float64,
+                    "max_rss_kib": pl.Int64, "kernel_launches": pl.Int64}
+
+
+def build(store: Store, params: dict, programs: dict[Hashable, tuple[str, RealTask, dict[str, str]]],
+          workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
+    """Every ``key: (side, task, files)`` built (``cuda``: nvcc; ``hip``: HIP's NVIDIA back end) from the task's
+    main file and units, ``files`` (path: digest) laid out as the task's tree."""
+    builds: dict[Hashable, Build] = {}
+    counts: Counter = Counter()
+    for side, toolchain in build_toolchains().items():
+        plans = {key: [TargetRun(toolchain.program_target([task.main, *task.units], params["archs"], params["flags"],
+                                                          task.include_dirs), files)]
+                 for key, (s, task, files) in programs.items() if s == side}
+        done, side_counts, _ = run_plans(store, toolchain, plans, params["timeout_s"], workers)
+        builds |= done
+        counts.update(side_counts)
+    return builds, counts
+
+
+def limits_of(task: RealTask, params: dict) -> ProgramLimits:
+    """``execute.limits``, with the task's own time limit where its run spec has one."""
+    limits = ProgramLimits(**params["limits"])
+    if task.timeout_s:
+        limits = replace(limits, wall_s=float(task.timeout_s), cpu_s=max(limits.cpu_s, int(task.timeout_s)))
+    return limits
+
+
+def task_runs(task: RealTask, binary: str, arg_set: str, count: int, params: dict) -> list[ProgramRun]:
+    """``count`` runs of ``binary`` as the task runs its programs with argument set ``arg_set``."""
+    invocation = Invocation(tuple(task.arguments(arg_set)), task.workdir or task.folder,
+                            tuple(sorted(task.inputs.items())))
+    return [ProgramRun(binary, invocation, limits_of(task, params), n) for n in range(1, count + 1)]
+
+
+@dataclass
+class Recording:
+    """What recording a suite's references needs: both programs of every task and their planned runs."""
+
+    builds: dict[tuple[str, str], Build]
+    runs: dict[tuple[str, str, str], list[ProgramRun]]
+    """By (task id, side, argument set): the CUDA original ``execute.runs`` times, the human port once."""
+    counts: Counter
+
+    @property
+    def planned(self) -> set[ProgramRun]:
+        return {r for runs in self.runs.values() for r in runs}
+
+
+def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: int | None) -> Recording:
+    programs = {(t.id, side): (side, t, t.files if side == "cuda" else t.overlay(t.human))
+                for t in tasks for side in ("cuda", "hip")}
+    builds, counts = build(store, params, programs, workers)
+    runs = {}
+    for task in tasks:
+        for side, count in (("cuda", params["runs"]), ("hip", 1)):
+            if binary := builds[task.id, side].binary:
+                for arg_set in ARG_SETS[:1 + task.hidden_differs]:
+                    runs[task.id, side, arg_set] = task_runs(task, binary, arg_set, count, params)
+    return Recording(builds, runs, counts)
+
+
+def clean_run(store: Store, runs: list[Run]) -> str | None:
+    """Why the CUDA original's runs cannot be a reference, or None: each exited 0 and launched a kernel, printed
+    no usage and no failing self-check, and their outputs align line by line."""
+    for n, run in enumerate(runs, 1):
+        if not run.ok:
+            return f"cuda_failed: {run.failure(store, n)}"
+        if not run.kernel_launches:
+            return f"no_kernel: run {n} launched {'no kernel' if run.kernel_launches == 0 else 'uncounted kernels'}"
+        out = store.get(run.stdout)
+        if prints_usage(out, store.get(run.stderr)):
+            return "needs_input: the CUDA original printed its usage"
+        if self_check(out) == "fail":
+            return "cuda_self_check_failed: the CUDA original's own check failed"
+    if len({store.get(r.stdout).count(b"\n") for r in runs}) > 1:
+        return "nondeterministic: the CUDA original's runs print different numbers of lines"
+    if not store.get(runs[0].stdout).strip():
+        return "no_output: the CUDA original prints nothing"
+    return None
+
+
+def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHost, workers: int | None,
+           ) -> tuple[list[RealTask], list[dict], list[dict]]:
+    """The kept tasks (with the hidden set settled and how each set went), the reference rows, and the tasks left
+    out (benchmark, reason, detail), from the runs of ``host``."""
+    plan = plan_recording(store, params, tasks, workers)
+    found, _, _ = run_programs(store, host, plan.planned, params["workers"], 0)
+    kept, rows, left_out = [], [], []
+
+    def leave(task: RealTask, reason: str, detail: str) -> None:
+        left_out.append({"benchmark": task.benchmark, "reason": reason, "detail": detail})
+
+    for task in tasks:
+        failed = next((s for s in ("cuda", "hip") if plan.builds[task.id, s].binary is None), None)
+        if failed:
+            b = plan.builds[task.id, failed]
+            leave(task, f"{'cuda' if failed == 'cuda' else 'port'}_build_failed", f"{b.reason}: {b.detail[:300]}")
+            continue
+        planned = {k[1:]: v for k, v in plan.runs.items() if k[0] == task.id}
+        if any(found[r] is None for runs in planned.values() for r in runs):
+            leave(task, "not_run", f"no run recorded for GPU host {host.name}")
+            continue
+        done = {k: [Run.of(store, found[r], r.invocation.args) for r in v] for k, v in planned.items()}
+        if why := clean_run(store, done["cuda", "visible"]):
+            leave(task, *why.split(": ", 1))
+            continue
+        notes = {}
+        if task.hidden_differs and (why := clean_run(store, done["cuda", "hidden"])):
+            notes["hidden"] = f"the visible set (with the halved arguments: {why})"
+            task = replace(task, hidden_args=task.visible_args, hidden_differs=False)
+        verdicts = {s: judge(store, {"cuda": done["cuda", s if task.hidden_differs else "visible"],
+                                     "hip": done["hip", s if task.hidden_differs else "visible"]},
+                             bool(task.visible_args), params["tolerance"]) for s in ARG_SETS}
+        bad = next((s for s, v in verdicts.items() if v.status not in MATCHES or v.self_checks[1] == "fail"
+                    or not all(r.kernel_launches for r in done["hip", s if task.hidden_differs else "visible"])),
+                   None)
+        if bad:
+            leave(task, "port_disagrees", f"{bad} arguments: {verdicts[bad].status}: {verdicts[bad].detail[:300]}")
+            continue
+        notes = {s: f"{verdicts[s].status}; {notes[s]}" if s in notes else verdicts[s].status for s in ARG_SETS}
+        kept.append(replace(task, references=notes))
+        for arg_set in ARG_SETS[:1 + task.hidden_differs]:
+            for n, run in enumerate(done["cuda", arg_set], 1):
+                rows.append({"task_id": task.id, "arg_set": arg_set, "args": list(run.args), "run": n,
+                             "verdict": run.verdict, "exit_code": run.exit_code, "stdout": store.get(run.stdout),
+                             "wall_s": run.wall_s, "max_rss_kib": run.max_rss_kib,
+                             "kernel_launches": run.kernel_launches})
+    return kept, rows, left_out
+
+
+def write_recorded(manifest: dict, kept: list[RealTask], rows: list[dict], left_out: list[dict], host: dict,
+                   manifest_path: Path = MANIFEST, references_path: Path = REFERENCES) -> dict:
+    """Write the manifest with only the kept tasks (the others left out with their reasons) and the references."""
+    before = {x["benchmark"] for x in manifest["left_out"]}
+    left = [*manifest["left_out"], *(x for x in left_out if x["benchmark"] not in before)]
+    data = {**manifest, "references_host": host, "tasks": [asdict(t) for t in kept],
+            "left_out": sorted(left, key=lambda x: x["benchmark"]),
+            "left_out_by_reason": dict(Counter(x["reason"] for x in left).most_common())}
+    manifest_path.write_text(json.dumps(data, indent=1) + "\n")
+    (manifest_path.parent / "README.md").write_text(card(data))
+    pl.DataFrame(rows, schema=REFERENCE_SCHEMA).write_parquet(references_path, compression="zstd",
+                                                               compression_level=19)
+    return data

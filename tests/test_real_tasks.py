@@ -1,0 +1,152 @@
+"""The real-program suite: tasks made from a mirror (a small one written for these tests, laid out as HeCBench is,
+and the development copy in ../shared where it is), checked by digest, and judged so that printing the answer
+does not pass: on the hidden arguments, with a kernel counted in every run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from harness.project import REPO
+
+from cass.benchmark.real_evaluate import evaluate_real
+from cass.benchmark.real_programs import REFERENCE_SCHEMA, REFERENCES
+from cass.benchmark.real_tasks import MANIFEST, build_manifest, hidden_arguments, load_files, read_manifest
+from cass.benchmark.tasks import PredictionsError, read_predictions
+from cass.execution.hosts import ExecutionHost
+from cass.execution.verify import MATCHES
+from cass.pipeline.context import load_params
+from toolchains.gpu import cpu_host
+
+MIRROR = Path(__file__).parent / "fixtures" / "real_mirror"
+UPSTREAM = {"repository": "example/programs", "commit": "0" * 40, "license": "BSD-3-Clause"}
+VISIBLE_OUTPUT = b"n 4096 sum 25159680\nPASS\n"   # 3 * (0 + 1 + ... + 4095)
+HIDDEN_OUTPUT = b"n 2048 sum 6288384\nPASS\n"
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict:
+    return build_manifest(MIRROR, UPSTREAM)
+
+
+def tasks_of(manifest: dict) -> dict:
+    from cass.benchmark.real_tasks import RealTask
+    return {t["id"]: RealTask(**t) for t in manifest["tasks"]}
+
+
+def test_hidden_arguments_halve_whole_numbers_and_keep_the_rest():
+    assert hidden_arguments(["4096", "10"]) == ["2048", "5"]
+    assert hidden_arguments(["-n=100", "--iterations=3", "data/in.txt", "0.5", "1", "-v"]) == \
+        ["-n=50", "--iterations=1", "data/in.txt", "0.5", "1", "-v"]
+    assert hidden_arguments([]) == []
+
+
+def test_each_benchmark_with_a_port_is_a_task_or_is_left_out_with_the_reason(manifest):
+    tasks = tasks_of(manifest)
+    assert sorted(tasks) == ["hecbench_twounits", "hecbench_vecsum"]   # cudaonly has no port: not a candidate
+    assert manifest["left_out"] == [{"benchmark": "needsdata", "reason": "needs_input",
+                                     "detail": "the run reads needsdata-cuda/data/input.txt, which the mirror does "
+                                               "not have (or over 16 MiB; 1 in all)"}]
+    vecsum = tasks["hecbench_vecsum"]
+    assert (vecsum.visible_args, vecsum.hidden_args, vecsum.hidden_differs) == (["4096", "10"], ["2048", "5"], True)
+    assert (vecsum.domain, vecsum.license, vecsum.license_file) == ("math", "Expat", "vecsum-cuda/LICENSE")
+    assert vecsum.run_spec_source == "vecsum-cuda/Makefile:run" and vecsum.workdir == "vecsum-cuda"
+    assert "atomics" in vecsum.constructs and vecsum.difficulty == "easy"
+    assert vecsum.human_from == {"vecsum-cuda/main.cu": "vecsum-hip/main.cu"}
+    two = tasks["hecbench_twounits"]
+    assert two.units == ["twounits-cuda/kernel.cu"]   # from the Makefile's source list
+    assert set(two.files) == {"twounits-cuda/main.cu", "twounits-cuda/kernel.h", "twounits-cuda/kernel.cu"}
+    # the port has no kernel.h: it takes the CUDA folder's, as upstream builds it (-I../twounits-cuda)
+    assert set(two.human) == {"twounits-cuda/main.cu", "twounits-cuda/kernel.cu"}
+    assert set(two.overlay(two.human)) == set(two.files)
+    assert two.overlay(two.human)["twounits-cuda/kernel.h"] == two.files["twounits-cuda/kernel.h"]
+
+
+def test_files_are_read_by_digest_and_a_changed_or_missing_mirror_names_the_file(manifest, tmp_path, store):
+    tasks = list(tasks_of(manifest).values())
+    ok, problems = load_files(store, MIRROR, tasks)
+    assert len(ok) == 2 and problems == {}
+    vecsum = next(t for t in ok if t.benchmark == "vecsum")
+    assert store.get(vecsum.human["vecsum-cuda/main.cu"]) == (MIRROR / "src" / "vecsum-hip" / "main.cu").read_bytes()
+    changed = tmp_path / "mirror"
+    shutil.copytree(MIRROR, changed)
+    with (changed / "src" / "vecsum-hip" / "main.cu").open("a") as f:
+        f.write("// another commit\n")
+    (changed / "src" / "twounits-cuda" / "kernel.h").unlink()
+    ok, problems = load_files(store, changed, tasks)
+    assert ok == []
+    assert "vecsum-hip/main.cu: BLAKE3" in problems["hecbench_vecsum"]
+    assert "another upstream commit" in problems["hecbench_vecsum"]
+    assert problems["hecbench_twounits"].endswith("twounits-cuda/kernel.h: No such file or directory")
+
+
+def test_predictions_of_a_real_task_are_a_text_or_files_of_its_folder(manifest, tmp_path):
+    tasks = tasks_of(manifest)
+    path = tmp_path / "p.jsonl"
+    rows = [{"task_id": "hecbench_vecsum", "task": "source", "prediction": "int main() {}"},
+            {"task_id": "hecbench_twounits", "task": "source",
+             "prediction": {"twounits-cuda/kernel.cu": "x", "twounits-cuda/extra.h": "y"}}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    read = read_predictions(path, tasks)
+    assert read[1].prediction == {"twounits-cuda/kernel.cu": "x", "twounits-cuda/extra.h": "y"}
+    path.write_text(json.dumps({"task_id": "hecbench_vecsum", "task": "source",
+                                "prediction": {"vecsum-hip/main.cu": "x"}}) + "\n")
+    with pytest.raises(PredictionsError, match=r"line 1: vecsum-hip/main\.cu is neither a file of task hecbench_vec"):
+        read_predictions(path, tasks)
+
+
+def recorded(task_id: str) -> pl.DataFrame:
+    """The vecsum program's outputs as its CUDA original prints them (two runs per argument set)."""
+    rows = [{"task_id": task_id, "arg_set": arg_set, "args": args, "run": n, "verdict": "exited", "exit_code": 0,
+             "stdout": out, "wall_s": 0.5, "max_rss_kib": 1000, "kernel_launches": int(args[1])}
+            for arg_set, args, out in (("visible", ["4096", "10"], VISIBLE_OUTPUT),
+                                       ("hidden", ["2048", "5"], HIDDEN_OUTPUT)) for n in (1, 2)]
+    return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("bubblewrap")
+def test_printing_the_visible_answer_or_computing_it_on_the_cpu_does_not_pass(manifest, store):
+    tasks = tasks_of(manifest)
+    load_files(store, MIRROR, list(tasks.values()))
+    task = {"hecbench_vecsum": tasks["hecbench_vecsum"]}
+    from cass.benchmark.tasks import Prediction
+    prints_visible = '#include <cstdio>\nint main() { printf("%s", "' + VISIBLE_OUTPUT.decode().replace(
+        "\n", "\\n") + '"); return 0; }\n'
+    on_the_cpu = ('#include <cstdio>\n#include <cstdlib>\nint main(int argc, char **argv) {\n'
+                  '  long long n = atoi(argv[1]), sum = 0;\n  for (long long i = 0; i < n; i++) sum += 3 * i;\n'
+                  '  printf("n %lld sum %lld\\n%s\\n", n, sum, "PASS");\n  return 0;\n}\n')
+    predictions = [Prediction("hecbench_vecsum", "source", prints_visible),
+                   Prediction("hecbench_vecsum", "source", on_the_cpu, 1)]
+    rows, _ = evaluate_real(store, load_params(REPO / "params.yaml"), task, recorded("hecbench_vecsum"),
+                                 predictions, ExecutionHost("cpu", cpu_host(), live=True))
+    by_sample = {r["sample"]: r for r in rows if not r["baseline_reference"]}
+    assert by_sample[0]["amd_compiles"] and by_sample[1]["amd_compiles"]
+    # the hidden arguments print another sum: the visible answer is a wrong output
+    assert by_sample[0]["verdict"] == "wrong_output"
+    assert by_sample[0]["detail"] == "line 1: 'n 2048 sum 6288384' | 'n 4096 sum 25159680'"
+    # the right output for the hidden arguments, but no kernel counted on the GPU
+    assert by_sample[1]["verdict"] == "no_kernel" and "[None]" in by_sample[1]["detail"]
+    human = next(r for r in rows if r["baseline_reference"])   # needs a GPU: here its cudaMalloc fails, sum 0
+    assert human["amd_compiles"] and human["verdict"] == "wrong_output" and "sum 0'" in human["detail"]
+
+
+@pytest.mark.skipif(not (REPO.parent / "shared" / "hecbench").is_dir(), reason="no HeCBench copy in ../shared")
+def test_the_committed_suite_is_the_development_copy_and_its_references_verify_the_human_port(store):
+    _, tasks = read_manifest(MANIFEST)
+    manifest = json.loads(MANIFEST.read_text())
+    ok, problems = load_files(store, REPO.parent / "shared" / "hecbench", tasks)
+    assert problems == {} and len(ok) == len(tasks)
+    references = pl.read_parquet(REFERENCES)
+    assert set(references["task_id"]) == {t.id for t in tasks}
+    for task in tasks:   # both argument sets recorded twice; the human port verified on both
+        sets = references.filter(pl.col("task_id") == task.id)
+        assert sets.height == 2 * (1 + task.hidden_differs), task.id
+        assert all(s.split(";")[0] in MATCHES for s in task.references.values()), task.id
+        assert (sets["kernel_launches"] > 0).all() and (sets["exit_code"] == 0).all(), task.id
+    assert manifest["references_host"]["launch_counter"]   # kernels were counted where they were recorded
+    left = {x["benchmark"] for x in manifest["left_out"]}
+    assert not left & {t.benchmark for t in tasks}
