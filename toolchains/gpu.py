@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -144,9 +145,12 @@ def _read_checked(path: Path) -> bytes:
     return data
 
 
-def run_batch(folder: Path, host: RunHost, jobs: int = 1) -> dict:
+def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | None = None) -> dict:
     """Run every entry of a batch directory on ``host`` (this machine), ``jobs`` at a time; write and return the
-    results. ``host`` gets the batch's kernel counter, where it carries one."""
+    results. ``host`` gets the batch's kernel counter, where it carries one. With ``deadline_s`` no run starts
+    after that many seconds: the results hold the runs that finished (a later batch of what is missing runs the
+    rest: ``cass gpu-batch export --missing-for``)."""
+    stop_at = time.monotonic() + deadline_s if deadline_s else None
     batch = json.loads((folder / BATCH_FILE).read_text())
     counter = LaunchCounter.found_in(folder / COUNTER_DIR)
     host = with_counter(host, counter)
@@ -156,6 +160,8 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1) -> dict:
 
     def run(numbered: tuple[int, dict]) -> dict | None:
         n, entry = numbered
+        if stop_at is not None and time.monotonic() > stop_at:
+            return None
         limits = ProgramLimits(**entry.get("limits", batch["limits"]))
         invocation = Invocation(tuple(entry.get("args", ())), entry.get("workdir", ""),
                                 tuple(map(tuple, entry.get("inputs", ()))))
@@ -176,6 +182,9 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1) -> dict:
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         runs = [r for r in pool.map(run, enumerate(batch["runs"], 1)) if r is not None]
+    if len(runs) < total:
+        print(f"{total - len(runs)} of {total} runs have no result (not started before the deadline, or not run)",
+              flush=True)
     results = {"host": asdict(host), "limits": batch["limits"], "runs": runs}
     (folder / RESULTS_FILE).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     return results
@@ -189,13 +198,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--cpu", action="store_true", help="run without a GPU (programs that launch no kernel)")
     run.add_argument("--jobs", type=int, default=1, help="programs run at once (default 1; more share the GPU, "
                      "so wall times are not comparable with a run of one at a time)")
+    run.add_argument("--deadline", type=float, metavar="SECONDS", help="start no run after this many seconds "
+                     "(the results keep what finished)")
     args = parser.parse_args(argv)
     host = cpu_host() if args.cpu else local_gpu_host()
     if host is None:
         print("no NVIDIA GPU found (nvidia-smi is missing or lists none); --cpu runs without one", file=sys.stderr)
         return 2
     print(f"running on {host.describe()}", flush=True)
-    results = run_batch(args.folder, host, args.jobs)
+    results = run_batch(args.folder, host, args.jobs, args.deadline)
     print(f"{len(results['runs'])} runs; results in {args.folder / RESULTS_FILE}")
     return 0
 

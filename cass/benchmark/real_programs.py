@@ -91,11 +91,12 @@ def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: i
                 for t in tasks for side in ("cuda", "hip")}
     builds, counts = build(store, params, programs, workers)
     runs = {}
-    for task in tasks:
-        for side, count in (("cuda", params["runs"]), ("hip", 1)):
-            if binary := builds[task.id, side].binary:
+    for task in tasks:   # a task one of whose programs does not build is left out: nothing of it runs
+        if builds[task.id, "cuda"].binary and builds[task.id, "hip"].binary:
+            for side, count in (("cuda", params["runs"]), ("hip", 1)):
                 for arg_set in ARG_SETS[:1 + task.hidden_differs]:
-                    runs[task.id, side, arg_set] = task_runs(task, binary, arg_set, count, params)
+                    runs[task.id, side, arg_set] = task_runs(task, builds[task.id, side].binary, arg_set, count,
+                                                             params)
     return Recording(builds, runs, counts)
 
 
