@@ -30,10 +30,9 @@ from bench.results import replace_section  # noqa: E402
 from cass.benchmark.baselines import BASELINES, real_baseline  # noqa: E402
 from cass.benchmark.evaluate import summarize  # noqa: E402
 from cass.benchmark.real_evaluate import evaluate_real  # noqa: E402
-from cass.benchmark.real_programs import REFERENCES  # noqa: E402
-from cass.benchmark.real_tasks import MANIFEST, load_files, read_manifest  # noqa: E402
-from cass.engine.cached import CachedMap  # noqa: E402
-from cass.execution.batch import import_results, write_batch  # noqa: E402
+from cass.benchmark.real_programs import load_suite  # noqa: E402
+from cass.benchmark.real_tasks import MANIFEST, read_manifest  # noqa: E402
+from cass.execution.batch import import_results, not_recorded, write_batch  # noqa: E402
 from cass.execution.hosts import resolve_host  # noqa: E402
 from cass.pipeline.context import load_params, open_store  # noqa: E402
 from cass.pipeline.metrics import percent  # noqa: E402
@@ -42,10 +41,10 @@ SECTION = "## The real-program suite's baselines (issue 40)"
 
 
 def suite(store, params: dict) -> tuple[dict, pl.DataFrame]:
-    tasks, problems = load_files(store, Path(params["benchmark"]["real"]["source"]), read_manifest(REPO / MANIFEST)[1])
+    tasks, problems, references = load_suite(store, params, REPO)
     if problems:
         raise SystemExit(f"{len(problems)} tasks do not check against the mirror: {next(iter(problems.values()))}")
-    return {t.id: t for t in tasks}, pl.read_parquet(REPO / REFERENCES)
+    return tasks, references
 
 
 def export(params: dict, batch: Path, name: str | None) -> None:
@@ -58,8 +57,7 @@ def export(params: dict, batch: Path, name: str | None) -> None:
         planned |= {r for runs in report["planned"].values() for r in runs}
         print(f"{baseline}: {len(report['binaries'])} programs built", flush=True)
     if name:
-        host = resolve_host(f"recorded:{name}").host
-        planned -= set(CachedMap(store).split({r: r.action(host).key for r in planned})[0])
+        planned = not_recorded(store, planned, resolve_host(f"recorded:{name}"))
     runs = write_batch(store, batch, planned, params["execute"])
     print(f"{runs} runs of {len({r.binary for r in planned})} binaries in {batch}")
 

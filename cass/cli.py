@@ -236,13 +236,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    import polars as pl
-
     from cass.benchmark.baselines import baseline, real_baseline
     from cass.benchmark.evaluate import evaluate
     from cass.benchmark.real_evaluate import evaluate_real
-    from cass.benchmark.real_programs import REFERENCES
-    from cass.benchmark.real_tasks import load_files, read_manifest
+    from cass.benchmark.real_programs import load_suite
     from cass.benchmark.scoring import score
     from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
     from cass.execution.batch import write_batch
@@ -253,12 +250,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     params = load_params()
     store = open_store(params)
     real = args.suite == "hecbench"
+    references = None
     if real:
-        found, problems = load_files(store, Path(params["benchmark"]["real"]["source"]), read_manifest()[1])
+        tasks, problems, references = load_suite(store, params)
         if problems:
             print(f"cass eval: {len(problems)} tasks left out, their files do not check against the mirror: "
                   f"{next(iter(problems.values()))}", file=sys.stderr)
-        tasks = {t.id: t for t in found}
     else:
         tasks = load_tasks(args.tasks)
     try:   # a malformed file fails before anything is built
@@ -269,7 +266,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if predictions is None:
         predictions = (real_baseline if real else baseline)(args.baseline, store, params, tasks)
     name = args.baseline or args.predictions.stem
-    references = pl.read_parquet(REFERENCES) if real else None
     if args.export_batch:
         execute = params["execute"]
         if real:
@@ -298,10 +294,9 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from cass.benchmark.real_programs import plan_recording, record, write_recorded
-    from cass.benchmark.real_tasks import MANIFEST, build_manifest, load_files, read_manifest
-    from cass.engine.cached import CachedMap
-    from cass.execution.batch import write_batch
+    from cass.benchmark.real_programs import load_suite, plan_recording, record, write_recorded
+    from cass.benchmark.real_tasks import MANIFEST, build_manifest, read_manifest
+    from cass.execution.batch import not_recorded, write_batch
     from cass.execution.hosts import resolve_host
 
     params = load_params()
@@ -315,15 +310,15 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
         return 0
     store = open_store(params)
     workers = params["executor"]["workers"] or None
-    tasks, problems = load_files(store, mirror, read_manifest()[1])
+    by_id, problems, _ = load_suite(store, params)
+    tasks = list(by_id.values())
     for task, why in problems.items():
         print(f"{task}: {why}", file=sys.stderr)
     if args.tasks_command == "export":
         plan = plan_recording(store, params["execute"], tasks, workers)
         planned = plan.planned
         if args.missing_for:
-            host = resolve_host(f"recorded:{args.missing_for}").host
-            planned -= set(CachedMap(store).split({r: r.action(host).key for r in planned})[0])
+            planned = not_recorded(store, planned, resolve_host(f"recorded:{args.missing_for}"))
         runs = write_batch(store, args.folder, planned, params["execute"])
         failed = sum(b.binary is None for b in plan.builds.values())
         print(f"{len({r.binary for r in planned})} binaries of {len(tasks)} tasks ({failed} builds failed), {runs} "
@@ -332,6 +327,9 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
         return 0
     host = resolve_host(f"recorded:{args.name}")
     kept, rows, left_out = record(store, params["execute"], tasks, host, workers)
+    benchmarks = {t.id: t.benchmark for t in read_manifest()[1]}
+    left_out += [{"benchmark": benchmarks[t], "reason": "mirror_mismatch", "detail": why}
+                 for t, why in problems.items()]
     data = write_recorded(json.loads(MANIFEST.read_text()), kept, rows, left_out, {"name": host.name,
                                                                                    **asdict(host.host)})
     print(f"{len(kept)} tasks kept, {len(rows)} reference runs; left out: {data['left_out_by_reason']}")

@@ -13,9 +13,11 @@ import polars as pl
 import pytest
 import yaml
 from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in
+from harness.real_suite import MIRROR, UPSTREAM, recorded
 
 from cass.benchmark.baselines import baseline
 from cass.benchmark.evaluate import evaluate, summarize
+from cass.benchmark.real_tasks import build_manifest
 from cass.benchmark.report import write_report
 from cass.benchmark.tasks import TASKS_DIR, PredictionsError, load_tasks, read_predictions
 from cass.execution.hosts import ExecutionHost, resolve_host
@@ -219,9 +221,16 @@ def bench_project(tmp_path_factory) -> Path:
     (root / "corpus" / "scale.cu").write_text(SMALL_PROGRAM)   # short examples: training stays cheap on a CPU
     copied = tasks["math_collatz_trajectories"].cuda.replace("//", "// copied from a tutorial:", 3)
     (root / "corpus" / "collatz_copy.cu").write_text(copied)
+    # the real-program suite: the small mirror of tests/test_real_tasks.py, with a training copy of one of its programs
+    real = root / "translation_bench" / "real"
+    (real / "tasks.json").write_text(json.dumps(build_manifest(MIRROR, UPSTREAM)))
+    recorded().write_parquet(real / "references.parquet")
+    vecsum = (MIRROR / "src" / "vecsum-cuda" / "main.cu").read_text()
+    (root / "corpus" / "vecsum_copy.cu").write_text(vecsum.replace("// Sums", "// From a forum post: sums"))
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["corpus"]["trees"] = [{"path": "corpus", "origin": "scraped"}, *params["corpus"]["trees"][1:]]
     params["execute"]["host"] = "none"
+    params["benchmark"]["real"]["source"] = str(MIRROR)
     # the loop with the tiny random model (trained 3 steps): every step runs, not its skill; the tasks' SASS prompts
     # are longer than 4096 tokens
     params["train"].update(enabled=True, max_steps=3, save_steps=1, gradient_accumulation=1, max_length=4096)
@@ -239,10 +248,13 @@ def hub_config(root: Path, name: str) -> pl.DataFrame:
 def test_the_tasks_flow_through_the_pipeline_decontaminate_it_and_stay_out_of_training(bench_project):
     root = bench_project
     dedup = metrics(root, "dedup")
-    assert dedup["dropped_by_origin"] == {"scraped:contaminated": 1} and dedup["kept"] == 3
-    removed = pl.read_parquet(root / "data" / "dedup" / "removed.parquet")
-    assert removed["path"].to_list() == ["collatz_copy.cu"]
+    assert dedup["dropped_by_origin"] == {"scraped:contaminated": 2} and dedup["kept"] == 3
+    assert dedup["contaminated_by_suite"] == {"own": 1, "hecbench": 1}
+    removed = pl.read_parquet(root / "data" / "dedup" / "removed.parquet").sort("path")
+    assert removed["path"].to_list() == ["collatz_copy.cu", "vecsum_copy.cu"]
     assert "math/math_collatz_trajectories.cu" in removed["kept"][0]
+    assert removed["kept"][1] == "reference hecbench:vecsum-cuda/main.cu"
+    assert metrics(root, "real_tasks")["kept"] == 2 and hub_config(root, "benchmark_hecbench").height == 2
     paired = pl.read_parquet(root / "data" / "pair" / "manifest.parquet")
     assert sorted(paired.filter(pl.col("origin") == "bench")["path"]) == [
         "finance/finance_black_scholes_greeks.cu", "math/math_collatz_trajectories.cu"]   # both vendors' asm
@@ -252,14 +264,15 @@ def test_the_tasks_flow_through_the_pipeline_decontaminate_it_and_stay_out_of_tr
         assert "bench" not in hub_config(root, config)["origin"].to_list(), config
     assert hub_config(root, "pairs_bench").height == 2
     card = (root / "data" / "hub" / "README.md").read_text()
-    assert "## Decontamination" in card and "`contaminated`: 1 in this build" in card
+    assert "## Decontamination" in card and "`contaminated`: 2 in this build (1 near the own suite's tasks, 1 " \
+        "near the real-program suite's)" in card
 
 
 @pytest.mark.slow
 def test_the_evaluate_stage_scores_the_baselines_on_the_pipelines_own_actions(bench_project):
     root = bench_project
-    results = metrics(root, "evaluate")["results"]
-    assert metrics(root, "evaluate")["tasks"] == 2
+    results = metrics(root, "evaluate")["own"]["results"]
+    assert metrics(root, "evaluate")["own"]["tasks"] == 2
     reference, identity, hipify = results["reference"], results["identity"], results["hipify-perl"]
     assert reference["source"]["compile_rate"] == 1.0 and reference["asm"]["compile_rate"] == 1.0   # linked
     assert reference["asm"]["mean_chrf"] == 100.0
@@ -283,6 +296,12 @@ def test_the_evaluate_stage_scores_the_baselines_on_the_pipelines_own_actions(be
     model = results["model"]   # the generate stage's predictions, scored like any other (8 random tokens: no program)
     assert model["source"]["n"] == model["asm"]["n"] == 2
     assert model["source"]["verdicts"] == {"compile_failed": 2} and model["asm"]["compile_rate"] == 0.0
+    real = metrics(root, "evaluate")["hecbench"]   # the real-program suite: its four baselines, compile rates only
+    assert real["tasks"] == 2 and set(real["results"]) == {"reference", "identity", "hipify-perl", "pipeline"}
+    assert real["results"]["reference"]["source"]["compile_rate"] == 1.0
+    assert real["results"]["identity"]["source"]["compile_rate"] == 0.0
+    assert real["results"]["pipeline"]["source"]["verdicts"] == {"not_run:no_gpu_host": 2}
+    assert (root / "data" / "evaluate" / "hecbench" / "pipeline" / "report.md").is_file()
     assert "evaluate" not in run_in(["dvc", "status"], root)   # an unchanged rerun evaluates nothing
 
 
@@ -297,7 +316,7 @@ def test_the_loop_trains_then_generates_with_the_trained_model_and_an_unchanged_
     assert log["step"].to_list() == [1, 2, 3] and log["loss"].is_finite().all()   # the curve `dvc plots` draws
     generated = metrics(root, "generate")
     assert generated["model"]["weights"] == directory_digest(root / "data" / "train" / "model")
-    assert "model" in metrics(root, "evaluate")["results"]
+    assert "model" in metrics(root, "evaluate")["own"]["results"]
     status = run_in(["dvc", "status"], root)
     assert "train" not in status and "generate" not in status
 

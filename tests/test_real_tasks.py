@@ -6,25 +6,21 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import polars as pl
 import pytest
 from harness.project import REPO
+from harness.real_suite import HIDDEN_OUTPUT, MIRROR, UPSTREAM, VISIBLE_OUTPUT, recorded
 
-from cass.benchmark.real_evaluate import evaluate_real
-from cass.benchmark.real_programs import REFERENCE_SCHEMA, REFERENCES
+from cass.benchmark.real_evaluate import evaluate_real, reference_runs, verdict_of
+from cass.benchmark.real_programs import REFERENCES
 from cass.benchmark.real_tasks import MANIFEST, build_manifest, hidden_arguments, load_files, read_manifest
 from cass.benchmark.tasks import PredictionsError, read_predictions
 from cass.execution.hosts import ExecutionHost
+from cass.execution.programs import Run
 from cass.execution.verify import MATCHES
 from cass.pipeline.context import load_params
 from toolchains.gpu import cpu_host
-
-MIRROR = Path(__file__).parent / "fixtures" / "real_mirror"
-UPSTREAM = {"repository": "example/programs", "commit": "0" * 40, "license": "BSD-3-Clause"}
-VISIBLE_OUTPUT = b"n 4096 sum 25159680\nPASS\n"   # 3 * (0 + 1 + ... + 4095)
-HIDDEN_OUTPUT = b"n 2048 sum 6288384\nPASS\n"
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +94,20 @@ def test_predictions_of_a_real_task_are_a_text_or_files_of_its_folder(manifest, 
         read_predictions(path, tasks)
 
 
-def recorded(task_id: str) -> pl.DataFrame:
-    """The vecsum program's outputs as its CUDA original prints them (two runs per argument set)."""
-    rows = [{"task_id": task_id, "arg_set": arg_set, "args": args, "run": n, "verdict": "exited", "exit_code": 0,
-             "stdout": out, "wall_s": 0.5, "max_rss_kib": 1000, "kernel_launches": int(args[1])}
-            for arg_set, args, out in (("visible", ["4096", "10"], VISIBLE_OUTPUT),
-                                       ("hidden", ["2048", "5"], HIDDEN_OUTPUT)) for n in (1, 2)]
-    return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)
+def test_a_pass_needs_the_hidden_output_and_as_many_kernels_as_the_cuda_original(manifest, store):
+    task = tasks_of(manifest)["hecbench_vecsum"]
+    references = reference_runs(store, recorded(), task)
+    assert [r.args for r in references] == [("2048", "5")] * 2   # the hidden arguments, twice
+
+    def verdict(output: bytes, kernels: int | None) -> str:
+        run = Run("exited", 0, store.put(output), store.put(b""), 0.1, 1000, kernels, ("2048", "5"))
+        return verdict_of(store, task, references, [run], {"rtol": 1e-5, "atol": 1e-8})[0]
+    assert verdict(HIDDEN_OUTPUT, 5) == "pass"                     # a translation that does the work
+    assert verdict(VISIBLE_OUTPUT, 5) == "wrong_output"            # the answer the prompt's arguments give
+    assert verdict(HIDDEN_OUTPUT, 1) == "kernel_count_differs"     # the answer printed, a token kernel launched
+    assert verdict(HIDDEN_OUTPUT, 0) == "no_kernel"                # the answer computed on the CPU
+    assert verdict(HIDDEN_OUTPUT, None) == "no_kernel"             # kernels not counted: never a pass
+    assert verdict(b"", 5) == "wrong_output"
 
 
 @pytest.mark.slow
@@ -121,7 +124,7 @@ def test_printing_the_visible_answer_or_computing_it_on_the_cpu_does_not_pass(ma
                   '  printf("n %lld sum %lld\\n%s\\n", n, sum, "PASS");\n  return 0;\n}\n')
     predictions = [Prediction("hecbench_vecsum", "source", prints_visible),
                    Prediction("hecbench_vecsum", "source", on_the_cpu, 1)]
-    rows, _ = evaluate_real(store, load_params(REPO / "params.yaml"), task, recorded("hecbench_vecsum"),
+    rows, _ = evaluate_real(store, load_params(REPO / "params.yaml"), task, recorded(),
                                  predictions, ExecutionHost("cpu", cpu_host(), live=True))
     by_sample = {r["sample"]: r for r in rows if not r["baseline_reference"]}
     assert by_sample[0]["amd_compiles"] and by_sample[1]["amd_compiles"]

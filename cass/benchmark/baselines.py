@@ -10,6 +10,7 @@ from collections.abc import Hashable
 
 from cass.benchmark.assembly import sass
 from cass.benchmark.evaluate import amd_compiles
+from cass.benchmark.real_evaluate import SOURCE_ERRORS
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction, Task
 from cass.engine.targets import TargetRun
@@ -46,17 +47,18 @@ def hipify(store: Store, params: dict, tasks: dict[str, Task], repair: bool, wor
 
 
 def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTask]) -> list[Prediction]:
-    """The predictions of baseline ``name`` for every real-program task: the files it changes, by path."""
+    """The predictions of baseline ``name`` for every real-program task: its files by path (a file that is not
+    UTF-8 keeps its bytes: :data:`cass.benchmark.real_evaluate.SOURCE_ERRORS`)."""
     if name == "reference":
-        return [Prediction(t, "source", {p: store.get_text(d) for p, d in task.human.items()})
+        return [Prediction(t, "source", {p: store.get_text(d, SOURCE_ERRORS) for p, d in task.human.items()})
                 for t, task in tasks.items()]
     if name == "identity":
-        return [Prediction(t, "source", {p: store.get_text(d) for p, d in task.files.items()})
+        return [Prediction(t, "source", {p: store.get_text(d, SOURCE_ERRORS) for p, d in task.files.items()})
                 for t, task in tasks.items()]
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
         hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None)
-        return [Prediction(t, "source", {p: store.get_text(hip[t, p]) for p in task.files})
+        return [Prediction(t, "source", {p: store.get_text(hip[t, p], SOURCE_ERRORS) for p in task.files})
                 for t, task in tasks.items()]
     raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")
 

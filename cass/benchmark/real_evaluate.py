@@ -5,12 +5,15 @@ when hipcc builds every unit of the program for ``amd.archs`` (host and device);
 through HIP's NVIDIA back end and run with the task's **hidden** arguments (never shown in a prompt)
 ``benchmark.real.runs`` times on the run host. Its output is judged against the CUDA original's recorded runs of
 the same arguments as the ``execute`` stage judges a pair (:func:`cass.execution.verify.judge`: the fields that
-vary between the CUDA original's own runs masked, then numbers within ``execute.tolerance``), and a pass needs a
-kernel launched on the GPU in every run (counted by the run host): a program that prints the expected output, or
-computes it on the CPU, does not pass.
+vary between the CUDA original's own runs masked, then numbers within ``execute.tolerance``), and a pass needs as
+many kernel launches on the GPU in every run as the CUDA original made in its own (counted by the run host; within
+the range of its runs where that varies): a program that prints the expected output, or computes it on the CPU,
+does not pass, nor does one that launches a token kernel beside a printed answer.
 
 Verdicts: ``pass`` (match, or match once masked), ``pass_tolerant``, ``wrong_output``, ``no_kernel``,
-``run_failed``, ``timeout``, ``build_failed``, ``compile_failed``, ``not_run:no_gpu_host``. The runtime ratio is the
+``kernel_count_differs``, ``run_failed``, ``timeout``, ``build_failed``, ``compile_failed``,
+``not_run:no_gpu_host`` (and ``not_run:no_reference``, a harness error: a task without recorded
+outputs). The runtime ratio is the
 prediction's wall time over the human port's, run in the same evaluation; chrF compares the program's text (every
 file of the layout, by path) with the human port's.
 """
@@ -23,7 +26,7 @@ from collections.abc import Callable
 import polars as pl
 from sacrebleu.metrics import CHRF
 
-from cass.benchmark.real_programs import build, task_runs
+from cass.benchmark.real_programs import build_task_programs, task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction
 from cass.engine.targets import TargetRun
@@ -34,8 +37,10 @@ from store import Store
 from toolchains import load_toolchains
 
 REFERENCE = "reference"
+SOURCE_ERRORS = "surrogateescape"
+"""How a translation's text holds bytes that are not UTF-8 (upstream files in Latin-1): they go back byte for byte."""
 VERDICTS = {"match": "pass", "match_masked": "pass", "match_tolerant": "pass_tolerant", "mismatch": "wrong_output",
-            "no_output": "wrong_output", "hip_failed": "run_failed", "timeout": "timeout", "no_kernel": "no_kernel"}
+            "hip_failed": "run_failed", "timeout": "timeout", "no_kernel": "no_kernel"}
 
 
 def prediction_files(task: RealTask, prediction: str | dict[str, str]) -> dict[str, str]:
@@ -75,11 +80,13 @@ def verdict_of(store: Store, task: RealTask, references: list[Run], runs: list[R
     if not references:
         return "not_run:no_reference", f"no reference output of {task.id}'s hidden arguments"
     found = judge(store, {"cuda": references, "hip": runs}, bool(task.visible_args), tolerance)
+    counts = [r.kernel_launches for r in runs]
     if found.status in MATCHES and not verified(found, {"cuda": references, "hip": runs}):
-        counts = [r.kernel_launches for r in runs]
-        if found.self_checks[0] == "fail":
-            return "not_verified", "the CUDA original's own check failed"
         return "no_kernel", f"kernel launches per run: {counts} (a pass needs a counted kernel in every run)"
+    low, high = min(r.kernel_launches for r in references), max(r.kernel_launches for r in references)
+    if found.status in MATCHES and not all(low <= c <= high for c in counts):
+        return "kernel_count_differs", (f"kernel launches per run: {counts}; the CUDA original's runs launched "
+                                        f"{low if low == high else f'{low} to {high}'}")
     return VERDICTS.get(found.status, found.status), found.detail
 
 
@@ -90,21 +97,23 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
     ``planned``: the runs of every program built). Programs are built where there is a run host, or where
     ``build_programs`` says so (a batch for a GPU host); without either only the compile rate is measured."""
     workers = params["executor"]["workers"] or None
-    execute, real = params["execute"], params["benchmark"]["real"]
+    execute, suite_params = params["execute"], params["benchmark"]["real"]
     wanted = sorted({p.task_id for p in predictions})
     entries = {f"{REFERENCE}:{t}": (t, 0, tasks[t].human, True) for t in wanted}
     for i, p in enumerate(predictions):
-        files = {path: store.put_text(text) for path, text in prediction_files(tasks[p.task_id], p.prediction).items()}
+        files = {path: store.put(text.encode("utf-8", SOURCE_ERRORS))
+                 for path, text in prediction_files(tasks[p.task_id], p.prediction).items()}
         entries[f"{i}"] = (p.task_id, p.sample, files, False)
     programs = {key: (tasks[t], tasks[t].overlay(files)) for key, (t, _, files, _) in entries.items()}
     compiled = amd_compiles(store, params, programs, workers)
-    wanted_builds = host is not None if build_programs is None else build_programs
-    built, counts = build(store, execute, {k: ("hip", task, files) for k, (task, files) in programs.items()
-                                           if compiled[k].binary and wanted_builds}, workers)
+    make_programs = host is not None if build_programs is None else build_programs
+    built, counts = build_task_programs(
+        store, execute, {k: ("hip", task, files) for k, (task, files) in programs.items()
+                         if compiled[k].binary and make_programs}, workers)
     report = {"host": host and {"name": host.name, **host.host.__dict__},
               "builds": {"hip_nvidia": dict(counts)}}
     planned = {k: task_runs(programs[k][0], b.binary, "hidden" if programs[k][0].hidden_differs else "visible",
-                            real["runs"], execute) for k, b in built.items() if b.binary}
+                            suite_params["runs"], execute) for k, b in built.items() if b.binary}
     found = {}
     if host is not None:
         host.require_arch(execute["archs"])

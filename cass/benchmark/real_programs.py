@@ -18,6 +18,7 @@ the reason.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import asdict, dataclass, replace
@@ -25,9 +26,9 @@ from pathlib import Path
 
 import polars as pl
 
-from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card
+from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card, load_files, read_manifest
 from cass.engine.targets import TargetRun
-from cass.execution.compare import prints_usage, self_check
+from cass.execution.compare import Calibration, prints_usage, self_check
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import Build, ProgramRun, Run, build_toolchains, run_plans, run_programs
 from cass.execution.verify import MATCHES, judge
@@ -41,7 +42,16 @@ REFERENCE_SCHEMA = {"task_id": pl.String, "arg_set": pl.String, "args": pl.List(
                     "max_rss_kib": pl.Int64, "kernel_launches": pl.Int64}
 
 
-def build(store: Store, params: dict, programs: dict[Hashable, tuple[str, RealTask, dict[str, str]]],
+def load_suite(store: Store, params: dict, root: Path = Path()) -> tuple[dict[str, RealTask], dict[str, str],
+                                                                        pl.DataFrame]:
+    """The suite of ``root``'s ``translation_bench/real``: its tasks whose files check against the mirror
+    (``benchmark.real.source``; put in ``store``) by id, why each other task's do not, and the references."""
+    tasks, problems = load_files(store, Path(params["benchmark"]["real"]["source"]), read_manifest(root / MANIFEST)[1])
+    references = pl.read_parquet(root / REFERENCES) if (root / REFERENCES).is_file() else None
+    return {t.id: t for t in tasks}, problems, references
+
+
+def build_task_programs(store: Store, params: dict, programs: dict[Hashable, tuple[str, RealTask, dict[str, str]]],
           workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
     """Every ``key: (side, task, files)`` built (``cuda``: nvcc; ``hip``: HIP's NVIDIA back end) from the task's
     main file and units, ``files`` (path: digest) laid out as the task's tree."""
@@ -79,7 +89,6 @@ class Recording:
     builds: dict[tuple[str, str], Build]
     runs: dict[tuple[str, str, str], list[ProgramRun]]
     """By (task id, side, argument set): the CUDA original ``execute.runs`` times, the human port once."""
-    counts: Counter
 
     @property
     def planned(self) -> set[ProgramRun]:
@@ -89,7 +98,7 @@ class Recording:
 def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: int | None) -> Recording:
     programs = {(t.id, side): (side, t, t.files if side == "cuda" else t.overlay(t.human))
                 for t in tasks for side in ("cuda", "hip")}
-    builds, counts = build(store, params, programs, workers)
+    builds, _ = build_task_programs(store, params, programs, workers)
     runs = {}
     for task in tasks:   # a task one of whose programs does not build is left out: nothing of it runs
         if builds[task.id, "cuda"].binary and builds[task.id, "hip"].binary:
@@ -97,7 +106,7 @@ def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: i
                 for arg_set in ARG_SETS[:1 + task.hidden_differs]:
                     runs[task.id, side, arg_set] = task_runs(task, builds[task.id, side].binary, arg_set, count,
                                                              params)
-    return Recording(builds, runs, counts)
+    return Recording(builds, runs)
 
 
 def clean_run(store: Store, runs: list[Run]) -> str | None:
@@ -118,6 +127,29 @@ def clean_run(store: Store, runs: list[Run]) -> str | None:
     if not store.get(runs[0].stdout).strip():
         return "no_output: the CUDA original prints nothing"
     return None
+
+
+def merged(visible: Calibration, hidden: Calibration) -> Calibration:
+    """One calibration masking every field that varies in either."""
+    lines = set(visible.volatile) | set(hidden.volatile)
+    return Calibration(visible.lines, {n: None if None in (visible.volatile.get(n, frozenset()),
+                                                          hidden.volatile.get(n, frozenset()))
+                                       else visible.volatile.get(n, frozenset()) | hidden.volatile.get(n, frozenset())
+                                       for n in lines})
+
+
+def output_facts(store: Store, visible: list[Run], hidden: list[Run]) -> tuple[bool, bool]:
+    """(whether the CUDA original's output says anything a wrong program would get wrong: a number that does not
+    vary between its runs, or a passing self-check; whether its hidden output differs from its visible output once
+    every field that varies is masked)."""
+    outs = {s: [store.get(r.stdout) for r in runs] for s, runs in (("visible", visible), ("hidden", hidden))}
+    calibrations = {s: Calibration.of(o) for s, o in outs.items()}
+    steady = calibrations["visible"].mask(outs["visible"][0])
+    signal = bool(re.search(rb"\d", steady)) or self_check(outs["visible"][0]) == "pass"
+    if calibrations["visible"].lines != calibrations["hidden"].lines:
+        return signal, True
+    both = merged(calibrations["visible"], calibrations["hidden"])
+    return signal, both.mask(outs["visible"][0]) != both.mask(outs["hidden"][0])
 
 
 def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHost, workers: int | None,
@@ -152,14 +184,20 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
         verdicts = {s: judge(store, {"cuda": done["cuda", s if task.hidden_differs else "visible"],
                                      "hip": done["hip", s if task.hidden_differs else "visible"]},
                              bool(task.visible_args), params["tolerance"]) for s in ARG_SETS}
-        bad = next((s for s, v in verdicts.items() if v.status not in MATCHES or v.self_checks[1] == "fail"
+        bad = next((s for s, v in verdicts.items() if v.status not in MATCHES
                     or not all(r.kernel_launches for r in done["hip", s if task.hidden_differs else "visible"])),
                    None)
         if bad:
             leave(task, "port_disagrees", f"{bad} arguments: {verdicts[bad].status}: {verdicts[bad].detail[:300]}")
             continue
+        hidden_set = "hidden" if task.hidden_differs else "visible"
+        signal, differs = output_facts(store, done["cuda", "visible"], done["cuda", hidden_set])
+        if not signal:
+            leave(task, "no_output_signal", "every number the CUDA original prints varies between its runs, and it "
+                                            "prints no passing self-check: its output cannot tell a wrong program")
+            continue
         notes = {s: f"{verdicts[s].status}; {notes[s]}" if s in notes else verdicts[s].status for s in ARG_SETS}
-        kept.append(replace(task, references=notes))
+        kept.append(replace(task, references=notes, hidden_output_differs=differs))
         for arg_set in ARG_SETS[:1 + task.hidden_differs]:
             for n, run in enumerate(done["cuda", arg_set], 1):
                 rows.append({"task_id": task.id, "arg_set": arg_set, "args": list(run.args), "run": n,

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from cass.benchmark import REAL_SUITE
 from cass.sources.copyright import Copyright
 from cass.sources.domains import DomainLabeler
 from cass.sources.includes import TreeIndex, included_units, resolve_includes
@@ -39,14 +40,14 @@ from store import digest_bytes
 
 REAL_DIR = Path("translation_bench") / "real"
 MANIFEST = REAL_DIR / "tasks.json"
-SUITE = "hecbench"
 LICENSE_NAMES = re.compile(r"(?i)^(license|licence|copyright|copying)([._-].*)?$")
 UPSTREAM_DOMAINS = {"bioinformatics": "bioinformatics", "math": "math", "ml": "machine_learning",
                     "machinelearning": "machine_learning", "neuralnetwork": "machine_learning",
                     "cryptography": "cryptography", "imaging": "image_processing", "simulation": "physics_simulation",
                     "matrix": "linear_algebra", "graph": "graph", "compression": "data_structures"}
-"""Upstream's categories that say a domain, onto the benchmark's (``algorithms`` and the like do not: those tasks
-take the paper's keyword label, :data:`KEYWORD_DOMAINS`)."""
+"""Upstream's categories that say a domain, onto the own suite's domain names (``algorithms`` and the like do not:
+those tasks take the paper's keyword label, :data:`KEYWORD_DOMAINS`, which adds ``scientific_computing`` and
+``general_compute``)."""
 KEYWORD_DOMAINS = {"machine learning": "machine_learning", "cryptography": "cryptography",
                    "graphics": "graphics_rendering", "simulation": "physics_simulation",
                    "scientific computing": "scientific_computing", "data structure": "data_structures",
@@ -129,6 +130,11 @@ class RealTask:
     visible_args: list[str]
     hidden_args: list[str]
     hidden_differs: bool = True
+    """Whether the hidden arguments differ from the visible ones."""
+    hidden_output_differs: bool | None = None
+    """Whether the CUDA original's output on them differs from its visible output once the fields that vary between
+    its runs are masked (set when references are recorded): where not, a program that prints the visible answer
+    passes the output check, and only the kernel count stands against it."""
     references: dict[str, str] = field(default_factory=dict)
     """How the reference outputs went, per argument set (``visible``, ``hidden``): set when they are recorded."""
 
@@ -192,7 +198,7 @@ def build_task(index: TreeIndex, name: str, categories: list[str], labeler: Doma
     visible = list(spec.arg_sets[0]) if spec.arg_sets else []
     hidden = hidden_arguments(visible)
     return RealTask(
-        id=f"{SUITE}_{re.sub(r'[^0-9A-Za-z]+', '_', name).strip('_').lower()}", benchmark=name, domain=domain,
+        id=f"{REAL_SUITE}_{re.sub(r'[^0-9A-Za-z]+', '_', name).strip('_').lower()}", benchmark=name, domain=domain,
         upstream_categories=categories, difficulty=difficulty(lines, 1 + len(spec.units), constructs),
         constructs=sorted(constructs), lines=lines, license=license_name or "BSD-3-Clause",
         license_file=license_file, main=main, units=spec.units, include_dirs=found.include_dirs,
@@ -279,6 +285,10 @@ def card(manifest: dict) -> str:
         "card); docs/benchmark.md says how tasks are judged.", "",
         f"- {sum(t['hidden_differs'] for t in tasks)} tasks have a hidden argument set that differs from the "
         "visible one (the visible set halved); the others are verified on the visible set.",
+        f"- {sum(bool(t['hidden_output_differs']) for t in tasks)} tasks print another answer on the hidden set "
+        "than on the visible one (fields that vary between the CUDA original's own runs masked); on the others the "
+        "visible answer would pass the output check, and the kernel count (as many launches as the CUDA original "
+        "makes) is what stands against a program that prints it.",
         f"- {sum(len(t['units']) > 0 for t in tasks)} tasks are programs of several units (a prediction is the set "
         "of files).",
         f"- References recorded on {host.get('gpu', 'no GPU host yet')} ({host.get('sm', '-')}, driver "

@@ -20,8 +20,10 @@ def score(store: Store, params: dict, tasks: dict[str, Task] | dict[str, RealTas
           references: pl.DataFrame | None = None) -> tuple[dict, dict]:
     """Evaluate ``predictions`` (of the own suite's tasks, or of the real-program suite's with its ``references``)
     and write the report to ``out`` (report.md holds its table); the summary and the run report."""
-    if references is None:
+    if not any(isinstance(task, RealTask) for task in tasks.values()):
         rows, report = evaluate(store, params, tasks, predictions, host)
+    elif references is None:
+        raise ValueError("the real-program suite has no reference outputs: `cass bench-tasks record` writes them")
     else:
         rows, report = evaluate_real(store, params, tasks, references, predictions, host)
     summary = summarize(rows, tasks)

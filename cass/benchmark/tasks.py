@@ -9,6 +9,7 @@ A task is a CUDA program with its metadata, its reference HIP translation and it
 from __future__ import annotations
 
 import json
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,14 +105,18 @@ def read_predictions(path: Path, tasks: dict) -> list[Prediction]:
         prediction = row["prediction"]
         if isinstance(prediction, list) and all(isinstance(f, dict) and {"path", "text"} <= set(f) for f in prediction):
             prediction = {f["path"]: f["text"] for f in prediction}   # Parquet: a list of {path, text}
-        if isinstance(prediction, dict) and hasattr(tasks[row["task_id"]], "overlay"):   # a real-program task
+        real = hasattr(tasks[row["task_id"]], "overlay")   # a task of the real-program suite
+        if real and row["task"] != "source":
+            raise PredictionsError(f"{path} {where}: task {row['task_id']} is a real program: source predictions only")
+        if real and isinstance(prediction, dict):
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in prediction.items()):
                 raise PredictionsError(f"{path} {where}: prediction maps a path to something not a string")
-            bad = [p for p in prediction if p not in tasks[row["task_id"]].files
-                   and not p.startswith(tasks[row["task_id"]].folder + "/")]
+            task = tasks[row["task_id"]]
+            bad = [p for p in prediction if p not in task.files and (
+                posixpath.normpath(p) != p or not p.startswith(task.folder + "/"))]
             if bad:
-                raise PredictionsError(f"{path} {where}: {bad[0]} is neither a file of task {row['task_id']} nor in "
-                                       f"its folder")
+                raise PredictionsError(f"{path} {where}: {bad[0]} is neither a file of task {row['task_id']} nor a "
+                                       f"plain path in its folder {task.folder}/")
         elif not isinstance(prediction, str):
             raise PredictionsError(f"{path} {where}: prediction is not a string (a real-program task also takes "
                                    "an object of path: text)")

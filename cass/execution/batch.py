@@ -51,6 +51,11 @@ def write_batch(store: Store, folder: Path, planned: set[ProgramRun], params: di
     return len(runs)
 
 
+def not_recorded(store: Store, planned: set[ProgramRun], recorded: ExecutionHost) -> set[ProgramRun]:
+    """The planned runs the store holds no result of for the ``recorded`` host (what a new batch must run)."""
+    return planned - set(CachedMap(store).split({r: r.action(recorded.host).key for r in planned})[0])
+
+
 def export_batch(store: Store, params: dict, folder: Path, workers: int | None = None,
                  recorded: ExecutionHost | None = None) -> dict:
     """Write the batch of the pair stage's programs to ``folder`` (without the runs the store holds for the
@@ -59,10 +64,10 @@ def export_batch(store: Store, params: dict, folder: Path, workers: int | None =
     rows = [r for r in pairs if main_signature(store.get_text(r["files"][0]["digest"], "replace")) is not None]
     builds, counts, _ = build_programs(store, params, rows, workers, {(r["origin"], r["path"]): r for r in pairs})
     planned = {r for runs in planned_runs(rows, builds, params).values() for r in runs}
-    held = set(CachedMap(store).split({r: r.action(recorded.host).key for r in planned})[0]) if recorded else set()
-    runs = write_batch(store, folder, planned - held, params)
-    return {"pairs": len(rows), "binaries": len({r.binary for r in planned - held}), "runs": runs,
-            "already_recorded": len(held),
+    missing = not_recorded(store, planned, recorded) if recorded else planned
+    runs = write_batch(store, folder, missing, params)
+    return {"pairs": len(rows), "binaries": len({r.binary for r in missing}), "runs": runs,
+            "already_recorded": len(planned) - len(missing),
             "build_failures": sum(b.binary is None for b in builds.values()), "builds": dict(counts)}
 
 

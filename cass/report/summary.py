@@ -11,13 +11,15 @@ from pathlib import Path
 
 import yaml
 
+from cass.benchmark import REAL_SUITE
+
 OUTPUTS = (
     ("pairs and kernels (Parquet)", "data/export"),
     ("instruction data (chat messages)", "data/instruct"),
     ("Hub layout", "data/hub/data"),
     ("dataset card", "data/hub/README.md"),
     ("figures", "analysis/figures"),
-    ("benchmark reports", "data/evaluate/<name>/report.md"),
+    ("benchmark reports", "data/evaluate/[hecbench/]<name>/report.md"),
     ("every dropped row, with its reason", "data/<stage>/dropped.parquet"),
 )
 
@@ -54,13 +56,17 @@ def summary(project: Path, width: int = 100) -> str:
             line = (f"{line} verified {m.get('verified', 0)}; executed: "
                     f"{', '.join(f'{k} {n}' for k, n in m['exec_status'].items())}")
         lines.append(line if len(line) <= width else line[:width - 3] + "...")
-    if results := metrics.get("evaluate", {}).get("results"):
-        host = metrics["evaluate"]["host"] or "none: compile and link rates only"
-        lines.append(f"Translation benchmark ({metrics['evaluate']['tasks']} tasks; run host {host}):")
+    evaluation = metrics.get("evaluate", {})
+    host = evaluation.get("host")
+    for suite, title in (("own", "own suite"), (REAL_SUITE, "real programs")):
+        if not (results := evaluation.get(suite, {}).get("results")):
+            continue
+        lines.append(f"Translation benchmark, {title} ({evaluation[suite]['tasks']} tasks; run host "
+                     f"{host or 'none: compile and link rates only'}):")
         for name, r in results.items():
             source, asm = r.get("source", {}), r.get("asm", {})
             line = f"  {name:<{name_width}} source: compiles {100 * source.get('compile_rate', 0):.1f}%"
-            if metrics["evaluate"]["host"]:
+            if host:
                 accuracy = source.get("accuracy")
                 line += ", passes " + ("-" if accuracy is None else f"{100 * accuracy:.1f}%")
             lines.append(line + (f"; asm: links {100 * asm['compile_rate']:.1f}%" if asm else ""))

@@ -28,7 +28,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from cass.benchmark.real_tasks import SUITE
+from cass.benchmark import REAL_SUITE
 from cass.dedup.corpus import REMOVED_SCHEMA, cached_signatures, rank, reference_texts
 from cass.dedup.minhash import MinHashParams, candidate_links, components, content_key, similarity
 from cass.pipeline.context import Stage
@@ -100,12 +100,13 @@ def run(stage: Stage) -> None:
                 contaminated[item] = (ref_paths[ref - n], sim)
         for item, (ref_path, sim) in sorted(contaminated.items()):
             remove(survivors[kept[item]], "contaminated", -1, None, sim, f"reference {ref_path}")
-        suites = Counter(SUITE if p.startswith(f"{SUITE}:") else "own" for p, _ in contaminated.values())
-        out.extra_metrics["contaminated_by_suite"] = {"own": suites["own"], SUITE: suites[SUITE]}
-        out.extra_metrics["reference_files"] = {"own": sum(not p.startswith(f"{SUITE}:") for p in refs),
-                                                SUITE: sum(p.startswith(f"{SUITE}:") for p in refs)}
+        suites = Counter(REAL_SUITE if p.startswith(f"{REAL_SUITE}:") else "own" for p, _ in contaminated.values())
+        out.extra_metrics["contaminated_by_suite"] = {"own": suites["own"], REAL_SUITE: suites[REAL_SUITE]}
         kept = [k for i, k in enumerate(kept) if i not in contaminated]
 
+    out.extra_metrics.setdefault("contaminated_by_suite", {"own": 0, REAL_SUITE: 0})
+    real_files = sum(p.startswith(f"{REAL_SUITE}:") for p in refs)
+    out.extra_metrics["reference_files"] = {"own": len(refs) - real_files, REAL_SUITE: real_files}
     kept_rows = [survivors[i] for i in kept]
     kept_ids = {r["sample_id"] for r in kept_rows} | set(exempt["sample_id"])
     write_parquet(pl.DataFrame(removed, schema=REMOVED_SCHEMA), manifest_path(stage.name, "removed"))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from cass.benchmark.real_tasks import MANIFEST, SUITE, load_files, read_manifest
+from cass.benchmark import REAL_SUITE
+from cass.benchmark.real_tasks import MANIFEST, load_files, read_manifest
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE
 
@@ -31,7 +32,7 @@ def run(stage: Stage) -> None:
     upstream, tasks = read_manifest(MANIFEST)
     out = stage.output(len(tasks))
     mirror = Path(real["source"])
-    rows = [{"sample_id": t.id, "origin": SUITE, "path": t.main, "domain": t.domain, "difficulty": t.difficulty,
+    rows = [{"sample_id": t.id, "origin": REAL_SUITE, "path": t.main, "domain": t.domain, "difficulty": t.difficulty,
              "constructs": t.constructs, "lines": t.lines, "units": 1 + len(t.units), "license": t.license,
              "upstream_commit": upstream["commit"], "visible_args": t.visible_args, "hidden_differs": t.hidden_differs,
              "files": [{"path": p, "digest": d} for p, d in t.files.items()]} for t in tasks]
@@ -46,7 +47,7 @@ def run(stage: Stage) -> None:
             if row["sample_id"] in problems:
                 out.drop(row, "mirror_mismatch", problems[row["sample_id"]])
         kept = [r for r in rows if r["sample_id"] not in problems]
-    out.extra_metrics.update({"suite": SUITE, "upstream": upstream, "source": str(mirror)})
+    out.extra_metrics.update({"suite": REAL_SUITE, "upstream": upstream, "source": str(mirror)})
     metrics = out.write(pl.DataFrame(kept, schema=SCHEMA))
     print(f"real_tasks: {metrics['kept']} of {metrics['in']} tasks read from {mirror} "
           f"({upstream['repository']} {upstream['commit'][:12]}), dropped {metrics['dropped_by_reason'] or 'none'}")
