@@ -14,6 +14,7 @@ and the mirror (``benchmark.real.source``); the suite is ``translation_bench/rea
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -62,10 +63,10 @@ def export(params: dict, batch: Path, name: str | None) -> None:
     print(f"{runs} runs of {len({r.binary for r in planned})} binaries in {batch}")
 
 
-def row(name: str, summary: dict) -> str:
+def row(name: str, summary: dict, same_text: int) -> str:
     s = summary["by_domain"]["all"]["source"]
     ratio = s.get("median_runtime_ratio")
-    return (f"| {name} | {s['n']} | {percent(s['compile_rate'])} | {percent(s['accuracy'])} | "
+    return (f"| {name} | {s['n']} | {same_text} | {percent(s['compile_rate'])} | {percent(s['accuracy'])} | "
             f"{percent(s['accuracy_tolerant'])} | {'-' if ratio is None else f'{ratio:.2f}'} | "
             f"{s['mean_chrf'] if s['mean_chrf'] is not None else '-'} | "
             + ", ".join(f"{v} {n}" for v, n in sorted(s["verdicts"].items(), key=lambda kv: -kv[1])) + " |")
@@ -77,37 +78,52 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         import_results(store, params["execute"], batch, name)
     tasks, references = suite(store, params)
     host = resolve_host(f"recorded:{name}")
-    summaries = {}
+    summaries, same_text = {}, {}
+    human = {p.task_id: p.prediction for p in real_baseline("reference", store, params, tasks)}
     for baseline in BASELINES:
-        rows, _ = evaluate_real(store, params, tasks, references, real_baseline(baseline, store, params, tasks), host)
+        predictions = real_baseline(baseline, store, params, tasks)
+        same_text[baseline] = sum(all(p.prediction.get(path) == text for path, text in human[p.task_id].items())
+                                  for p in predictions)
+        rows, _ = evaluate_real(store, params, tasks, references, predictions, host)
         summaries[baseline] = summarize([{**r, "baseline_reference": False} for r in rows
                                          if r["baseline_reference"] == (baseline == "reference")], tasks)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     manifest = read_manifest(REPO / MANIFEST)[0]
+    full = json.loads((REPO / MANIFEST).read_text())
+    left = full["left_out_by_reason"]
     domains: dict[str, dict] = defaultdict(dict)
     for baseline, summary in summaries.items():
         for domain, kinds in summary["by_domain"].items():
             domains[domain][baseline] = kinds["source"]
     text = "\n".join([
         SECTION, "",
-        f"Commit {commit}, {date.today()}, GPU {host.host.gpu} ({host.host.sm}, driver {host.host.driver}; "
-        f"{host.host.describe().split('; ')[-1]}). The real-program suite: {len(tasks)} tasks of "
+        f"Commit {commit}, {date.today()}, GPU {host.host.gpu} ({host.host.sm}, driver {host.host.driver}; kernels "
+        f"{'counted' if host.host.launch_counter else 'not counted'}). The real-program suite: {len(tasks)} tasks of "
         f"{manifest['repository']} `{manifest['commit'][:12]}` (translation_bench/real/README.md). Each translation "
         f"compiled by hipcc for {params['amd']['archs']} (the compile rate), built through HIP's NVIDIA back end and "
-        f"run {params['benchmark']['real']['runs']} time(s) on the hidden arguments, limits "
-        f"{params['execute']['limits']['wall_s']} s; a pass needs the output of the CUDA original's recorded runs "
-        "(fields that vary between them masked) and a kernel counted in every run. `reference` is the human port, "
+        f"run {params['benchmark']['real']['runs']} time(s) on the hidden arguments (limit "
+        f"{params['execute']['limits']['wall_s']} s); a pass needs the output of the CUDA original's recorded runs "
+        "(fields that vary between them masked) and its kernel count in every run. `reference` is the human port, "
         "the suite's ceiling; `pipeline` is hipify-perl with the repair layer; `identity` is the CUDA files "
-        "unchanged. chrF: the whole program's text against the human port's. Runtime: the median over the tasks "
-        "both passed of the translation's wall time over the human port's.", "",
-        "| baseline | tasks | compiles (gfx) | accuracy | accuracy (tolerant) | runtime / human | chrF | verdicts |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-        *(row(b, s) for b, s in summaries.items()), "",
+        "unchanged. Same text: tasks whose every file the human port gives is byte-identical in the baseline's "
+        "translation. chrF: the whole program's text against the human port's. Runtime: the median over the tasks "
+        "both passed of the translation's wall time over the human port's (one run each; a translation that builds "
+        "to the human port's very binary shares its run, ratio 1).", "",
+        "| baseline | tasks | same text | compiles (gfx) | accuracy | accuracy (tolerant) | runtime / human | chrF "
+        "| verdicts |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        *(row(b, s, same_text[b]) for b, s in summaries.items()), "",
         "Accuracy per domain:", "",
         "| domain | tasks | " + " | ".join(BASELINES) + " |", "|---|---:|" + "---:|" * len(BASELINES),
         *(f"| {d} | {by['reference']['n']} | " + " | ".join(percent(by[b].get("accuracy")) for b in BASELINES) + " |"
           for d, by in sorted(domains.items(), key=lambda kv: (kv[0] != "all", -kv[1]["reference"]["n"]))), "",
+        f"The suite: {len(tasks) + sum(left.values())} benchmarks of the copy have a CUDA and a HIP folder; "
+        f"{len(tasks)} are tasks, {sum(t.hidden_differs for t in tasks.values())} with hidden arguments that differ "
+        f"from the visible ones and {sum(bool(t.hidden_output_differs) for t in tasks.values())} whose hidden "
+        "arguments print another answer (masked); left out: "
+        + ", ".join(f"`{r}` {n}" for r, n in left.items()) + ". References recorded on "
+        f"{full['references_host']['gpu']} (`cass bench-tasks record`).", "",
         f"Made by `python bench/real_suite.py export`, `python -m toolchains.gpu run-batch DIR --jobs 14` on the GPU "
         f"host, `python bench/real_suite.py import --name {name}`.",
     ])
