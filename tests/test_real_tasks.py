@@ -108,6 +108,9 @@ def test_a_pass_needs_the_hidden_output_and_as_many_kernels_as_the_cuda_original
     assert verdict(HIDDEN_OUTPUT, 0) == "no_kernel"                # the answer computed on the CPU
     assert verdict(HIDDEN_OUTPUT, None) == "no_kernel"             # kernels not counted: never a pass
     assert verdict(b"", 5) == "wrong_output"
+    varying = recorded().with_columns(kernel_launches=pl.Series([10, 10, 5, 7, 1, 1, 1, 1]))
+    references = reference_runs(store, varying, task)   # the original's own count varies: masked, as fields are
+    assert verdict(HIDDEN_OUTPUT, 9) == "pass" and verdict(HIDDEN_OUTPUT, 0) == "no_kernel"
 
 
 @pytest.mark.slow

@@ -109,6 +109,13 @@ def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: i
     return Recording(builds, runs)
 
 
+def kernel_counts_agree(original: list[Run], translation: list[Run]) -> bool:
+    """Whether every run of the translation launched as many kernels as each of the CUDA original's runs did (any
+    number where the original's own runs launched different numbers: a varying count is masked, as fields are)."""
+    expected = {r.kernel_launches for r in original}
+    return len(expected) > 1 or {r.kernel_launches for r in translation} == expected
+
+
 def clean_run(store: Store, runs: list[Run]) -> str | None:
     """Why the CUDA original's runs cannot be a reference, or None: each exited 0 and launched a kernel, printed
     no usage and no failing self-check, and their outputs align line by line."""
@@ -184,9 +191,10 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
         verdicts = {s: judge(store, {"cuda": done["cuda", s if task.hidden_differs else "visible"],
                                      "hip": done["hip", s if task.hidden_differs else "visible"]},
                              bool(task.visible_args), params["tolerance"]) for s in ARG_SETS}
+        used = {s: s if task.hidden_differs else "visible" for s in ARG_SETS}
         bad = next((s for s, v in verdicts.items() if v.status not in MATCHES
-                    or not all(r.kernel_launches for r in done["hip", s if task.hidden_differs else "visible"])),
-                   None)
+                    or not all(r.kernel_launches for r in done["hip", used[s]])
+                    or not kernel_counts_agree(done["cuda", used[s]], done["hip", used[s]])), None)
         if bad:
             leave(task, "port_disagrees", f"{bad} arguments: {verdicts[bad].status}: {verdicts[bad].detail[:300]}")
             continue
