@@ -131,7 +131,7 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         SECTION, "",
         f"Commit {commit}, {date.today()}, GPU {host.host.gpu} ({host.host.sm}, driver {host.host.driver}; kernels "
         f"{'counted' if host.host.launch_counter else 'not counted'}). The real-program suite: {len(tasks)} tasks of "
-        f"{manifest['repository']} `{manifest['commit'][:12]}` (translation_bench/real/README.md). Each translation "
+        f"{manifest['repository']} at the commit params.yaml pins (translation_bench/real/README.md). Each translation "
         f"compiled by hipcc for {params['amd']['archs']} (the compile rate), built through HIP's NVIDIA back end and "
         f"run {params['benchmark']['real']['runs']} time(s) on the hidden arguments (limit "
         f"{params['execute']['limits']['wall_s']} s); a pass needs the output of the CUDA original's recorded runs "
