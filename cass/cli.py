@@ -20,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cass.benchmark import REAL_SUITE
 from cass.pipeline.context import load_params, open_store
 from cass.pipeline.manifests import live_set
 from cass.pipeline.wiring import report as wiring_report
@@ -203,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--predictions", type=Path, help="JSONL or Parquet of {task_id, task: source|asm, prediction} "
                       "(a real-program task's prediction: the main file's text, or {path: text})")
     what.add_argument("--baseline", choices=("reference", "identity", "hipify-perl", "pipeline"))
-    evaluation.add_argument("--suite", choices=("own", "hecbench"), default="own",
+    evaluation.add_argument("--suite", choices=("own", REAL_SUITE), default="own",
                             help="the own tasks (--tasks), or the real-program suite (benchmark.real)")
     evaluation.add_argument("--tasks", type=Path, default=Path("translation_bench/tasks"))
     evaluation.add_argument("--host", help="where programs run (default: params.yaml execute.host)")
@@ -249,13 +250,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     params = load_params()
     store = open_store(params)
-    real = args.suite == "hecbench"
+    real = args.suite == REAL_SUITE
     references = None
     if real:
         tasks, problems, references = load_suite(store, params)
         if problems:
             print(f"cass eval: {len(problems)} tasks left out, their files do not check against the mirror: "
                   f"{next(iter(problems.values()))}", file=sys.stderr)
+        if not tasks or references is None:
+            mirror = params["benchmark"]["real"]["source"]
+            print(f"cass eval: no task of the real-program suite to score (mirror {mirror}, references "
+                  f"{'recorded' if references is not None else 'missing'})", file=sys.stderr)
+            return 2
     else:
         tasks = load_tasks(args.tasks)
     try:   # a malformed file fails before anything is built
@@ -281,7 +287,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
               "--host recorded:<name>")
         return 0
     host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
-    out = args.out or Path("eval_results") / (f"hecbench/{name}" if real else name)
+    out = args.out or Path("eval_results") / (f"{REAL_SUITE}/{name}" if real else name)
     _, report = score(store, params, tasks, name, predictions, host, out, references)
     made = ", ".join(f"{kind} {c['misses']} built, {c['hits']} from the store" for kind, c in report["builds"].items())
     print(f"report: {out / 'report.json'}, {out / 'report.md'}, {out / 'accuracy.png'} ({made})")
@@ -295,7 +301,7 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from cass.benchmark.real_programs import load_suite, plan_recording, record, write_recorded
-    from cass.benchmark.real_tasks import MANIFEST, build_manifest, read_manifest
+    from cass.benchmark.real_tasks import MANIFEST, build_manifest
     from cass.execution.batch import not_recorded, write_batch
     from cass.execution.hosts import resolve_host
 
@@ -312,8 +318,11 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
     workers = params["executor"]["workers"] or None
     by_id, problems, _ = load_suite(store, params)
     tasks = list(by_id.values())
-    for task, why in problems.items():
-        print(f"{task}: {why}", file=sys.stderr)
+    if problems:   # recording would drop these tasks from the manifest: the mirror must match it first
+        for task, why in problems.items():
+            print(f"{task}: {why}", file=sys.stderr)
+        sys.exit(f"cass bench-tasks: {len(problems)} tasks' files do not check against the mirror {mirror} "
+                 "(another commit, or no mirror): fix benchmark.real.source, or run `cass bench-tasks build`")
     if args.tasks_command == "export":
         plan = plan_recording(store, params["execute"], tasks, workers)
         planned = plan.planned
@@ -326,10 +335,10 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
               "then cass bench-tasks record --name <host>")
         return 0
     host = resolve_host(f"recorded:{args.name}")
-    kept, rows, left_out = record(store, params["execute"], tasks, host, workers)
-    benchmarks = {t.id: t.benchmark for t in read_manifest()[1]}
-    left_out += [{"benchmark": benchmarks[t], "reason": "mirror_mismatch", "detail": why}
-                 for t, why in problems.items()]
+    try:
+        kept, rows, left_out = record(store, params["execute"], tasks, host, workers)
+    except ValueError as exc:
+        sys.exit(f"cass bench-tasks record: {exc}")
     data = write_recorded(json.loads(MANIFEST.read_text()), kept, rows, left_out, {"name": host.name,
                                                                                    **asdict(host.host)})
     print(f"{len(kept)} tasks kept, {len(rows)} reference runs; left out: {data['left_out_by_reason']}")

@@ -24,9 +24,11 @@ BASELINES = ("reference", "identity", "hipify-perl", "pipeline")
 
 
 def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, str]], repair: bool,
-                 workers: int | None) -> dict[Hashable, str]:
+                 workers: int | None, programs: dict[Hashable, list[str]] | None = None) -> dict[Hashable, str]:
     """hipify-perl's translation of every ``key: (path, digest)`` (with the pipeline's repair layer where
-    ``repair``), as the digest of the HIP text ("" where hipify-perl failed)."""
+    ``repair``, which, as the repair stage does, leaves alone the derived header names that the file's program
+    provides: the paths ``programs`` gives the key, else the file's own), as the digest of the HIP text ("" where
+    hipify-perl failed)."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
     plans = {key: [TargetRun(Target("source", "hip", (amd.hipify_step(path),), "hip"), {path: digest})]
              for key, (path, digest) in files.items()}   # one step: its stdout
@@ -34,8 +36,8 @@ def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, st
     hip = {key: b.binary or store.put(b"") for key, b in builds.items()}
     if repair:
         repairer = pipeline_repairer(store, params)
-        hip = {key: repairer(digest, repairer.target.names.provided_by([files[key][0]]))[0]
-               for key, digest in hip.items()}
+        paths = programs or {key: [path] for key, (path, _) in files.items()}
+        hip = {key: repairer(digest, repairer.target.names.provided_by(paths[key]))[0] for key, digest in hip.items()}
     return hip
 
 
@@ -57,7 +59,8 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
                 for t, task in tasks.items()]
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
-        hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None)
+        hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None,
+                           {(t, p): list(tasks[t].files) for t, p in files})
         return [Prediction(t, "source", {p: store.get_text(hip[t, p], SOURCE_ERRORS) for p in task.files})
                 for t, task in tasks.items()]
     raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")

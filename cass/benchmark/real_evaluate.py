@@ -8,8 +8,8 @@ the same arguments as the ``execute`` stage judges a pair (:func:`cass.execution
 vary between the CUDA original's own runs masked, then numbers within ``execute.tolerance``), and a pass needs as
 many kernel launches on the GPU in every run as the CUDA original made in each of its own (counted by the run host;
 where its own runs launched different numbers, the count is masked as a varying field is: any count above 0): a
-program that prints the expected output, or computes it on the CPU,
-does not pass, nor does one that launches a token kernel beside a printed answer.
+program that computes the expected output on the CPU does not pass, nor, where the original's count does not vary,
+one that launches a token kernel beside a printed answer.
 
 Verdicts: ``pass`` (match, or match once masked), ``pass_tolerant``, ``wrong_output``, ``no_kernel``,
 ``kernel_count_differs``, ``run_failed``, ``timeout``, ``build_failed``, ``compile_failed``,
@@ -68,8 +68,7 @@ def amd_compiles(store: Store, params: dict, programs: dict[str, tuple[RealTask,
 
 def reference_runs(store: Store, references: pl.DataFrame, task: RealTask) -> list[Run]:
     """The CUDA original's recorded runs of the task's hidden arguments, as runs whose outputs are in ``store``."""
-    arg_set = "hidden" if task.hidden_differs else "visible"
-    rows = references.filter((pl.col("task_id") == task.id) & (pl.col("arg_set") == arg_set)).sort("run")
+    rows = references.filter((pl.col("task_id") == task.id) & (pl.col("arg_set") == task.verified_set)).sort("run")
     empty = store.put(b"")
     return [Run(r["verdict"], r["exit_code"], store.put(r["stdout"]), empty, r["wall_s"], r["max_rss_kib"],
                 r["kernel_launches"], tuple(r["args"])) for r in rows.iter_rows(named=True)]
@@ -112,8 +111,8 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
                          if compiled[k].binary and make_programs}, workers)
     report = {"host": host and {"name": host.name, **host.host.__dict__},
               "builds": {"hip_nvidia": dict(counts)}}
-    planned = {k: task_runs(programs[k][0], b.binary, "hidden" if programs[k][0].hidden_differs else "visible",
-                            suite_params["runs"], execute) for k, b in built.items() if b.binary}
+    planned = {k: task_runs(programs[k][0], b.binary, programs[k][0].verified_set, suite_params["runs"], execute)
+               for k, b in built.items() if b.binary}
     found = {}
     if host is not None:
         host.require_arch(execute["archs"])

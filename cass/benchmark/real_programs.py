@@ -165,6 +165,9 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
     out (benchmark, reason, detail), from the runs of ``host``."""
     plan = plan_recording(store, params, tasks, workers)
     found, _, _ = run_programs(store, host, plan.planned, params["workers"], 0)
+    if missing := sum(outcome is None for outcome in found.values()):   # a partial batch: record nothing yet
+        raise ValueError(f"{missing} of {len(found)} planned runs have no result for GPU host {host.name}: export "
+                         f"the missing ones (--missing-for {host.name}), run and import them, then record")
     kept, rows, left_out = [], [], []
 
     def leave(task: RealTask, reason: str, detail: str) -> None:
@@ -177,9 +180,6 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
             leave(task, f"{'cuda' if failed == 'cuda' else 'port'}_build_failed", f"{b.reason}: {b.detail[:300]}")
             continue
         planned = {k[1:]: v for k, v in plan.runs.items() if k[0] == task.id}
-        if any(found[r] is None for runs in planned.values() for r in runs):
-            leave(task, "not_run", f"no run recorded for GPU host {host.name}")
-            continue
         done = {k: [Run.of(store, found[r], r.invocation.args) for r in v] for k, v in planned.items()}
         if why := clean_run(store, done["cuda", "visible"]):
             leave(task, *why.split(": ", 1))
@@ -188,18 +188,16 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
         if task.hidden_differs and (why := clean_run(store, done["cuda", "hidden"])):
             notes["hidden"] = f"the visible set (with the halved arguments: {why})"
             task = replace(task, hidden_args=task.visible_args, hidden_differs=False)
-        verdicts = {s: judge(store, {"cuda": done["cuda", s if task.hidden_differs else "visible"],
-                                     "hip": done["hip", s if task.hidden_differs else "visible"]},
-                             bool(task.visible_args), params["tolerance"]) for s in ARG_SETS}
-        used = {s: s if task.hidden_differs else "visible" for s in ARG_SETS}
+        used = {"visible": "visible", "hidden": task.verified_set}
+        verdicts = {s: judge(store, {side: done[side, used[s]] for side in ("cuda", "hip")}, bool(task.visible_args),
+                             params["tolerance"]) for s in ARG_SETS}
         bad = next((s for s, v in verdicts.items() if v.status not in MATCHES
                     or not all(r.kernel_launches for r in done["hip", used[s]])
                     or not kernel_counts_agree(done["cuda", used[s]], done["hip", used[s]])), None)
         if bad:
             leave(task, "port_disagrees", f"{bad} arguments: {verdicts[bad].status}: {verdicts[bad].detail[:300]}")
             continue
-        hidden_set = "hidden" if task.hidden_differs else "visible"
-        signal, differs = output_facts(store, done["cuda", "visible"], done["cuda", hidden_set])
+        signal, differs = output_facts(store, done["cuda", "visible"], done["cuda", task.verified_set])
         if not signal:
             leave(task, "no_output_signal", "every number the CUDA original prints varies between its runs, and it "
                                             "prints no passing self-check: its output cannot tell a wrong program")

@@ -34,12 +34,14 @@ from cass.benchmark import REAL_SUITE
 from cass.sources.copyright import Copyright
 from cass.sources.domains import DomainLabeler
 from cass.sources.includes import TreeIndex, included_units, resolve_includes
-from cass.sources.runspecs import NOT_DATA, UNIT_SUFFIXES, discover
+from cass.sources.runspecs import BUILD_FILES, NOT_DATA, UNIT_SUFFIXES, discover
 from cass.text.cuda import main_signature
 from store import digest_bytes
 
 REAL_DIR = Path("translation_bench") / "real"
 MANIFEST = REAL_DIR / "tasks.json"
+SHARED_HEADERS = "include"
+"""The upstream tree's folder of headers shared by its benchmarks (``src/include``)."""
 LICENSE_NAMES = re.compile(r"(?i)^(license|licence|copyright|copying)([._-].*)?$")
 UPSTREAM_DOMAINS = {"bioinformatics": "bioinformatics", "math": "math", "ml": "machine_learning",
                     "machinelearning": "machine_learning", "neuralnetwork": "machine_learning",
@@ -142,6 +144,11 @@ class RealTask:
     def folder(self) -> str:
         return posixpath.dirname(self.main)
 
+    @property
+    def verified_set(self) -> str:
+        """The argument set verification runs: the hidden one, or the visible one where they are the same."""
+        return "hidden" if self.hidden_differs else "visible"
+
     def arguments(self, which: str) -> list[str]:
         return self.visible_args if which == "visible" else self.hidden_args
 
@@ -157,7 +164,7 @@ def _source_files(index: TreeIndex, folder: str) -> list[str]:
 
 
 def build_task(index: TreeIndex, name: str, categories: list[str], labeler: DomainLabeler,
-               included: dict[str, str]) -> RealTask:
+               included: dict[str, str], default_license: str) -> RealTask:
     """The task of benchmark ``name``, or ValueError naming why it cannot be one."""
     cuda_folder, hip_folder = f"{name}-cuda", f"{name}-hip"
     has_main = lambda p: main_signature(index.read(p).decode("utf-8", "replace")) is not None  # noqa: E731
@@ -176,6 +183,12 @@ def build_task(index: TreeIndex, name: str, categories: list[str], labeler: Doma
     for unit in spec.units:
         program += [unit, *resolve_includes(index, unit).headers]
     program = list(dict.fromkeys(program))
+    makefile = next((f"{cuda_folder}/{b}" for b in BUILD_FILES if f"{cuda_folder}/{b}" in index.files), None)
+    named = set(re.findall(r"\.\./([\w.+-]+)", index.read(makefile).decode("utf-8", "replace"))) if makefile else set()
+    foreign = [p for p in program if p.split("/")[0] not in {cuda_folder, SHARED_HEADERS, *named}]
+    if foreign:   # the include resolver took another benchmark's header for a system one: not this program
+        raise ValueError(f"foreign_header: {foreign[0]} is another benchmark's file, and the Makefile names no "
+                         f"../{foreign[0].split('/')[0]}")
     digest = lambda p: digest_bytes(index.read(p))  # noqa: E731
     hip_sources = _source_files(index, hip_folder)
     if not hip_sources:
@@ -200,7 +213,7 @@ def build_task(index: TreeIndex, name: str, categories: list[str], labeler: Doma
     return RealTask(
         id=f"{REAL_SUITE}_{re.sub(r'[^0-9A-Za-z]+', '_', name).strip('_').lower()}", benchmark=name, domain=domain,
         upstream_categories=categories, difficulty=difficulty(lines, 1 + len(spec.units), constructs),
-        constructs=sorted(constructs), lines=lines, license=license_name or "BSD-3-Clause",
+        constructs=sorted(constructs), lines=lines, license=license_name or default_license,
         license_file=license_file, main=main, units=spec.units, include_dirs=found.include_dirs,
         files={p: digest(p) for p in program}, human={t: digest(p) for t, p in mapped.items()}, human_from=mapped,
         workdir=spec.workdir, inputs={p: digest(p) for p in spec.inputs}, timeout_s=spec.timeout_s,
@@ -220,7 +233,8 @@ def build_manifest(mirror: Path, upstream: dict, progress: Callable = iter) -> d
     tasks, left_out = [], []
     for name in progress(names):
         try:
-            task = build_task(index, name, list((meta.get(name) or {}).get("categories", [])), labeler, included)
+            task = build_task(index, name, list((meta.get(name) or {}).get("categories", [])), labeler, included,
+                              upstream["license"])
         except ValueError as why:
             reason, _, detail = str(why).partition(": ")
             left_out.append({"benchmark": name, "reason": reason, "detail": detail})

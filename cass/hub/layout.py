@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
+from cass.benchmark import REAL_SUITE
 from cass.pipeline.manifests import write_parquet
 from store import digest_bytes
 
@@ -80,13 +81,13 @@ def decontamination_section(params: dict, dedup_metrics: dict | None) -> list[st
     dropped = (dedup_metrics or {}).get("dropped_by_reason", {}).get("contaminated", 0)
     by_suite = (dedup_metrics or {}).get("contaminated_by_suite", {})
     files = (dedup_metrics or {}).get("reference_files", {})
-    real = (f" and of the {files.get('hecbench', 0)} CUDA files of the real-program suite (`dedup.real_tasks`)"
+    real = (f" and of the {files.get(REAL_SUITE, 0)} CUDA files of the real-program suite (`dedup.real_tasks`)"
             if params["dedup"]["real_tasks"] else " (the real-program suite is off: `dedup.real_tasks`)")
     return ["", "## Decontamination", "",
             "Training data is decontaminated against both suites of the translation benchmark by default. Every "
             f"item that is a near duplicate (the dedup parameters below) of a file under {trees} "
             f"(`dedup.reference_trees`){real} is dropped as `contaminated`: {dropped} in this build "
-            f"({by_suite.get('own', 0)} near the own suite's tasks, {by_suite.get('hecbench', 0)} near the "
+            f"({by_suite.get('own', 0)} near the own suite's tasks, {by_suite.get(REAL_SUITE, 0)} near the "
             "real-program suite's). The benchmark's own "
             f"tasks (origins {holdout}, `export.holdout_origins`) pass "
             "through the same stages for their assemblies, but are in no training config (`pairs`, `kernels`, "

@@ -61,6 +61,9 @@ def run(stage: Stage) -> None:
     shutil.rmtree(out_dir, ignore_errors=True)   # no report of an earlier name stays behind
     out_dir.mkdir(parents=True)
     metrics, runs = {"host": host.name if host else None}, {}
+    if real and not REFERENCES.is_file():
+        raise SystemExit(f"evaluate: {REFERENCES} is missing: `cass bench-tasks record` writes the real-program "
+                         "suite's reference outputs")
     suites = (("own", tasks, None, out_dir),
               (REAL_SUITE, real, pl.read_parquet(REFERENCES) if real else None, out_dir / REAL_SUITE))
     for suite, suite_tasks, references, folder in suites:

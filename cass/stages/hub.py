@@ -20,6 +20,7 @@ import shutil
 
 import polars as pl
 
+from cass.benchmark import REAL_SUITE
 from cass.hub.layout import SOURCES, card, write_config
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics
@@ -42,8 +43,8 @@ def run(stage: Stage) -> None:
         keys["verified"] = "sample_id"
     suite = stage.upstream("real_tasks")
     if suite.height:   # the real-program suite's tasks, by reference (files by digest; the card in translation_bench)
-        configs["benchmark_hecbench"] = suite
-        keys["benchmark_hecbench"] = "sample_id"
+        configs[f"benchmark_{REAL_SUITE}"] = suite
+        keys[f"benchmark_{REAL_SUITE}"] = "sample_id"
     for origin in sorted(tables["pairs"]["origin"].unique()):
         configs[f"pairs_{origin}"] = tables["pairs"].filter(pl.col("origin") == origin)
         keys[f"pairs_{origin}"] = "sample_id"
