@@ -287,7 +287,7 @@ def test_the_evaluate_stage_scores_the_baselines_on_the_pipelines_own_actions(be
     # by the compile_amd stage, under the same file names, and the evaluation found them in the store
     assert set(report) == {"name", "summary", "host", "predictions"}   # nothing of how this run went
     run_report = json.loads((root / "metrics" / "run" / "evaluate.json").read_text())
-    builds = run_report["evaluations"]["hipify-perl"]["builds"]
+    builds = run_report["evaluations"]["own:hipify-perl"]["builds"]
     assert builds["amd"]["hits"] == 4 and builds["amd"]["misses"] == 0
     generated = metrics(root, "generate")
     assert generated["predictions"] == 4 and generated["model"]["backend"] == "transformers"

@@ -25,6 +25,7 @@ from cass.dedup.minhash import (
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, write_parquet
 from cass.stages.dedup import run as run_dedup
+from cass.stages.real_tasks import SCHEMA as REAL_TASKS_SCHEMA
 from store import Store
 
 PARAMS = MinHashParams(ngram=5, num_perm=256, seed=1, threshold=0.7)
@@ -70,10 +71,12 @@ def test_components_follow_chains():
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A directory with dvc.yaml, params.yaml and a filter manifest, as the dedup stage sees it."""
+    """A directory with dvc.yaml, params.yaml and the manifests the dedup stage reads (a filter manifest each test
+    writes; real_tasks' as it is without the suite's mirror: no task)."""
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(REPO / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
+    write_parquet(pl.DataFrame(schema=REAL_TASKS_SCHEMA), Path("data/real_tasks/manifest.parquet"))
     return tmp_path
 
 
