@@ -30,8 +30,8 @@ sys.path[:0] = [str(REPO)]
 from bench.results import replace_section  # noqa: E402
 from cass.benchmark.baselines import BASELINES, real_baseline  # noqa: E402
 from cass.benchmark.evaluate import summarize  # noqa: E402
-from cass.benchmark.real_evaluate import evaluate_real  # noqa: E402
-from cass.benchmark.real_programs import load_suite  # noqa: E402
+from cass.benchmark.real_evaluate import SOURCE_ERRORS, evaluate_real  # noqa: E402
+from cass.benchmark.real_programs import build_task_programs, load_suite  # noqa: E402
 from cass.benchmark.real_tasks import MANIFEST, read_manifest  # noqa: E402
 from cass.benchmark.tasks import Prediction  # noqa: E402
 from cass.execution.batch import import_results, not_recorded, write_batch  # noqa: E402
@@ -94,10 +94,20 @@ def export(params: dict, batch: Path, name: str | None) -> None:
     print(f"{runs} runs of {len({r.binary for r in planned})} binaries in {batch}")
 
 
-def row(name: str, summary: dict, same_text: int) -> str:
+def programs(store, params: dict, tasks: dict, predictions: list[Prediction]) -> dict[str, str | None]:
+    """Each prediction's program built through HIP's NVIDIA back end (its digest, None where it does not build)."""
+    files = {p.task_id: tasks[p.task_id].overlay({path: store.put(text.encode("utf-8", SOURCE_ERRORS))
+                                                  for path, text in p.prediction.items()}) for p in predictions}
+    built, _ = build_task_programs(store, params["execute"], {t: ("hip", tasks[t], f) for t, f in files.items()},
+                                   params["executor"]["workers"] or None)
+    return {t: b.binary for t, b in built.items()}
+
+
+def row(name: str, summary: dict, same_text: int, same_binary: int) -> str:
     s = summary["by_domain"]["all"]["source"]
     ratio = s.get("median_runtime_ratio")
-    return (f"| {name} | {s['n']} | {same_text} | {percent(s['compile_rate'])} | {percent(s['accuracy'])} | "
+    return (f"| {name} | {s['n']} | {same_text} | {same_binary} | {percent(s['compile_rate'])} | "
+            f"{percent(s['accuracy'])} | "
             f"{percent(s['accuracy_tolerant'])} | {'-' if ratio is None else f'{ratio:.2f}'} | "
             f"{s['mean_chrf'] if s['mean_chrf'] is not None else '-'} | "
             + ", ".join(f"{v} {n}" for v, n in sorted(s["verdicts"].items(), key=lambda kv: -kv[1])) + " |")
@@ -109,12 +119,15 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         import_results(store, params["execute"], batch, name)
     tasks, references = suite(store, params)
     host = resolve_host(f"recorded:{name}")
-    summaries, same_text, passed = {}, {}, {}
+    summaries, same_text, same_binary, passed = {}, {}, {}, {}
     human = {p.task_id: p.prediction for p in real_baseline("reference", store, params, tasks)}
+    human_binaries = programs(store, params, tasks, real_baseline("reference", store, params, tasks))
     for baseline in (*BASELINES, *CHEATS):
         predictions = predictions_of(baseline, store, params, tasks, references)
         same_text[baseline] = sum(all(p.prediction.get(path) == text for path, text in human[p.task_id].items())
                                   for p in predictions)
+        binaries = programs(store, params, tasks, predictions)
+        same_binary[baseline] = sum(b is not None and b == human_binaries[t] for t, b in binaries.items())
         rows, _ = evaluate_real(store, params, tasks, references, predictions, host)
         if baseline in CHEATS:
             passed[baseline] = sorted(r["task_id"] for r in rows if r["verdict"].startswith("pass")
@@ -141,17 +154,20 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         "(fields that vary between them masked) and its kernel count in every run. `reference` is the human port, "
         "the suite's ceiling; `pipeline` is hipify-perl with the repair layer; `identity` is the CUDA files "
         "unchanged. Same text: tasks whose every file the human port gives is byte-identical in the baseline's "
-        "translation. chrF: the whole program's text against the human port's. Runtime: the median over the tasks "
+        "translation; same program: tasks whose translation builds, through HIP's NVIDIA back end, to the very "
+        "binary the human port builds to (what differs is comments, spelling of includes, or code that the NVIDIA "
+        "platform compiles alike: the runs on NVIDIA cannot tell such translations apart). chrF: the whole "
+        "program's text against the human port's. Runtime: the median over the tasks "
         "both passed of the translation's wall time over the human port's (one run each; a translation that builds "
         "to the human port's very binary shares its run, ratio 1). The cheats are the pipeline's translation with "
         "its main file replaced by a program that launches one empty kernel and prints the CUDA original's recorded "
         "output for the visible arguments (what a prompt may show) or for the hidden ones (what none shows); the "
         "tasks a cheat passed: " + "; ".join(f"{c}: {', '.join(ids) or 'none'}" for c, ids in passed.items())
         + " (a kernel count that varies between the CUDA original's own runs is masked).", "",
-        "| baseline | tasks | same text | compiles (gfx) | accuracy | accuracy (tolerant) | runtime / human | chrF "
-        "| verdicts |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-        *(row(b, s, same_text[b]) for b, s in summaries.items()), "",
+        "| baseline | tasks | same text | same program | compiles (gfx) | accuracy | accuracy (tolerant) "
+        "| runtime / human | chrF | verdicts |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        *(row(b, s, same_text[b], same_binary[b]) for b, s in summaries.items()), "",
         "Accuracy per domain:", "",
         "| domain | tasks | " + " | ".join(BASELINES) + " |", "|---|---:|" + "---:|" * len(BASELINES),
         *(f"| {d} | {by['reference']['n']} | " + " | ".join(percent(by[b].get("accuracy")) for b in BASELINES) + " |"
