@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict
 
 from sacrebleu.metrics import CHRF
@@ -51,10 +52,20 @@ def amd_compiles(store: Store, params: dict, sources: dict[str, tuple[str, str]]
                  ) -> tuple[dict[str, Build], Counter]:
     """hipcc's host and device compiles of every ``key: (file name, HIP text)``; per key the build (its first
     arch's device assembly where all compiled), with the action counts."""
+    return amd_program_compiles(store, params, {key: ([name], (".",), {name: store.put_text(text)})
+                                                for key, (name, text) in sources.items()}, workers)
+
+
+def amd_program_compiles(store: Store, params: dict,
+                         programs: dict[str, tuple[list[str], Sequence[str], dict[str, str]]], workers: int | None,
+                         ) -> tuple[dict[str, Build], Counter]:
+    """hipcc's host and device compiles of every unit of each ``key: (units, include_dirs, files)`` (``files``:
+    path: digest, laid out as its tree); per key the build (the first arch's device assembly of its last unit where
+    all compiled, else the first failure), with the action counts."""
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
     archs, flags = params["amd"]["archs"], params["amd"]["flags"]
-    plans = {key: [TargetRun(t, {name: store.put_text(text)}) for t in amd.targets(name, archs, flags)]
-             for key, (name, text) in sources.items()}
+    plans = {key: [TargetRun(t, files) for unit in units for t in amd.targets(unit, archs, flags, include_dirs)]
+             for key, (units, include_dirs, files) in programs.items()}
     for runs in plans.values():   # the first arch's device assembly last: the build's artifact
         runs.sort(key=lambda run: run.target.kind == "device" and run.target.arch == archs[0])
     builds, counts, _ = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)

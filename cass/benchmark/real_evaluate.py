@@ -27,15 +27,14 @@ from collections.abc import Callable
 import polars as pl
 from sacrebleu.metrics import CHRF
 
+from cass.benchmark.evaluate import amd_program_compiles
 from cass.benchmark.real_programs import build_task_programs, kernel_counts_agree, task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction
-from cass.engine.targets import TargetRun
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, Run, run_plans, run_programs
+from cass.execution.programs import Run, run_programs
 from cass.execution.verify import MATCHES, judge, verified
 from store import Store
-from toolchains import load_toolchains
 
 REFERENCE = "reference"
 SOURCE_ERRORS = "surrogateescape"
@@ -53,17 +52,6 @@ def prediction_files(task: RealTask, prediction: str | dict[str, str]) -> dict[s
 def program_text(store: Store, files: dict[str, str]) -> str:
     """The text of a program's files (path: digest), each under a ``// <path>`` line, by path."""
     return "\n".join(f"// {path}\n{store.get_text(digest, 'replace')}" for path, digest in sorted(files.items()))
-
-
-def amd_compiles(store: Store, params: dict, programs: dict[str, tuple[RealTask, dict[str, str]]],
-                 workers: int | None) -> dict[str, Build]:
-    """hipcc's host and device compiles of every unit of each ``key: (task, files)``."""
-    amd = load_toolchains(params["amd"]["toolchain"])["amd"]
-    archs, flags = params["amd"]["archs"], params["amd"]["flags"]
-    plans = {key: [TargetRun(t, files) for unit in (task.main, *task.units)
-                   for t in amd.targets(unit, archs, flags, task.include_dirs)]
-             for key, (task, files) in programs.items()}
-    return run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)[0]
 
 
 def reference_runs(store: Store, references: pl.DataFrame, task: RealTask) -> list[Run]:
@@ -104,13 +92,15 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
                  for path, text in prediction_files(tasks[p.task_id], p.prediction).items()}
         entries[f"{i}"] = (p.task_id, p.sample, files, False)
     programs = {key: (tasks[t], tasks[t].overlay(files)) for key, (t, _, files, _) in entries.items()}
-    compiled = amd_compiles(store, params, programs, workers)
+    compiled, amd_counts = amd_program_compiles(
+        store, params, {key: ([task.main, *task.units], task.include_dirs, files)
+                        for key, (task, files) in programs.items()}, workers)
     make_programs = host is not None if build_programs is None else build_programs
     built, counts = build_task_programs(
         store, execute, {k: ("hip", task, files) for k, (task, files) in programs.items()
                          if compiled[k].binary and make_programs}, workers)
     report = {"host": host and {"name": host.name, **host.host.__dict__},
-              "builds": {"hip_nvidia": dict(counts)}}
+              "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(counts)}}
     planned = {k: task_runs(programs[k][0], b.binary, programs[k][0].verified_set, suite_params["runs"], execute)
                for k, b in built.items() if b.binary}
     found = {}

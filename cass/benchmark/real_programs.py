@@ -27,13 +27,12 @@ from pathlib import Path
 import polars as pl
 
 from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card, load_files, read_manifest
-from cass.engine.targets import TargetRun
 from cass.execution.compare import Calibration, prints_usage, self_check
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, ProgramRun, Run, build_toolchains, run_plans, run_programs
+from cass.execution.programs import Build, ProgramRun, Run, build_program_targets, limits_for, run_programs
 from cass.execution.verify import MATCHES, judge
 from store import Store
-from toolchains.programs import Invocation, ProgramLimits
+from toolchains.programs import Invocation
 
 REFERENCES = REAL_DIR / "references.parquet"
 ARG_SETS = ("visible", "hidden")
@@ -55,31 +54,17 @@ def build_task_programs(store: Store, params: dict, programs: dict[Hashable, tup
           workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
     """Every ``key: (side, task, files)`` built (``cuda``: nvcc; ``hip``: HIP's NVIDIA back end) from the task's
     main file and units, ``files`` (path: digest) laid out as the task's tree."""
-    builds: dict[Hashable, Build] = {}
-    counts: Counter = Counter()
-    for side, toolchain in build_toolchains().items():
-        plans = {key: [TargetRun(toolchain.program_target([task.main, *task.units], params["archs"], params["flags"],
-                                                          task.include_dirs), files)]
-                 for key, (s, task, files) in programs.items() if s == side}
-        done, side_counts, _ = run_plans(store, toolchain, plans, params["timeout_s"], workers)
-        builds |= done
-        counts.update(side_counts)
+    builds, counts, _ = build_program_targets(
+        store, params, {key: (side, [task.main, *task.units], task.include_dirs, files)
+                        for key, (side, task, files) in programs.items()}, workers)
     return builds, counts
-
-
-def limits_of(task: RealTask, params: dict) -> ProgramLimits:
-    """``execute.limits``, with the task's own time limit where its run spec has one."""
-    limits = ProgramLimits(**params["limits"])
-    if task.timeout_s:
-        limits = replace(limits, wall_s=float(task.timeout_s), cpu_s=max(limits.cpu_s, int(task.timeout_s)))
-    return limits
 
 
 def task_runs(task: RealTask, binary: str, arg_set: str, count: int, params: dict) -> list[ProgramRun]:
     """``count`` runs of ``binary`` as the task runs its programs with argument set ``arg_set``."""
     invocation = Invocation(tuple(task.arguments(arg_set)), task.workdir or task.folder,
                             tuple(sorted(task.inputs.items())))
-    return [ProgramRun(binary, invocation, limits_of(task, params), n) for n in range(1, count + 1)]
+    return [ProgramRun(binary, invocation, limits_for(params, task.timeout_s), n) for n in range(1, count + 1)]
 
 
 @dataclass

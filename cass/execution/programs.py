@@ -106,19 +106,31 @@ def build_programs(store: Store, params: dict, rows: list[dict], workers: int | 
     """Both programs of every row (its main file and ``units``; ``include_dirs``), by (sample id, side), with the
     builds' action counts and keys; ``pairs`` (by origin and path) give the units' translations."""
     builds: dict = {}
-    counts: Counter = Counter()
-    keys: set[str] = set()
-    sources = {row["sample_id"]: program_sources(store, row, pairs or {}) for row in rows}
-    for side, toolchain in build_toolchains().items():
-        plans = {}
-        for row in rows:
-            files, problem = sources[row["sample_id"]][side]
+    programs: dict = {}
+    for row in rows:
+        for side, (files, problem) in program_sources(store, row, pairs or {}).items():
             if problem:
                 builds[row["sample_id"], side] = Build(None, "unit_untranslated", problem)
-                continue
-            units = [row["files"][0]["path"], *(row["units"] or ())]
-            target = toolchain.program_target(units, params["archs"], params["flags"], row["include_dirs"])
-            plans[row["sample_id"], side] = [TargetRun(target, files)]
+            else:
+                units = [row["files"][0]["path"], *(row["units"] or ())]
+                programs[row["sample_id"], side] = (side, units, row["include_dirs"], files)
+    built, counts, keys = build_program_targets(store, params, programs, workers)
+    return builds | built, counts, keys
+
+
+def build_program_targets(store: Store, params: dict,
+                          programs: dict[Hashable, tuple[str, list[str], list[str], dict[str, str]]],
+                          workers: int | None) -> tuple[dict[Hashable, Build], Counter, set[str]]:
+    """Every ``key: (side, units, include_dirs, files)`` built by its side's toolchain (``execute.archs``,
+    ``execute.flags``) from ``units`` (the main file first), ``files`` (path: digest) laid out as its tree; with the
+    builds' action counts and keys."""
+    builds: dict = {}
+    counts: Counter = Counter()
+    keys: set[str] = set()
+    for side, toolchain in build_toolchains().items():
+        plans = {key: [TargetRun(toolchain.program_target(units, params["archs"], params["flags"], include_dirs),
+                                 files)]
+                 for key, (s, units, include_dirs, files) in programs.items() if s == side}
         done, side_counts, side_keys = run_plans(store, toolchain, plans, params["timeout_s"], workers)
         builds |= done
         counts.update(side_counts)   # `+=` would drop the zero counts
@@ -144,15 +156,21 @@ def plain_runs(binaries: set[str], limits: ProgramLimits, count: int) -> dict[st
     return {b: [ProgramRun(b, Invocation(), limits, n) for n in range(1, count + 1)] for b in sorted(binaries)}
 
 
+def limits_for(params: dict, timeout_s: float | None = None) -> ProgramLimits:
+    """``execute.limits``, with a run spec's own time limit where it has one."""
+    limits = ProgramLimits(**params["limits"])
+    if timeout_s:
+        limits = replace(limits, wall_s=float(timeout_s), cpu_s=max(limits.cpu_s, int(timeout_s)))
+    return limits
+
+
 def run_plan(row: dict, params: dict) -> tuple[list[Invocation], ProgramLimits]:
     """How ``row``'s programs are run: one invocation per argument set of its run spec (one without arguments where
     it has none), and the limits (the spec's time limit, else ``execute.limits``)."""
-    limits = ProgramLimits(**params["limits"])
     spec = row.get("run_spec")
     if not spec:
-        return [Invocation()], limits
-    if spec["timeout_s"]:
-        limits = replace(limits, wall_s=float(spec["timeout_s"]), cpu_s=max(limits.cpu_s, int(spec["timeout_s"])))
+        return [Invocation()], limits_for(params)
+    limits = limits_for(params, spec["timeout_s"])
     inputs = tuple(sorted((f["path"], f["digest"]) for f in row["run_inputs"] or ()))
     workdir = spec["workdir"] or posixpath.dirname(row["files"][0]["path"])
     return [Invocation(tuple(args), workdir, inputs) for args in spec["arg_sets"] or [[]]], limits
