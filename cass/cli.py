@@ -133,9 +133,9 @@ def cmd_store_verify(_: argparse.Namespace) -> int:
 
 def cmd_store_gc(args: argparse.Namespace) -> int:
     store = open_store(load_params())
-    objects, actions = live_set(store)
-    result = store.gc(objects, actions)
-    print(f"gc {store.root}: kept {len(objects)} objects and {len(actions)} actions named by the current "
+    live = live_set(store)
+    result = store.gc(live.objects, live.actions)
+    print(f"gc {store.root}: kept {len(live.objects)} objects and {len(live.actions)} actions named by the current "
           f"manifests; removed {result.objects} objects ({result.object_bytes / 2**20:.1f} MiB), "
           f"{result.actions} actions, {result.temp_files} stale temporary files")
     return 0

@@ -174,6 +174,13 @@ class Store:
             )
         return data
 
+    def size(self, digest: str) -> int:
+        """The byte size of a stored object."""
+        try:
+            return self._object_path(digest).stat().st_size
+        except FileNotFoundError:
+            raise MissingObjectError(f"store {self.root}: no object {digest}") from None
+
     def get_text(self, digest: str, errors: str = "strict") -> str:
         """``get`` decoded as UTF-8 (``errors="replace"`` for tool logs, which may hold any bytes)."""
         return self.get(digest).decode("utf-8", errors)

@@ -17,6 +17,7 @@ from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in, run_
 
 from cass.execution.compare import first_difference, tolerant_equal
 from store import Store
+from store.pack import read_pack
 from toolchains.gpu import local_gpu_host
 
 PROGRAMS = Path(__file__).parent / "fixtures" / "programs"
@@ -141,6 +142,32 @@ def test_one_changed_source_rebuilds_and_reruns_only_its_two_programs(programs_p
     assert report["builds"]["misses"] == 2
     assert report["runs"]["misses"] == 4 and report["runs"]["hits"] == 2 * 2 * (RUNNABLE - 1)
     assert statuses(root)["matches.cu"] == "match"
+
+
+@pytest.mark.slow
+def test_packs_leave_the_binaries_out_and_a_collaborator_rebuilds_them_to_the_recorded_runs(programs_project):
+    """The store packs carry the runs, not the binaries: a store made from the packs alone rebuilds every binary
+    to the digest its runs are recorded under, and runs nothing."""
+    root = programs_project
+    set_params(root, host="cpu")
+    run_in(["dvc", "repro", "pack_store"], root)
+    execute = pl.read_parquet(root / "data" / "execute" / "manifest.parquet")
+    binaries = set(execute["cuda_program"].drop_nulls()) | set(execute["hip_program"].drop_nulls())
+    packed = {name for pack in (root / "data" / "store_packs").glob("*.pack") for _, name, _ in read_pack(pack)}
+    assert len(binaries) >= RUNNABLE and not binaries & packed
+    packs = metrics(root, "pack_store")
+    assert packs["executables_left_out"] >= len(binaries)
+    assert packs["executable_bytes_left_out"] > 100_000 * len(binaries)   # the CUDA runtime is linked in
+    before = {p: p.read_bytes() for p in (root / "data" / "execute").glob("*.parquet")}
+
+    shutil.move(root / ".cass" / "store", root / "producer-store")   # the collaborator: the packs, no store
+    run_in(["dvc", "repro", "--force", "-s", "execute"], root)
+    report = run_report(root, "execute")
+    assert report["builds"]["misses"] == len(binaries) and report["builds"]["hits"] == 0   # every binary rebuilt
+    assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == 2 * 2 * RUNNABLE   # ... to the same digests
+    assert {p: p.read_bytes() for p in before} == before
+    shutil.rmtree(root / ".cass" / "store")
+    shutil.move(root / "producer-store", root / ".cass" / "store")
 
 
 @pytest.mark.slow

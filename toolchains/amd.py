@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolchains.base import Step, Target, Toolchain, ToolchainMissingError
+from toolchains.base import EXECUTABLE, Step, Target, Toolchain, ToolchainMissingError
 from toolchains.headers import index_headers
 from toolchains.hipify_script import header_map, name_map, warning_tables
 from toolchains.launchers import ChrootLauncher, HostLauncher
@@ -276,7 +276,7 @@ class AmdToolchain(Toolchain):
             Step("hipcc", (*self._common_flags(flags), f"--offload-arch={arch}", "--cuda-host-only", "-Xclang",
                            "-fcuda-include-gpubinary", "-Xclang", "device.hipfb", "-c", host_source, "-o", "host.o"),
                  ("host.o",), reads=("device.hipfb", host_source)),
-            Step("hipcc", (f"--offload-arch={arch}", "host.o", "-o", "program"), ("program",)),
+            Step("hipcc", (f"--offload-arch={arch}", "host.o", "-o", EXECUTABLE), (EXECUTABLE,)),
         )
 
     def hipify_step(self, main: str) -> Step:

@@ -55,6 +55,11 @@ class Step:
     reads: tuple[str, ...] | None = None
 
 
+EXECUTABLE = "program"
+"""The artifact name of every executable a toolchain builds (a program target's output): packs leave these out, since
+builds are byte-reproducible and what was learned from running one is keyed by its digest."""
+
+
 @dataclass(frozen=True)
 class Target:
     """An artifact to build for one sample: ``kind`` is ``"host"`` or ``"device"``, ``arch`` the

@@ -20,7 +20,7 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, require_archs
+from toolchains.base import EXECUTABLE, Step, Target, Toolchain, ToolchainMissingError, require_archs
 from toolchains.headers import index_headers
 from toolchains.launchers import HostLauncher
 
@@ -241,5 +241,5 @@ class NvidiaToolchain(Toolchain):
         units = [units] if isinstance(units, str) else list(units)
         codes = [f"-gencode=arch=compute_{a.removeprefix('sm_')},code={a}" for a in archs]
         step = Step("nvcc", (*flags, *self.program_flags(), *(f"-I{d}" for d in include_dirs), *codes, *units,
-                             "-o", "program", "-cudart", "static"), ("program",))
-        return Target(kind="program", arch="+".join(archs), steps=(step,), artifact="program")
+                             "-o", EXECUTABLE, "-cudart", "static"), (EXECUTABLE,))
+        return Target(kind="program", arch="+".join(archs), steps=(step,), artifact=EXECUTABLE)

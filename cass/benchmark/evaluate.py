@@ -41,6 +41,7 @@ from cass.execution.programs import Build, Run, disagreement, plain_runs, run_pl
 from cass.text.amdgpu import normalize_amd, split_amd
 from store import Store
 from toolchains import Target, load_hip_nvidia, load_toolchains
+from toolchains.base import EXECUTABLE
 from toolchains.programs import ProgramLimits
 
 REFERENCE = "reference"
@@ -90,7 +91,7 @@ def assembly_programs(store: Store, params: dict, sources: dict[str, tuple[str, 
     amd = load_toolchains(params["amd"]["toolchain"])["amd"]
     arch = params["amd"]["archs"][0]
     target = Target("program", arch, amd.assembly_program_steps(arch, "prediction.s", HOST_SOURCE,
-                                                                params["amd"]["flags"]), "program")
+                                                                params["amd"]["flags"]), EXECUTABLE)
     plans = {key: [TargetRun(target, {"prediction.s": store.put_text(asm), HOST_SOURCE: store.put_text(host)})]
              for key, (asm, host) in sources.items()}
     builds, counts, _ = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)

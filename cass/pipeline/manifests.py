@@ -19,6 +19,7 @@ import polars as pl
 
 from cass.pipeline.metrics import write_metrics, write_run_report
 from store import Store, digest_bytes
+from toolchains.base import EXECUTABLE
 
 DATA_DIR = Path("data")
 PACK_DIR = DATA_DIR / "store_packs"
@@ -61,9 +62,20 @@ def manifest_digests(df: pl.DataFrame) -> set[str]:
     return found
 
 
-def live_set(store: Store) -> tuple[set[str], set[str]]:
-    """(objects, action keys) the current manifests need: what they name, the actions the
-    stages used, and every blob those actions recorded. Everything else is garbage."""
+@dataclass
+class LiveSet:
+    """What the current manifests need of the store: objects, action keys, and among them the actions that built an
+    executable (:data:`toolchains.base.EXECUTABLE`) and the executables."""
+
+    objects: set[str]
+    actions: set[str]
+    builds: set[str]
+    executables: set[str]
+
+
+def live_set(store: Store) -> LiveSet:
+    """What the current manifests need: what they name, the actions the stages used, and every blob those actions
+    recorded. Everything else is garbage."""
     objects: set[str] = set()
     actions: set[str] = set()
     for path in sorted(DATA_DIR.glob("*/manifest.parquet")):
@@ -72,9 +84,10 @@ def live_set(store: Store) -> tuple[set[str], set[str]]:
         actions |= set(pl.read_parquet(path)["key"])
     records = {key: store.lookup(key) for key in sorted(actions)}
     live_actions = {key for key, record in records.items() if record is not None}
+    builds = {key for key in live_actions if EXECUTABLE in records[key].outputs}
     for key in live_actions:
         objects.update(records[key].digests())
-    return objects, live_actions
+    return LiveSet(objects, live_actions, builds, {records[key].outputs[EXECUTABLE] for key in builds})
 
 
 def manifest_path(stage: str, name: str = "manifest") -> Path:

@@ -32,12 +32,16 @@ def write_json(path: Path, value: dict) -> None:
 
 def process_time() -> dict:
     """This stage process's wall seconds since it started (interpreter start-up and imports
-    included) and its own CPU seconds (the tools it ran are counted apart)."""
+    included), its own CPU seconds (the tools it ran are counted apart), its peak resident memory and that of its
+    largest child (a tool or a worker), in MiB."""
     ticks = os.sysconf("SC_CLK_TCK")
     started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
     uptime = float(Path("/proc/uptime").read_text().split()[0])
     own = resource.getrusage(resource.RUSAGE_SELF)
-    return {"stage_wall_s": round(uptime - started, 3), "stage_cpu_s": round(own.ru_utime + own.ru_stime, 3)}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"stage_wall_s": round(uptime - started, 3), "stage_cpu_s": round(own.ru_utime + own.ru_stime, 3),
+            "stage_peak_rss_mib": round(own.ru_maxrss / 1024, 1),
+            "child_peak_rss_mib": round(children.ru_maxrss / 1024, 1)}
 
 
 def mean_reduction(counts: list[tuple[int, int]]) -> float:

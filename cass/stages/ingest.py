@@ -55,7 +55,7 @@ def run(stage: Stage) -> None:
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
         specs = Path(tree["run_specs"]) if tree.get("run_specs") else None
         ingest.tree(root, tree["origin"], tree.get("extensions", extensions), select=tree.get("paths", ()),
-                    configure=configure(tree.get("configure")), run_specs=specs)
+                    prefix=tree.get("prefix", ""), configure=configure(tree.get("configure")), run_specs=specs)
     fetched = fetched_stack(stage.upstream_path("fetch_stack"))
     cloned_repositories(ingest, stage.upstream_path("clone_repos"), extensions, params["repositories"]["timeout_s"],
                         stack_licenses(fetched), configure)

@@ -4,6 +4,14 @@
 and the next stage that opens the store imports it, so their next `dvc repro` is incremental
 too. Entries are bucketed by the first ``store.pack_prefix`` hex digits of their names (2: at
 most 256 files whatever the corpus size); only packs whose content changed are rewritten.
+
+The packs carry what a collaborator cannot make without the producer's hosts: the dataset's texts and
+assemblies, every action record (tool runs, and the program runs a GPU host made), and the blobs those records name,
+except the executables the builds made and the builds' records. Builds are byte-reproducible and a program run is
+keyed by its binary's digest, so a collaborator's build (``dvc repro``, or ``cass gpu-batch export``) re-makes each
+binary with the digest its runs are recorded under: their lookups hit, and no GPU is needed. An executable is most
+of a program's bytes (the CUDA runtime is linked in statically), so leaving them out keeps the packs the size of
+the dataset, not of its binaries.
 """
 
 from __future__ import annotations
@@ -16,11 +24,14 @@ from cass.pipeline.metrics import write_metrics, write_run_report
 def run(stage: Stage) -> None:
     params = stage.params
     store = stage.store
-    objects, actions = live_set(store)
-    result = store.write_packs(PACK_DIR, objects, actions, params["store"]["pack_prefix"])
+    live = live_set(store)
+    packed, records = live.objects - live.executables, live.actions - live.builds
+    result = store.write_packs(PACK_DIR, packed, records, params["store"]["pack_prefix"])
     metrics = {
-        "objects": len(objects),
-        "actions": len(actions),
+        "objects": len(packed),
+        "actions": len(records),
+        "executables_left_out": len(live.executables),
+        "executable_bytes_left_out": sum(store.size(d) for d in live.executables),
         "packs": len(list(PACK_DIR.glob("*.pack"))),
         "bytes": sum(p.stat().st_size for p in PACK_DIR.glob("*.pack")),
     }
