@@ -128,6 +128,9 @@ class Store:
         self._objects_prefix = f"{self._objects}{os.sep}"
         self._actions_prefix = f"{self._actions}{os.sep}"
         self.corrupt_found: list[str] = []
+        self.keys_used: set[str] = set()
+        """Every action key this instance found a record for or recorded: what a stage that writes no keys of its
+        own hands to the packs."""
         """Names of objects and records found damaged (and set aside) by this instance."""
         for d in (self._objects, self._actions, self._tmp):
             d.mkdir(parents=True, exist_ok=True)
@@ -235,6 +238,7 @@ class Store:
                 self.get(digest)
         except (MissingObjectError, CorruptObjectError):
             return None
+        self.keys_used.add(key)
         return record
 
     def record(self, key: str, record: ActionRecord) -> None:
@@ -245,6 +249,7 @@ class Store:
         if missing:
             raise MissingObjectError(f"action {key}: outputs not stored yet: {missing}")
         self._write_atomic(self._action_path(key), canonical_json(record.to_json()))
+        self.keys_used.add(key)
 
     # -- maintenance -----------------------------------------------------------------------
 

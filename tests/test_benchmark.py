@@ -22,6 +22,9 @@ from cass.benchmark.report import write_report
 from cass.benchmark.tasks import TASKS_DIR, PredictionsError, load_tasks, read_predictions
 from cass.execution.hosts import ExecutionHost, resolve_host
 from cass.pipeline.context import load_params
+from store import Store
+from store.pack import read_pack
+from toolchains.base import EXECUTABLE
 from toolchains.gpu import cpu_host
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")
@@ -289,6 +292,14 @@ def test_the_evaluate_stage_scores_the_baselines_on_the_pipelines_own_actions(be
     run_report = json.loads((root / "metrics" / "run" / "evaluate.json").read_text())
     builds = run_report["evaluations"]["own:hipify-perl"]["builds"]
     assert builds["amd"]["hits"] == 4 and builds["amd"]["misses"] == 0
+    # the evaluation's actions (its compiles of both suites' baselines) go to the packs a collaborator pulls
+    used = set(pl.read_parquet(root / "data" / "evaluate" / "actions.parquet")["key"])
+    store = Store(root / ".cass" / "store")
+    assert len(used) >= 4 + 2 * 4 and all(store.lookup(key) for key in used)
+    run_in(["dvc", "repro", "pack_store"], root)
+    packed = {name for pack in (root / "data" / "store_packs").glob("*.pack") for kind, name, _ in read_pack(pack)
+              if kind == "A"}
+    assert {key for key in used if EXECUTABLE not in store.lookup(key).outputs} <= packed
     generated = metrics(root, "generate")
     assert generated["predictions"] == 4 and generated["model"]["backend"] == "transformers"
     assert "source:prompt_too_long" not in generated["extracted"]   # the tasks' CUDA programs fit 4096 tokens

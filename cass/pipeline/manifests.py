@@ -90,6 +90,12 @@ def live_set(store: Store) -> LiveSet:
     return LiveSet(objects, live_actions, builds, {records[key].outputs[EXECUTABLE] for key in builds})
 
 
+def write_action_keys(stage: str, keys: set[str]) -> None:
+    """``data/<stage>/actions.parquet``: the action keys the stage used, which the packs carry."""
+    write_parquet(pl.DataFrame({"key": sorted(keys)}, schema={"key": pl.String}), manifest_path(stage, "actions"),
+                  sort_by=None)
+
+
 def manifest_path(stage: str, name: str = "manifest") -> Path:
     return DATA_DIR / stage / f"{name}.parquet"
 
@@ -153,8 +159,7 @@ class StageOutput:
         dropped = pl.DataFrame(self.dropped, schema=DROPPED_SCHEMA)
         write_parquet(dropped, manifest_path(self.stage, "dropped"))
         if self.action_keys is not None:
-            keys = pl.DataFrame({"key": sorted(self.action_keys)}, schema={"key": pl.String})
-            write_parquet(keys, manifest_path(self.stage, "actions"), sort_by=None)
+            write_action_keys(self.stage, self.action_keys)
         reasons = Counter(d["reason"] for d in self.dropped)
         metrics = {
             "in": self.rows_in,
