@@ -11,7 +11,9 @@ process it ran, the stage process's peak resident memory (its run report) and th
 How the dry run differs from a real build: the tools run for the distinct programs only (their cost per file comes
 from the cold build of the distinct tree and bench/cold.py); dedup compares no copy with another (bench/dedup.py
 measures MinHash at 200k files); no GPU host runs programs (execute builds nothing without one); copies share their
-texts, so the store holds one object per distinct file while the manifests hold N rows.
+texts, so the store holds one object per distinct file while the manifests hold N rows; a stage looks each distinct
+action up once (a real build looks up every file's own). The Hub shards are sized for a full corpus
+(``hub.shard_bytes`` 500 MB).
 
     python bench/scale.py --sizes 1000 10000 124000 --projects 16 --files-per-project 12 --work /var/tmp/scale
 """
@@ -23,6 +25,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import sys
 import time
@@ -43,6 +46,8 @@ from bench.results import replace_section  # noqa: E402
 
 SECTION = "## A dry run at The Stack v2's size (issue 41)"
 ORIGIN = "dryrun"
+FULL_CORPUS_SHARD_BYTES = 500_000_000
+"""``hub.shard_bytes`` for a full corpus (params.yaml's comment); the default is small for the bundled corpus."""
 
 
 def stages_of(project: Path) -> list[str]:
@@ -82,11 +87,17 @@ def make_project(work: Path, name: str, tree: Path, files: int, distinct: int, s
     params["store"]["dir"] = str(store)
     params["corpus"]["trees"] = trees
     params["dedup"]["exempt_origins"] = [*params["dedup"]["exempt_origins"], ORIGIN]
+    params["hub"]["shard_bytes"] = FULL_CORPUS_SHARD_BYTES
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (project / ".gitignore").write_text("corpus/\n")   # 124k hard links: git need not hash them
     run_in(["git", "add", "-A"], project)
     run_in(["git", "commit", "-qm", "dry run"], project)
     return project
+
+
+PEAK = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
+        "print(f'peak_kib={resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}')")
+"""Runs a command and prints the peak resident memory of the largest process it ran (dvc, the stage, a tool)."""
 
 
 def build(project: Path) -> list[dict]:
@@ -95,15 +106,17 @@ def build(project: Path) -> list[dict]:
     rows = []
     for stage in stages_of(project):
         cpu, start = children_cpu(), time.perf_counter()
-        run_in(["dvc", "repro", "-s", stage], project)
-        row = {"stage": stage, "wall_s": time.perf_counter() - start, "cpu_s": children_cpu() - cpu}
+        output = run_in([sys.executable, "-c", PEAK, "dvc", "repro", "-s", stage], project)
+        peak = re.search(r"peak_kib=(\d+)", output).group(1)
+        row = {"stage": stage, "wall_s": time.perf_counter() - start, "cpu_s": children_cpu() - cpu,
+               "peak_mib": int(peak) / 1024}
         report = project / "metrics" / "run" / f"{stage}.json"
         if report.exists():
             recorded = json.loads(report.read_text())
-            row |= {k: recorded[k] for k in ("stage_wall_s", "stage_peak_rss_mib", "child_peak_rss_mib",
-                                             "tool_cpu_s", "tool_jobs") if k in recorded}
+            row |= {k: recorded[k] for k in ("stage_wall_s", "stage_peak_rss_mib", "tool_cpu_s", "tool_jobs")
+                    if k in recorded}
         rows.append(row)
-        print(f"{project.name} {stage}: {row['wall_s']:.1f} s, {row.get('stage_peak_rss_mib', '-')} MiB",
+        print(f"{project.name} {stage}: {row['wall_s']:.1f} s, {row['peak_mib']:.0f} MiB",
               file=sys.stderr, flush=True)
     return rows
 
@@ -137,7 +150,7 @@ def report(runs: dict[int, list[dict]], cold: list[dict], distinct: int, args: a
     for stage in [r["stage"] for r in runs[sizes[-1]]]:
         cells = [f"| {stage}"]
         cells += [f"{by_stage[s][stage]['wall_s']:.1f}" for s in sizes]
-        cells += [f"{by_stage[s][stage].get('stage_peak_rss_mib', '-')}" for s in sizes]
+        cells += [f"{by_stage[s][stage]['peak_mib']:.0f}" for s in sizes]
         cells += [f"{1000 * by_stage[s][stage]['wall_s'] / s:.2f}" for s in sizes]
         if growth:
             small, large = by_stage[sizes[-2]][stage]["wall_s"], by_stage[sizes[-1]][stage]["wall_s"]
@@ -145,7 +158,7 @@ def report(runs: dict[int, list[dict]], cold: list[dict], distinct: int, args: a
         lines.append(" | ".join(cells) + " |")
     totals = [sum(r["wall_s"] for r in runs[s]) for s in sizes]
     lines.append("| **all stages** | " + " | ".join(f"{t:.1f}" for t in totals) + " | "
-                 + " | ".join(f"{max(r.get('stage_peak_rss_mib', 0) for r in runs[s]):.0f}" for s in sizes) + " | "
+                 + " | ".join(f"{max(r['peak_mib'] for r in runs[s]):.0f}" for s in sizes) + " | "
                  + " | ".join(f"{1000 * t / s:.2f}" for t, s in zip(totals, sizes, strict=True))
                  + (f" | {(totals[-1] / totals[-2]) / (sizes[-1] / sizes[-2]):.2f}" if growth else "") + " |")
     lines += ["", "Growth / linear: how much more than in proportion to the files a stage's wall grew (1.00: linear; "

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -30,19 +33,48 @@ def shard_of(key: str, shards: int) -> int:
     return int(digest_bytes(key.encode())[:12], 16) % shards
 
 
-def write_config(root: Path, table: pl.DataFrame, key: str, name: str, shard_bytes: int) -> list[str]:
-    """Shards of one config under ``data/<name>/`` of the repository laid out at ``root``; returns their
-    repository paths."""
-    shards = max(1, math.ceil(table.estimated_size() / shard_bytes))
-    keyed = table.with_columns(pl.col(key).map_elements(lambda k: shard_of(k, shards), return_dtype=pl.Int64)
-                               .alias("_shard"))
+Parts = Callable[[], Iterable[pl.DataFrame]]
+"""A config's rows, a part at a time (each call starts over)."""
+
+
+@dataclass
+class Config:
+    """A config as written: its shard files (repository paths), rows and schema."""
+
+    paths: list[str]
+    rows: int
+    schema: pl.Schema
+
+
+def file_parts(files: list[Path], keep: pl.Expr) -> Parts:
+    """The rows of ``files`` (Parquet) that ``keep`` selects, a file at a time."""
+    return lambda: (pl.read_parquet(f).filter(keep) for f in files)
+
+
+def write_config(root: Path, parts: Parts, key: str, name: str, shard_bytes: int) -> Config:
+    """Shards of one config under ``data/<name>/`` of the repository laid out at ``root``. The shard count is the
+    config's size over ``shard_bytes``; a row's shard is chosen by its ``key`` (:func:`shard_of`); each shard is
+    sorted by ``key``. ``parts`` is read twice (to size the config, then to spread its rows over the shards through
+    a staging folder), so one part and one shard are in memory at a time."""
+    size, rows, schema = 0, 0, pl.Schema()
+    for part in parts():
+        size, rows, schema = size + part.estimated_size(), rows + part.height, part.schema
+    shards = max(1, math.ceil(size / shard_bytes))
+    staging = root / ".staging" / name
+    for number, part in enumerate(parts()):
+        keyed = part.with_columns(pl.col(key).map_elements(lambda k: shard_of(k, shards), return_dtype=pl.Int64)
+                                  .alias("_shard"))
+        for (shard,), piece in keyed.partition_by("_shard", as_dict=True).items():
+            write_parquet(piece.drop("_shard"), staging / str(shard) / f"{number:06d}.parquet", sort_by=None)
     paths = []
     for n in range(shards):
-        part = keyed.filter(pl.col("_shard") == n).drop("_shard").sort(key)
+        pieces = [pl.read_parquet(p) for p in sorted((staging / str(n)).glob("*.parquet"))]
+        shard = pl.concat(pieces) if pieces else pl.DataFrame(schema=schema)
         path = f"data/{name}/train-{n:05d}-of-{shards:05d}.parquet"
-        write_parquet(part, root / path, sort_by=None)
+        write_parquet(shard.sort(key), root / path, sort_by=None)
         paths.append(path)
-    return paths
+    shutil.rmtree(root / ".staging")
+    return Config(paths, rows, schema)
 
 
 def content_digest(root: Path, paths: list[str]) -> str:
@@ -94,8 +126,7 @@ def decontamination_section(params: dict, dedup_metrics: dict | None) -> list[st
             "`verified`, `instruct_*`); they are the `pairs_<origin>` config of their origin only."]
 
 
-def card(root: Path, params: dict, configs: dict[str, pl.DataFrame], files: dict[str, list[str]],
-         counts: list[tuple[str, dict]], tools: dict) -> str:
+def card(root: Path, params: dict, configs: dict[str, Config], counts: list[tuple[str, dict]], tools: dict) -> str:
     """The dataset card: YAML header the Hub reads, then the documentation (``counts``: (stage, metrics) in pipeline
     order; ``tools``: the toolchain record)."""
     header = {
@@ -117,11 +148,11 @@ def card(root: Path, params: dict, configs: dict[str, pl.DataFrame], files: dict
              "## Configs", "", "The content digest is BLAKE3 over the config's shard files, in name order: it changes "
              "exactly when the config's data does.", "",
              "| config | rows | shards | content digest |", "|---|---:|---:|---|"]
-    lines += [f"| `{name}` | {table.height} | {len(files[name])} | `{content_digest(root, files[name])}` |"
-              for name, table in configs.items()]
-    for name, table in configs.items():
+    lines += [f"| `{name}` | {config.rows} | {len(config.paths)} | `{content_digest(root, config.paths)}` |"
+              for name, config in configs.items()]
+    for name, config in configs.items():
         lines += ["", f"### `{name}` schema", "", "| column | type |", "|---|---|"]
-        lines += [f"| `{col}` | {dtype_name(dtype)} |" for col, dtype in table.schema.items()]
+        lines += [f"| `{col}` | {dtype_name(dtype)} |" for col, dtype in config.schema.items()]
     lines += ["", "## Pipeline counts", "", "| stage | in | kept | dropped by reason |", "|---|---:|---:|---|"]
     for stage, m in counts:
         reasons = ", ".join(f"{r}: {n}" for r, n in m.get("dropped_by_reason", {}).items()) or "-"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,9 @@ PACK_DIR = DATA_DIR / "store_packs"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 TOOLCHAIN_FILE = "toolchains.json"
 """What stage ``toolchain_fingerprints`` writes in its folder: every tool's version and fingerprint."""
+
+CHUNK_ROWS = 2000
+"""Rows a stage that reads texts holds at once (per-row work in chunks: memory stays flat as the corpus grows)."""
 
 SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
 """Identity columns every manifest carries, so later stages never need to join back."""
@@ -118,12 +122,13 @@ def write_parquet(df: pl.DataFrame, path: Path, sort_by: str | None = "sample_id
     tmp.replace(path)
 
 
-def write_shards(table: pl.DataFrame, folder: Path, per_shard: int) -> int:
-    """``table`` as ``train-XXXXX-of-XXXXX.parquet`` shards of ``per_shard`` rows in its order; returns
-    the shard count (at least one, so an empty table still has its schema on disk)."""
-    shards = max(1, math.ceil(table.height / per_shard))
+def write_shards(rows: int, part: Callable[[int, int], pl.DataFrame], folder: Path, per_shard: int) -> int:
+    """``rows`` rows as ``train-XXXXX-of-XXXXX.parquet`` shards of ``per_shard`` rows, in order: ``part(offset,
+    length)`` makes each shard's table, so one shard is in memory at a time. Returns the shard count (at least one,
+    so an empty table still has its schema on disk)."""
+    shards = max(1, math.ceil(rows / per_shard))
     for i in range(shards):
-        write_parquet(table.slice(i * per_shard, per_shard), folder / f"train-{i:05d}-of-{shards:05d}.parquet",
+        write_parquet(part(i * per_shard, per_shard), folder / f"train-{i:05d}-of-{shards:05d}.parquet",
                       sort_by=None)
     return shards
 

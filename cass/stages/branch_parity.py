@@ -23,7 +23,9 @@ import polars as pl
 from cass.compiling.branch_parity import DIVERGENCE, aligned, branches, divergences, instrument, taken
 from cass.engine.actions import ActionCounts, pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import attach
+from cass.pipeline.manifests import CHUNK_ROWS, attach
+from store import Store
+from toolchains import Toolchain
 from toolchains.language import is_opencl
 
 
@@ -33,63 +35,63 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("repair")
     out = stage.output(rows.height)
     toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
-    timeout = params["branch_parity"]["timeout_s"]
-    marked: dict[str, dict] = {}
-    actions: dict[str, list] = {"nvidia": [], "amd": []}
-    for row in rows.iter_rows(named=True):
-        if is_opencl(row["files"][0]["path"]):
-            continue
-        sample = {"files": [], "unaligned": []}
-        inputs: dict[str, dict[str, str]] = {"nvidia": {}, "amd": {}}
-        for number, (cuda, hip) in enumerate(zip(row["files"], row["hip_files"], strict=True)):
-            cuda_text, hip_text = store.get_text(cuda["digest"], "replace"), store.get_text(hip["digest"], "replace")
-            cuda_branches, hip_branches = branches(cuda_text), branches(hip_text)
-            if not aligned(cuda_branches, hip_branches):
-                sample["unaligned"].append(cuda["path"])
-                cuda_branches = hip_branches = []
-            sample["files"].append((cuda["path"], cuda_branches))
-            inputs["nvidia"][cuda["path"]] = store.put_text(instrument(cuda_text, number, cuda_branches))
-            inputs["amd"][hip["path"]] = store.put_text(instrument(hip_text, number, hip_branches))
-        main = row["files"][0]["path"]
-        for vendor, tc in toolchains.items():
-            step = tc.preprocess_step(main, params[vendor]["archs"][0], params[vendor]["flags"], row["include_dirs"])
-            sample[vendor] = plan(tc, step, inputs[vendor])
-            actions[vendor].append(sample[vendor])
-        marked[row["sample_id"]] = sample
-    outcomes, counts, times = {}, {}, {}
-    for vendor, tc in toolchains.items():
-        runner = stage_runner(store, tc, params, timeout)
-        outcomes.update(runner.run(actions[vendor], desc=f"{vendor} preprocess"))
-        counts[vendor], times[vendor] = runner.counts, runner.time_metrics()
-
+    runners = {v: stage_runner(store, tc, params, params["branch_parity"]["timeout_s"]) for v, tc in toolchains.items()}
     added, by_macro, status = [], Counter(), Counter()
-    for row in rows.iter_rows(named=True):
-        sample = marked.get(row["sample_id"])
-        if sample is None:
-            added.append({"sample_id": row["sample_id"], "branch_parity": "opencl", "branch_divergences": []})
-            status["opencl"] += 1
-            continue
-        results = {v: outcomes[sample[v].key] for v in toolchains}
-        if not all(o.ok for o in results.values()):
-            failed = [v for v, o in results.items() if not o.ok]
-            added.append({"sample_id": row["sample_id"], "branch_parity": f"unknown:{'+'.join(failed)}",
-                          "branch_divergences": []})
-            status["unknown"] += 1
-            continue
-        seen = {v: taken(store.get_text(o.record.stderr, "replace")) for v, o in results.items()}
-        found = divergences(sample["files"], seen["nvidia"], seen["amd"])
-        by_macro.update(m for d in found for m in d["macros"])
-        verdict = "diverged" if found else "unaligned" if sample["unaligned"] else "same"
-        status[verdict] += 1
-        added.append({"sample_id": row["sample_id"], "branch_parity": verdict, "branch_divergences": found})
+    for part in rows.iter_slices(CHUNK_ROWS):   # a chunk's marked texts and branch lists in memory at a time
+        marked = {row["sample_id"]: mark(store, row, toolchains, params) for row in part.iter_rows(named=True)
+                  if not is_opencl(row["files"][0]["path"])}
+        outcomes = {}
+        for vendor, runner in runners.items():
+            outcomes.update(runner.run([m[vendor] for m in marked.values()], desc=f"{vendor} preprocess"))
+        for row in part.iter_rows(named=True):
+            sample = marked.get(row["sample_id"])
+            if sample is None:
+                added.append({"sample_id": row["sample_id"], "branch_parity": "opencl", "branch_divergences": []})
+                status["opencl"] += 1
+                continue
+            results = {v: outcomes[sample[v].key] for v in toolchains}
+            if not all(o.ok for o in results.values()):
+                failed = [v for v, o in results.items() if not o.ok]
+                added.append({"sample_id": row["sample_id"], "branch_parity": f"unknown:{'+'.join(failed)}",
+                              "branch_divergences": []})
+                status["unknown"] += 1
+                continue
+            seen = {v: taken(store.get_text(o.record.stderr, "replace")) for v, o in results.items()}
+            found = divergences(sample["files"], seen["nvidia"], seen["amd"])
+            by_macro.update(m for d in found for m in d["macros"])
+            verdict = "diverged" if found else "unaligned" if sample["unaligned"] else "same"
+            status[verdict] += 1
+            added.append({"sample_id": row["sample_id"], "branch_parity": verdict, "branch_divergences": found})
     kept = attach(rows, added, {"branch_parity": pl.String, "branch_divergences": pl.List(DIVERGENCE)})
     out.extra_metrics.update({
         "samples": dict(sorted(status.items())),
         "divergences": sum(len(a["branch_divergences"]) for a in added),
         "divergences_by_macro": dict(by_macro.most_common(20)),
     })
+    times = {v: r.time_metrics() for v, r in runners.items()}
     totals = {k: round(sum(t[k] for t in times.values()), 3) for k in ("tool_jobs", "tool_cpu_s", "tool_wall_s")}
-    out.run.update(actions=sum(counts.values(), ActionCounts()).as_dict(), **totals,   # as every tool stage's
-                   actions_by_vendor={v: c.as_dict() for v, c in counts.items()}, by_vendor=times)
-    out.action_keys = {a.key for acts in actions.values() for a in acts}
+    out.run.update(actions=sum((r.counts for r in runners.values()), ActionCounts()).as_dict(), **totals,
+                   actions_by_vendor={v: r.counts.as_dict() for v, r in runners.items()}, by_vendor=times)
+    out.action_keys = set().union(*(r.keys for r in runners.values()))
     print(out.write(kept))
+
+
+def mark(store: Store, row: dict, toolchains: dict[str, Toolchain], params: dict) -> dict:
+    """A sample's files with a marker after every branch (both sides), its preprocessing action per vendor, the
+    branches of each file and the files whose two sides' conditionals do not align."""
+    sample: dict = {"files": [], "unaligned": []}
+    inputs: dict[str, dict[str, str]] = {"nvidia": {}, "amd": {}}
+    for number, (cuda, hip) in enumerate(zip(row["files"], row["hip_files"], strict=True)):
+        cuda_text, hip_text = store.get_text(cuda["digest"], "replace"), store.get_text(hip["digest"], "replace")
+        cuda_branches, hip_branches = branches(cuda_text), branches(hip_text)
+        if not aligned(cuda_branches, hip_branches):
+            sample["unaligned"].append(cuda["path"])
+            cuda_branches = hip_branches = []
+        sample["files"].append((cuda["path"], cuda_branches))
+        inputs["nvidia"][cuda["path"]] = store.put_text(instrument(cuda_text, number, cuda_branches))
+        inputs["amd"][hip["path"]] = store.put_text(instrument(hip_text, number, hip_branches))
+    main = row["files"][0]["path"]
+    for vendor, tc in toolchains.items():
+        step = tc.preprocess_step(main, params[vendor]["archs"][0], params[vendor]["flags"], row["include_dirs"])
+        sample[vendor] = plan(tc, step, inputs[vendor])
+    return sample

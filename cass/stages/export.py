@@ -1,4 +1,4 @@
-"""Stage ``export``: paired samples -> Parquet shards (zstd) with every text materialised.
+"""Stage ``export``: paired samples -> Parquet shards (zstd) with every text materialised, a shard at a time.
 
 Two tables (schemas in docs/outputs.md): ``pairs`` (one row per file-level pair, raw and normalised
 device assembly, token counts) and ``kernels`` (one row per kernel matched across vendors).
@@ -36,17 +36,16 @@ def run(stage: Stage) -> None:
               .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
     prov = provenance(params, stage.toolchain_record())
     executed = {r["sample_id"]: execution_columns(r) for r in stage.upstream("execute").iter_rows(named=True)}
-    rows = [{**export_row(store, r, prov), **counts[r["sample_id"]], **executed[r["sample_id"]]}
-            for r in pairs.sort("sample_id").iter_rows(named=True)]
-    kernels = [kernel_row(store, r, counts[r["sample_id"]])
-               for r in stage.upstream("kernels").sort("sample_id").iter_rows(named=True)]
     if stage.data_dir.exists():
         shutil.rmtree(stage.data_dir)
     per_shard = params["export"]["rows_per_shard"]
-    table = pl.DataFrame(rows, schema=schema(params))
-    kernel_table = pl.DataFrame(kernels, schema=kernel_schema(params))
-    metrics = {"pairs": write_table(stage.data_dir, table, "pairs", per_shard),
-               "exec_status": dict(sorted(Counter(table["exec_status"]).items())),
-               "kernels": write_table(stage.data_dir, kernel_table, "kernels", per_shard)}
+    metrics = {
+        "pairs": write_table(stage.data_dir, pairs.sort("sample_id"),
+                             lambda r: {**export_row(store, r, prov), **counts[r["sample_id"]],
+                                        **executed[r["sample_id"]]}, schema(params), "pairs", per_shard),
+        "exec_status": dict(sorted(Counter(executed[i]["exec_status"] for i in pairs["sample_id"]).items())),
+        "kernels": write_table(stage.data_dir, stage.upstream("kernels").sort("sample_id"),
+                               lambda r: kernel_row(store, r, counts[r["sample_id"]]), kernel_schema(params),
+                               "kernels", per_shard)}
     write_metrics(stage.name, metrics)
     print(metrics)

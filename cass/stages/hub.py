@@ -21,7 +21,7 @@ import shutil
 import polars as pl
 
 from cass.benchmark import REAL_SUITE
-from cass.hub.layout import SOURCES, card, write_config
+from cass.hub.layout import SOURCES, Parts, card, file_parts, write_config
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics
 
@@ -29,31 +29,24 @@ from cass.pipeline.metrics import write_metrics
 def run(stage: Stage) -> None:
     params = stage.params
     shard_bytes = params["hub"]["shard_bytes"]
-    configs: dict[str, pl.DataFrame] = {}
-    keys: dict[str, str] = {}
-    tables = {name: pl.read_parquet(sorted((stage.upstream_dir(folder.split("/")[0]) / folder.split("/", 1)[1])
-                                           .glob("*.parquet"))) for name, (folder, _) in SOURCES.items()}
-    holdout = pl.col("origin").is_in(params["export"]["holdout_origins"])
-    for name, (_, key) in SOURCES.items():   # the held-out origins (the benchmark's tasks) in no training config
-        configs[name] = tables[name].filter(~holdout)
-        keys[name] = key
-    verified = configs["pairs"].filter(pl.col("exec_verified").fill_null(False))
-    if verified.height:   # an empty config would not load (`datasets` finds no data in it)
-        configs["verified"] = verified
-        keys["verified"] = "sample_id"
+    sources = {name: sorted((stage.upstream_dir(folder.split("/")[0]) / folder.split("/", 1)[1]).glob("*.parquet"))
+               for name, (folder, _) in SOURCES.items()}
+    training = ~pl.col("origin").is_in(params["export"]["holdout_origins"])   # no held-out origin in a config
+    configs: dict[str, tuple[Parts, str]] = {name: (file_parts(sources[name], training), key)
+                                             for name, (_, key) in SOURCES.items()}
+    verified = training & pl.col("exec_verified").fill_null(False)
+    if pl.scan_parquet(sources["pairs"]).filter(verified).select(pl.len()).collect().item():
+        configs["verified"] = (file_parts(sources["pairs"], verified), "sample_id")   # an empty one would not load
     suite = stage.upstream("real_tasks")
     if suite.height:   # the real-program suite's tasks, by reference (files by digest; the card in translation_bench)
-        configs[f"benchmark_{REAL_SUITE}"] = suite
-        keys[f"benchmark_{REAL_SUITE}"] = "sample_id"
-    for origin in sorted(tables["pairs"]["origin"].unique()):
-        configs[f"pairs_{origin}"] = tables["pairs"].filter(pl.col("origin") == origin)
-        keys[f"pairs_{origin}"] = "sample_id"
+        configs[f"benchmark_{REAL_SUITE}"] = (lambda: [suite], "sample_id")
+    for origin in sorted(pl.scan_parquet(sources["pairs"]).select("origin").unique().collect()["origin"]):
+        configs[f"pairs_{origin}"] = (file_parts(sources["pairs"], pl.col("origin") == origin), "sample_id")
     root = stage.data_dir
     if root.exists():
         shutil.rmtree(root)
-    files = {name: write_config(root, table, keys[name], name, shard_bytes) for name, table in configs.items()}
-    (root / "README.md").write_text(card(root, params, configs, files, stage.upstream_metrics(),
-                                         stage.toolchain_record()))
-    metrics = {name: {"rows": configs[name].height, "shards": len(paths)} for name, paths in files.items()}
+    written = {name: write_config(root, parts, key, name, shard_bytes) for name, (parts, key) in configs.items()}
+    (root / "README.md").write_text(card(root, params, written, stage.upstream_metrics(), stage.toolchain_record()))
+    metrics = {name: {"rows": config.rows, "shards": len(config.paths)} for name, config in written.items()}
     write_metrics(stage.name, metrics)
     print(metrics)

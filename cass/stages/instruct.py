@@ -62,7 +62,7 @@ def run(stage: Stage) -> None:
                          "origin": i["origin"], "path": i["path"], "domain": i["domain"],
                          "messages": task.messages(i["texts"][prompt], i["texts"][answer])})
         table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
-        shards = write_shards(table, stage.data_dir / task.name, per_shard)
+        shards = write_shards(table.height, table.slice, stage.data_dir / task.name, per_shard)
         reasons = Counter(d["reason"] for d in dropped[dropped_before:])
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows())),

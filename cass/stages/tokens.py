@@ -1,4 +1,5 @@
-"""Stage ``tokens``: token counts with the target model's tokenizer, and the token-budget filter.
+"""Stage ``tokens``: token counts with the target model's tokenizer, and the token-budget filter, a chunk of
+files (and their kernels) at a time.
 
 Units are the file-level pairs (``normalize``) and the kernel-level pairs (``kernels``). For each
 unit and task (:mod:`cass.training.prompts`: CUDA source -> HIP source; SASS -> AMD device assembly,
@@ -14,14 +15,16 @@ the tokenizer used and the token reduction of normalised SASS against raw SASS.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 import polars as pl
 
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import manifest_path, write_parquet
+from cass.pipeline.manifests import CHUNK_ROWS, manifest_path, write_parquet
 from cass.pipeline.memo import Memo
+from cass.pipeline.metrics import mean_reduction
 from cass.training.prompts import ASM, COUNT_COLUMNS, SOURCE, TASKS
-from cass.training.token_counts import sass_reduction
+from cass.training.token_counts import sass_token_counts
 from cass.training.tokenizer import BUILT_HERE, counter, install_tokenizer, tokenizer_digest
 from cass.training.units import units
 
@@ -31,28 +34,41 @@ def run(stage: Stage) -> None:
     tparams = params["tokens"]
     store = stage.store
     files, kernels = stage.upstream("normalize"), stage.upstream("kernels")
-    items = units(store, files, kernels)
+
+    def chunks() -> Iterator[tuple[pl.DataFrame, list[dict]]]:
+        """(file rows, their units: the files' and their kernels'), a chunk at a time: one chunk's texts in memory."""
+        for part in files.iter_slices(CHUNK_ROWS):
+            yield part, units(store, part, kernels.filter(pl.col("file_sample_id").is_in(part["sample_id"])))
+
     tokenizer_dir = stage.data_dir / "tokenizer"   # what the counts are made with, for training
-    used = install_tokenizer(tparams, lambda: (t for i in items if i["level"] == "file" for t in i["texts"]),
-                             tokenizer_dir)
+    used = install_tokenizer(tparams, lambda: (t for _, items in chunks() for i in items if i["level"] == "file"
+                                               for t in i["texts"]), tokenizer_dir)
     memo = Memo(store, "tokens.count", {"tokenizer": tokenizer_digest(tokenizer_dir)})
     count = counter(tokenizer_dir, tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE)
 
     def tokens(texts: list[str]) -> list[int]:
         return memo.map(texts, count)
 
-    columns = {
-        "source_prompt_tokens": tokens([SOURCE.prompt(i["texts"][0]) for i in items]),
-        "source_answer_tokens": tokens([SOURCE.answer(i["texts"][1]) for i in items]),
-        "asm_prompt_tokens": tokens([ASM.prompt(i["texts"][2]) for i in items]),
-        "asm_answer_tokens": tokens([ASM.answer(i["texts"][3]) for i in items]),
-    }
     limit = tparams["max_tokens"]
-    counts = pl.DataFrame({
-        "unit_id": [i["unit_id"] for i in items], "level": [i["level"] for i in items],
-        "sample_id": [i["sample_id"] for i in items], "kernel": [i["kernel"] for i in items],
-        **{name: pl.Series(values, dtype=pl.Int64) for name, values in columns.items()},
-    }, schema_overrides={"kernel": pl.String}).with_columns(
+    tables, items, sass_counts = [], [], []
+    for part, chunk in chunks():
+        tables.append(pl.DataFrame({
+            "unit_id": [i["unit_id"] for i in chunk], "level": [i["level"] for i in chunk],
+            "sample_id": [i["sample_id"] for i in chunk], "kernel": [i["kernel"] for i in chunk],
+            "source_prompt_tokens": tokens([SOURCE.prompt(i["texts"][0]) for i in chunk]),
+            "source_answer_tokens": tokens([SOURCE.answer(i["texts"][1]) for i in chunk]),
+            "asm_prompt_tokens": tokens([ASM.prompt(i["texts"][2]) for i in chunk]),
+            "asm_answer_tokens": tokens([ASM.answer(i["texts"][3]) for i in chunk]),
+        }, schema_overrides={"kernel": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)}))
+        items += [{k: i[k] for k in ("unit_id", "level", "sample_id", "origin", "path", "domain", "kernel")}
+                  for i in chunk]
+        sass_counts += sass_token_counts(store, part, chunk[:part.height], tokens)
+    if len(items) != files.height + kernels.height:
+        raise AssertionError(f"tokens: {files.height} files and {kernels.height} kernels in, but {len(items)} "
+                             "units made: a kernel's file is not among the files")
+    empty = pl.DataFrame(schema={"unit_id": pl.String, "level": pl.String, "sample_id": pl.String,
+                                 "kernel": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)})
+    counts = pl.concat(tables or [empty]).with_columns(
         *((pl.col(f"{t.name}_prompt_tokens") + pl.col(f"{t.name}_answer_tokens") <= limit).alias(f"fits_{t.name}")
           for t in TASKS))
     write_parquet(counts, manifest_path(stage.name, "counts"), sort_by="unit_id")
@@ -72,7 +88,7 @@ def run(stage: Stage) -> None:
                          **{c: row[c] for c in COUNT_COLUMNS}})
     out.extra_metrics.update(tokenizer=used, max_tokens=limit,
                              kept_by_level=dict(sorted(Counter(k["level"] for k in kept).items())),
-                             sass_token_reduction=sass_reduction(store, files, items[:files.height], tokens))
+                             sass_token_reduction=mean_reduction(sass_counts))
     out.run["memo"] = memo.counts()
     schema = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
               "unit_id": pl.String, "level": pl.String, "file_sample_id": pl.String, "kernel": pl.String,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -156,8 +157,13 @@ def provenance(params: dict, tools: dict) -> dict:
     return record
 
 
-def write_table(root: Path, table: pl.DataFrame, name: str, per_shard: int) -> dict:
-    """Shards of one table under ``root/<name>/``; returns its rows, shards and bytes."""
+def write_table(root: Path, rows: pl.DataFrame, make_row: Callable[[dict], dict], schema: dict, name: str,
+                per_shard: int) -> dict:
+    """Shards of one table under ``root/<name>/``: the manifest ``rows``, in their order, made into dataset rows
+    (``make_row``) a shard at a time, so only one shard's texts are in memory. Returns its rows, shards and bytes."""
     folder = root / name
-    shards = write_shards(table, folder, per_shard)
-    return {"rows": table.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}
+
+    def part(offset: int, length: int) -> pl.DataFrame:
+        return pl.DataFrame([make_row(r) for r in rows.slice(offset, length).iter_rows(named=True)], schema=schema)
+    shards = write_shards(rows.height, part, folder, per_shard)
+    return {"rows": rows.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}
