@@ -32,6 +32,7 @@ import time
 from datetime import date
 from pathlib import Path
 
+import polars as pl
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,6 +44,7 @@ from harness.project import copy_pipeline, run_in  # noqa: E402
 from bench.cold import STACK_V2_FILES, children_cpu, commit_of  # noqa: E402
 from bench.gen_corpus import generate_tree  # noqa: E402
 from bench.results import replace_section  # noqa: E402
+from store import Store  # noqa: E402
 
 SECTION = "## A dry run at The Stack v2's size (issue 41)"
 ORIGIN = "dryrun"
@@ -121,6 +123,20 @@ def build(project: Path) -> list[dict]:
     return rows
 
 
+def lookup_costs(project: Path, store: Path) -> dict[str, dict]:
+    """Per stage of ``project``, its action keys and the seconds it takes to look them all up in ``store`` (the
+    record read, every output it names re-hashed): what a real build pays per file and the dry run pays per distinct
+    action."""
+    costs = {}
+    for path in sorted((project / "data").glob("*/actions.parquet")):
+        keys = pl.read_parquet(path)["key"].to_list()
+        opened = Store(store)
+        start = time.perf_counter()
+        found = sum(opened.lookup(key) is not None for key in keys)
+        costs[path.parent.name] = {"keys": len(keys), "found": found, "seconds": time.perf_counter() - start}
+    return costs
+
+
 def rows_kept(project: Path) -> dict[str, int]:
     """Rows each stage passed on (its metrics' ``kept``)."""
     kept = {}
@@ -131,39 +147,63 @@ def rows_kept(project: Path) -> dict[str, int]:
     return kept
 
 
-def report(runs: dict[int, list[dict]], cold: list[dict], distinct: int, args: argparse.Namespace) -> str:
+def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace) -> str:
+    """The per-stage table at every size, the lookups a real build adds, and the projection for The Stack v2."""
     sizes = sorted(runs)
+    distinct, cores = measured["distinct"], measured["cores"]
     by_stage = {size: {r["stage"]: r for r in rows} for size, rows in runs.items()}
+    small, large = sizes[-2], sizes[-1]
     head = ["| stage", *(f"wall s at {s:,}" for s in sizes), *(f"peak MiB at {s:,}" for s in sizes),
-            *(f"ms per file at {s:,}" for s in sizes)]
-    growth = len(sizes) >= 2
-    if growth:
-        head.append(f"growth {sizes[-2]:,} -> {sizes[-1]:,} / linear")
+            f"ms per file at {large:,}", f"growth {small:,} -> {large:,} / linear"]
     lines = [SECTION, "",
-             f"`python bench/scale.py --sizes {' '.join(map(str, sizes))} --projects {args.projects} "
-             f"--files-per-project {args.files_per_project}` at commit {commit_of('HEAD')}, {date.today()}, on "
-             f"{os.cpu_count()} cores ({platform.machine()}). {distinct} distinct programs built cold once "
-             f"({sum(r['wall_s'] for r in cold):.0f} s), then each size ingests that many files as copies of them "
-             "(every tool action a store hit); every stage of `dvc repro` timed alone. Peak: the stage process's "
-             "resident memory (its tools and workers apart).", "",
+             f"`python bench/scale.py --sizes {' '.join(map(str, args.sizes))} --projects {args.projects} "
+             f"--files-per-project {args.files_per_project}` at commit {measured['commit']}, {measured['date']}, on "
+             f"{cores} cores ({measured['machine']}). {distinct} distinct programs (16 projects with shared headers, "
+             f"bench/gen_corpus.py) built cold once ({sum(r['wall_s'] for r in measured['cold']):.0f} s), then each "
+             "size ingests that many files as whole copies of them, each copy a tree of its own (every tool action a "
+             "store hit, every stage's per-file work done per copy); every stage of `dvc repro` timed alone. Peak: "
+             "the largest process a stage ran (dvc, the stage, or a tool), resident memory.", "",
              " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
-    for stage in [r["stage"] for r in runs[sizes[-1]]]:
-        cells = [f"| {stage}"]
-        cells += [f"{by_stage[s][stage]['wall_s']:.1f}" for s in sizes]
-        cells += [f"{by_stage[s][stage]['peak_mib']:.0f}" for s in sizes]
-        cells += [f"{1000 * by_stage[s][stage]['wall_s'] / s:.2f}" for s in sizes]
-        if growth:
-            small, large = by_stage[sizes[-2]][stage]["wall_s"], by_stage[sizes[-1]][stage]["wall_s"]
-            cells.append(f"{(large / small) / (sizes[-1] / sizes[-2]):.2f}")
-        lines.append(" | ".join(cells) + " |")
-    totals = [sum(r["wall_s"] for r in runs[s]) for s in sizes]
-    lines.append("| **all stages** | " + " | ".join(f"{t:.1f}" for t in totals) + " | "
-                 + " | ".join(f"{max(r['peak_mib'] for r in runs[s]):.0f}" for s in sizes) + " | "
-                 + " | ".join(f"{1000 * t / s:.2f}" for t, s in zip(totals, sizes, strict=True))
-                 + (f" | {(totals[-1] / totals[-2]) / (sizes[-1] / sizes[-2]):.2f}" if growth else "") + " |")
-    lines += ["", "Growth / linear: how much more than in proportion to the files a stage's wall grew (1.00: linear; "
-              "the fixed start-up of `dvc repro` and the interpreter makes small stages read below 1).",
-              f"Projection basis: {STACK_V2_FILES:,} files."]
+
+    def growth(a: float, b: float) -> str:
+        return f"{(b / a) / (large / small):.2f}" if a > 0 else "-"
+    for stage in [r["stage"] for r in runs[large]]:
+        row = [f"| {stage}", *(f"{by_stage[s][stage]['wall_s']:.1f}" for s in sizes),
+               *(f"{by_stage[s][stage]['peak_mib']:.0f}" for s in sizes),
+               f"{1000 * by_stage[large][stage]['wall_s'] / large:.2f}",
+               growth(by_stage[small][stage]["wall_s"], by_stage[large][stage]["wall_s"])]
+        lines.append(" | ".join(row) + " |")
+    totals = {s: sum(r["wall_s"] for r in runs[s]) for s in sizes}
+    lines.append(" | ".join(["| **all stages**", *(f"{totals[s]:.1f}" for s in sizes),
+                             *(f"{max(r['peak_mib'] for r in runs[s]):.0f}" for s in sizes),
+                             f"{1000 * totals[large] / large:.2f}", growth(totals[small], totals[large])]) + " |")
+    lookups = measured["lookups"]
+    lookup_s = sum(c["seconds"] for c in lookups.values())
+    keys = sum(c["keys"] for c in lookups.values())
+    per_file = {"driver": (totals[large] - totals[small]) / (large - small), "lookups": lookup_s / distinct,
+                "tools": sum(r.get("tool_cpu_s", 0) for r in measured["cold"]) / distinct}
+    fixed = max(totals[large] - per_file["driver"] * large, 0.0)
+    lines += ["", "Growth / linear: a stage's wall at the larger size over its wall at the smaller, over the ratio of "
+              "the sizes (1.00: linear; below 1 where fixed start-up, about 0.7 s of `dvc repro` per stage, weighs).",
+              "", f"Lookups a real build adds: the dry run looks each distinct action up once; a real build looks up "
+              f"every file's own. The cold build's {keys:,} action keys took {lookup_s:.1f} s to look up "
+              f"({1000 * lookup_s / max(keys, 1):.2f} ms each, every output re-hashed), "
+              f"{1000 * per_file['lookups']:.1f} ms per file.", "",
+              f"Projection for {STACK_V2_FILES:,} files (the Stack v2 CUDA subset), per file: "
+              f"{per_file['tools']:.2f} s of tool CPU (the cold build), {1000 * per_file['driver']:.1f} ms of driver "
+              f"work (the growth of all stages' wall from {small:,} to {large:,} files) and "
+              f"{1000 * per_file['lookups']:.1f} ms of lookups; fixed: {fixed:.0f} s. Hosts have this machine's "
+              f"{cores} cores. The driver is one process per stage today; the last column is what spreading its "
+              "per-file work over the hosts' cores as the tools are spread (not built yet) would give.", "",
+              "| vendor hosts | tools, h | driver today, h | total today, h | driver share | driver spread, h "
+              "| total spread, h | driver share |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for hosts in (1, 8, 64):
+        tools = STACK_V2_FILES * per_file["tools"] / (hosts * cores)
+        driver = fixed + STACK_V2_FILES * (per_file["driver"] + per_file["lookups"])
+        spread = fixed + STACK_V2_FILES * (per_file["driver"] + per_file["lookups"]) / (hosts * cores)
+        lines.append(f"| {hosts} | {tools / 3600:.2f} | {driver / 3600:.2f} | {(tools + driver) / 3600:.2f} "
+                     f"| {driver / (tools + driver):.0%} | {spread / 3600:.2f} | {(tools + spread) / 3600:.2f} "
+                     f"| {spread / (tools + spread):.0%} |")
     return "\n".join(lines) + "\n"
 
 
@@ -175,27 +215,35 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/scale"))
     parser.add_argument("--out", type=Path, help="write the section into this results file")
     parser.add_argument("--json", type=Path, help="write the measured rows here")
+    parser.add_argument("--from-json", type=Path, help="write the report from an earlier run's --json")
     args = parser.parse_args()
+    measured = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
+    section = report({int(k): v for k, v in measured["runs"].items()}, measured, args)
+    print(section)
+    if args.out:
+        replace_section(args.out, SECTION, section)
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """The cold build of the distinct tree, the lookups of its actions, and each size's build."""
     args.work.mkdir(parents=True, exist_ok=True)
     tree = args.work / "tree"
     shutil.rmtree(tree, ignore_errors=True)
     distinct = len(generate_tree(tree, args.projects, args.files_per_project))
     store = args.work / "store"
     warm = make_project(args.work, "warm", tree, distinct, distinct, store)
-    cold = build(warm)
-    runs = {}
+    measured = {"commit": commit_of("HEAD"), "date": str(date.today()), "cores": os.cpu_count(),
+                "machine": platform.machine(), "distinct": distinct, "cold": build(warm),
+                "lookups": lookup_costs(warm, store), "runs": {}}
     for size in args.sizes:
         files = math.ceil(size / distinct) * distinct
         project = make_project(args.work, f"n{files}", tree, files, distinct, store)
-        runs[files] = build(project)
+        measured["runs"][files] = build(project)
         print(json.dumps({"files": files, "kept": rows_kept(project)}), file=sys.stderr, flush=True)
         if args.json:
-            args.json.write_text(json.dumps({"cold": cold, "runs": runs}, indent=1))
+            args.json.write_text(json.dumps(measured, indent=1))
         shutil.rmtree(project / "corpus")
-    section = report(runs, cold, distinct, args)
-    print(section)
-    if args.out:
-        replace_section(args.out, SECTION, section)
+    return measured
 
 
 if __name__ == "__main__":

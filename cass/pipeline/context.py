@@ -21,6 +21,7 @@ import the toolchains.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -146,6 +147,11 @@ class Stage:
     @cached_property
     def store(self) -> Store:
         return open_store(self.params)
+
+    @property
+    def workers(self) -> int:
+        """Processes the stage's own per-row work may use: ``executor.workers``, 0 for every core."""
+        return self.params["executor"]["workers"] or os.cpu_count() or 1
 
     @cached_property
     def upstreams(self) -> frozenset[str]:

@@ -22,7 +22,6 @@ exact parameters.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import numpy as np
@@ -66,7 +65,7 @@ def run(stage: Stage) -> None:
             exact_first[key] = row
             survivors.append(row)
 
-    workers = params["executor"]["workers"] or os.cpu_count() or 1
+    workers = stage.workers
     survivor_texts = {r["files"][0]["digest"]: texts[r["files"][0]["digest"]] for r in survivors}
     sigs, computed, out.action_keys = cached_signatures(store, survivor_texts, mh, workers)
     matrix = np.array([sigs[r["files"][0]["digest"]] for r in survivors], dtype=np.uint32).reshape(-1, mh.num_perm)

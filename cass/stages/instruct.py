@@ -29,41 +29,55 @@ from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DROPPED_SCHEMA, write_parquet, write_shards
 from cass.pipeline.metrics import write_metrics
 from cass.training.instruct import HOLDOUT, IDENTITY, SCHEMA, TEXTS, dataset_info, same_text
-from cass.training.prompts import TASKS
-from cass.training.units import units
+from cass.training.prompts import TASKS, Task
+from cass.training.units import unit_chunks, units
 
 
 def run(stage: Stage) -> None:
     params = stage.params
     store = stage.store
     fitting = stage.upstream("tokens")["unit_id"]   # a unit's id is its row's sample_id at both levels
-    items = units(store, stage.upstream("normalize").filter(pl.col("sample_id").is_in(fitting.to_list())),
-                  stage.upstream("kernels").filter(pl.col("sample_id").is_in(fitting.to_list())))
+    files, kernels = stage.upstream("normalize"), stage.upstream("kernels")
     if stage.data_dir.exists():
         shutil.rmtree(stage.data_dir)
     per_shard = params["export"]["rows_per_shard"]
-    metrics: dict = {}
-    dropped = []
     holdout = set(params["export"]["holdout_origins"])
+    examples: dict[str, list[dict]] = {task.name: [] for task in TASKS}
+    dropped = []
+    for _, chunk in unit_chunks(store, files, kernels, fitting):   # which examples are written: no texts kept
+        for i in chunk:
+            for task in TASKS:
+                prompt, answer = TEXTS[task.name]
+                example_id = f"{i['unit_id']}/{task.name}"
+                why = ((HOLDOUT, f"origin {i['origin']} is in export.holdout_origins") if i["origin"] in holdout else
+                       (IDENTITY, "the answer is the prompt's text")
+                       if same_text(i["texts"][prompt], i["texts"][answer]) else None)
+                if why:
+                    dropped.append({"sample_id": example_id, "origin": i["origin"], "path": i["path"],
+                                    "domain": i["domain"], "stage": stage.name, "reason": why[0],
+                                    "detail": f"{task.name} task, {i['level']} level: {why[1]}"})
+                else:
+                    examples[task.name].append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"],
+                                                "kernel": i["kernel"], "origin": i["origin"], "path": i["path"],
+                                                "domain": i["domain"], "unit_id": i["unit_id"]})
+    metrics: dict = {}
     for task in TASKS:
         prompt, answer = TEXTS[task.name]
-        rows, dropped_before = [], len(dropped)
-        for i in items:
-            example_id = f"{i['unit_id']}/{task.name}"
-            why = ((HOLDOUT, f"origin {i['origin']} is in export.holdout_origins") if i["origin"] in holdout else
-                   (IDENTITY, "the answer is the prompt's text") if same_text(i["texts"][prompt], i["texts"][answer])
-                   else None)
-            if why:
-                dropped.append({"sample_id": example_id, "origin": i["origin"], "path": i["path"],
-                                "domain": i["domain"], "stage": stage.name, "reason": why[0],
-                                "detail": f"{task.name} task, {i['level']} level: {why[1]}"})
-                continue
-            rows.append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"], "kernel": i["kernel"],
-                         "origin": i["origin"], "path": i["path"], "domain": i["domain"],
-                         "messages": task.messages(i["texts"][prompt], i["texts"][answer])})
-        table = pl.DataFrame(rows, schema=SCHEMA).sort("id")
-        shards = write_shards(table.height, table.slice, stage.data_dir / task.name, per_shard)
-        reasons = Counter(d["reason"] for d in dropped[dropped_before:])
+        table = pl.DataFrame(examples[task.name], schema={**{k: v for k, v in SCHEMA.items() if k != "messages"},
+                                                          "unit_id": pl.String}).sort("id")
+
+        def shard(offset: int, length: int, task: Task = task, table: pl.DataFrame = table,
+                  prompt: int = prompt, answer: int = answer) -> pl.DataFrame:
+            """One shard of the task's examples, its texts read from the store for it alone."""
+            part = table.slice(offset, length)
+            ids = part["unit_id"].implode()
+            texts = {i["unit_id"]: i["texts"] for i in units(store, files.filter(pl.col("sample_id").is_in(ids)),
+                                                              kernels.filter(pl.col("sample_id").is_in(ids)))}
+            return part.with_columns(pl.Series("messages", [task.messages(texts[u][prompt], texts[u][answer])
+                                                            for u in part["unit_id"]], dtype=SCHEMA["messages"])
+                                     ).select(list(SCHEMA))
+        shards = write_shards(table.height, shard, stage.data_dir / task.name, per_shard)
+        reasons = Counter(d["reason"] for d in dropped if d["sample_id"].endswith(f"/{task.name}"))
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
                               "dropped_identity": reasons[IDENTITY], "dropped_holdout": reasons[HOLDOUT]}

@@ -10,27 +10,42 @@ row's ``kernel`` is the CUDA mangled name. An OpenCL C file's kernels (unmangled
 same OpenCL source on both sides. What does not match is counted with its reason: ``only_nvidia`` /
 ``only_amd`` (a kernel one compiler emitted and the other did not, e.g. a name hipify changed),
 ``source_not_found`` (the function's text could not be cut out of a source, e.g. one made by a
-macro).
+macro). Files are paired a chunk at a time on ``executor.workers`` processes (:mod:`cass.engine.chunks`).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from cass.engine.chunks import map_chunks
 from cass.pipeline.context import Stage
 from cass.text.amdgpu import split_amd
 from cass.text.kernel_names import kernel_base_name, match_kernels
 from cass.text.kernel_source import kernel_source
 from cass.text.kernels import SCHEMA, identity, split_all, stored
 from cass.text.sass import split_sass
+from store import Store
 from toolchains.language import is_opencl
 
 
 def run(stage: Stage) -> None:
-    store = stage.store
     rows = stage.upstream("normalize")
     out = stage.output()
     kept = []
+    for part_kept, part_dropped in map_chunks(kernel_pairs, rows, stage.workers, str(stage.store.root)):
+        kept += part_kept
+        for unit, reason, detail in part_dropped:
+            out.rows_in += 1
+            out.drop(unit, reason, detail)
+        out.rows_in += len(part_kept)
+    out.extra_metrics["files"] = rows.height
+    print(out.write(pl.DataFrame(kept, schema=SCHEMA)))
+
+
+def kernel_pairs(rows: pl.DataFrame, store_root: str) -> tuple[list[dict], list[tuple[dict, str, str]]]:
+    """The kernel pairs of ``rows`` (files), and the kernels not paired: (identity, reason, detail)."""
+    store = Store(store_root)
+    kept, dropped = [], []
     for row in rows.iter_rows(named=True):
         sass = split_all(store, row["nvidia_device_norm"], split_sass)
         amd = split_all(store, row["amd_device_norm"], split_amd)
@@ -39,25 +54,20 @@ def run(stage: Stage) -> None:
         opencl = is_opencl(row["files"][0]["path"])
         matched = match_kernels(sass, amd)
         hip_matched = set(matched.values())
-        unmatched = [(k, "only_nvidia") for k in sass if k not in matched] + \
-            [(k, "only_amd") for k in amd if k not in hip_matched]
-        for kernel, reason in unmatched:
-            out.rows_in += 1
-            out.drop(identity(row, kernel), reason, kernel)
+        dropped += [(identity(row, k), "only_nvidia", k) for k in sass if k not in matched]
+        dropped += [(identity(row, k), "only_amd", k) for k in amd if k not in hip_matched]
         for kernel, hip_kernel in sorted(matched.items()):
-            out.rows_in += 1
             unit = identity(row, kernel)
             name = kernel_base_name(kernel)
             cuda_text = kernel_source(cuda_source, kernel, opencl)
             hip_text = kernel_source(hip_source, hip_kernel, opencl)
             if cuda_text is None or hip_text is None:
                 missing = "CUDA" if cuda_text is None else "HIP"
-                out.drop(unit, "source_not_found", f"no kernel {name} in the {missing} source")
+                dropped.append((unit, "source_not_found", f"no kernel {name} in the {missing} source"))
                 continue
             kept.append({
                 **unit, "file_sample_id": row["sample_id"], "kernel": kernel, "kernel_name": name,
                 "cuda_kernel_source": store.put_text(cuda_text), "hip_kernel_source": store.put_text(hip_text),
                 "nvidia_kernel_sass": stored(store, sass[kernel]), "amd_kernel_asm": stored(store, amd[hip_kernel]),
             })
-    out.extra_metrics["files"] = rows.height
-    print(out.write(pl.DataFrame(kept, schema=SCHEMA)))
+    return kept, dropped

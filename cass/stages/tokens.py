@@ -20,13 +20,13 @@ from collections.abc import Iterator
 import polars as pl
 
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import CHUNK_ROWS, manifest_path, write_parquet
+from cass.pipeline.manifests import manifest_path, write_parquet
 from cass.pipeline.memo import Memo
 from cass.pipeline.metrics import mean_reduction
 from cass.training.prompts import ASM, COUNT_COLUMNS, SOURCE, TASKS
 from cass.training.token_counts import sass_token_counts
 from cass.training.tokenizer import BUILT_HERE, counter, install_tokenizer, tokenizer_digest
-from cass.training.units import units
+from cass.training.units import unit_chunks
 
 
 def run(stage: Stage) -> None:
@@ -36,9 +36,7 @@ def run(stage: Stage) -> None:
     files, kernels = stage.upstream("normalize"), stage.upstream("kernels")
 
     def chunks() -> Iterator[tuple[pl.DataFrame, list[dict]]]:
-        """(file rows, their units: the files' and their kernels'), a chunk at a time: one chunk's texts in memory."""
-        for part in files.iter_slices(CHUNK_ROWS):
-            yield part, units(store, part, kernels.filter(pl.col("file_sample_id").is_in(part["sample_id"])))
+        return unit_chunks(store, files, kernels)
 
     tokenizer_dir = stage.data_dir / "tokenizer"   # what the counts are made with, for training
     used = install_tokenizer(tparams, lambda: (t for _, items in chunks() for i in items if i["level"] == "file"

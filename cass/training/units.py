@@ -4,7 +4,11 @@ first arch of each vendor)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import polars as pl
+
+from cass.pipeline.manifests import CHUNK_ROWS
 
 
 def units(store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict]:
@@ -23,3 +27,16 @@ def units(store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict]:
                         row["cuda_kernel_source"], row["hip_kernel_source"],
                         row["nvidia_kernel_sass"][0]["digest"], row["amd_kernel_asm"][0]["digest"]))})
     return out
+
+
+def unit_chunks(store, files: pl.DataFrame, kernels: pl.DataFrame,
+                keep: pl.Series | None = None) -> Iterator[tuple[pl.DataFrame, list[dict]]]:
+    """(file rows, their units: the files' and their kernels', in that order), :data:`CHUNK_ROWS` files at a time,
+    so one chunk's texts are in memory; ``keep``: only the units with these ids (the file rows given are all)."""
+    for part in files.iter_slices(CHUNK_ROWS):
+        its_kernels = kernels.filter(pl.col("file_sample_id").is_in(part["sample_id"].implode()))
+        if keep is not None:
+            yield part, units(store, part.filter(pl.col("sample_id").is_in(keep.implode())),
+                              its_kernels.filter(pl.col("sample_id").is_in(keep.implode())))
+        else:
+            yield part, units(store, part, its_kernels)

@@ -1,0 +1,42 @@
+"""A stage's per-row work spread over processes: its rows in chunks of :data:`CHUNK_ROWS`, each chunk's work done
+by one of ``workers`` processes, the results handed back in chunk order.
+
+Tool runs are spread by the executors; this is the driver's own work (reading texts, parsing, normalising, making
+table rows), which otherwise runs in the one stage process and, past a few thousand files, takes longer than the
+tools do on many hosts (bench/scale.py). Workers are started fresh (``spawn``: the stage process holds Polars'
+thread pool, which a fork would copy mid-use), so ``work`` is a module-level function and its arguments pickle;
+a worker opens the store at its root. At most two chunks per worker are in flight, so memory stays a few chunks
+whatever the corpus size. With one worker, or one chunk, the work runs in the stage process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import TypeVar
+
+import polars as pl
+
+from cass.pipeline.manifests import CHUNK_ROWS
+
+Result = TypeVar("Result")
+
+
+def map_chunks(work: Callable[..., Result], rows: pl.DataFrame, workers: int, *args: object,
+               chunk_rows: int = CHUNK_ROWS) -> Iterator[Result]:
+    """``work(chunk, *args)`` for every chunk of ``rows``, on ``workers`` processes, in chunk order."""
+    parts = rows.iter_slices(chunk_rows)
+    if workers <= 1 or rows.height <= chunk_rows:
+        for part in parts:
+            yield work(part, *args)
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque[Future] = deque()
+        for part in parts:
+            pending.append(pool.submit(work, part, *args))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
