@@ -1,5 +1,5 @@
-"""A stage's per-row work spread over processes: its rows in chunks of :data:`CHUNK_ROWS`, each chunk's work done
-by one of ``workers`` processes, the results handed back in chunk order.
+"""A stage's own work spread over processes: its rows in chunks of :data:`CHUNK_ROWS` (or any independent items,
+such as the Hub's configs), each done by one of ``workers`` processes, the results handed back in order.
 
 Tool runs are spread by the executors; this is the driver's own work (reading texts, parsing, normalising, making
 table rows), which otherwise runs in the one stage process and, past a few thousand files, takes longer than the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TypeVar
 
@@ -21,22 +21,30 @@ import polars as pl
 
 from cass.pipeline.manifests import CHUNK_ROWS
 
+Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-def map_chunks(work: Callable[..., Result], rows: pl.DataFrame, workers: int, *args: object,
-               chunk_rows: int = CHUNK_ROWS) -> Iterator[Result]:
-    """``work(chunk, *args)`` for every chunk of ``rows``, on ``workers`` processes, in chunk order."""
-    parts = rows.iter_slices(chunk_rows)
-    if workers <= 1 or rows.height <= chunk_rows:
-        for part in parts:
-            yield work(part, *args)
+def map_parallel(work: Callable[..., Result], items: Iterable[Item], workers: int, *args: object
+                 ) -> Iterator[Result]:
+    """``work(item, *args)`` for every item, on ``workers`` processes, in the items' order (with one worker, in this
+    process)."""
+    if workers <= 1:
+        for item in items:
+            yield work(item, *args)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: deque[Future] = deque()
-        for part in parts:
-            pending.append(pool.submit(work, part, *args))
+        for item in items:
+            pending.append(pool.submit(work, item, *args))
             if len(pending) >= 2 * workers:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def map_chunks(work: Callable[..., Result], rows: pl.DataFrame, workers: int, *args: object,
+               chunk_rows: int = CHUNK_ROWS) -> Iterator[Result]:
+    """``work(chunk, *args)`` for every chunk of ``rows``, on ``workers`` processes (one chunk: in this process), in
+    chunk order."""
+    return map_parallel(work, rows.iter_slices(chunk_rows), workers if rows.height > chunk_rows else 1, *args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,13 +28,38 @@ CITATION = """@article{heakl2025cass,
 }"""
 
 
+STAGING = ".staging"
+"""Where :func:`write_config` spreads a config's rows over its shards (removed when the config is written)."""
+
+
 def shard_of(key: str, shards: int) -> int:
     """The shard a row belongs to: stable for its key while the shard count stays."""
     return int(digest_bytes(key.encode())[:12], 16) % shards
 
 
 Parts = Callable[[], Iterable[pl.DataFrame]]
-"""A config's rows, a part at a time (each call starts over)."""
+"""A config's rows, a part at a time (each call starts over); it pickles, so a config can be written by a worker."""
+
+
+@dataclass(frozen=True)
+class FileParts:
+    """The rows of Parquet ``files`` that ``keep`` selects, a file at a time."""
+
+    files: tuple[Path, ...]
+    keep: pl.Expr
+
+    def __call__(self) -> Iterator[pl.DataFrame]:
+        return (pl.read_parquet(f).filter(self.keep) for f in self.files)
+
+
+@dataclass(frozen=True)
+class FrameParts:
+    """A table already in memory, as one part."""
+
+    frame: pl.DataFrame
+
+    def __call__(self) -> list[pl.DataFrame]:
+        return [self.frame]
 
 
 @dataclass
@@ -46,26 +71,22 @@ class Config:
     schema: pl.Schema
 
 
-def file_parts(files: list[Path], keep: pl.Expr) -> Parts:
-    """The rows of ``files`` (Parquet) that ``keep`` selects, a file at a time."""
-    return lambda: (pl.read_parquet(f).filter(keep) for f in files)
-
-
 def write_config(root: Path, parts: Parts, key: str, name: str, shard_bytes: int) -> Config:
     """Shards of one config under ``data/<name>/`` of the repository laid out at ``root``. The shard count is the
     config's size over ``shard_bytes``; a row's shard is chosen by its ``key`` (:func:`shard_of`); each shard is
     sorted by ``key``. ``parts`` is read twice (to size the config, then to spread its rows over the shards through
-    a staging folder), so one part and one shard are in memory at a time."""
+    a staging folder, written fast: lz4), so one part and one shard are in memory at a time."""
     size, rows, schema = 0, 0, pl.Schema()
     for part in parts():
         size, rows, schema = size + part.estimated_size(), rows + part.height, part.schema
     shards = max(1, math.ceil(size / shard_bytes))
-    staging = root / ".staging" / name
+    staging = root / STAGING / name
     for number, part in enumerate(parts()):
         keyed = part.with_columns(pl.col(key).map_elements(lambda k: shard_of(k, shards), return_dtype=pl.Int64)
                                   .alias("_shard"))
         for (shard,), piece in keyed.partition_by("_shard", as_dict=True).items():
-            write_parquet(piece.drop("_shard"), staging / str(shard) / f"{number:06d}.parquet", sort_by=None)
+            (staging / str(shard)).mkdir(parents=True, exist_ok=True)
+            piece.drop("_shard").write_parquet(staging / str(shard) / f"{number:06d}.parquet", compression="lz4")
     paths = []
     for n in range(shards):
         pieces = [pl.read_parquet(p) for p in sorted((staging / str(n)).glob("*.parquet"))]
@@ -73,7 +94,7 @@ def write_config(root: Path, parts: Parts, key: str, name: str, shard_bytes: int
         path = f"data/{name}/train-{n:05d}-of-{shards:05d}.parquet"
         write_parquet(shard.sort(key), root / path, sort_by=None)
         paths.append(path)
-    shutil.rmtree(root / ".staging")
+    shutil.rmtree(staging, ignore_errors=True)
     return Config(paths, rows, schema)
 
 

@@ -11,7 +11,8 @@ file, line, pass, the branch each side took and the macros the group's condition
 the sample's row (``branch_divergences``) and counted in the metrics. System headers are not
 marked. Files whose HIP text has a different conditional structure than the CUDA text are not
 compared (``branch_parity`` ``unaligned``); a sample whose preprocessing failed on a side is
-``unknown``. OpenCL C samples (the same text on both sides) are not checked. Nothing is dropped.
+``unknown``. OpenCL C samples (the same text on both sides) are not checked. Nothing is dropped. Samples are
+marked a chunk at a time on ``executor.workers`` processes (:mod:`cass.engine.chunks`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ import polars as pl
 
 from cass.compiling.branch_parity import DIVERGENCE, aligned, branches, divergences, instrument, taken
 from cass.engine.actions import ActionCounts, pipeline_toolchains, plan, stage_runner
+from cass.engine.chunks import map_chunks
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import CHUNK_ROWS, attach
+from cass.pipeline.manifests import attach
 from store import Store
-from toolchains import Toolchain
 from toolchains.language import is_opencl
 
 
@@ -37,9 +38,13 @@ def run(stage: Stage) -> None:
     toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
     runners = {v: stage_runner(store, tc, params, params["branch_parity"]["timeout_s"]) for v, tc in toolchains.items()}
     added, by_macro, status = [], Counter(), Counter()
-    for part in rows.iter_slices(CHUNK_ROWS):   # a chunk's marked texts and branch lists in memory at a time
-        marked = {row["sample_id"]: mark(store, row, toolchains, params) for row in part.iter_rows(named=True)
-                  if not is_opencl(row["files"][0]["path"])}
+    # a chunk's branch lists in memory at a time, the files marked on executor.workers processes
+    for part, marked in map_chunks(mark_chunk, rows, stage.workers, str(store.root)):
+        for row in part.iter_rows(named=True):
+            for vendor, tc in toolchains.items() if row["sample_id"] in marked else ():
+                step = tc.preprocess_step(row["files"][0]["path"], params[vendor]["archs"][0],
+                                          params[vendor]["flags"], row["include_dirs"])
+                marked[row["sample_id"]][vendor] = plan(tc, step, marked[row["sample_id"]]["inputs"][vendor])
         outcomes = {}
         for vendor, runner in runners.items():
             outcomes.update(runner.run([m[vendor] for m in marked.values()], desc=f"{vendor} preprocess"))
@@ -76,22 +81,24 @@ def run(stage: Stage) -> None:
     print(out.write(kept))
 
 
-def mark(store: Store, row: dict, toolchains: dict[str, Toolchain], params: dict) -> dict:
-    """A sample's files with a marker after every branch (both sides), its preprocessing action per vendor, the
-    branches of each file and the files whose two sides' conditionals do not align."""
-    sample: dict = {"files": [], "unaligned": []}
-    inputs: dict[str, dict[str, str]] = {"nvidia": {}, "amd": {}}
-    for number, (cuda, hip) in enumerate(zip(row["files"], row["hip_files"], strict=True)):
-        cuda_text, hip_text = store.get_text(cuda["digest"], "replace"), store.get_text(hip["digest"], "replace")
-        cuda_branches, hip_branches = branches(cuda_text), branches(hip_text)
-        if not aligned(cuda_branches, hip_branches):
-            sample["unaligned"].append(cuda["path"])
-            cuda_branches = hip_branches = []
-        sample["files"].append((cuda["path"], cuda_branches))
-        inputs["nvidia"][cuda["path"]] = store.put_text(instrument(cuda_text, number, cuda_branches))
-        inputs["amd"][hip["path"]] = store.put_text(instrument(hip_text, number, hip_branches))
-    main = row["files"][0]["path"]
-    for vendor, tc in toolchains.items():
-        step = tc.preprocess_step(main, params[vendor]["archs"][0], params[vendor]["flags"], row["include_dirs"])
-        sample[vendor] = plan(tc, step, inputs[vendor])
-    return sample
+def mark_chunk(rows: pl.DataFrame, store_root: str) -> tuple[pl.DataFrame, dict[str, dict]]:
+    """The rows, and per sample of them (OpenCL C apart, in row order) its files with a marker after every branch
+    (``inputs``: both sides' marked files, by vendor), the branches of each file and the files whose two sides'
+    conditionals do not align."""
+    store = Store(store_root)
+    marked = {}
+    for row in rows.iter_rows(named=True):
+        if is_opencl(row["files"][0]["path"]):
+            continue
+        sample: dict = {"files": [], "unaligned": [], "inputs": {"nvidia": {}, "amd": {}}}
+        for number, (cuda, hip) in enumerate(zip(row["files"], row["hip_files"], strict=True)):
+            cuda_text, hip_text = store.get_text(cuda["digest"], "replace"), store.get_text(hip["digest"], "replace")
+            cuda_branches, hip_branches = branches(cuda_text), branches(hip_text)
+            if not aligned(cuda_branches, hip_branches):
+                sample["unaligned"].append(cuda["path"])
+                cuda_branches = hip_branches = []
+            sample["files"].append((cuda["path"], cuda_branches))
+            sample["inputs"]["nvidia"][cuda["path"]] = store.put_text(instrument(cuda_text, number, cuda_branches))
+            sample["inputs"]["amd"][hip["path"]] = store.put_text(instrument(hip_text, number, hip_branches))
+        marked[row["sample_id"]] = sample
+    return rows, marked

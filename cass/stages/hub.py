@@ -17,11 +17,13 @@ to cite the CASS paper.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import polars as pl
 
 from cass.benchmark import REAL_SUITE
-from cass.hub.layout import SOURCES, Parts, card, file_parts, write_config
+from cass.engine.chunks import map_parallel
+from cass.hub.layout import SOURCES, STAGING, Config, FileParts, FrameParts, Parts, card, write_config
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics
 
@@ -29,24 +31,32 @@ from cass.pipeline.metrics import write_metrics
 def run(stage: Stage) -> None:
     params = stage.params
     shard_bytes = params["hub"]["shard_bytes"]
-    sources = {name: sorted((stage.upstream_dir(folder.split("/")[0]) / folder.split("/", 1)[1]).glob("*.parquet"))
-               for name, (folder, _) in SOURCES.items()}
+    sources = {name: tuple(sorted((stage.upstream_dir(folder.split("/")[0]) / folder.split("/", 1)[1])
+                                  .glob("*.parquet"))) for name, (folder, _) in SOURCES.items()}
     training = ~pl.col("origin").is_in(params["export"]["holdout_origins"])   # no held-out origin in a config
-    configs: dict[str, tuple[Parts, str]] = {name: (file_parts(sources[name], training), key)
+    configs: dict[str, tuple[Parts, str]] = {name: (FileParts(sources[name], training), key)
                                              for name, (_, key) in SOURCES.items()}
     verified = training & pl.col("exec_verified").fill_null(False)
     if pl.scan_parquet(sources["pairs"]).filter(verified).select(pl.len()).collect().item():
-        configs["verified"] = (file_parts(sources["pairs"], verified), "sample_id")   # an empty one would not load
+        configs["verified"] = (FileParts(sources["pairs"], verified), "sample_id")   # an empty one would not load
     suite = stage.upstream("real_tasks")
     if suite.height:   # the real-program suite's tasks, by reference (files by digest; the card in translation_bench)
-        configs[f"benchmark_{REAL_SUITE}"] = (lambda: [suite], "sample_id")
+        configs[f"benchmark_{REAL_SUITE}"] = (FrameParts(suite), "sample_id")
     for origin in sorted(pl.scan_parquet(sources["pairs"]).select("origin").unique().collect()["origin"]):
-        configs[f"pairs_{origin}"] = (file_parts(sources["pairs"], pl.col("origin") == origin), "sample_id")
+        configs[f"pairs_{origin}"] = (FileParts(sources["pairs"], pl.col("origin") == origin), "sample_id")
     root = stage.data_dir
     if root.exists():
         shutil.rmtree(root)
-    written = {name: write_config(root, parts, key, name, shard_bytes) for name, (parts, key) in configs.items()}
+    written = dict(zip(configs, map_parallel(config_job, configs.items(), stage.workers, root, shard_bytes),
+                       strict=True))   # the configs on executor.workers processes
+    shutil.rmtree(root / STAGING, ignore_errors=True)
     (root / "README.md").write_text(card(root, params, written, stage.upstream_metrics(), stage.toolchain_record()))
     metrics = {name: {"rows": config.rows, "shards": len(config.paths)} for name, config in written.items()}
     write_metrics(stage.name, metrics)
     print(metrics)
+
+
+def config_job(config: tuple[str, tuple[Parts, str]], root: Path, shard_bytes: int) -> Config:
+    """One config written (:func:`cass.hub.layout.write_config`)."""
+    name, (parts, key) = config
+    return write_config(root, parts, key, name, shard_bytes)

@@ -7,7 +7,8 @@ normalised AMD text is assembled for its arch with LLVM's assembler (a cached ac
 toolchain); a text that does not assemble is a bug in the normaliser and drops the pair with the
 assembler's message (``normalized_asm_rejected``). The raw texts stay in the store and in the
 export. With ``normalize.strip_host_registration`` the CUDA host assembly also gets a normalised
-copy without nvcc's registration boilerplate (:func:`cass.text.host_asm.strip_host_registration`).
+copy without nvcc's registration boilerplate (:func:`cass.text.host_asm.strip_host_registration`). Texts are
+normalised a chunk at a time on ``executor.workers`` processes (:mod:`cass.engine.chunks`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from cass.engine.actions import pipeline_toolchains, plan, stage_runner
+from cass.engine.chunks import map_chunks
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, attach
 from cass.pipeline.metrics import mean_reduction
@@ -22,6 +24,7 @@ from cass.text.amdgpu import normalize_amd
 from cass.text.host_asm import strip_host_registration
 from cass.text.normalize import normalize_all
 from cass.text.sass import normalize_sass
+from store import Store
 
 
 def run(stage: Stage) -> None:
@@ -33,13 +36,8 @@ def run(stage: Stage) -> None:
     runner = stage_runner(stage.store, amd, stage.params, params["amd"]["timeout_s"])
     strip_host = params["normalize"]["strip_host_registration"]
     normalized = {}
-    for row in rows.iter_rows(named=True):
-        normalized[row["sample_id"]] = {
-            "host": store.put_text(strip_host_registration(store.get_text(row["nvidia_host_asm"])))
-            if strip_host and row["nvidia_host_asm"] else None,
-            "nvidia": normalize_all(store, row["nvidia_device_asm"], normalize_sass),
-            "amd": normalize_all(store, row["amd_device_asm"], normalize_amd),
-        }
+    for part in map_chunks(normalized_chunk, rows, stage.workers, str(store.root), strip_host):
+        normalized |= part
     checks = {(a["arch"], a["digest"]): plan(amd, amd.assemble_step(a["arch"], "device.s"), {"device.s": a["digest"]})
               for n in normalized.values() for a in n["amd"][0]}
     outcomes = runner.run(list(checks.values()), desc=f"{amd.assembler} (normalised AMD asm)")
@@ -65,3 +63,15 @@ def run(stage: Stage) -> None:
     kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST,
                                 "nvidia_host_norm": pl.String})
     print(out.write(kept))
+
+
+def normalized_chunk(rows: pl.DataFrame, store_root: str, strip_host: bool) -> dict[str, dict]:
+    """Per sample of ``rows``: its normalised assembly per vendor (stored, with the token counts before and after)
+    and its CUDA host assembly without the registration boilerplate (``strip_host``)."""
+    store = Store(store_root)
+    return {row["sample_id"]: {
+        "host": store.put_text(strip_host_registration(store.get_text(row["nvidia_host_asm"])))
+        if strip_host and row["nvidia_host_asm"] else None,
+        "nvidia": normalize_all(store, row["nvidia_device_asm"], normalize_sass),
+        "amd": normalize_all(store, row["amd_device_asm"], normalize_amd),
+    } for row in rows.iter_rows(named=True)}
