@@ -1,11 +1,15 @@
 """The engine's cached map, the loop every per-item cache runs: compute only what the store lacks, record each
-result as it comes, count hits and misses."""
+result as it comes, count hits and misses; and a stage's own per-row work spread over processes."""
 
 from __future__ import annotations
 
+import os
+
+import polars as pl
 import pytest
 
 from cass.engine.cached import CachedMap
+from cass.engine.chunks import map_chunks
 
 
 def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
@@ -54,3 +58,19 @@ def test_a_result_without_an_error_stream_records_none(store):
     with_stream = cache.record(store.action_key({"test": "stream"}), {"value": b"v"}, stderr=b"warning\n")
     without = cache.record(store.action_key({"test": "none"}), {"value": b"v"}, stderr=None)
     assert store.get_text(with_stream.stderr) == "warning\n" and without.stderr == ""
+
+
+def chunk_facts(rows: pl.DataFrame, offset: int) -> tuple[list[int], int]:
+    """A chunk's values plus ``offset``, and the process that computed them."""
+    return [v + offset for v in rows["v"]], os.getpid()
+
+
+def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order():
+    rows = pl.DataFrame({"v": list(range(10))})
+    parallel = list(map_chunks(chunk_facts, rows, 2, 100, chunk_rows=3))
+    assert [v for values, _ in parallel for v in values] == list(range(100, 110))   # every row, in order
+    assert len(parallel) == 4 and os.getpid() not in {pid for _, pid in parallel}
+    inline = list(map_chunks(chunk_facts, rows, 1, 100, chunk_rows=3))   # one worker: this process, same results
+    assert [values for values, _ in inline] == [values for values, _ in parallel]
+    assert {pid for _, pid in inline} == {os.getpid()}
+    assert list(map_chunks(chunk_facts, rows.head(0), 2, 0)) == []
