@@ -92,6 +92,7 @@ def make_project(work: Path, name: str, tree: Path, files: int, distinct: int, s
     params["hub"]["shard_bytes"] = FULL_CORPUS_SHARD_BYTES
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (project / ".gitignore").write_text("corpus/\n")   # 124k hard links: git need not hash them
+    run_in(["dvc", "config", "cache.type", "hardlink"], project)   # 124k files' export and Hub shards: ~13 GB, once
     run_in(["git", "add", "-A"], project)
     run_in(["git", "commit", "-qm", "dry run"], project)
     return project
