@@ -163,7 +163,9 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
              f"bench/gen_corpus.py) built cold once ({sum(r['wall_s'] for r in measured['cold']):.0f} s), then each "
              "size ingests that many files as whole copies of them, each copy a tree of its own (every tool action a "
              "store hit, every stage's per-file work done per copy); every stage of `dvc repro` timed alone. Peak: "
-             "the largest process a stage ran (dvc, the stage, or a tool), resident memory.", "",
+             "the resident memory of the largest single process a stage ran (dvc, the stage, a worker or a tool); "
+             f"branch_parity, normalize, kernels and hub run up to `executor.workers` ({cores} here) workers beside "
+             "the stage process, each holding one chunk or Hub shard.", "",
              " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
 
     def growth(a: float, b: float) -> str:
@@ -194,8 +196,10 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
               f"{per_file['tools']:.2f} s of tool CPU (the cold build), {1000 * per_file['driver']:.1f} ms of driver "
               f"work (the growth of all stages' wall from {small:,} to {large:,} files) and "
               f"{1000 * per_file['lookups']:.1f} ms of lookups; fixed: {fixed:.0f} s. Hosts have this machine's "
-              f"{cores} cores. The driver is one process per stage today; the last column is what spreading its "
-              "per-file work over the hosts' cores as the tools are spread (not built yet) would give.", "",
+              f"{cores} cores. The driver's work runs on the driver machine: branch_parity, normalize, kernels and "
+              "the Hub's configs spread over its cores, the other stages in one process (\"today\", measured here on "
+              f"{cores} cores); \"spread\" is what running all of it over the hosts' cores as the tools are would "
+              "give (not built: the stages' own work is not sent to vendor hosts).", "",
               "| vendor hosts | tools, h | driver today, h | total today, h | driver share | driver spread, h "
               "| total spread, h | driver share |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for hosts in (1, 8, 64):

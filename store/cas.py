@@ -128,10 +128,10 @@ class Store:
         self._objects_prefix = f"{self._objects}{os.sep}"
         self._actions_prefix = f"{self._actions}{os.sep}"
         self.corrupt_found: list[str] = []
+        """Names of objects and records found damaged (and set aside) by this instance."""
         self.keys_used: set[str] = set()
         """Every action key this instance found a record for or recorded: what a stage that writes no keys of its
         own hands to the packs."""
-        """Names of objects and records found damaged (and set aside) by this instance."""
         for d in (self._objects, self._actions, self._tmp):
             d.mkdir(parents=True, exist_ok=True)
 

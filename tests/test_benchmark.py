@@ -297,9 +297,12 @@ def test_the_evaluate_stage_scores_the_baselines_on_the_pipelines_own_actions(be
     store = Store(root / ".cass" / "store")
     assert len(used) >= 4 + 2 * 4 and all(store.lookup(key) for key in used)
     run_in(["dvc", "repro", "pack_store"], root)
-    packed = {name for pack in (root / "data" / "store_packs").glob("*.pack") for kind, name, _ in read_pack(pack)
-              if kind == "A"}
-    assert {key for key in used if EXECUTABLE not in store.lookup(key).outputs} <= packed
+    entries = {(kind, name) for pack in (root / "data" / "store_packs").glob("*.pack")
+               for kind, name, _ in read_pack(pack)}
+    builds = {key for key in used if EXECUTABLE in store.lookup(key).outputs}
+    assert builds and {("A", key) for key in used - builds} <= entries   # every compile and run: packed
+    assert not {("A", key) for key in builds} & entries   # the builds and their executables: not
+    assert not {("O", store.lookup(key).outputs[EXECUTABLE]) for key in builds} & entries
     generated = metrics(root, "generate")
     assert generated["predictions"] == 4 and generated["model"]["backend"] == "transformers"
     assert "source:prompt_too_long" not in generated["extracted"]   # the tasks' CUDA programs fit 4096 tokens

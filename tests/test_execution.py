@@ -161,13 +161,15 @@ def test_packs_leave_the_binaries_out_and_a_collaborator_rebuilds_them_to_the_re
     before = {p: p.read_bytes() for p in (root / "data" / "execute").glob("*.parquet")}
 
     shutil.move(root / ".cass" / "store", root / "producer-store")   # the collaborator: the packs, no store
-    run_in(["dvc", "repro", "--force", "-s", "execute"], root)
-    report = run_report(root, "execute")
-    assert report["builds"]["misses"] == len(binaries) and report["builds"]["hits"] == 0   # every binary rebuilt
-    assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == 2 * 2 * RUNNABLE   # ... to the same digests
-    assert {p: p.read_bytes() for p in before} == before
-    shutil.rmtree(root / ".cass" / "store")
-    shutil.move(root / "producer-store", root / ".cass" / "store")
+    try:
+        run_in(["dvc", "repro", "--force", "-s", "execute"], root)
+        report = run_report(root, "execute")
+        assert report["builds"]["misses"] == len(binaries) and report["builds"]["hits"] == 0   # every binary rebuilt
+        assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == 2 * 2 * RUNNABLE   # ... to the same keys
+        assert {p: p.read_bytes() for p in before} == before
+    finally:
+        shutil.rmtree(root / ".cass" / "store", ignore_errors=True)
+        shutil.move(root / "producer-store", root / ".cass" / "store")
 
 
 @pytest.mark.slow

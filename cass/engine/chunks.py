@@ -5,8 +5,9 @@ Tool runs are spread by the executors; this is the driver's own work (reading te
 table rows), which otherwise runs in the one stage process and, past a few thousand files, takes longer than the
 tools do on many hosts (bench/scale.py). Workers are started fresh (``spawn``: the stage process holds Polars'
 thread pool, which a fork would copy mid-use), so ``work`` is a module-level function and its arguments pickle;
-a worker opens the store at its root. At most two chunks per worker are in flight, so memory stays a few chunks
-whatever the corpus size. With one worker, or one chunk, the work runs in the stage process.
+a worker opens the store at its root. At most two chunks per worker are in flight: memory is the stage process's
+plus, per worker, one chunk's, whatever the corpus size. With one worker, or one chunk, the work runs in the stage
+process.
 """
 
 from __future__ import annotations
@@ -34,13 +35,21 @@ def map_parallel(work: Callable[..., Result], items: Iterable[Item], workers: in
             yield work(item, *args)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending: deque[Future] = deque()
-        for item in items:
-            pending.append(pool.submit(work, item, *args))
+        pending: deque[tuple[int, Future]] = deque()
+
+        def result() -> Result:
+            number, future = pending.popleft()
+            try:
+                return future.result()
+            except Exception as exc:
+                pool.shutdown(cancel_futures=True)   # the items not started yet are not worked on
+                raise RuntimeError(f"{work.__name__} failed on item {number} of its map: {exc}") from exc
+        for number, item in enumerate(items):
+            pending.append((number, pool.submit(work, item, *args)))
             if len(pending) >= 2 * workers:
-                yield pending.popleft().result()
+                yield result()
         while pending:
-            yield pending.popleft().result()
+            yield result()
 
 
 def map_chunks(work: Callable[..., Result], rows: pl.DataFrame, workers: int, *args: object,

@@ -19,8 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from cass.pipeline.metrics import write_metrics, write_run_report
-from store import Store, digest_bytes
-from toolchains.base import EXECUTABLE
+from store import ActionRecord, Store, digest_bytes
 
 DATA_DIR = Path("data")
 PACK_DIR = DATA_DIR / "store_packs"
@@ -68,13 +67,14 @@ def manifest_digests(df: pl.DataFrame) -> set[str]:
 
 @dataclass
 class LiveSet:
-    """What the current manifests need of the store: objects, action keys, and among them the actions that built an
-    executable (:data:`toolchains.base.EXECUTABLE`) and the executables."""
+    """What the current manifests need of the store: objects, and the live actions' records by key."""
 
     objects: set[str]
-    actions: set[str]
-    builds: set[str]
-    executables: set[str]
+    records: dict[str, ActionRecord]
+
+    @property
+    def actions(self) -> set[str]:
+        return set(self.records)
 
 
 def live_set(store: Store) -> LiveSet:
@@ -86,12 +86,10 @@ def live_set(store: Store) -> LiveSet:
         objects |= manifest_digests(pl.read_parquet(path))
     for path in sorted(DATA_DIR.glob("*/actions.parquet")):
         actions |= set(pl.read_parquet(path)["key"])
-    records = {key: store.lookup(key) for key in sorted(actions)}
-    live_actions = {key for key, record in records.items() if record is not None}
-    builds = {key for key in live_actions if EXECUTABLE in records[key].outputs}
-    for key in live_actions:
-        objects.update(records[key].digests())
-    return LiveSet(objects, live_actions, builds, {records[key].outputs[EXECUTABLE] for key in builds})
+    records = {key: record for key in sorted(actions) if (record := store.lookup(key)) is not None}
+    for record in records.values():
+        objects.update(record.digests())
+    return LiveSet(objects, records)
 
 
 def write_action_keys(stage: str, keys: set[str]) -> None:

@@ -41,10 +41,12 @@ def run(stage: Stage) -> None:
     # a chunk's branch lists in memory at a time, the files marked on executor.workers processes
     for part, marked in map_chunks(mark_chunk, rows, stage.workers, str(store.root)):
         for row in part.iter_rows(named=True):
-            for vendor, tc in toolchains.items() if row["sample_id"] in marked else ():
+            if (sample := marked.get(row["sample_id"])) is None:   # OpenCL C: not checked
+                continue
+            for vendor, tc in toolchains.items():
                 step = tc.preprocess_step(row["files"][0]["path"], params[vendor]["archs"][0],
                                           params[vendor]["flags"], row["include_dirs"])
-                marked[row["sample_id"]][vendor] = plan(tc, step, marked[row["sample_id"]]["inputs"][vendor])
+                sample[vendor] = plan(tc, step, sample["inputs"][vendor])
         outcomes = {}
         for vendor, runner in runners.items():
             outcomes.update(runner.run([m[vendor] for m in marked.values()], desc=f"{vendor} preprocess"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from functools import partial
 
 import polars as pl
 
@@ -31,6 +32,7 @@ from cass.pipeline.metrics import write_metrics
 from cass.training.instruct import HOLDOUT, IDENTITY, SCHEMA, TEXTS, dataset_info, same_text
 from cass.training.prompts import TASKS, Task
 from cass.training.units import unit_chunks, units
+from store import Store
 
 
 def run(stage: Stage) -> None:
@@ -62,21 +64,11 @@ def run(stage: Stage) -> None:
                                                 "domain": i["domain"], "unit_id": i["unit_id"]})
     metrics: dict = {}
     for task in TASKS:
-        prompt, answer = TEXTS[task.name]
         table = pl.DataFrame(examples[task.name], schema={**{k: v for k, v in SCHEMA.items() if k != "messages"},
                                                           "unit_id": pl.String}).sort("id")
 
-        def shard(offset: int, length: int, task: Task = task, table: pl.DataFrame = table,
-                  prompt: int = prompt, answer: int = answer) -> pl.DataFrame:
-            """One shard of the task's examples, its texts read from the store for it alone."""
-            part = table.slice(offset, length)
-            ids = part["unit_id"].implode()
-            texts = {i["unit_id"]: i["texts"] for i in units(store, files.filter(pl.col("sample_id").is_in(ids)),
-                                                              kernels.filter(pl.col("sample_id").is_in(ids)))}
-            return part.with_columns(pl.Series("messages", [task.messages(texts[u][prompt], texts[u][answer])
-                                                            for u in part["unit_id"]], dtype=SCHEMA["messages"])
-                                     ).select(list(SCHEMA))
-        shards = write_shards(table.height, shard, stage.data_dir / task.name, per_shard)
+        shards = write_shards(table.height, partial(example_shard, store, files, kernels, task, table),
+                              stage.data_dir / task.name, per_shard)
         reasons = Counter(d["reason"] for d in dropped if d["sample_id"].endswith(f"/{task.name}"))
         metrics[task.name] = {"rows": table.height, "shards": shards,
                               "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
@@ -88,3 +80,16 @@ def run(stage: Stage) -> None:
     (stage.data_dir / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
     write_metrics(stage.name, metrics)
     print(metrics)
+
+
+def example_shard(store: Store, files: pl.DataFrame, kernels: pl.DataFrame, task: Task, examples: pl.DataFrame,
+                  offset: int, length: int) -> pl.DataFrame:
+    """One shard of a task's examples (rows ``offset`` on of ``examples``, in id order) with their messages, the
+    texts read from the store for this shard alone."""
+    part = examples.slice(offset, length)
+    ids = part["unit_id"].implode()
+    texts = {i["unit_id"]: i["texts"] for i in units(store, files.filter(pl.col("sample_id").is_in(ids)),
+                                                      kernels.filter(pl.col("sample_id").is_in(ids)))}
+    prompt, answer = TEXTS[task.name]
+    messages = [task.messages(texts[u][prompt], texts[u][answer]) for u in part["unit_id"]]
+    return part.with_columns(pl.Series("messages", messages, dtype=SCHEMA["messages"])).select(list(SCHEMA))

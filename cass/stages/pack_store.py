@@ -19,19 +19,22 @@ from __future__ import annotations
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import PACK_DIR, live_set
 from cass.pipeline.metrics import write_metrics, write_run_report
+from toolchains.base import EXECUTABLE
 
 
 def run(stage: Stage) -> None:
     params = stage.params
     store = stage.store
     live = live_set(store)
-    packed, records = live.objects - live.executables, live.actions - live.builds
+    builds = {key for key, record in live.records.items() if EXECUTABLE in record.outputs}
+    executables = {live.records[key].outputs[EXECUTABLE] for key in builds}
+    packed, records = live.objects - executables, live.actions - builds
     result = store.write_packs(PACK_DIR, packed, records, params["store"]["pack_prefix"])
     metrics = {
         "objects": len(packed),
         "actions": len(records),
-        "executables_left_out": len(live.executables),
-        "executable_bytes_left_out": sum(store.size(d) for d in live.executables),
+        "executables_left_out": len(executables),
+        "executable_bytes_left_out": sum(store.size(d) for d in executables),
         "packs": len(list(PACK_DIR.glob("*.pack"))),
         "bytes": sum(p.stat().st_size for p in PACK_DIR.glob("*.pack")),
     }

@@ -62,7 +62,7 @@ def run(stage: Stage) -> None:
                   for i in chunk]
         sass_counts += sass_token_counts(store, part, chunk[:part.height], tokens)
     if len(items) != files.height + kernels.height:
-        raise AssertionError(f"tokens: {files.height} files and {kernels.height} kernels in, but {len(items)} "
+        raise RuntimeError(f"tokens: {files.height} files and {kernels.height} kernels in, but {len(items)} "
                              "units made: a kernel's file is not among the files")
     empty = pl.DataFrame(schema={"unit_id": pl.String, "level": pl.String, "sample_id": pl.String,
                                  "kernel": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)})

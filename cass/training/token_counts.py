@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
+from store import Store
 
-def sass_token_counts(store, files: pl.DataFrame, file_units: list[dict], tokens) -> list[tuple[int, int]]:
+
+def sass_token_counts(store: Store, files: pl.DataFrame, file_units: list[dict],
+                      tokens: Callable[[list[str]], list[int]]) -> list[tuple[int, int]]:
     """(raw, normalised) tokenizer tokens of each file's SASS (first arch); ``file_units`` are the file-level units
     of ``files``, in order, holding the normalised text. :func:`cass.pipeline.metrics.mean_reduction` of them is
     what the normalisation saves."""

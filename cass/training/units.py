@@ -9,9 +9,10 @@ from collections.abc import Iterator
 import polars as pl
 
 from cass.pipeline.manifests import CHUNK_ROWS
+from store import Store
 
 
-def units(store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict]:
+def units(store: Store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict]:
     """Every unit with the four texts its tasks need (first arch of each vendor)."""
     out = []
     for row in files.iter_rows(named=True):
@@ -29,7 +30,7 @@ def units(store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict]:
     return out
 
 
-def unit_chunks(store, files: pl.DataFrame, kernels: pl.DataFrame,
+def unit_chunks(store: Store, files: pl.DataFrame, kernels: pl.DataFrame,
                 keep: pl.Series | None = None) -> Iterator[tuple[pl.DataFrame, list[dict]]]:
     """(file rows, their units: the files' and their kernels', in that order), :data:`CHUNK_ROWS` files at a time,
     so one chunk's texts are in memory; ``keep``: only the units with these ids (the file rows given are all)."""

@@ -1,0 +1,32 @@
+"""A Hub config written from many parts into many shards: every row once, in the shard its key picks, each shard
+sorted; the same shards whether the rows come from one table or from several files."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from cass.hub.layout import STAGING, FileParts, FrameParts, shard_of, write_config
+
+
+def test_a_config_from_several_files_is_sharded_by_key_and_equals_the_one_table_version(tmp_path):
+    table = pl.DataFrame({"sample_id": [f"s{i:03d}" for i in range(60)], "origin": ["a", "b", "bench"] * 20,
+                          "text": [f"text {i} " * (i % 7 + 1) for i in range(60)]})
+    files = []
+    for n, part in enumerate(table.sample(fraction=1.0, shuffle=True, seed=3).iter_slices(17)):   # 4 unsorted files
+        files.append(tmp_path / f"part-{n}.parquet")
+        part.write_parquet(files[-1])
+    keep = pl.col("origin") != "bench"
+    wanted = table.filter(keep)
+    shard_bytes = wanted.estimated_size() // 3
+    config = write_config(tmp_path / "many", FileParts(tuple(files), keep), "sample_id", "pairs", shard_bytes)
+    assert config.rows == wanted.height == 40 and len(config.paths) >= 3 and config.schema == table.schema
+    shards = [pl.read_parquet(tmp_path / "many" / path) for path in config.paths]
+    assert sorted(pl.concat(shards)["sample_id"]) == sorted(wanted["sample_id"])   # every row once
+    for number, shard in enumerate(shards):
+        assert shard["sample_id"].to_list() == sorted(shard["sample_id"])
+        assert {shard_of(key, len(shards)) for key in shard["sample_id"]} <= {number}
+    assert not (tmp_path / "many" / STAGING / "pairs").exists()
+    one = write_config(tmp_path / "one", FrameParts(wanted), "sample_id", "pairs", shard_bytes)
+    assert one.paths == config.paths
+    assert [(tmp_path / "one" / p).read_bytes() for p in one.paths] == \
+        [(tmp_path / "many" / p).read_bytes() for p in config.paths]
