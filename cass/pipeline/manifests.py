@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,6 +120,22 @@ def write_parquet(df: pl.DataFrame, path: Path, sort_by: str | None = "sample_id
     tmp = path.with_suffix(".tmp")
     df.write_parquet(tmp, compression="zstd", compression_level=9, statistics=True)
     tmp.replace(path)
+
+
+@contextmanager
+def replacing(folder: Path) -> Iterator[Path]:
+    """A fresh folder to write ``folder``'s new contents into, which takes ``folder``'s place only when the block
+    ends without an error: a stage that fails half way leaves its earlier outputs whole."""
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
 
 
 def write_shards(rows: int, part: Callable[[int, int], pl.DataFrame], folder: Path, per_shard: int) -> int:

@@ -9,12 +9,12 @@ row, next to the artifacts they produced.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 
 import polars as pl
 
 from cass.pipeline.context import Stage
+from cass.pipeline.manifests import replacing
 from cass.pipeline.metrics import write_metrics
 from cass.training.export import (
     TOKEN_COLUMNS,
@@ -36,16 +36,15 @@ def run(stage: Stage) -> None:
               .select("unit_id", *TOKEN_COLUMNS).iter_rows(named=True)}
     prov = provenance(params, stage.toolchain_record())
     executed = {r["sample_id"]: execution_columns(r) for r in stage.upstream("execute").iter_rows(named=True)}
-    if stage.data_dir.exists():
-        shutil.rmtree(stage.data_dir)
     per_shard = params["export"]["rows_per_shard"]
-    metrics = {
-        "pairs": write_table(stage.data_dir, pairs.sort("sample_id"),
-                             lambda r: {**export_row(store, r, prov), **counts[r["sample_id"]],
-                                        **executed[r["sample_id"]]}, schema(params), "pairs", per_shard),
-        "exec_status": dict(sorted(Counter(executed[i]["exec_status"] for i in pairs["sample_id"]).items())),
-        "kernels": write_table(stage.data_dir, stage.upstream("kernels").sort("sample_id"),
-                               lambda r: kernel_row(store, r, counts[r["sample_id"]]), kernel_schema(params),
-                               "kernels", per_shard)}
+    with replacing(stage.data_dir) as folder:   # a text that fails its digest check leaves the old shards whole
+        metrics = {
+            "pairs": write_table(folder, pairs.sort("sample_id"),
+                                 lambda r: {**export_row(store, r, prov), **counts[r["sample_id"]],
+                                            **executed[r["sample_id"]]}, schema(params), "pairs", per_shard),
+            "exec_status": dict(sorted(Counter(executed[i]["exec_status"] for i in pairs["sample_id"]).items())),
+            "kernels": write_table(folder, stage.upstream("kernels").sort("sample_id"),
+                                   lambda r: kernel_row(store, r, counts[r["sample_id"]]), kernel_schema(params),
+                                   "kernels", per_shard)}
     write_metrics(stage.name, metrics)
     print(metrics)
