@@ -3,13 +3,14 @@ result as it comes, count hits and misses; and a stage's own per-row work spread
 
 from __future__ import annotations
 
+import json
 import os
 
 import polars as pl
 import pytest
 
 from cass.engine.cached import CachedMap
-from cass.engine.chunks import map_chunks
+from cass.engine.stage_work import LocalWork
 
 
 def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
@@ -65,12 +66,27 @@ def chunk_facts(rows: pl.DataFrame, offset: int) -> tuple[list[int], int]:
     return [v + offset for v in rows["v"]], os.getpid()
 
 
-def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order():
+def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order(tmp_path):
     rows = pl.DataFrame({"v": list(range(10))})
-    parallel = list(map_chunks(chunk_facts, rows, 2, 100, chunk_rows=3))
+    work = LocalWork(2, tmp_path / "tally.json")
+    parallel = list(work.chunks(chunk_facts, rows, 100, chunk_rows=3))
     assert [v for values, _ in parallel for v in values] == list(range(100, 110))   # every row, in order
     assert len(parallel) == 4 and os.getpid() not in {pid for _, pid in parallel}
-    inline = list(map_chunks(chunk_facts, rows, 1, 100, chunk_rows=3))   # one worker: this process, same results
+    tally = json.loads((tmp_path / "tally.json").read_text())   # how much work there was, and where it ran
+    assert tally["items"] == 4 and tally["by_worker"] == {"local": 4} and tally["where"] == "local, 2 processes"
+    inline = list(LocalWork(1).chunks(chunk_facts, rows, 100, chunk_rows=3))   # one worker: this process
     assert [values for values, _ in inline] == [values for values, _ in parallel]
     assert {pid for _, pid in inline} == {os.getpid()}
-    assert list(map_chunks(chunk_facts, rows.head(0), 2, 0)) == []
+    assert list(work.chunks(chunk_facts, rows.head(0), 0)) == []
+
+
+def failing_chunk(rows: pl.DataFrame) -> int:
+    if 7 in rows["v"]:
+        raise ValueError("no sevens")
+    return rows.height
+
+
+def test_a_failing_chunk_names_its_item_and_the_error():
+    with pytest.raises(RuntimeError, match=r"failing_chunk failed on item 2 of its map \(local, 2 processes\): "
+                                           "no sevens"):
+        list(LocalWork(2).chunks(failing_chunk, pl.DataFrame({"v": list(range(10))}), chunk_rows=3))

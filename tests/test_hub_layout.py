@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from cass.hub.layout import STAGING, FileParts, FrameParts, shard_of, write_config
+from cass.engine.stage_work import LocalWork
+from cass.hub.layout import STAGING, FileParts, FrameParts, shard_of, write_configs
 
 
 def test_a_config_from_several_files_is_sharded_by_key_and_equals_the_one_table_version(tmp_path):
@@ -18,7 +19,8 @@ def test_a_config_from_several_files_is_sharded_by_key_and_equals_the_one_table_
     keep = pl.col("origin") != "bench"
     wanted = table.filter(keep)
     shard_bytes = wanted.estimated_size() // 3
-    config = write_config(tmp_path / "many", FileParts(tuple(files), keep), "sample_id", "pairs", shard_bytes)
+    config = write_configs(LocalWork(2), tmp_path / "many", {"pairs": (FileParts(tuple(files), keep), "sample_id")},
+                           shard_bytes)["pairs"]   # parts and shards on two worker processes
     assert config.rows == wanted.height == 40 and len(config.paths) >= 3 and config.schema == table.schema
     shards = [pl.read_parquet(tmp_path / "many" / path) for path in config.paths]
     assert sorted(pl.concat(shards)["sample_id"]) == sorted(wanted["sample_id"])   # every row once
@@ -26,7 +28,8 @@ def test_a_config_from_several_files_is_sharded_by_key_and_equals_the_one_table_
         assert shard["sample_id"].to_list() == sorted(shard["sample_id"])
         assert {shard_of(key, len(shards)) for key in shard["sample_id"]} <= {number}
     assert not (tmp_path / "many" / STAGING / "pairs").exists()
-    one = write_config(tmp_path / "one", FrameParts(wanted), "sample_id", "pairs", shard_bytes)
+    one = write_configs(LocalWork(1), tmp_path / "one", {"pairs": (FrameParts(wanted), "sample_id")},
+                        shard_bytes)["pairs"]
     assert one.paths == config.paths
     assert [(tmp_path / "one" / p).read_bytes() for p in one.paths] == \
         [(tmp_path / "many" / p).read_bytes() for p in config.paths]

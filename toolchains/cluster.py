@@ -41,6 +41,9 @@ RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd"}
 """Worker resources and the vendor toolchain each one stands for."""
 GPU_RESOURCE = "gpu"
 """The resource of a host that runs programs on its NVIDIA GPU (jobs of vendor ``gpu``)."""
+STAGE_RESOURCE = "stage"
+"""The resource of a stage host: it runs the stages' own work (``cass.engine.stage_work``), no tool, so it needs no
+toolchain; it starts one thread per worker process (``--nworkers N --nthreads 1``)."""
 
 log = logging.getLogger("cass.worker")
 
@@ -109,10 +112,12 @@ def _load_toolchains(worker) -> None:
                                "on this host")
         _gpu_hosts[:] = [host]
         log.info("host %s serves gpu: %s, fingerprint %s", worker.name, host.describe(), host.fingerprint()[:16])
+    elif STAGE_RESOURCE in advertised:
+        log.info("host %s serves stage work", worker.name)
     elif not resources:
         raise RuntimeError(f"worker {worker.name} advertises none of the resources "
-                           f"{sorted([*RESOURCE_VENDOR, GPU_RESOURCE])}: start it with --resources \"nvidia=N\" "
-                           "(or amd=N, hipify=N, gpu=N)")
+                           f"{sorted([*RESOURCE_VENDOR, GPU_RESOURCE, STAGE_RESOURCE])}: start it with --resources "
+                           "\"nvidia=N\" (or amd=N, hipify=N, gpu=N, stage=1)")
     if not resources:
         return
     local = load_toolchains()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +14,7 @@ import polars as pl
 import yaml
 
 from cass.benchmark import REAL_SUITE
+from cass.engine.stage_work import StageWork
 from cass.pipeline.manifests import write_parquet
 from store import digest_bytes
 
@@ -37,29 +38,40 @@ def shard_of(key: str, shards: int) -> int:
     return int(digest_bytes(key.encode())[:12], 16) % shards
 
 
-Parts = Callable[[], Iterable[pl.DataFrame]]
-"""A config's rows, a part at a time (each call starts over); it pickles, so a config can be written by a worker."""
+class Parts(ABC):
+    """A config's rows, in parts that can be read one at a time, by number (it pickles: workers read the parts)."""
+
+    count: int
+
+    @abstractmethod
+    def part(self, number: int) -> pl.DataFrame:
+        """The rows of part ``number``."""
 
 
 @dataclass(frozen=True)
-class FileParts:
-    """The rows of Parquet ``files`` that ``keep`` selects, a file at a time."""
+class FileParts(Parts):
+    """The rows of Parquet ``files`` that ``keep`` selects, a file a part."""
 
     files: tuple[Path, ...]
     keep: pl.Expr
 
-    def __call__(self) -> Iterator[pl.DataFrame]:
-        return (pl.read_parquet(f).filter(self.keep) for f in self.files)
+    @property
+    def count(self) -> int:
+        return len(self.files)
+
+    def part(self, number: int) -> pl.DataFrame:
+        return pl.read_parquet(self.files[number]).filter(self.keep)
 
 
 @dataclass(frozen=True)
-class FrameParts:
+class FrameParts(Parts):
     """A table already in memory, as one part."""
 
     frame: pl.DataFrame
+    count = 1
 
-    def __call__(self) -> list[pl.DataFrame]:
-        return [self.frame]
+    def part(self, number: int) -> pl.DataFrame:
+        return self.frame
 
 
 @dataclass
@@ -71,31 +83,67 @@ class Config:
     schema: pl.Schema
 
 
-def write_config(root: Path, parts: Parts, key: str, name: str, shard_bytes: int) -> Config:
-    """Shards of one config under ``data/<name>/`` of the repository laid out at ``root``. The shard count is the
-    config's size over ``shard_bytes``; a row's shard is chosen by its ``key`` (:func:`shard_of`); each shard is
-    sorted by ``key``. ``parts`` is read twice (to size the config, then to spread its rows over the shards through
-    a staging folder, written fast: lz4), so one part and one shard are in memory at a time."""
-    size, rows, schema = 0, 0, pl.Schema()
-    for part in parts():
-        size, rows, schema = size + part.estimated_size(), rows + part.height, part.schema
-    shards = max(1, math.ceil(size / shard_bytes))
-    staging = root / STAGING / name
-    for number, part in enumerate(parts()):
-        keyed = part.with_columns(pl.col(key).map_elements(lambda k: shard_of(k, shards), return_dtype=pl.Int64)
-                                  .alias("_shard"))
-        for (shard,), piece in keyed.partition_by("_shard", as_dict=True).items():
-            (staging / str(shard)).mkdir(parents=True, exist_ok=True)
-            piece.drop("_shard").write_parquet(staging / str(shard) / f"{number:06d}.parquet", compression="lz4")
-    paths = []
-    for n in range(shards):
-        pieces = [pl.read_parquet(p) for p in sorted((staging / str(n)).glob("*.parquet"))]
-        shard = pl.concat(pieces) if pieces else pl.DataFrame(schema=schema)
-        path = f"data/{name}/train-{n:05d}-of-{shards:05d}.parquet"
-        write_parquet(shard.sort(key), root / path, sort_by=None)
-        paths.append(path)
-    shutil.rmtree(staging, ignore_errors=True)
-    return Config(paths, rows, schema)
+@dataclass(frozen=True)
+class Spread:
+    """One config being written: its parts, key, shard count and where its rows are staged."""
+
+    name: str
+    parts: Parts
+    key: str
+    shards: int
+    staging: Path
+
+
+def write_configs(work: StageWork, root: Path, configs: dict[str, tuple[Parts, str]], shard_bytes: int
+                  ) -> dict[str, Config]:
+    """Shards of every config under ``data/<name>/`` of the repository laid out at ``root``. A config's shard count
+    is its size over ``shard_bytes``; a row's shard is chosen by its ``key`` (:func:`shard_of`); each shard is sorted
+    by ``key``. Three passes over the stage's workers, each an item per part or shard, so a worker holds one part or
+    one shard: the parts are sized, then spread over their shards through a staging folder (written fast: lz4),
+    then each shard is gathered and written."""
+    parts = [(name, config, number) for name, config in configs.items() for number in range(config[0].count)]
+    sizes: dict[str, tuple[int, int, pl.Schema]] = {name: (0, 0, pl.Schema()) for name in configs}
+    for (name, _, _), (size, rows, schema) in zip(parts, work.map(part_size, parts, count=len(parts)), strict=True):
+        sizes[name] = (sizes[name][0] + size, sizes[name][1] + rows, schema)
+    spreads = {name: Spread(name, config[0], config[1], max(1, math.ceil(sizes[name][0] / shard_bytes)),
+                            root / STAGING / name) for name, config in configs.items()}
+    scatter = [(spreads[name], number) for name, _, number in parts]
+    for _ in work.map(scatter_part, scatter, count=len(scatter)):
+        pass
+    shards = [(spreads[name], sizes[name][2], number) for name in configs for number in range(spreads[name].shards)]
+    paths = list(work.map(gather_shard, shards, str(root), count=len(shards)))
+    for spread in spreads.values():
+        shutil.rmtree(spread.staging, ignore_errors=True)
+    return {name: Config([path for (spread, _, _), path in zip(shards, paths, strict=True) if spread.name == name],
+                         sizes[name][1], sizes[name][2]) for name in configs}
+
+
+def part_size(item: tuple[str, tuple[Parts, str], int]) -> tuple[int, int, pl.Schema]:
+    """A part's size in memory, rows and schema."""
+    _, (parts, _), number = item
+    part = parts.part(number)
+    return part.estimated_size(), part.height, part.schema
+
+
+def scatter_part(item: tuple[Spread, int]) -> None:
+    """A part's rows, each staged under the shard its key picks."""
+    spread, number = item
+    part = spread.parts.part(number)
+    keyed = part.with_columns(pl.col(spread.key).map_elements(lambda k: shard_of(k, spread.shards),
+                                                              return_dtype=pl.Int64).alias("_shard"))
+    for (shard,), piece in keyed.partition_by("_shard", as_dict=True).items():
+        (spread.staging / str(shard)).mkdir(parents=True, exist_ok=True)
+        piece.drop("_shard").write_parquet(spread.staging / str(shard) / f"{number:06d}.parquet", compression="lz4")
+
+
+def gather_shard(item: tuple[Spread, pl.Schema, int], root: str) -> str:
+    """A shard's staged rows, sorted by key, written; returns its repository path."""
+    spread, schema, number = item
+    pieces = [pl.read_parquet(p) for p in sorted((spread.staging / str(number)).glob("*.parquet"))]
+    shard = pl.concat(pieces) if pieces else pl.DataFrame(schema=schema)
+    path = f"data/{spread.name}/train-{number:05d}-of-{spread.shards:05d}.parquet"
+    write_parquet(shard.sort(spread.key), Path(root) / path, sort_by=None)
+    return path
 
 
 def content_digest(root: Path, paths: list[str]) -> str:

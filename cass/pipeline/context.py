@@ -30,6 +30,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
+from cass.engine.stage_work import StageWork, stage_work
 from cass.pipeline.manifests import (
     DATA_DIR,
     PACK_DIR,
@@ -152,6 +153,12 @@ class Stage:
     def workers(self) -> int:
         """Processes the stage's own per-row work may use: ``executor.workers``, 0 for every core."""
         return self.params["executor"]["workers"] or os.cpu_count() or 1
+
+    @cached_property
+    def work(self) -> StageWork:
+        """Where the stage's own per-item work runs: stage hosts, or ``workers`` local processes
+        (:mod:`cass.engine.stage_work`)."""
+        return stage_work(self.name, self.params["executor"], self.workers)
 
     @cached_property
     def upstreams(self) -> frozenset[str]:

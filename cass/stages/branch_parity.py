@@ -12,7 +12,7 @@ the sample's row (``branch_divergences``) and counted in the metrics. System hea
 marked. Files whose HIP text has a different conditional structure than the CUDA text are not
 compared (``branch_parity`` ``unaligned``); a sample whose preprocessing failed on a side is
 ``unknown``. OpenCL C samples (the same text on both sides) are not checked. Nothing is dropped. Samples are
-marked a chunk at a time on ``executor.workers`` processes (:mod:`cass.engine.chunks`).
+marked a chunk at a time on stage hosts or ``executor.workers`` processes (:mod:`cass.engine.stage_work`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import polars as pl
 
 from cass.compiling.branch_parity import DIVERGENCE, aligned, branches, divergences, instrument, taken
 from cass.engine.actions import ActionCounts, pipeline_toolchains, plan, stage_runner
-from cass.engine.chunks import map_chunks
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import attach
 from store import Store
@@ -38,8 +37,8 @@ def run(stage: Stage) -> None:
     toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
     runners = {v: stage_runner(store, tc, params, params["branch_parity"]["timeout_s"]) for v, tc in toolchains.items()}
     added, by_macro, status = [], Counter(), Counter()
-    # a chunk's branch lists in memory at a time, the files marked on executor.workers processes
-    for part, marked in map_chunks(mark_chunk, rows, stage.workers, str(store.root)):
+    # a chunk's branch lists in memory at a time, the files marked on stage hosts or local processes
+    for part, marked in stage.work.chunks(mark_chunk, rows, str(store.root)):
         for row in part.iter_rows(named=True):
             if (sample := marked.get(row["sample_id"])) is None:   # OpenCL C: not checked
                 continue

@@ -17,13 +17,11 @@ to cite the CASS paper.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import polars as pl
 
 from cass.benchmark import REAL_SUITE
-from cass.engine.chunks import map_parallel
-from cass.hub.layout import SOURCES, STAGING, Config, FileParts, FrameParts, Parts, card, write_config
+from cass.hub.layout import SOURCES, STAGING, FileParts, FrameParts, Parts, card, write_configs
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics
 
@@ -47,16 +45,10 @@ def run(stage: Stage) -> None:
     root = stage.data_dir
     if root.exists():
         shutil.rmtree(root)
-    written = dict(zip(configs, map_parallel(config_job, configs.items(), stage.workers, root, shard_bytes),
-                       strict=True))   # the configs on executor.workers processes
+    written = write_configs(stage.work, root, configs, shard_bytes)
     shutil.rmtree(root / STAGING, ignore_errors=True)
     (root / "README.md").write_text(card(root, params, written, stage.upstream_metrics(), stage.toolchain_record()))
     metrics = {name: {"rows": config.rows, "shards": len(config.paths)} for name, config in written.items()}
     write_metrics(stage.name, metrics)
     print(metrics)
 
-
-def config_job(config: tuple[str, tuple[Parts, str]], root: Path, shard_bytes: int) -> Config:
-    """One config written (:func:`cass.hub.layout.write_config`)."""
-    name, (parts, key) = config
-    return write_config(root, parts, key, name, shard_bytes)

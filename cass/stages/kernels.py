@@ -10,14 +10,14 @@ row's ``kernel`` is the CUDA mangled name. An OpenCL C file's kernels (unmangled
 same OpenCL source on both sides. What does not match is counted with its reason: ``only_nvidia`` /
 ``only_amd`` (a kernel one compiler emitted and the other did not, e.g. a name hipify changed),
 ``source_not_found`` (the function's text could not be cut out of a source, e.g. one made by a
-macro). Files are paired a chunk at a time on ``executor.workers`` processes (:mod:`cass.engine.chunks`).
+macro). Files are paired a chunk at a time on stage hosts or ``executor.workers`` processes
+(:mod:`cass.engine.stage_work`).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from cass.engine.chunks import map_chunks
 from cass.pipeline.context import Stage
 from cass.text.amdgpu import split_amd
 from cass.text.kernel_names import kernel_base_name, match_kernels
@@ -32,7 +32,7 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("normalize")
     out = stage.output()
     kept = []
-    for part_kept, part_dropped in map_chunks(kernel_pairs, rows, stage.workers, str(stage.store.root)):
+    for part_kept, part_dropped in stage.work.chunks(kernel_pairs, rows, str(stage.store.root)):
         kept += part_kept
         for unit, reason, detail in part_dropped:
             out.rows_in += 1

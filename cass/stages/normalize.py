@@ -8,7 +8,7 @@ toolchain); a text that does not assemble is a bug in the normaliser and drops t
 assembler's message (``normalized_asm_rejected``). The raw texts stay in the store and in the
 export. With ``normalize.strip_host_registration`` the CUDA host assembly also gets a normalised
 copy without nvcc's registration boilerplate (:func:`cass.text.host_asm.strip_host_registration`). Texts are
-normalised a chunk at a time on ``executor.workers`` processes (:mod:`cass.engine.chunks`).
+normalised a chunk at a time on stage hosts or ``executor.workers`` processes (:mod:`cass.engine.stage_work`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import polars as pl
 
 from cass.engine.actions import pipeline_toolchains, plan, stage_runner
-from cass.engine.chunks import map_chunks
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, attach
 from cass.pipeline.metrics import mean_reduction
@@ -36,7 +35,7 @@ def run(stage: Stage) -> None:
     runner = stage_runner(stage.store, amd, stage.params, params["amd"]["timeout_s"])
     strip_host = params["normalize"]["strip_host_registration"]
     normalized = {}
-    for part in map_chunks(normalized_chunk, rows, stage.workers, str(store.root), strip_host):
+    for part in stage.work.chunks(normalized_chunk, rows, str(store.root), strip_host):
         normalized |= part
     checks = {(a["arch"], a["digest"]): plan(amd, amd.assemble_step(a["arch"], "device.s"), {"device.s": a["digest"]})
               for n in normalized.values() for a in n["amd"][0]}

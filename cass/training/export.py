@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from cass.pipeline.manifests import write_shards
+from cass.engine.stage_work import StageWork, shard_parts
 from cass.training.prompts import COUNT_COLUMNS, TASKS
 from store import Store
 
@@ -132,7 +132,7 @@ def kernel_schema(params: dict) -> dict:
     }
 
 
-def kernel_row(store: Store, row: dict, counts: dict) -> dict:
+def kernel_row(store: Store, row: dict) -> dict:
     """One kernel row with its texts read from the store."""
     return {
         "kernel_id": row["sample_id"], "sample_id": row["file_sample_id"], "origin": row["origin"],
@@ -141,7 +141,7 @@ def kernel_row(store: Store, row: dict, counts: dict) -> dict:
         "hip_kernel_source": store.get_text(row["hip_kernel_source"]),
         **{f"cuda_kernel_sass_{a['arch']}": store.get_text(a["digest"]) for a in row["nvidia_kernel_sass"]},
         **{f"hip_kernel_asm_{a['arch']}": store.get_text(a["digest"]) for a in row["amd_kernel_asm"]},
-        **counts,
+        **{c: row[c] for c in TOKEN_COLUMNS},
     }
 
 
@@ -157,13 +157,27 @@ def provenance(params: dict, tools: dict) -> dict:
     return record
 
 
-def write_table(root: Path, rows: pl.DataFrame, make_row: Callable[[dict], dict], schema: dict, name: str,
-                per_shard: int) -> dict:
-    """Shards of one table under ``root/<name>/``: the manifest ``rows``, in their order, made into dataset rows
-    (``make_row``) a shard at a time, so only one shard's texts are in memory. Returns its rows, shards and bytes."""
-    folder = root / name
+def pair_rows(rows: pl.DataFrame, store_root: str, provenance: dict, schema: dict) -> pl.DataFrame:
+    """Pair rows of the dataset from manifest ``rows`` that carry their token counts and execution columns."""
+    store = Store(store_root)
+    carried = [*TOKEN_COLUMNS, *EXEC_COLUMNS]
+    return pl.DataFrame([{**export_row(store, r, provenance), **{c: r[c] for c in carried}}
+                         for r in rows.iter_rows(named=True)], schema=schema)
 
-    def part(offset: int, length: int) -> pl.DataFrame:
-        return pl.DataFrame([make_row(r) for r in rows.slice(offset, length).iter_rows(named=True)], schema=schema)
-    shards = write_shards(rows.height, part, folder, per_shard)
+
+def kernel_rows(rows: pl.DataFrame, store_root: str, schema: dict) -> pl.DataFrame:
+    """Kernel rows of the dataset from manifest ``rows`` that carry their token counts."""
+    store = Store(store_root)
+    return pl.DataFrame([kernel_row(store, r) for r in rows.iter_rows(named=True)], schema=schema)
+
+
+def write_table(work: StageWork, root: Path, rows: pl.DataFrame, make: Callable[..., pl.DataFrame], name: str,
+                per_shard: int, *args: object) -> dict:
+    """Shards of one table under ``root/<name>/``: the manifest ``rows``, in their order, made into dataset rows
+    by ``make(part, *args)`` a shard at a time on the stage's workers, so a worker holds one shard's texts. Returns
+    its rows, shards and bytes."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    parts, count = shard_parts(rows, per_shard)
+    shards = work.write_shards(make, parts, count, folder, *args)
     return {"rows": rows.height, "shards": shards, "bytes": sum(p.stat().st_size for p in folder.iterdir())}

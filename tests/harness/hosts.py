@@ -65,11 +65,11 @@ class VendorHosts:
         return (self.workdir / name / f"log-{start or self.starts[name]}.txt").read_text(errors="replace")
 
     def start_worker(self, name: str, resources: dict[str, int], env: dict[str, str], nthreads: int = 2,
-                     wait: bool = True) -> subprocess.Popen:
+                     wait: bool = True, extra: tuple[str, ...] = ()) -> subprocess.Popen:
         res = ",".join(f"{k}={v}" for k, v in resources.items())
         proc = self._spawn(name, [DASK, "worker", self.address, "--name", name, "--nthreads", str(nthreads),
                                   "--resources", res, "--preload", "toolchains.cluster", "--no-dashboard",
-                                  "--local-directory", str(self.workdir / name / "dask")], env)
+                                  "--local-directory", str(self.workdir / name / "dask"), *extra], env)
         if wait:
             self.wait_for(name)
         return proc
@@ -82,6 +82,11 @@ class VendorHosts:
         suite = suite or load_params(REPO / "params.yaml")["amd"]["toolchain"]
         return self.start_worker(name, {"amd": nthreads, "hipify": nthreads},
                                  {**NO_CUDA, "CASS_AMD_SUITE": suite}, nthreads)
+
+    def stage(self, name: str = "stage-1", processes: int = 2) -> subprocess.Popen:
+        """A stage host: ``processes`` worker processes of one thread, for the stages' own work. It sees this
+        machine's files, as a stage host mounts the driver's project and store."""
+        return self.start_worker(name, {"stage": 1}, {}, 1, extra=("--nworkers", str(processes)))
 
     def wait_for(self, name: str, timeout_s: float = 120) -> None:
         """Wait until worker ``name`` has registered (its preload fingerprinted its toolchain)."""
