@@ -94,6 +94,19 @@ class Pending(Protocol):
     def cancel(self) -> bool: ...
 
 
+class Ran:
+    """An item worked on in this process, when its result is asked for (so its errors surface as a worker's do)."""
+
+    def __init__(self, *call: Any):
+        self.call = call
+
+    def result(self) -> Done:
+        return self.call[0](*self.call[1:])
+
+    def cancel(self) -> bool:
+        return True
+
+
 @dataclass(frozen=True)
 class Pool:
     """Workers: how many items they take at once, and how an item is sent (``submit(item, work, args)``)."""
@@ -120,16 +133,11 @@ class StageWork(ABC):
         """``work(item, *args)`` for every item, in the items' order (``count``: how many, if known)."""
         try:
             with self.pool(count) as pool:
-                if pool is None:
-                    for item in items:
-                        done = run_item(work, item, args)
-                        self.tally.add(done)
-                        yield done.result
-                    return
                 pending: deque[tuple[int, Pending]] = deque()
                 for number, item in enumerate(items):
-                    pending.append((number, pool.submit(item, work, args)))
-                    if len(pending) >= 2 * pool.slots:
+                    pending.append((number, Ran(run_item, work, item, args) if pool is None
+                                    else pool.submit(item, work, args)))
+                    if len(pending) >= 2 * (pool.slots if pool else 1):
                         yield self._take(pending, work)
                 while pending:
                     yield self._take(pending, work)

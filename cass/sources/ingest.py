@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import yaml
 from tqdm import tqdm
 
-from cass.pipeline.manifests import FILES_DTYPE, StageOutput, sample_id
+from cass.pipeline.manifests import CHUNK_ROWS, FILES_DTYPE, StageOutput, sample_id
 from cass.sources.configure import configure_tree
 from cass.sources.copyright import Copyright, license_type
 from cass.sources.debian import COMPLETE_MARK, DebianArchive, FetchError
@@ -188,30 +189,118 @@ def fetched_stack(path: Path) -> pl.DataFrame | None:
     return pl.read_parquet(path) if path.exists() else None
 
 
-def stack_v2(ingest: Ingest, store: Store, fetched: pl.DataFrame | None) -> None:
-    """The files ``fetch_stack`` downloaded (single files with their Stack v2 provenance)."""
-    if fetched is None:
-        return
-    for row in fetched.iter_rows(named=True):
-        provenance = {"repository": row["repo_name"], "revision": row["revision_id"],
-                      "license_type": row["license_type"], "detected_licenses": row["detected_licenses"],
-                      "stars": row["star_events_count"]}
-        ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
-                   [(row["repo_path"].lstrip("/"), f"stack_v2:{row['path']}", store.get(row["digest"]))],
-                   provenance, declared_encoding=row["src_encoding"])
+class IngestError(RuntimeError):
+    """A source cannot be read at all (a checkout or an unpacked package is gone and cannot be made again)."""
 
 
-def synthesized(ingest: Ingest, store: Store, path: Path) -> None:
-    """The programs ``synthesize`` kept (its manifest at ``path``): one file each, the model that wrote it as the
-    provenance (the template, persona and variables are in ``data/synthesize/requests.parquet``, by sample id)."""
-    if not path.exists():
-        return
-    for row in pl.read_parquet(path).iter_rows(named=True):
-        model = json.loads(row["model"])
-        ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
-                   [(row["path"], f"synthetic:{row['path']}", store.get(row["digest"]))],
-                   {"repository": f"{model['backend']}:{model.get('model') or model.get('weights')}",
-                    "revision": model.get("revision"), "license_type": "model_output"})
+class Source(ABC):
+    """Files of one source made samples by a worker: a tree, or a chunk of single files. It pickles."""
+
+    @abstractmethod
+    def add_to(self, ingest: Ingest) -> None:
+        """Add this source's samples (and drops) to ``ingest``."""
+
+
+@dataclass(frozen=True)
+class TreeSource(Source):
+    """A local directory tree (:meth:`Ingest.tree`'s arguments)."""
+
+    root: Path
+    origin: str
+    extensions: tuple[str, ...]
+    prefix: str = ""
+    provenance: dict | None = None
+    select: tuple[str, ...] = ()
+    limit: int = 0
+    configure: dict | None = None
+    run_specs: Path | None = None
+
+    def add_to(self, ingest: Ingest) -> None:
+        ingest.tree(self.root, self.origin, list(self.extensions), prefix=self.prefix, provenance=self.provenance,
+                    select=self.select, limit=self.limit, configure=self.configure, run_specs=self.run_specs)
+
+
+@dataclass(frozen=True)
+class CheckoutSource(Source):
+    """A checkout the ``clone_repos`` stage made (``repo``: its manifest row), at its pinned commit, with the Stack v2
+    license fields of its repository (``licenses``)."""
+
+    repo: dict
+    extensions: tuple[str, ...]
+    timeout_s: float
+    licenses: dict
+    configure: dict | None
+
+    def add_to(self, ingest: Ingest) -> None:
+        repo = self.repo
+        try:
+            checkout(repo["url"], repo["revision"], Path(repo["checkout"]), self.timeout_s)  # no-op unless deleted
+        except CloneError as exc:
+            raise IngestError(f"ingest: checkout {repo['checkout']} is gone and cannot be made again: {exc}") from exc
+        ingest.tree(Path(repo["checkout"]), "repos", list(self.extensions), prefix=f"{repo['name']}/",
+                    provenance={"repository": repo["url"], "revision": repo["revision"], **self.licenses},
+                    configure=self.configure)
+
+
+@dataclass(frozen=True)
+class PackageSource(Source):
+    """A source package ``fetch_debian`` unpacked (``pkg``: its manifest row): each file's license from the package's
+    copyright file, the package's sample selection and configure values (``archive``: ``debian_sources``)."""
+
+    pkg: dict
+    archive: dict
+    extensions: tuple[str, ...]
+    configure: dict | None
+
+    def add_to(self, ingest: Ingest) -> None:
+        pkg = self.pkg
+        tree = Path(pkg["tree"])
+        if not (tree / COMPLETE_MARK).is_file():   # the unpacked tree is a cache: make it again
+            try:
+                DebianArchive.from_params(self.archive).fetch(pkg["name"], pkg["version"])
+            except FetchError as exc:
+                raise IngestError(f"ingest: {tree} is gone and cannot be made again: {exc}") from exc
+        copyright_file = Copyright.parse(ingest.store.get_text(pkg["copyright"]))
+
+        def provenance(rel: str) -> dict:
+            name = copyright_file.license_of(rel)
+            return {"repository": pkg["dsc_url"], "revision": pkg["version"], "license_type": license_type(name),
+                    "detected_licenses": [name]}
+
+        ingest.tree(tree, pkg["origin"], list(self.extensions), prefix=f"{pkg['name']}/", provenance=provenance,
+                    select=pkg["paths"], limit=pkg["limit"], configure=self.configure)
+
+
+@dataclass(frozen=True)
+class StackRows(Source):
+    """Rows of ``fetch_stack``'s manifest: single files with their Stack v2 provenance."""
+
+    rows: pl.DataFrame
+
+    def add_to(self, ingest: Ingest) -> None:
+        for row in self.rows.iter_rows(named=True):
+            provenance = {"repository": row["repo_name"], "revision": row["revision_id"],
+                          "license_type": row["license_type"], "detected_licenses": row["detected_licenses"],
+                          "stars": row["star_events_count"]}
+            ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
+                       [(row["repo_path"].lstrip("/"), f"stack_v2:{row['path']}", ingest.store.get(row["digest"]))],
+                       provenance, declared_encoding=row["src_encoding"])
+
+
+@dataclass(frozen=True)
+class SynthesizedRows(Source):
+    """Rows of ``synthesize``'s manifest: one file each, the model that wrote it as the provenance (the template,
+    persona and variables are in ``data/synthesize/requests.parquet``, by sample id)."""
+
+    rows: pl.DataFrame
+
+    def add_to(self, ingest: Ingest) -> None:
+        for row in self.rows.iter_rows(named=True):
+            model = json.loads(row["model"])
+            ingest.add({"sample_id": row["sample_id"], "origin": row["origin"], "path": row["path"]},
+                       [(row["path"], f"synthetic:{row['path']}", ingest.store.get(row["digest"]))],
+                       {"repository": f"{model['backend']}:{model.get('model') or model.get('weights')}",
+                        "revision": model.get("revision"), "license_type": "model_output"})
 
 
 def stack_licenses(fetched: pl.DataFrame | None) -> dict[str, dict]:
@@ -227,41 +316,44 @@ def stack_licenses(fetched: pl.DataFrame | None) -> dict[str, dict]:
     return {r.pop("repo_name"): r for r in per_repo.iter_rows(named=True)}
 
 
-def cloned_repositories(ingest: Ingest, path: Path, extensions: list[str], timeout_s: float,
-                        licenses: dict[str, dict], configure: Callable[[dict | None], dict | None]) -> None:
-    """The checkouts the ``clone_repos`` stage made (its manifest at ``path``), each at its pinned commit (with
-    the Stack v2 license fields of their repository, ``licenses``)."""
+def cloned_repositories(path: Path, extensions: list[str], timeout_s: float, licenses: dict[str, dict],
+                        configure: Callable[[dict | None], dict | None]) -> list[Source]:
+    """The checkouts the ``clone_repos`` stage made (its manifest at ``path``)."""
     if not path.exists():
-        return
-    for repo in pl.read_parquet(path).iter_rows(named=True):
-        try:
-            checkout(repo["url"], repo["revision"], Path(repo["checkout"]), timeout_s)  # no-op unless deleted
-        except CloneError as exc:
-            sys.exit(f"ingest: checkout {repo['checkout']} is gone and cannot be made again: {exc}")
-        ingest.tree(Path(repo["checkout"]), "repos", extensions, prefix=f"{repo['name']}/",
-                    provenance={"repository": repo["url"], "revision": repo["revision"],
-                                **licenses.get(repo["name"], {})}, configure=configure(None))
+        return []
+    return [CheckoutSource(repo, tuple(extensions), timeout_s, licenses.get(repo["name"], {}), configure(None))
+            for repo in pl.read_parquet(path).iter_rows(named=True)]
 
 
-def debian_packages(ingest: Ingest, store: Store, path: Path, params: dict, extensions: list[str],
-                    configure: Callable[[dict | None], dict | None]) -> None:
-    """The source packages ``fetch_debian`` unpacked (its manifest at ``path``): each file's license from the
-    package's copyright file, the package's sample selection and configure values."""
+def debian_packages(path: Path, params: dict, extensions: list[str],
+                    configure: Callable[[dict | None], dict | None]) -> list[Source]:
+    """The source packages ``fetch_debian`` unpacked (its manifest at ``path``)."""
     if not path.exists():
-        return
-    for pkg in pl.read_parquet(path).iter_rows(named=True):
-        tree = Path(pkg["tree"])
-        if not (tree / COMPLETE_MARK).is_file():   # the unpacked tree is a cache: make it again
-            try:
-                DebianArchive.from_params(params["debian_sources"]).fetch(pkg["name"], pkg["version"])
-            except FetchError as exc:
-                sys.exit(f"ingest: {tree} is gone and cannot be made again: {exc}")
-        copyright_file = Copyright.parse(store.get_text(pkg["copyright"]))
+        return []
+    return [PackageSource(pkg, dict(params["debian_sources"]), tuple(extensions),
+                          configure(json.loads(pkg["configure"])))
+            for pkg in pl.read_parquet(path).iter_rows(named=True)]
 
-        def provenance(rel: str, pkg: dict = pkg, copyright_file: Copyright = copyright_file) -> dict:
-            name = copyright_file.license_of(rel)
-            return {"repository": pkg["dsc_url"], "revision": pkg["version"], "license_type": license_type(name),
-                    "detected_licenses": [name]}
 
-        ingest.tree(tree, pkg["origin"], extensions, prefix=f"{pkg['name']}/", provenance=provenance,
-                    select=pkg["paths"], limit=pkg["limit"], configure=configure(json.loads(pkg["configure"])))
+def file_chunks(kind: type[StackRows | SynthesizedRows], rows: pl.DataFrame | None) -> list[Source]:
+    """Single-file sources in chunks of :data:`CHUNK_ROWS` rows."""
+    return [] if rows is None else [kind(chunk) for chunk in rows.iter_slices(CHUNK_ROWS)]
+
+
+@dataclass
+class Ingested:
+    """What a worker made of one source: sample rows, configured headers, drops, files seen, files not selected."""
+
+    rows: list[dict]
+    configured: list[dict]
+    dropped: list[dict]
+    rows_in: int
+    not_selected: dict[str, int]
+
+
+def ingest_source(source: Source, store_root: str, params: dict, stage: str) -> Ingested:
+    """One source's samples, made by a worker (``params``: ``filter`` and ``domains``)."""
+    out = StageOutput(stage)
+    ingest = Ingest(Store(store_root), params, out)
+    source.add_to(ingest)
+    return Ingested(ingest.rows, ingest.configured, out.dropped, out.rows_in, ingest.not_selected)

@@ -18,6 +18,7 @@ sample gets a domain label from :mod:`cass.sources.domains`.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -27,21 +28,23 @@ from cass.pipeline.manifests import manifest_path, write_parquet
 from cass.sources.ingest import (
     CONFIGURED_SCHEMA,
     SCHEMA,
-    Ingest,
+    IngestError,
+    Source,
+    StackRows,
+    SynthesizedRows,
+    TreeSource,
     cloned_repositories,
     debian_packages,
     fetched_stack,
+    file_chunks,
+    ingest_source,
     stack_licenses,
-    stack_v2,
-    synthesized,
 )
 
 
 def run(stage: Stage) -> None:
     params = stage.params
-    store = stage.store
     out = stage.output()
-    ingest = Ingest(store, params, out)
     extensions = params["corpus"]["extensions"]
     cparams = params["configure"]
 
@@ -49,24 +52,42 @@ def run(stage: Stage) -> None:
         """A tree's configure values (the global ones, then its own), or None when configuring is off."""
         return {**cparams["values"], **(values or {})} if cparams["enabled"] else None
 
+    sources: list[Source] = []
     for tree in params["corpus"]["trees"]:
         root = Path(tree["path"])
         if not root.is_dir():
             sys.exit(f"ingest: corpus tree {root} (params.yaml corpus.trees) is not a directory")
         specs = Path(tree["run_specs"]) if tree.get("run_specs") else None
-        ingest.tree(root, tree["origin"], tree.get("extensions", extensions), select=tree.get("paths", ()),
-                    prefix=tree.get("prefix", ""), configure=configure(tree.get("configure")), run_specs=specs)
+        sources.append(TreeSource(root, tree["origin"], tuple(tree.get("extensions", extensions)),
+                                  prefix=tree.get("prefix", ""), select=tuple(tree.get("paths", ())),
+                                  configure=configure(tree.get("configure")), run_specs=specs))
     fetched = fetched_stack(stage.upstream_path("fetch_stack"))
-    cloned_repositories(ingest, stage.upstream_path("clone_repos"), extensions, params["repositories"]["timeout_s"],
-                        stack_licenses(fetched), configure)
-    debian_packages(ingest, store, stage.upstream_path("fetch_debian"), params, extensions, configure)
-    stack_v2(ingest, store, fetched)
-    synthesized(ingest, store, stage.upstream_path("synthesize"))
-    kept = pl.DataFrame(ingest.rows, schema=SCHEMA)
+    sources += cloned_repositories(stage.upstream_path("clone_repos"), extensions, params["repositories"]["timeout_s"],
+                                   stack_licenses(fetched), configure)
+    sources += debian_packages(stage.upstream_path("fetch_debian"), params, extensions, configure)
+    sources += file_chunks(StackRows, fetched)
+    synthesized = stage.upstream_path("synthesize")
+    sources += file_chunks(SynthesizedRows, pl.read_parquet(synthesized) if synthesized.exists() else None)
+    worker_params = {"filter": {k: params["filter"][k] for k in ("max_bytes", "decode_fallbacks")},
+                     "domains": {"keywords_file": params["domains"]["keywords_file"]}}
+    rows, configured, not_selected = [], [], Counter()
+    try:   # every source on the stage's workers (a tree, or a chunk of single files, each)
+        for part in stage.work.map(ingest_source, sources, str(stage.store.root), worker_params, stage.name,
+                                   count=len(sources)):
+            rows += part.rows
+            configured += part.configured
+            out.dropped += part.dropped
+            out.rows_in += part.rows_in
+            not_selected.update(part.not_selected)
+    except RuntimeError as exc:
+        if isinstance(exc.__cause__, IngestError):
+            sys.exit(str(exc.__cause__))
+        raise
+    kept = pl.DataFrame(rows, schema=SCHEMA)
     duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
     if duplicate_ids.height:
         sys.exit(f"ingest: two sources produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
-    configured = pl.DataFrame(ingest.configured, schema=CONFIGURED_SCHEMA)
+    configured = pl.DataFrame(configured, schema=CONFIGURED_SCHEMA)
     write_parquet(configured, manifest_path(stage.name, "configured"), sort_by="path")
     out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
     out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
@@ -76,5 +97,5 @@ def run(stage: Stage) -> None:
     out.extra_metrics["with_configured_headers"] = dict(sorted(
         kept.filter(pl.col("configured_headers").list.len() > 0)["origin"].value_counts().iter_rows()))
     out.extra_metrics["with_unresolved_includes"] = kept.filter(pl.col("unresolved_includes").list.len() > 0).height
-    out.extra_metrics["not_selected"] = dict(sorted(ingest.not_selected.items()))
+    out.extra_metrics["not_selected"] = dict(sorted(not_selected.items()))
     print(out.write(kept))
