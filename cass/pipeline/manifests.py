@@ -9,11 +9,10 @@ fixed compression, no timestamps.
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,17 +135,6 @@ def replacing(folder: Path) -> Iterator[Path]:
         raise
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
-
-
-def write_shards(rows: int, part: Callable[[int, int], pl.DataFrame], folder: Path, per_shard: int) -> int:
-    """``rows`` rows as ``train-XXXXX-of-XXXXX.parquet`` shards of ``per_shard`` rows, in order: ``part(offset,
-    length)`` makes each shard's table, so one shard is in memory at a time. Returns the shard count (at least one,
-    so an empty table still has its schema on disk)."""
-    shards = max(1, math.ceil(rows / per_shard))
-    for i in range(shards):
-        write_parquet(part(i * per_shard, per_shard), folder / f"train-{i:05d}-of-{shards:05d}.parquet",
-                      sort_by=None)
-    return shards
 
 
 def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:

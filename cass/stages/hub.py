@@ -23,6 +23,7 @@ import polars as pl
 from cass.benchmark import REAL_SUITE
 from cass.hub.layout import SOURCES, STAGING, FileParts, FrameParts, Parts, card, write_configs
 from cass.pipeline.context import Stage
+from cass.pipeline.manifests import replacing
 from cass.pipeline.metrics import write_metrics
 
 
@@ -42,12 +43,11 @@ def run(stage: Stage) -> None:
         configs[f"benchmark_{REAL_SUITE}"] = (FrameParts(suite), "sample_id")
     for origin in sorted(pl.scan_parquet(sources["pairs"]).select("origin").unique().collect()["origin"]):
         configs[f"pairs_{origin}"] = (FileParts(sources["pairs"], pl.col("origin") == origin), "sample_id")
-    root = stage.data_dir
-    if root.exists():
-        shutil.rmtree(root)
-    written = write_configs(stage.work, root, configs, shard_bytes)
-    shutil.rmtree(root / STAGING, ignore_errors=True)
-    (root / "README.md").write_text(card(root, params, written, stage.upstream_metrics(), stage.toolchain_record()))
+    with replacing(stage.data_dir) as root:   # a failure leaves the earlier layout whole
+        written = write_configs(stage.work, root, configs, shard_bytes)
+        shutil.rmtree(root / STAGING, ignore_errors=True)
+        (root / "README.md").write_text(card(root, params, written, stage.upstream_metrics(),
+                                             stage.toolchain_record()))
     metrics = {name: {"rows": config.rows, "shards": len(config.paths)} for name, config in written.items()}
     write_metrics(stage.name, metrics)
     print(metrics)

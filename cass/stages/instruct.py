@@ -20,76 +20,89 @@ keeps its assembly example, whose two sides always differ.
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
-from functools import partial
 
 import polars as pl
 
+from cass.engine.stage_work import shard_parts
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import DROPPED_SCHEMA, write_parquet, write_shards
+from cass.pipeline.manifests import CHUNK_ROWS, DROPPED_SCHEMA, replacing, write_parquet
 from cass.pipeline.metrics import write_metrics
 from cass.training.instruct import HOLDOUT, IDENTITY, SCHEMA, TEXTS, dataset_info, same_text
-from cass.training.prompts import TASKS, Task
-from cass.training.units import unit_chunks, units
+from cass.training.prompts import TASKS
+from cass.training.units import unit_parts, units
 from store import Store
 
 
 def run(stage: Stage) -> None:
     params = stage.params
-    store = stage.store
+    root = str(stage.store.root)
     fitting = stage.upstream("tokens")["unit_id"]   # a unit's id is its row's sample_id at both levels
     files, kernels = stage.upstream("normalize"), stage.upstream("kernels")
-    if stage.data_dir.exists():
-        shutil.rmtree(stage.data_dir)
     per_shard = params["export"]["rows_per_shard"]
-    holdout = set(params["export"]["holdout_origins"])
+    holdout = sorted(params["export"]["holdout_origins"])
     examples: dict[str, list[dict]] = {task.name: [] for task in TASKS}
     dropped = []
-    for _, chunk in unit_chunks(store, files, kernels, fitting):   # which examples are written: no texts kept
-        for i in chunk:
-            for task in TASKS:
-                prompt, answer = TEXTS[task.name]
-                example_id = f"{i['unit_id']}/{task.name}"
-                why = ((HOLDOUT, f"origin {i['origin']} is in export.holdout_origins") if i["origin"] in holdout else
-                       (IDENTITY, "the answer is the prompt's text")
-                       if same_text(i["texts"][prompt], i["texts"][answer]) else None)
-                if why:
-                    dropped.append({"sample_id": example_id, "origin": i["origin"], "path": i["path"],
-                                    "domain": i["domain"], "stage": stage.name, "reason": why[0],
-                                    "detail": f"{task.name} task, {i['level']} level: {why[1]}"})
-                else:
-                    examples[task.name].append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"],
-                                                "kernel": i["kernel"], "origin": i["origin"], "path": i["path"],
-                                                "domain": i["domain"], "unit_id": i["unit_id"]})
+    for chunk_examples, chunk_dropped in stage.work.map(   # which examples are written: no texts kept
+            chosen_examples, unit_parts(files, kernels, fitting), root, holdout, stage.name,
+            count=-(-files.height // CHUNK_ROWS)):
+        for task in TASKS:
+            examples[task.name] += chunk_examples[task.name]
+        dropped += chunk_dropped
     metrics: dict = {}
-    for task in TASKS:
-        table = pl.DataFrame(examples[task.name], schema={**{k: v for k, v in SCHEMA.items() if k != "messages"},
-                                                          "unit_id": pl.String}).sort("id")
-
-        shards = write_shards(table.height, partial(example_shard, store, files, kernels, task, table),
-                              stage.data_dir / task.name, per_shard)
-        reasons = Counter(d["reason"] for d in dropped if d["sample_id"].endswith(f"/{task.name}"))
-        metrics[task.name] = {"rows": table.height, "shards": shards,
-                              "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
-                              "dropped_identity": reasons[IDENTITY], "dropped_holdout": reasons[HOLDOUT]}
-    write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), stage.data_dir / "dropped.parquet")
+    with replacing(stage.data_dir) as folder:
+        for task in TASKS:
+            table = pl.DataFrame(examples[task.name], schema={**{k: v for k, v in SCHEMA.items() if k != "messages"},
+                                                              "unit_id": pl.String}).sort("id")
+            (folder / task.name).mkdir()
+            slices, count = shard_parts(table, per_shard)
+            parts = ((part, files.filter(pl.col("sample_id").is_in(part["unit_id"].implode())),
+                      kernels.filter(pl.col("sample_id").is_in(part["unit_id"].implode()))) for part in slices)
+            shards = stage.work.write_shards(example_shard, parts, count, folder / task.name, root, task.name)
+            reasons = Counter(d["reason"] for d in dropped if d["sample_id"].endswith(f"/{task.name}"))
+            metrics[task.name] = {"rows": table.height, "shards": shards,
+                                  "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
+                                  "dropped_identity": reasons[IDENTITY], "dropped_holdout": reasons[HOLDOUT]}
+        write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), folder / "dropped.parquet")
+        (folder / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
     kept = sum(m["rows"] for m in metrics.values())
     metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
                     "dropped_by_reason": dict(sorted(Counter(d["reason"] for d in dropped).items()))})
-    (stage.data_dir / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
     write_metrics(stage.name, metrics)
     print(metrics)
 
 
-def example_shard(store: Store, files: pl.DataFrame, kernels: pl.DataFrame, task: Task, examples: pl.DataFrame,
-                  offset: int, length: int) -> pl.DataFrame:
-    """One shard of a task's examples (rows ``offset`` on of ``examples``, in id order) with their messages, the
-    texts read from the store for this shard alone."""
-    part = examples.slice(offset, length)
-    ids = part["unit_id"].implode()
-    texts = {i["unit_id"]: i["texts"] for i in units(store, files.filter(pl.col("sample_id").is_in(ids)),
-                                                      kernels.filter(pl.col("sample_id").is_in(ids)))}
+def chosen_examples(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_root: str, holdout: list[str],
+                    stage: str) -> tuple[dict[str, list[dict]], list[dict]]:
+    """A chunk's units as examples per task (identities, no texts), and the examples not written, with why."""
+    _, unit_files, unit_kernels = part
+    examples: dict[str, list[dict]] = {task.name: [] for task in TASKS}
+    dropped = []
+    for i in units(Store(store_root), unit_files, unit_kernels):
+        for task in TASKS:
+            prompt, answer = TEXTS[task.name]
+            example_id = f"{i['unit_id']}/{task.name}"
+            why = ((HOLDOUT, f"origin {i['origin']} is in export.holdout_origins") if i["origin"] in holdout else
+                   (IDENTITY, "the answer is the prompt's text")
+                   if same_text(i["texts"][prompt], i["texts"][answer]) else None)
+            if why:
+                dropped.append({"sample_id": example_id, "origin": i["origin"], "path": i["path"],
+                                "domain": i["domain"], "stage": stage, "reason": why[0],
+                                "detail": f"{task.name} task, {i['level']} level: {why[1]}"})
+            else:
+                examples[task.name].append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"],
+                                            "kernel": i["kernel"], "origin": i["origin"], "path": i["path"],
+                                            "domain": i["domain"], "unit_id": i["unit_id"]})
+    return examples, dropped
+
+
+def example_shard(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_root: str, task_name: str
+                  ) -> pl.DataFrame:
+    """One shard of a task's examples (in id order) with their messages, from the rows of their units' files and
+    kernels, the texts read from the store for this shard alone."""
+    examples, files, kernels = part
+    task = next(t for t in TASKS if t.name == task_name)
+    texts = {i["unit_id"]: i["texts"] for i in units(Store(store_root), files, kernels)}
     prompt, answer = TEXTS[task.name]
-    messages = [task.messages(texts[u][prompt], texts[u][answer]) for u in part["unit_id"]]
-    return part.with_columns(pl.Series("messages", messages, dtype=SCHEMA["messages"])).select(list(SCHEMA))
+    messages = [task.messages(texts[u][prompt], texts[u][answer]) for u in examples["unit_id"]]
+    return examples.with_columns(pl.Series("messages", messages, dtype=SCHEMA["messages"])).select(list(SCHEMA))

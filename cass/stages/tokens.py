@@ -1,5 +1,5 @@
 """Stage ``tokens``: token counts with the target model's tokenizer, and the token-budget filter, a chunk of
-files (and their kernels) at a time.
+files (and their kernels) at a time, on the stage's workers.
 
 Units are the file-level pairs (``normalize``) and the kernel-level pairs (``kernels``). For each
 unit and task (:mod:`cass.training.prompts`: CUDA source -> HIP source; SASS -> AMD device assembly,
@@ -15,18 +15,20 @@ the tokenizer used and the token reduction of normalised SASS against raw SASS.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import manifest_path, write_parquet
+from cass.pipeline.manifests import CHUNK_ROWS, manifest_path, write_parquet
 from cass.pipeline.memo import Memo
 from cass.pipeline.metrics import mean_reduction
 from cass.training.prompts import ASM, COUNT_COLUMNS, SOURCE, TASKS
 from cass.training.token_counts import sass_token_counts
 from cass.training.tokenizer import BUILT_HERE, counter, install_tokenizer, tokenizer_digest
-from cass.training.units import unit_chunks
+from cass.training.units import unit_chunks, unit_parts, units
+from store import Store
 
 
 def run(stage: Stage) -> None:
@@ -35,32 +37,20 @@ def run(stage: Stage) -> None:
     store = stage.store
     files, kernels = stage.upstream("normalize"), stage.upstream("kernels")
 
-    def chunks() -> Iterator[tuple[pl.DataFrame, list[dict]]]:
-        return unit_chunks(store, files, kernels)
-
     tokenizer_dir = stage.data_dir / "tokenizer"   # what the counts are made with, for training
-    used = install_tokenizer(tparams, lambda: (t for _, items in chunks() for i in items if i["level"] == "file"
-                                               for t in i["texts"]), tokenizer_dir)
-    memo = Memo(store, "tokens.count", {"tokenizer": tokenizer_digest(tokenizer_dir)})
-    count = counter(tokenizer_dir, tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE)
-
-    def tokens(texts: list[str]) -> list[int]:
-        return memo.map(texts, count)
-
+    used = install_tokenizer(tparams, lambda: (t for _, chunk in unit_chunks(store, files, kernels) for i in chunk
+                                               if i["level"] == "file" for t in i["texts"]), tokenizer_dir)
+    digest = tokenizer_digest(tokenizer_dir)
     limit = tparams["max_tokens"]
-    tables, items, sass_counts = [], [], []
-    for part, chunk in chunks():
-        tables.append(pl.DataFrame({
-            "unit_id": [i["unit_id"] for i in chunk], "level": [i["level"] for i in chunk],
-            "sample_id": [i["sample_id"] for i in chunk], "kernel": [i["kernel"] for i in chunk],
-            "source_prompt_tokens": tokens([SOURCE.prompt(i["texts"][0]) for i in chunk]),
-            "source_answer_tokens": tokens([SOURCE.answer(i["texts"][1]) for i in chunk]),
-            "asm_prompt_tokens": tokens([ASM.prompt(i["texts"][2]) for i in chunk]),
-            "asm_answer_tokens": tokens([ASM.answer(i["texts"][3]) for i in chunk]),
-        }, schema_overrides={"kernel": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)}))
-        items += [{k: i[k] for k in ("unit_id", "level", "sample_id", "origin", "path", "domain", "kernel")}
-                  for i in chunk]
-        sass_counts += sass_token_counts(store, part, chunk[:part.height], tokens)
+    tables, items, sass_counts, keys, memo = [], [], [], set(), Counter()
+    for chunk in stage.work.map(count_chunk, unit_parts(files, kernels), str(store.root), str(tokenizer_dir), digest,
+                                tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE,
+                                count=-(-files.height // CHUNK_ROWS)):
+        tables.append(chunk.table)
+        items += chunk.items
+        sass_counts += chunk.sass_counts
+        keys |= chunk.keys
+        memo.update(chunk.memo)
     if len(items) != files.height + kernels.height:
         raise RuntimeError(f"tokens: {files.height} files and {kernels.height} kernels in, but {len(items)} "
                              "units made: a kernel's file is not among the files")
@@ -71,7 +61,7 @@ def run(stage: Stage) -> None:
           for t in TASKS))
     write_parquet(counts, manifest_path(stage.name, "counts"), sort_by="unit_id")
 
-    out = stage.output(len(items), action_keys=memo.keys)
+    out = stage.output(len(items), action_keys=keys)
     kept = []
     for item, row in zip(items, counts.iter_rows(named=True), strict=True):
         identity = {"sample_id": item["unit_id"], "origin": item["origin"], "path": item["path"],
@@ -87,8 +77,46 @@ def run(stage: Stage) -> None:
     out.extra_metrics.update(tokenizer=used, max_tokens=limit,
                              kept_by_level=dict(sorted(Counter(k["level"] for k in kept).items())),
                              sass_token_reduction=mean_reduction(sass_counts))
-    out.run["memo"] = memo.counts()
+    out.run["memo"] = {"hits": memo["hits"], "misses": memo["misses"]}
     schema = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
               "unit_id": pl.String, "level": pl.String, "file_sample_id": pl.String, "kernel": pl.String,
               **dict.fromkeys(COUNT_COLUMNS, pl.Int64)}
     print(out.write(pl.DataFrame(kept, schema=schema)))
+
+
+@dataclass
+class Counted:
+    """A chunk's units counted: their counts table, identities, (raw, normalised) SASS tokens, memo keys and
+    hits and misses."""
+
+    table: pl.DataFrame
+    items: list[dict]
+    sass_counts: list[tuple[int, int]]
+    keys: set[str]
+    memo: dict[str, int]
+
+
+def count_chunk(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_root: str, tokenizer_dir: str,
+                digest: str, batch_size: int, backend_only: bool) -> Counted:
+    """One chunk of files and their kernels counted (on a worker; the tokenizer is loaded only for texts not
+    counted before)."""
+    files, unit_files, unit_kernels = part
+    store = Store(store_root)
+    chunk = units(store, unit_files, unit_kernels)
+    memo = Memo(store, "tokens.count", {"tokenizer": digest})
+    count = counter(Path(tokenizer_dir), batch_size, backend_only)
+
+    def tokens(texts: list[str]) -> list[int]:
+        return memo.map(texts, count)
+
+    table = pl.DataFrame({
+        "unit_id": [i["unit_id"] for i in chunk], "level": [i["level"] for i in chunk],
+        "sample_id": [i["sample_id"] for i in chunk], "kernel": [i["kernel"] for i in chunk],
+        "source_prompt_tokens": tokens([SOURCE.prompt(i["texts"][0]) for i in chunk]),
+        "source_answer_tokens": tokens([SOURCE.answer(i["texts"][1]) for i in chunk]),
+        "asm_prompt_tokens": tokens([ASM.prompt(i["texts"][2]) for i in chunk]),
+        "asm_answer_tokens": tokens([ASM.answer(i["texts"][3]) for i in chunk]),
+    }, schema_overrides={"kernel": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)})
+    items = [{k: i[k] for k in ("unit_id", "level", "sample_id", "origin", "path", "domain", "kernel")} for i in chunk]
+    sass = sass_token_counts(store, files, chunk[:files.height], tokens)
+    return Counted(table, items, sass, memo.keys, memo.counts())

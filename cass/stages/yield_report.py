@@ -10,6 +10,7 @@ from cass.pipeline.context import Stage
 from cass.pipeline.manifests import write_parquet
 from cass.pipeline.metrics import percent, write_metrics
 from cass.report.yields import failures, markdown, report, template_yield
+from store import Store
 
 
 def run(stage: Stage) -> None:
@@ -26,9 +27,8 @@ def run(stage: Stage) -> None:
     ingest_dropped = pl.read_parquet(stage.upstream_path("ingest", "dropped"))
     included = dict(ingest_dropped.filter(pl.col("reason") == "included_unit")["origin"].value_counts().iter_rows())
     parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
-    scope = Scope(stage.params["scope"])
-    needs_api = {row["sample_id"] for row in candidates.iter_rows(named=True)
-                 if scope.needs([stage.store.get_text(f["digest"], "replace") for f in row["files"]])}
+    needs_api = {i for ids in stage.work.chunks(needing_api, candidates.select("sample_id", "files"),
+                                                str(stage.store.root), dict(stage.params["scope"])) for i in ids}
     yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api)
     requests = stage.upstream_path("synthesize", "requests")
     if requests.exists():
@@ -38,3 +38,10 @@ def run(stage: Stage) -> None:
     y = yields["all"]
     print(f"{stage.name}: {len(yields['corpora'])} corpora, {y['files']} files, NVIDIA ok {y['nvidia_ok']}, pairs "
           f"{y['both']} ({percent(y['both_over_nvidia_ok'])} of NVIDIA ok); tables in {stage.data_dir}/yield.md")
+
+
+def needing_api(rows: pl.DataFrame, store_root: str, scope: dict) -> list[str]:
+    """The ids of the ``rows`` whose files use an API outside the scope (read from the store on a worker)."""
+    store, needs = Store(store_root), Scope(scope).needs
+    return [row["sample_id"] for row in rows.iter_rows(named=True)
+            if needs([store.get_text(f["digest"], "replace") for f in row["files"]])]

@@ -30,14 +30,22 @@ def units(store: Store, files: pl.DataFrame, kernels: pl.DataFrame) -> list[dict
     return out
 
 
-def unit_chunks(store: Store, files: pl.DataFrame, kernels: pl.DataFrame,
-                keep: pl.Series | None = None) -> Iterator[tuple[pl.DataFrame, list[dict]]]:
-    """(file rows, their units: the files' and their kernels', in that order), :data:`CHUNK_ROWS` files at a time,
-    so one chunk's texts are in memory; ``keep``: only the units with these ids (the file rows given are all)."""
+def unit_parts(files: pl.DataFrame, kernels: pl.DataFrame, keep: pl.Series | None = None
+               ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
+    """(file rows, the rows of their units: files, kernels), :data:`CHUNK_ROWS` files at a time; ``keep``: only the
+    units with these ids (the file rows given are all)."""
     for part in files.iter_slices(CHUNK_ROWS):
         its_kernels = kernels.filter(pl.col("file_sample_id").is_in(part["sample_id"].implode()))
-        if keep is not None:
-            yield part, units(store, part.filter(pl.col("sample_id").is_in(keep.implode())),
-                              its_kernels.filter(pl.col("sample_id").is_in(keep.implode())))
+        if keep is None:
+            yield part, part, its_kernels
         else:
-            yield part, units(store, part, its_kernels)
+            yield (part, part.filter(pl.col("sample_id").is_in(keep.implode())),
+                   its_kernels.filter(pl.col("sample_id").is_in(keep.implode())))
+
+
+def unit_chunks(store: Store, files: pl.DataFrame, kernels: pl.DataFrame,
+                keep: pl.Series | None = None) -> Iterator[tuple[pl.DataFrame, list[dict]]]:
+    """(file rows, their units: the files' and their kernels', in that order) a chunk at a time (:func:`unit_parts`),
+    so one chunk's texts are in memory."""
+    for part, unit_files, unit_kernels in unit_parts(files, kernels, keep):
+        yield part, units(store, unit_files, unit_kernels)
