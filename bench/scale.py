@@ -73,7 +73,7 @@ def stages_of(project: Path) -> list[str]:
     return order
 
 
-def make_project(work: Path, name: str, tree: Path, files: int, distinct: int, store: Path) -> Path:
+def make_project(work: Path, name: str, tree: Path, files: int, distinct: int, store: Path, workers: int = 0) -> Path:
     """A fresh project whose corpus is ``files`` files rounded up to whole copies of ``tree`` (``distinct``
     programs), each copy a tree of its own (its sample paths under ``copy_NNNNN/``), on the shared ``store``."""
     project = work / name
@@ -90,6 +90,7 @@ def make_project(work: Path, name: str, tree: Path, files: int, distinct: int, s
     params["corpus"]["trees"] = trees
     params["dedup"]["exempt_origins"] = [*params["dedup"]["exempt_origins"], ORIGIN]
     params["hub"]["shard_bytes"] = FULL_CORPUS_SHARD_BYTES
+    params["executor"]["workers"] = workers
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (project / ".gitignore").write_text("corpus/\n")   # 124k hard links: git need not hash them
     run_in(["dvc", "config", "cache.type", "hardlink"], project)   # 124k files' export and Hub shards: ~13 GB, once
@@ -118,6 +119,10 @@ def build(project: Path) -> list[dict]:
             recorded = json.loads(report.read_text())
             row |= {k: recorded[k] for k in ("stage_wall_s", "stage_peak_rss_mib", "tool_cpu_s", "tool_jobs")
                     if k in recorded}
+        work = project / "metrics" / "run" / "stage_work" / f"{stage}.json"
+        if work.exists():   # the stage's own spreadable work (cass/engine/stage_work.py)
+            tally = json.loads(work.read_text())
+            row |= {"work_wall_s": tally["wall_s"], "work_cpu_s": tally["cpu_s"], "work_items": tally["items"]}
         rows.append(row)
         print(f"{project.name} {stage}: {row['wall_s']:.1f} s, {row['peak_mib']:.0f} MiB",
               file=sys.stderr, flush=True)
@@ -218,6 +223,9 @@ def main() -> None:
     parser.add_argument("--projects", type=int, default=16)
     parser.add_argument("--files-per-project", type=int, default=12)
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/scale"))
+    parser.add_argument("--workers", type=int, default=1,
+                        help="executor.workers of the sized runs: 1 keeps the stages' own work in the stage process, "
+                             "so its time and the driver's serial rest are measured apart")
     parser.add_argument("--out", type=Path, help="write the section into this results file")
     parser.add_argument("--json", type=Path, help="write the measured rows here")
     parser.add_argument("--from-json", type=Path, help="write the report from an earlier run's --json")
@@ -236,13 +244,14 @@ def measure(args: argparse.Namespace) -> dict:
     shutil.rmtree(tree, ignore_errors=True)
     distinct = len(generate_tree(tree, args.projects, args.files_per_project))
     store = args.work / "store"
+    shutil.rmtree(store, ignore_errors=True)   # the first build is cold: it measures the tools' cost per file
     warm = make_project(args.work, "warm", tree, distinct, distinct, store)
     measured = {"commit": commit_of("HEAD"), "date": str(date.today()), "cores": os.cpu_count(),
                 "machine": platform.machine(), "distinct": distinct, "cold": build(warm),
                 "lookups": lookup_costs(warm, store), "runs": {}}
     for size in args.sizes:
         files = math.ceil(size / distinct) * distinct
-        project = make_project(args.work, f"n{files}", tree, files, distinct, store)
+        project = make_project(args.work, f"n{files}", tree, files, distinct, store, args.workers)
         measured["runs"][files] = build(project)
         print(json.dumps({"files": files, "kept": rows_kept(project)}), file=sys.stderr, flush=True)
         if args.json:
