@@ -7,6 +7,7 @@ the Debian root of params.yaml's ``amd.toolchain`` (the worker enters it per cal
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import signal
@@ -235,6 +236,7 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
     try:
         hosts.nvidia()
         hosts.amd()
+        hosts.stage()   # the stages' own work goes to it (it sees this machine's files, as a mounted project)
         build = copy_pipeline(tmp_path / "project")
         env = {**TOOL_ENV, "CASS_SCHEDULER": hosts.address}
         log = (tmp_path / "repro.log").open("w")
@@ -253,6 +255,10 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
 
         local_export = parquet_hashes(project, "data/export")
         assert parquet_hashes(build, "data/export") == local_export   # byte-identical to the local build
+        for stage in ("ingest", "normalize", "kernels", "tokens", "export"):   # their own work ran on the stage host
+            tally = json.loads((build / "metrics" / "run" / "stage_work" / f"{stage}.json").read_text())
+            assert tally["where"].startswith("stage hosts") and tally["items"] > 0, (stage, tally)
+            assert {w.rsplit("-", 1)[0] for w in tally["by_worker"]} == {"stage-1"}, (stage, tally)
         rerun = started_actions(hosts.log("amd-1", 2), "hipcc")
         assert delivered and not delivered & set(rerun), "a finished job was computed again"
         for stage, host in (("hipify", "amd-1"), ("compile_nvidia", "nvidia-1"), ("compile_amd", "amd-1"),

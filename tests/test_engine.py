@@ -86,7 +86,7 @@ def failing_chunk(rows: pl.DataFrame) -> int:
     return rows.height
 
 
-def test_a_failing_chunk_names_its_item_and_the_error():
-    with pytest.raises(RuntimeError, match=r"failing_chunk failed on item 2 of its map \(local, 2 processes\): "
-                                           "no sevens"):
-        list(LocalWork(2).chunks(failing_chunk, pl.DataFrame({"v": list(range(10))}), chunk_rows=3))
+@pytest.mark.parametrize(("workers", "where"), [(2, "local, 2 processes"), (1, "local, 1 process")])
+def test_a_failing_chunk_names_its_item_and_the_error(workers, where):
+    with pytest.raises(RuntimeError, match=rf"failing_chunk failed on item 2 of its map \({where}\): no sevens"):
+        list(LocalWork(workers).chunks(failing_chunk, pl.DataFrame({"v": list(range(10))}), chunk_rows=3))
