@@ -6,7 +6,12 @@ from __future__ import annotations
 import polars as pl
 
 from cass.engine.stage_work import LocalWork
-from cass.hub.layout import STAGING, FileParts, FrameParts, shard_of, write_configs
+from cass.hub.layout import STAGING, Config, FileParts, FrameParts, shard_of, write_configs
+from store import digest_bytes
+
+
+def shard_bytes_of(root, config: Config) -> list[bytes]:
+    return [(root / path).read_bytes() for path in config.paths]
 
 
 def test_a_config_from_several_files_is_sharded_by_key_and_equals_the_one_table_version(tmp_path):
@@ -28,8 +33,10 @@ def test_a_config_from_several_files_is_sharded_by_key_and_equals_the_one_table_
         assert shard["sample_id"].to_list() == sorted(shard["sample_id"])
         assert {shard_of(key, len(shards)) for key in shard["sample_id"]} <= {number}
     assert not (tmp_path / "many" / STAGING / "pairs").exists()
+    assert config.digest == digest_bytes("".join(digest_bytes(s) for s in shard_bytes_of(tmp_path / "many", config))
+                                             .encode())[:16]
     one = write_configs(LocalWork(1), tmp_path / "one", {"pairs": (FrameParts(wanted), "sample_id")},
                         shard_bytes)["pairs"]
-    assert one.paths == config.paths
+    assert one.paths == config.paths and one.digest == config.digest
     assert [(tmp_path / "one" / p).read_bytes() for p in one.paths] == \
         [(tmp_path / "many" / p).read_bytes() for p in config.paths]

@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from toolchains.base import EXECUTABLE, Step, Target, Toolchain, ToolchainMissingError, require_archs
@@ -40,8 +40,8 @@ LIBCLC_NVPTX = Path("/usr/lib/clc/nvptx64--nvidiacl.bc")
 """libclc's OpenCL builtins (get_global_id, sqrt, ...) for NVPTX (Debian's ``libclc-15``), linked into every kernel."""
 OPENCL_PACKAGES = "clang-15 libclc-15"
 
-_FATBIN_START = re.compile(rb"^\s*\.section\s+\.nv_fatbin\b")
-_TEXT_LINE = re.compile(rb"^\s*\.text\s*$")
+_FATBIN_LINE = re.compile(rb"[^\S\n]*\.section[^\S\n]+\.nv_fatbin\b")
+_TEXT_LINE = re.compile(rb"[^\S\n]*\.text[^\S\n]*\n?")
 
 
 CUDA_NAME = re.compile(r"_*(?:cu|CU|Cu|nv|NV)")
@@ -57,18 +57,25 @@ def default_cuda_home() -> Path:
 def strip_fatbin(host_asm: bytes) -> bytes:
     """Remove the embedded device image: from ``.section .nv_fatbin`` up to and including the
     next ``.text`` line (the same span as CASS's ``sed '/\\.nv_fatbin/,/\\.text/d'``)."""
-    out: list[bytes] = []
-    skipping = False
-    for line in host_asm.splitlines(keepends=True):
-        if not skipping and _FATBIN_START.match(line):
-            skipping = True
-            continue
-        if skipping:
-            if _TEXT_LINE.match(line):
-                skipping = False
-            continue
-        out.append(line)
-    return b"".join(out)
+    kept, position = [], 0
+    while (start := _next_line(host_asm, b".nv_fatbin", _FATBIN_LINE.match, position)) is not None:
+        kept.append(host_asm[position:start[0]])
+        end = _next_line(host_asm, b".text", _TEXT_LINE.fullmatch, start[1])
+        position = end[1] if end else len(host_asm)
+    return b"".join([*kept, host_asm[position:]])
+
+
+def _next_line(text: bytes, word: bytes, is_it: Callable, position: int) -> tuple[int, int] | None:
+    """(start, end) of the first line starting at or after ``position`` that holds ``word`` and that ``is_it``
+    accepts (the bytes are searched for the word, not matched line by line: a fatbin section is long)."""
+    found = text.find(word, position)
+    while found >= 0:
+        start, end = text.rfind(b"\n", 0, found) + 1, text.find(b"\n", found)
+        end = len(text) if end < 0 else end + 1
+        if start >= position and is_it(text, start, end):
+            return start, end
+        found = text.find(word, end)
+    return None
 
 
 def sass_step(cubin: str) -> Step:

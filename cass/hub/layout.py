@@ -76,11 +76,13 @@ class FrameParts(Parts):
 
 @dataclass
 class Config:
-    """A config as written: its shard files (repository paths), rows and schema."""
+    """A config as written: its shard files (repository paths), rows, schema and content digest (BLAKE3 over its
+    shard files' digests, in name order, 16 hex digits: it changes exactly when the config's data does)."""
 
     paths: list[str]
     rows: int
     schema: pl.Schema
+    digest: str
 
 
 @dataclass(frozen=True)
@@ -111,11 +113,16 @@ def write_configs(work: StageWork, root: Path, configs: dict[str, tuple[Parts, s
     for _ in work.map(scatter_part, scatter, count=len(scatter)):
         pass
     shards = [(spreads[name], sizes[name][2], number) for name in configs for number in range(spreads[name].shards)]
-    paths = list(work.map(gather_shard, shards, str(root), count=len(shards)))
+    written = dict(zip(((spread.name, number) for spread, _, number in shards),
+                       work.map(gather_shard, shards, str(root), count=len(shards)), strict=True))
     for spread in spreads.values():
         shutil.rmtree(spread.staging, ignore_errors=True)
-    return {name: Config([path for (spread, _, _), path in zip(shards, paths, strict=True) if spread.name == name],
-                         sizes[name][1], sizes[name][2]) for name in configs}
+    configs_written = {}
+    for name in configs:
+        files = [written[name, number] for number in range(spreads[name].shards)]
+        configs_written[name] = Config([path for path, _ in files], sizes[name][1], sizes[name][2],
+                                       digest_bytes("".join(digest for _, digest in files).encode())[:16])
+    return configs_written
 
 
 def part_size(item: tuple[str, tuple[Parts, str], int]) -> tuple[int, int, pl.Schema]:
@@ -136,19 +143,14 @@ def scatter_part(item: tuple[Spread, int]) -> None:
         piece.drop("_shard").write_parquet(spread.staging / str(shard) / f"{number:06d}.parquet", compression="lz4")
 
 
-def gather_shard(item: tuple[Spread, pl.Schema, int], root: str) -> str:
-    """A shard's staged rows, sorted by key, written; returns its repository path."""
+def gather_shard(item: tuple[Spread, pl.Schema, int], root: str) -> tuple[str, str]:
+    """A shard's staged rows, sorted by key, written; returns its repository path and the digest of its bytes."""
     spread, schema, number = item
     pieces = [pl.read_parquet(p) for p in sorted((spread.staging / str(number)).glob("*.parquet"))]
     shard = pl.concat(pieces) if pieces else pl.DataFrame(schema=schema)
     path = f"data/{spread.name}/train-{number:05d}-of-{spread.shards:05d}.parquet"
     write_parquet(shard.sort(spread.key), Path(root) / path, sort_by=None)
-    return path
-
-
-def content_digest(root: Path, paths: list[str]) -> str:
-    """BLAKE3 over the bytes of a config's shard files (16 hex digits)."""
-    return digest_bytes(b"".join(digest_bytes((root / p).read_bytes()).encode() for p in paths))[:16]
+    return path, digest_bytes((Path(root) / path).read_bytes())
 
 
 def dtype_name(dtype: pl.DataType) -> str:
@@ -195,7 +197,7 @@ def decontamination_section(params: dict, dedup_metrics: dict | None) -> list[st
             "`verified`, `instruct_*`); they are the `pairs_<origin>` config of their origin only."]
 
 
-def card(root: Path, params: dict, configs: dict[str, Config], counts: list[tuple[str, dict]], tools: dict) -> str:
+def card(params: dict, configs: dict[str, Config], counts: list[tuple[str, dict]], tools: dict) -> str:
     """The dataset card: YAML header the Hub reads, then the documentation (``counts``: (stage, metrics) in pipeline
     order; ``tools``: the toolchain record)."""
     header = {
@@ -217,7 +219,7 @@ def card(root: Path, params: dict, configs: dict[str, Config], counts: list[tupl
              "## Configs", "", "The content digest is BLAKE3 over the config's shard files, in name order: it changes "
              "exactly when the config's data does.", "",
              "| config | rows | shards | content digest |", "|---|---:|---:|---|"]
-    lines += [f"| `{name}` | {config.rows} | {len(config.paths)} | `{content_digest(root, config.paths)}` |"
+    lines += [f"| `{name}` | {config.rows} | {len(config.paths)} | `{config.digest}` |"
               for name, config in configs.items()]
     for name, config in configs.items():
         lines += ["", f"### `{name}` schema", "", "| column | type |", "|---|---|"]

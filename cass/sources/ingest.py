@@ -342,10 +342,11 @@ def file_chunks(kind: type[StackRows | SynthesizedRows], rows: pl.DataFrame | No
 
 @dataclass
 class Ingested:
-    """What a worker made of one source: sample rows, configured headers, drops, files seen, files not selected."""
+    """What a worker made of one source: sample rows, configured headers (tables: made on the worker, where it is
+    cheaper than on the driver), drops, files seen, files not selected."""
 
-    rows: list[dict]
-    configured: list[dict]
+    rows: pl.DataFrame
+    configured: pl.DataFrame
     dropped: list[dict]
     rows_in: int
     not_selected: dict[str, int]
@@ -356,4 +357,5 @@ def ingest_source(source: Source, store_root: str, params: dict, stage: str) -> 
     out = StageOutput(stage)
     ingest = Ingest(Store(store_root), params, out)
     source.add_to(ingest)
-    return Ingested(ingest.rows, ingest.configured, out.dropped, out.rows_in, ingest.not_selected)
+    return Ingested(pl.DataFrame(ingest.rows, schema=SCHEMA), pl.DataFrame(ingest.configured, schema=CONFIGURED_SCHEMA),
+                    out.dropped, out.rows_in, ingest.not_selected)

@@ -46,7 +46,7 @@ def run(stage: Stage) -> None:
     with replacing(stage.data_dir) as root:   # a failure leaves the earlier layout whole
         written = write_configs(stage.work, root, configs, shard_bytes)
         shutil.rmtree(root / STAGING, ignore_errors=True)
-        (root / "README.md").write_text(card(root, params, written, stage.upstream_metrics(),
+        (root / "README.md").write_text(card(params, written, stage.upstream_metrics(),
                                              stage.toolchain_record()))
     metrics = {name: {"rows": config.rows, "shards": len(config.paths)} for name, config in written.items()}
     write_metrics(stage.name, metrics)

@@ -70,12 +70,12 @@ def run(stage: Stage) -> None:
     sources += file_chunks(SynthesizedRows, pl.read_parquet(synthesized) if synthesized.exists() else None)
     worker_params = {"filter": {k: params["filter"][k] for k in ("max_bytes", "decode_fallbacks")},
                      "domains": {"keywords_file": params["domains"]["keywords_file"]}}
-    rows, configured, not_selected = [], [], Counter()
+    rows, configured, not_selected = [pl.DataFrame(schema=SCHEMA)], [pl.DataFrame(schema=CONFIGURED_SCHEMA)], Counter()
     try:   # every source on the stage's workers (a tree, or a chunk of single files, each)
         for part in stage.work.map(ingest_source, sources, str(stage.store.root), worker_params, stage.name,
                                    count=len(sources)):
-            rows += part.rows
-            configured += part.configured
+            rows.append(part.rows)
+            configured.append(part.configured)
             out.dropped += part.dropped
             out.rows_in += part.rows_in
             not_selected.update(part.not_selected)
@@ -83,11 +83,11 @@ def run(stage: Stage) -> None:
         if isinstance(exc.__cause__, IngestError):
             sys.exit(str(exc.__cause__))
         raise
-    kept = pl.DataFrame(rows, schema=SCHEMA)
+    kept = pl.concat(rows)
     duplicate_ids = kept.filter(pl.col("sample_id").is_duplicated())
     if duplicate_ids.height:
         sys.exit(f"ingest: two sources produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
-    configured = pl.DataFrame(configured, schema=CONFIGURED_SCHEMA)
+    configured = pl.concat(configured)
     write_parquet(configured, manifest_path(stage.name, "configured"), sort_by="path")
     out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
     out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))

@@ -31,18 +31,18 @@ from toolchains.language import is_opencl
 def run(stage: Stage) -> None:
     rows = stage.upstream("normalize")
     out = stage.output()
-    kept = []
+    kept = [pl.DataFrame(schema=SCHEMA)]
     for part_kept, part_dropped in stage.work.chunks(kernel_pairs, rows, str(stage.store.root)):
-        kept += part_kept
+        kept.append(part_kept)
         for unit, reason, detail in part_dropped:
             out.rows_in += 1
             out.drop(unit, reason, detail)
-        out.rows_in += len(part_kept)
+        out.rows_in += part_kept.height
     out.extra_metrics["files"] = rows.height
-    print(out.write(pl.DataFrame(kept, schema=SCHEMA)))
+    print(out.write(pl.concat(kept)))
 
 
-def kernel_pairs(rows: pl.DataFrame, store_root: str) -> tuple[list[dict], list[tuple[dict, str, str]]]:
+def kernel_pairs(rows: pl.DataFrame, store_root: str) -> tuple[pl.DataFrame, list[tuple[dict, str, str]]]:
     """The kernel pairs of ``rows`` (files), and the kernels not paired: (identity, reason, detail)."""
     store = Store(store_root)
     kept, dropped = [], []
@@ -70,4 +70,4 @@ def kernel_pairs(rows: pl.DataFrame, store_root: str) -> tuple[list[dict], list[
                 "cuda_kernel_source": store.put_text(cuda_text), "hip_kernel_source": store.put_text(hip_text),
                 "nvidia_kernel_sass": stored(store, sass[kernel]), "amd_kernel_asm": stored(store, amd[hip_kernel]),
             })
-    return kept, dropped
+    return pl.DataFrame(kept, schema=SCHEMA), dropped

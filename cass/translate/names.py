@@ -126,8 +126,8 @@ class CudaHipNames:
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
-        paths = set(paths)
-        return frozenset(h for h in self.headers if any(p == h or p.endswith("/" + h) for p in paths))
+        tails = {"/".join(parts[i:]) for p in paths for parts in [p.split("/")] for i in range(len(parts))}
+        return frozenset(h for h in self.headers if h in tails)   # h is a path or what follows one of its "/"
 
     def summary(self) -> str:
         return (f"{len(self.covered)} CUDA headers hipify-perl maps with a guard pair "
