@@ -15,6 +15,12 @@ texts, so the store holds one object per distinct file while the manifests hold 
 action up once (a real build looks up every file's own). The Hub shards are sized for a full corpus
 (``hub.shard_bytes`` 500 MB).
 
+The sized runs use ``executor.workers: 1``: each stage's own work (the items :mod:`cass.engine.stage_work` hands
+out) runs in the stage process and its tally gives its seconds, so the stage's serial rest (what stays on the
+driver) is its wall less those. The projection spreads the items over the hosts' cores; what sending them to stage
+hosts costs (a chunk of manifest rows pickled there and its result back, a shared filesystem's latency) is not
+measured.
+
     python bench/scale.py --sizes 1000 10000 124000 --projects 16 --files-per-project 12 --work /var/tmp/scale
 """
 
