@@ -180,6 +180,7 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
              f"--files-per-project {args.files_per_project} --workers {args.workers}` at commit {measured['commit']}, "
              f"{measured['date']}, on {cores} cores ({measured['machine']}). {distinct} distinct programs (16 projects "
              "with shared headers, bench/gen_corpus.py) built cold once "
+             f"{'at ' + measured['cold_commit'] + ' ' if 'cold_commit' in measured else ''}"
              f"({sum(r['wall_s'] for r in measured['cold']):.0f} s), then each size ingests that many files as whole "
              "copies of them, each copy a tree of its own (every tool action a store hit, every stage's per-file work "
              "done per copy); every stage of `dvc repro` timed alone. With `executor.workers` "
@@ -259,6 +260,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the section into this results file")
     parser.add_argument("--json", type=Path, help="write the measured rows here")
     parser.add_argument("--from-json", type=Path, help="write the report from an earlier run's --json")
+    parser.add_argument("--reuse-cold", type=Path,
+                        help="take the cold build and lookups from an earlier run's --json (same --work, its store)")
     args = parser.parse_args()
     measured = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
     section = report({int(k): v for k, v in measured["runs"].items()}, measured, args)
@@ -274,11 +277,15 @@ def measure(args: argparse.Namespace) -> dict:
     shutil.rmtree(tree, ignore_errors=True)
     distinct = len(generate_tree(tree, args.projects, args.files_per_project))
     store = args.work / "store"
-    shutil.rmtree(store, ignore_errors=True)   # the first build is cold: it measures the tools' cost per file
-    warm = make_project(args.work, "warm", tree, distinct, distinct, store)
     measured = {"commit": commit_of("HEAD"), "date": str(date.today()), "cores": os.cpu_count(),
-                "machine": platform.machine(), "distinct": distinct, "cold": build(warm),
-                "lookups": lookup_costs(warm, store), "runs": {}}
+                "machine": platform.machine(), "distinct": distinct, "runs": {}}
+    if args.reuse_cold:   # the cold build of an earlier run of this tree, whose store is still there
+        earlier = json.loads(args.reuse_cold.read_text())
+        measured |= {"cold_commit": earlier["commit"], "cold": earlier["cold"], "lookups": earlier["lookups"]}
+    else:
+        shutil.rmtree(store, ignore_errors=True)   # the first build is cold: it measures the tools' cost per file
+        warm = make_project(args.work, "warm", tree, distinct, distinct, store)
+        measured |= {"cold": build(warm), "lookups": lookup_costs(warm, store)}
     for size in args.sizes:
         files = math.ceil(size / distinct) * distinct
         project = make_project(args.work, f"n{files}", tree, files, distinct, store, args.workers)

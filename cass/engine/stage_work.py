@@ -190,18 +190,23 @@ class LocalWork(StageWork):
         super().__init__(report)
         self.workers = workers
         self.where = f"local, {workers} process{'es' if workers > 1 else ''}"
+        self.executor: ProcessPoolExecutor | None = None
+        """Started at the first map that needs it and kept for the next (a stage may map several times)."""
 
     @contextmanager
     def pool(self, items: int | None) -> Iterator[Pool | None]:
         if self.workers <= 1 or (items is not None and items <= 1):
             yield None
             return
-        with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn")) as executor:
-            try:
-                yield Pool(self.workers, lambda item, work, args: executor.submit(run_item, work, item, args))
-            except BaseException:
-                executor.shutdown(cancel_futures=True)
-                raise
+        if self.executor is None:
+            self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        executor = self.executor
+        try:
+            yield Pool(self.workers, lambda item, work, args: executor.submit(run_item, work, item, args))
+        except BaseException:
+            executor.shutdown(cancel_futures=True)   # a failed map leaves no worker behind; the next starts afresh
+            self.executor = None
+            raise
 
 
 class ClusterWork(StageWork):

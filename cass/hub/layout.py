@@ -100,29 +100,25 @@ def write_configs(work: StageWork, root: Path, configs: dict[str, tuple[Parts, s
                   ) -> dict[str, Config]:
     """Shards of every config under ``data/<name>/`` of the repository laid out at ``root``. A config's shard count
     is its size over ``shard_bytes``; a row's shard is chosen by its ``key`` (:func:`shard_of`); each shard is sorted
-    by ``key``. Three passes over the stage's workers, each an item per part or shard, so a worker holds one part or
-    one shard: the parts are sized, then spread over their shards through a staging folder (written fast: lz4),
-    then each shard is gathered and written."""
+    by ``key``. Passes over the stage's workers, each an item per part or shard, so a worker holds one part or one
+    shard: every config's parts are sized; then, a config at a time (so one config is staged at a time), its parts
+    are spread over its shards through a staging folder (written fast: lz4) and each shard is gathered and written."""
     parts = [(name, config, number) for name, config in configs.items() for number in range(config[0].count)]
     sizes: dict[str, tuple[int, int, pl.Schema]] = {name: (0, 0, pl.Schema()) for name in configs}
     for (name, _, _), (size, rows, schema) in zip(parts, work.map(part_size, parts, count=len(parts)), strict=True):
         sizes[name] = (sizes[name][0] + size, sizes[name][1] + rows, schema)
-    spreads = {name: Spread(name, config[0], config[1], max(1, math.ceil(sizes[name][0] / shard_bytes)),
-                            root / STAGING / name) for name, config in configs.items()}
-    scatter = [(spreads[name], number) for name, _, number in parts]
-    for _ in work.map(scatter_part, scatter, count=len(scatter)):
-        pass
-    shards = [(spreads[name], sizes[name][2], number) for name in configs for number in range(spreads[name].shards)]
-    written = dict(zip(((spread.name, number) for spread, _, number in shards),
-                       work.map(gather_shard, shards, str(root), count=len(shards)), strict=True))
-    for spread in spreads.values():
+    written = {}
+    for name, (config_parts, key) in configs.items():
+        size, rows, schema = sizes[name]
+        spread = Spread(name, config_parts, key, max(1, math.ceil(size / shard_bytes)), root / STAGING / name)
+        for _ in work.map(scatter_part, [(spread, n) for n in range(config_parts.count)], count=config_parts.count):
+            pass
+        files = list(work.map(gather_shard, [(spread, schema, n) for n in range(spread.shards)], str(root),
+                              count=spread.shards))
         shutil.rmtree(spread.staging, ignore_errors=True)
-    configs_written = {}
-    for name in configs:
-        files = [written[name, number] for number in range(spreads[name].shards)]
-        configs_written[name] = Config([path for path, _ in files], sizes[name][1], sizes[name][2],
-                                       digest_bytes("".join(digest for _, digest in files).encode())[:16])
-    return configs_written
+        written[name] = Config([path for path, _ in files], rows, schema,
+                               digest_bytes("".join(digest for _, digest in files).encode())[:16])
+    return written
 
 
 def part_size(item: tuple[str, tuple[Parts, str], int]) -> tuple[int, int, pl.Schema]:
