@@ -177,7 +177,8 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
             f"growth {small:,} -> {large:,} / linear"]
     lines = [SECTION, "",
              f"`python bench/scale.py --sizes {' '.join(map(str, args.sizes))} --projects {args.projects} "
-             f"--files-per-project {args.files_per_project} --workers {args.workers}` at commit {measured['commit']}, "
+             f"--files-per-project {args.files_per_project} --workers {measured.get('workers', args.workers)}` "
+             f"at commit {measured['commit']}, "
              f"{measured['date']}, on {cores} cores ({measured['machine']}). {distinct} distinct programs (16 projects "
              "with shared headers, bench/gen_corpus.py) built cold once "
              f"{'at ' + measured['cold_commit'] + ' ' if 'cold_commit' in measured else ''}"
@@ -278,7 +279,7 @@ def measure(args: argparse.Namespace) -> dict:
     distinct = len(generate_tree(tree, args.projects, args.files_per_project))
     store = args.work / "store"
     measured = {"commit": commit_of("HEAD"), "date": str(date.today()), "cores": os.cpu_count(),
-                "machine": platform.machine(), "distinct": distinct, "runs": {}}
+                "machine": platform.machine(), "distinct": distinct, "workers": args.workers, "runs": {}}
     if args.reuse_cold:   # the cold build of an earlier run of this tree, whose store is still there
         earlier = json.loads(args.reuse_cold.read_text())
         measured |= {"cold_commit": earlier["commit"], "cold": earlier["cold"], "lookups": earlier["lookups"]}

@@ -3,6 +3,8 @@ sorted; the same shards whether the rows come from one table or from several fil
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
 from cass.engine.stage_work import LocalWork
@@ -10,7 +12,7 @@ from cass.hub.layout import STAGING, Config, FileParts, FrameParts, shard_of, wr
 from store import digest_bytes
 
 
-def shard_bytes_of(root, config: Config) -> list[bytes]:
+def shard_bytes_of(root: Path, config: Config) -> list[bytes]:
     return [(root / path).read_bytes() for path in config.paths]
 
 

@@ -177,3 +177,12 @@ def test_a_folder_belongs_to_the_mapped_header_named_like_it_that_includes_from_
     assert derived.headers == {"cooperative_groups/details/sync.h": "hip/hip_cooperative_groups.h",
                                "cooperative_groups/reduce.h": "hip/hip_cooperative_groups.h"}
     assert derived.presence["_CG_REDUCE_H_"] == "HIP_CG_H"
+
+
+def test_a_header_name_is_provided_by_a_path_that_is_it_or_ends_in_it_after_a_slash():
+    names = CudaHipNames(headers={"cub/cub.cuh": "hipcub/hipcub.hpp", "math_constants.h": "hip/hip_math_constants.h",
+                                  "cub.cuh": "hipcub/hipcub.hpp"})
+    assert names.provided_by(["third_party/cub/cub.cuh"]) == {"cub/cub.cuh", "cub.cuh"}
+    assert names.provided_by(["math_constants.h", "src/xcub/cub.cuh"]) == {"math_constants.h", "cub.cuh"}
+    assert names.provided_by(["my_math_constants.h", "cub/cub.cuh.in"]) == frozenset()   # a name's tail is no match
+    assert names.provided_by([]) == frozenset()

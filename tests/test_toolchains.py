@@ -338,3 +338,14 @@ def test_opencl_compile_failures_are_categorised_like_cuda_ones(store, toolchain
     assert reason == "compile_failed:syntax" and "broken.cl:2" in detail
     assert failure_reason(tc, header, store)[0] == "compile_failed:missing_header"
     assert failure_reason(tc, header, store, unresolved=["gone.h"])[0] == "compile_failed:generated_header"
+
+
+def test_the_fatbin_span_goes_from_its_section_line_through_the_next_text_line():
+    from toolchains.nvidia import strip_fatbin
+
+    host = (b"\t.text\nmain:\n\tret\n\t.section\t.nv_fatbin,\"a\"\n\t.quad 0x1\n\t.ascii \".text\"\n\t.text\n"
+            b"after:\n  .section .nv_fatbin\n.byte 2\n.text  \nlast:\n")
+    assert strip_fatbin(host) == b"\t.text\nmain:\n\tret\nafter:\nlast:\n"   # both sections, quoted .text kept going
+    assert strip_fatbin(b"a:\n.section .nv_fatbin\n.byte 1\n") == b"a:\n"   # no .text after it: to the end
+    assert strip_fatbin(b".section .nv_fatbinary\n.text\n") == b".section .nv_fatbinary\n.text\n"   # another name
+    assert strip_fatbin(b"no fatbin\n") == b"no fatbin\n"

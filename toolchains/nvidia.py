@@ -57,7 +57,8 @@ def default_cuda_home() -> Path:
 def strip_fatbin(host_asm: bytes) -> bytes:
     """Remove the embedded device image: from ``.section .nv_fatbin`` up to and including the
     next ``.text`` line (the same span as CASS's ``sed '/\\.nv_fatbin/,/\\.text/d'``)."""
-    kept, position = [], 0
+    kept: list[bytes] = []
+    position = 0
     while (start := _next_line(host_asm, b".nv_fatbin", _FATBIN_LINE.match, position)) is not None:
         kept.append(host_asm[position:start[0]])
         end = _next_line(host_asm, b".text", _TEXT_LINE.fullmatch, start[1])
@@ -65,7 +66,8 @@ def strip_fatbin(host_asm: bytes) -> bytes:
     return b"".join([*kept, host_asm[position:]])
 
 
-def _next_line(text: bytes, word: bytes, is_it: Callable, position: int) -> tuple[int, int] | None:
+def _next_line(text: bytes, word: bytes, is_it: Callable[[bytes, int, int], object], position: int
+               ) -> tuple[int, int] | None:
     """(start, end) of the first line starting at or after ``position`` that holds ``word`` and that ``is_it``
     accepts (the bytes are searched for the word, not matched line by line: a fatbin section is long)."""
     found = text.find(word, position)

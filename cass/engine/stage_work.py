@@ -12,10 +12,11 @@ than the tools do on many hosts (bench/scale.py). Two places run it, behind :cla
   paths, so it must mount the store and the project where the driver does; one that cannot see them fails the item
   saying so.
 
-``work`` is a module-level function whose arguments pickle (paths as absolute strings). At most two items per
-worker are in flight: memory is the stage process's plus, per worker, one item's, whatever the corpus size. Each
-item's wall and CPU seconds and the worker that did it are tallied (:class:`WorkTally`): ``metrics/run/
-stage_work/<stage>.json`` says how much of a stage's time was spreadable work, and where it ran.
+``work`` is a module-level function whose arguments pickle (paths as strings: a stage host works in the driver's
+project folder, so relative ones hold there too; it refuses items if its code is not the driver's). At most two items
+per worker are in flight: memory is the stage process's plus, per worker, one item's, whatever the corpus size. Each
+item's wall and CPU seconds and the worker that did it are tallied (:class:`WorkTally`):
+``metrics/run/stage_work/<stage>.json`` says how much of a stage's time was spreadable work, and where it ran.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -37,6 +39,7 @@ import polars as pl
 
 from cass.pipeline.manifests import CHUNK_ROWS, write_parquet
 from cass.pipeline.metrics import RUN_DIR, write_json
+from store import digest_bytes
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -52,17 +55,36 @@ class Done:
     worker: str
 
 
-def run_item(work: Callable[..., Result], item: Item, args: tuple, project: str | None = None) -> Done:
-    """``work(item, *args)``, timed. ``project``: the driver's project folder, which a stage host works in."""
+@cache
+def code_digest() -> str:
+    """BLAKE3 of the library's code as this process imported it (``cass``, ``store``, ``toolchains``): a stage host
+    that started before the driver's code changed runs other code, which this tells apart."""
+    import cass
+    import store
+    import toolchains
+
+    roots = [Path(package.__file__).parent for package in (cass, store, toolchains)]
+    return digest_bytes(b"".join(f"{path.relative_to(root.parent)}\0".encode() + digest_bytes(path.read_bytes())
+                                 .encode() for root in roots for path in sorted(root.rglob("*.py"))))
+
+
+def run_item(work: Callable[..., Result], item: Item, args: tuple, host: tuple[str, str] | None = None) -> Done:
+    """``work(item, *args)``, timed. ``host``: on a stage host, the driver's project folder (the host works in it,
+    one item at a time: one thread per worker process) and the driver's :func:`code_digest`, which the host's must
+    equal."""
     worker = "local"
-    if project is not None:
+    if host is not None:
         from distributed import get_worker
 
+        project, code = host
         worker = str(get_worker().name)
+        where = f"stage host {worker} ({socket.gethostname()})"
+        if code_digest() != code:
+            raise RuntimeError(f"{where} runs other code than the driver (it started before the code changed?): "
+                               "restart it")
         if not Path(project).is_dir():
-            raise FileNotFoundError(f"stage host {worker} ({socket.gethostname()}) cannot see the project folder "
-                                    f"{project}: stage hosts need the project and the store mounted where the "
-                                    "driver has them")
+            raise FileNotFoundError(f"{where} cannot see the project folder {project}: stage hosts need the project "
+                                    "and the store mounted where the driver has them")
         os.chdir(project)
     wall, cpu = time.perf_counter(), time.process_time()
     result = work(item, *args)
@@ -79,29 +101,35 @@ class WorkTally:
     by_worker: Counter = field(default_factory=Counter)
 
     def add(self, done: Done) -> None:
+        """Count one finished item."""
         self.items += 1
         self.wall_s += done.wall_s
         self.cpu_s += done.cpu_s
         self.by_worker[done.worker] += 1
 
     def as_dict(self) -> dict:
+        """The tally as the run report writes it."""
         return {"items": self.items, "wall_s": round(self.wall_s, 3), "cpu_s": round(self.cpu_s, 3),
                 "by_worker": dict(sorted(self.by_worker.items()))}
 
 
 class Pending(Protocol):
+    """An item sent to a worker: its outcome (raising the worker's error), and a way to take it back unstarted."""
+
     def result(self) -> Done: ...
     def cancel(self) -> bool: ...
 
 
-class Ran:
-    """An item worked on in this process, when its result is asked for (so its errors surface as a worker's do)."""
+@dataclass(frozen=True)
+class InProcess:
+    """An item to work on in this process when its result is asked for (its errors then surface as a worker's do)."""
 
-    def __init__(self, *call: Any):
-        self.call = call
+    work: Callable
+    item: Any
+    args: tuple
 
     def result(self) -> Done:
-        return self.call[0](*self.call[1:])
+        return run_item(self.work, self.item, self.args)
 
     def cancel(self) -> bool:
         return True
@@ -109,7 +137,7 @@ class Ran:
 
 @dataclass(frozen=True)
 class Pool:
-    """Workers: how many items they take at once, and how an item is sent (``submit(item, work, args)``)."""
+    """Workers: how many items they take at once, and how an item is sent (``submit(work, item, args)``)."""
 
     slots: int
     submit: Callable[[Any, Callable, tuple], Pending]
@@ -128,15 +156,16 @@ class StageWork(ABC):
     def pool(self, items: int | None) -> AbstractContextManager[Pool | None]:
         """Workers for a map of ``items`` items (None: not known); None: run them in this process."""
 
-    def map(self, work: Callable[..., Result], items: Iterable[Item], *args: object,
-            count: int | None = None) -> Iterator[Result]:
-        """``work(item, *args)`` for every item, in the items' order (``count``: how many, if known)."""
+    def map(self, work: Callable[..., Result], items: Iterable[Item], *args: object, count: int | None = None,
+            label: Callable[[Item], str] | None = None) -> Iterator[Result]:
+        """``work(item, *args)`` for every item, in the items' order (``count``: how many, if known; ``label``: what
+        an error calls an item, by default its number)."""
         try:
             with self.pool(count) as pool:
-                pending: deque[tuple[int, Pending]] = deque()
+                pending: deque[tuple[str, Pending]] = deque()
                 for number, item in enumerate(items):
-                    pending.append((number, Ran(run_item, work, item, args) if pool is None
-                                    else pool.submit(item, work, args)))
+                    pending.append((label(item) if label else f"item {number} of its map",
+                                    InProcess(work, item, args) if pool is None else pool.submit(work, item, args)))
                     if len(pending) >= 2 * (pool.slots if pool else 1):
                         yield self._take(pending, work)
                 while pending:
@@ -145,14 +174,14 @@ class StageWork(ABC):
             if self.report is not None:
                 write_json(self.report, {"where": self.where, **self.tally.as_dict()})
 
-    def _take(self, pending: deque[tuple[int, Pending]], work: Callable) -> Any:
-        number, future = pending.popleft()
+    def _take(self, pending: deque[tuple[str, Pending]], work: Callable) -> Any:
+        name, future = pending.popleft()
         try:
             done = future.result()
         except Exception as exc:
             for _, other in pending:   # the items not started yet are not worked on
                 other.cancel()
-            raise RuntimeError(f"{work.__name__} failed on item {number} of its map ({self.where}): {exc}") from exc
+            raise RuntimeError(f"{work.__name__} failed on {name} ({self.where}): {exc}") from exc
         self.tally.add(done)
         return done.result
 
@@ -166,7 +195,8 @@ class StageWork(ABC):
         """``count`` shards ``folder/train-XXXXX-of-XXXXX.parquet``, the n-th ``make(n-th part, *args)``, each
         made and written by a worker (``count`` at least one: an empty table still has its schema on disk)."""
         paths = (str(folder / f"train-{n:05d}-of-{count:05d}.parquet") for n in range(count))
-        for _ in self.map(write_shard, zip(parts, paths, strict=False), make, args, count=count):
+        for _ in self.map(write_shard, zip(parts, paths, strict=True), make, args, count=count,
+                          label=lambda part_path: f"shard {part_path[1]}"):
             pass
         return count
 
@@ -202,7 +232,7 @@ class LocalWork(StageWork):
             self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
         executor = self.executor
         try:
-            yield Pool(self.workers, lambda item, work, args: executor.submit(run_item, work, item, args))
+            yield Pool(self.workers, lambda work, item, args: executor.submit(run_item, work, item, args))
         except BaseException:
             executor.shutdown(cancel_futures=True)   # a failed map leaves no worker behind; the next starts afresh
             self.executor = None
@@ -221,9 +251,9 @@ class ClusterWork(StageWork):
     def pool(self, items: int | None) -> AbstractContextManager[Pool | None]:
         from toolchains.cluster import STAGE_RESOURCE
 
-        project = str(Path.cwd().resolve())
-        return nullcontext(Pool(self.slots, lambda item, work, args: self.client.submit(
-            run_item, work, item, args, project, resources={STAGE_RESOURCE: 1}, pure=False)))
+        host = (str(Path.cwd().resolve()), code_digest())
+        return nullcontext(Pool(self.slots, lambda work, item, args: self.client.submit(
+            run_item, work, item, args, host, resources={STAGE_RESOURCE: 1}, pure=False)))
 
 
 def stage_work(stage: str, executor: dict, workers: int) -> StageWork:

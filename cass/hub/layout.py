@@ -30,7 +30,7 @@ CITATION = """@article{heakl2025cass,
 
 
 STAGING = ".staging"
-"""Where :func:`write_config` spreads a config's rows over its shards (removed when the config is written)."""
+"""Where :func:`write_configs` spreads a config's rows over its shards (removed when the config is written)."""
 
 
 def shard_of(key: str, shards: int) -> int:

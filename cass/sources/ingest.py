@@ -200,6 +200,11 @@ class Source(ABC):
     def add_to(self, ingest: Ingest) -> None:
         """Add this source's samples (and drops) to ``ingest``."""
 
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """What the source is, for messages."""
+
 
 @dataclass(frozen=True)
 class TreeSource(Source):
@@ -214,6 +219,10 @@ class TreeSource(Source):
     limit: int = 0
     configure: dict | None = None
     run_specs: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return f"tree {self.root}"
 
     def add_to(self, ingest: Ingest) -> None:
         ingest.tree(self.root, self.origin, list(self.extensions), prefix=self.prefix, provenance=self.provenance,
@@ -230,6 +239,10 @@ class CheckoutSource(Source):
     timeout_s: float
     licenses: dict
     configure: dict | None
+
+    @property
+    def name(self) -> str:
+        return f"checkout {self.repo['checkout']}"
 
     def add_to(self, ingest: Ingest) -> None:
         repo = self.repo
@@ -251,6 +264,10 @@ class PackageSource(Source):
     archive: dict
     extensions: tuple[str, ...]
     configure: dict | None
+
+    @property
+    def name(self) -> str:
+        return f"package {self.pkg['name']} {self.pkg['version']}"
 
     def add_to(self, ingest: Ingest) -> None:
         pkg = self.pkg
@@ -277,6 +294,10 @@ class StackRows(Source):
 
     rows: pl.DataFrame
 
+    @property
+    def name(self) -> str:
+        return f"{self.rows.height} Stack v2 files from {self.rows['path'][0]}"
+
     def add_to(self, ingest: Ingest) -> None:
         for row in self.rows.iter_rows(named=True):
             provenance = {"repository": row["repo_name"], "revision": row["revision_id"],
@@ -293,6 +314,10 @@ class SynthesizedRows(Source):
     persona and variables are in ``data/synthesize/requests.parquet``, by sample id)."""
 
     rows: pl.DataFrame
+
+    @property
+    def name(self) -> str:
+        return f"{self.rows.height} synthesized programs from {self.rows['path'][0]}"
 
     def add_to(self, ingest: Ingest) -> None:
         for row in self.rows.iter_rows(named=True):

@@ -73,7 +73,7 @@ def run(stage: Stage) -> None:
     rows, configured, not_selected = [pl.DataFrame(schema=SCHEMA)], [pl.DataFrame(schema=CONFIGURED_SCHEMA)], Counter()
     try:   # every source on the stage's workers (a tree, or a chunk of single files, each)
         for part in stage.work.map(ingest_source, sources, str(stage.store.root), worker_params, stage.name,
-                                   count=len(sources)):
+                                   count=len(sources), label=lambda source: source.name):
             rows.append(part.rows)
             configured.append(part.configured)
             out.dropped += part.dropped

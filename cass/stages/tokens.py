@@ -42,7 +42,7 @@ def run(stage: Stage) -> None:
                                                if i["level"] == "file" for t in i["texts"]), tokenizer_dir)
     digest = tokenizer_digest(tokenizer_dir)
     limit = tparams["max_tokens"]
-    tables, items, sass_counts, keys, memo = [], [], [], set(), Counter()
+    tables, items, sass_counts, keys, memo_counts = [], [], [], set(), Counter()
     for chunk in stage.work.map(count_chunk, unit_parts(files, kernels), str(store.root), str(tokenizer_dir), digest,
                                 tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE,
                                 count=-(-files.height // CHUNK_ROWS)):
@@ -50,7 +50,7 @@ def run(stage: Stage) -> None:
         items += chunk.items
         sass_counts += chunk.sass_counts
         keys |= chunk.keys
-        memo.update(chunk.memo)
+        memo_counts.update(chunk.memo_counts)
     if len(items) != files.height + kernels.height:
         raise RuntimeError(f"tokens: {files.height} files and {kernels.height} kernels in, but {len(items)} "
                              "units made: a kernel's file is not among the files")
@@ -77,7 +77,7 @@ def run(stage: Stage) -> None:
     out.extra_metrics.update(tokenizer=used, max_tokens=limit,
                              kept_by_level=dict(sorted(Counter(k["level"] for k in kept).items())),
                              sass_token_reduction=mean_reduction(sass_counts))
-    out.run["memo"] = {"hits": memo["hits"], "misses": memo["misses"]}
+    out.run["memo"] = {"hits": memo_counts["hits"], "misses": memo_counts["misses"]}
     schema = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
               "unit_id": pl.String, "level": pl.String, "file_sample_id": pl.String, "kernel": pl.String,
               **dict.fromkeys(COUNT_COLUMNS, pl.Int64)}
@@ -93,7 +93,7 @@ class Counted:
     items: list[dict]
     sass_counts: list[tuple[int, int]]
     keys: set[str]
-    memo: dict[str, int]
+    memo_counts: dict[str, int]
 
 
 def count_chunk(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_root: str, tokenizer_dir: str,
