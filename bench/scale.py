@@ -246,6 +246,17 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
         driver = serial_h + spread
         lines.append(f"| {hosts} | {tools / 3600:.2f} | {serial_h / 3600:.2f} | {spread / 3600:.2f} "
                      f"| {driver / 3600:.2f} | {(tools + driver) / 3600:.2f} | {driver / (tools + driver):.0%} |")
+    heaviest = sorted(((1000 * (serial_s(r) - serial_s(by_stage[small][r["stage"]])) / (large - small), r["stage"])
+                       for r in runs[large]), reverse=True)[:5]
+    tools_64 = STACK_V2_FILES * per_file["tools"] / (64 * cores)
+    lines += ["", f"What bounds each at 64 hosts: the tools ({tools_64 / 3600:.2f} h); the driver's serial part "
+              f"({fixed:.0f} s fixed, {STACK_V2_FILES * per_file['serial']:.0f} s of "
+              f"per-file work, {STACK_V2_FILES * per_file['lookups']:.0f} s of lookups), whose per-file work grows "
+              "most in " + ", ".join(f"{stage} ({ms:.2f} ms per file)" for ms, stage in heaviest) +
+              "; it includes DVC (start-up, hashing every output); the stages' own work spread "
+              f"({spread_work(64 * cores):.0f} s, each stage's items assumed equal: a stage's largest item, such as "
+              "a Hub shard of 500 MB, bounds it from below). The network is not measured: tool jobs' inputs and "
+              "outputs pass through the driver, and stage hosts read texts from the shared store."]
     return "\n".join(lines) + "\n"
 
 
