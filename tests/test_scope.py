@@ -39,3 +39,36 @@ def test_failures_out_of_scope_get_their_own_reason(toolchains, store):
                        "typo.cu": "compile_failed:syntax"}
     assert SCOPE.needs(["#include \"cuda_gl_interop.h\"\n", "#include <vulkan/vulkan.h>"]) == "graphics"
     assert SCOPE.needs(["#include <stdio.h>\n#include \"my_gl_helpers.h\"\n"]) is None
+
+
+def test_a_chunk_compiled_from_the_store_alone_equals_the_driver_s_build(toolchains, store):
+    """A stage host compiles a chunk with a toolchain sent as its report and a runner that only reads the store:
+    before the tools ran every sample is left to the driver; after, it gives the driver's rows and drops exactly."""
+    import pickle
+
+    import polars as pl
+
+    from cass.compiling.compile import compile_samples, compiled_chunk
+
+    nvidia = toolchains["nvidia"]
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    vparams = {**params["nvidia"], "archs": ["sm_89"]}
+    names = ["ok.cu", "typo.cu", "mpi.cu"]
+    rows = pl.DataFrame([{"sample_id": name, "origin": "test", "path": name, "domain": "test",
+                          "files": [{"path": name, "digest": store.put(SAMPLES[name].encode())}],
+                          "include_dirs": ["."], "unresolved_includes": []} for name in names])
+    sent = pickle.loads(pickle.dumps(nvidia))
+    assert type(sent).__name__ == "ReportedNvidiaToolchain"
+    before = compiled_chunk(rows, str(store.root), sent, vparams, params["scope"], "files")
+    assert sorted(before.unsettled) == sorted(names) and before.added.height == 0 and before.hits == 0
+
+    built = compile_samples(store, nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), rows,
+                            vparams, SCOPE, "files")
+    after = compiled_chunk(rows, str(store.root), sent, vparams, params["scope"], "files")
+    assert built.unsettled == after.unsettled == []
+    assert after.added.equals(built.added) and after.added["sample_id"].to_list() == ["ok.cu"]
+    assert after.added["nvidia_device_asm"][0][0]["arch"] == "sm_89"
+    assert after.dropped == built.dropped
+    assert {identity["sample_id"]: reason for identity, reason, _ in after.dropped} == {
+        "typo.cu": "compile_failed:syntax", "mpi.cu": "out_of_scope:mpi"}
+    assert after.hits == len(after.keys) > 0

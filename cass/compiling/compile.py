@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 
 import polars as pl
 
-from cass.engine.actions import pipeline_toolchains, stage_runner
+from cass.engine.actions import ActionRunner, pipeline_toolchains, stage_runner
 from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import ASM_LIST, attach
+from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
+from store import Store
 from toolchains import Toolchain
 from toolchains.diagnostics import missing_header
 
@@ -66,7 +68,9 @@ def scoped_failure(toolchain: Toolchain, run: TargetRun, store, unresolved: Coll
 
 
 def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -> None:
-    """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain."""
+    """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain: a chunk at a time on the stage's
+    workers as far as the store has the actions (planning, lookups and the manifest rows of every sample the store
+    settles), then the rest here, whose missing actions run on the executor."""
     params = stage.params
     store = stage.store
     toolchain = pipeline_toolchains(stage.params, (vendor,))[vendor]
@@ -74,7 +78,48 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, toolchain, stage.params, vparams["timeout_s"])
-    scope = Scope(params["scope"])
+    compiled = list(stage.work.chunks(compiled_chunk, rows, str(store.root), toolchain, vparams, params["scope"],
+                                      files_column))
+    unsettled = rows.filter(pl.col("sample_id").is_in([s for c in compiled for s in c.unsettled]))
+    compiled.append(compile_samples(store, toolchain, runner, unsettled, vparams, Scope(params["scope"]),
+                                    files_column))
+    for chunk in compiled:
+        for identity, reason, detail in chunk.dropped:
+            out.drop(identity, reason, detail)
+    runner.counts.hits += sum(c.hits for c in compiled[:-1])
+    out.run["actions"] = runner.counts.as_dict()
+    out.action_keys = set().union(*(c.keys for c in compiled))
+    out.run.update(runner.time_metrics())
+    out.extra_metrics["archs"] = vparams["archs"]
+    print(out.write(attach(rows, pl.concat([c.added for c in compiled]))))
+
+
+@dataclass
+class Compiled:
+    """Samples compiled: the columns this stage adds for those that passed, the drops (identity, reason, detail), the
+    samples that need an action the store does not have (none where the runner has an executor), the action keys
+    looked up and how many were hits."""
+
+    added: pl.DataFrame
+    dropped: list[tuple[dict, str, str]]
+    unsettled: list[str]
+    keys: set[str]
+    hits: int
+
+
+def compiled_chunk(rows: pl.DataFrame, store_root: str, toolchain: Toolchain, vparams: dict, scope: dict,
+                   files_column: str) -> Compiled:
+    """A chunk's samples compiled as far as the store's records go (on a worker; nothing runs a tool)."""
+    store = Store(store_root)
+    return compile_samples(store, toolchain, ActionRunner(store, None, vparams["timeout_s"]), rows, vparams,
+                           Scope(scope), files_column)
+
+
+def compile_samples(store: Store, toolchain: Toolchain, runner: ActionRunner, rows: pl.DataFrame, vparams: dict,
+                    scope: Scope, files_column: str) -> Compiled:
+    """Each sample of ``rows`` through its targets with ``runner``: its finished artifacts stored (the host and
+    device assembly columns), or why it is dropped, or, with a runner that only reads, left unsettled."""
+    vendor = toolchain.vendor
     by_sample: dict[str, list[TargetRun]] = {}
     for row in rows.iter_rows(named=True):
         files = row[files_column]
@@ -83,27 +128,24 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
         by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
     run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
 
-    added = []
+    added, dropped, unsettled = [], [], []
     for row in rows.iter_rows(named=True):
         runs = by_sample[row["sample_id"]]
-        failed = [r for r in runs if r.failure is not None]
-        if failed:
-            out.drop(row, *scoped_failure(toolchain, failed[0], store, row["unresolved_includes"], scope,
-                                          [f["digest"] for f in row[files_column]]))
+        if any(r.pending for r in runs):
+            unsettled.append(row["sample_id"])
             continue
-        artifacts = {}
-        for r in runs:
-            raw = store.get(r.inputs[r.target.artifact])
-            artifacts[r.target] = store.put(toolchain.finish(r.target, raw))
+        if failed := [r for r in runs if r.failure is not None]:
+            dropped.append(({c: row[c] for c in SAMPLE_COLUMNS}, *scoped_failure(
+                toolchain, failed[0], store, row["unresolved_includes"], scope,
+                [f["digest"] for f in row[files_column]])))
+            continue
+        artifacts = {r.target: store.put(toolchain.finish(r.target, store.get(r.inputs[r.target.artifact])))
+                     for r in runs}
         added.append({
             "sample_id": row["sample_id"],
             f"{vendor}_host_asm": next((d for t, d in artifacts.items() if t.kind == "host"), None),   # OpenCL: none
             f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
                                      if t.kind == "device"],
         })
-    out.run["actions"] = runner.counts.as_dict()
-    out.action_keys = runner.keys
-    out.run.update(runner.time_metrics())
-    out.extra_metrics["archs"] = vparams["archs"]
-    kept = attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})
-    print(out.write(kept))
+    schema = {"sample_id": pl.String, f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST}
+    return Compiled(pl.DataFrame(added, schema=schema), dropped, unsettled, set(runner.keys), runner.counts.hits)

@@ -116,7 +116,8 @@ action; must return each unblocked action once)."""
 
 
 class ActionRunner:
-    """Runs actions through the store: hits are read, misses executed, results recorded."""
+    """Runs actions through the store: hits are read, misses executed, results recorded. Without an executor it
+    only reads: a miss gets no outcome, and nothing that follows it is planned."""
 
     def __init__(self, store: Store, executor: Executor | None, timeout_s: float, limits: dict | None = None):
         self.store = store
@@ -164,8 +165,9 @@ class ActionRunner:
                     record = self.cache.lookup(action.key)
                     if record is None:
                         queued.add(action.key)
-                        misses.append((action, self.job(action)))
-                        self.counts.sent += 1
+                        if self.executor is not None:
+                            misses.append((action, self.job(action)))
+                            self.counts.sent += 1
                         continue
                     self.counts.hits += 1
                     outcomes[action.key] = Outcome(record)
