@@ -41,14 +41,16 @@ def test_failures_out_of_scope_get_their_own_reason(toolchains, store):
     assert SCOPE.needs(["#include <stdio.h>\n#include \"my_gl_helpers.h\"\n"]) is None
 
 
-def test_a_chunk_compiled_from_the_store_alone_equals_the_driver_s_build(toolchains, store):
-    """A stage host compiles a chunk with a toolchain sent as its report and a runner that only reads the store:
-    before the tools ran every sample is left to the driver; after, it gives the driver's rows and drops exactly."""
+def test_a_chunk_is_compiled_from_the_store_alone_on_a_worker(toolchains, store):
+    """A worker plans a chunk with a toolchain sent as its report and settles it from the store alone: before the
+    tools ran every sample waits at its first action; once the driver ran those, every sample gets its row or
+    its reason; an action the driver saw fail transiently drops its sample as ``transient``."""
     import pickle
 
     import polars as pl
 
-    from cass.compiling.compile import compile_samples, compiled_chunk
+    from cass.compiling.compile import compiled_chunk
+    from cass.engine.actions import plan
 
     nvidia = toolchains["nvidia"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -59,16 +61,20 @@ def test_a_chunk_compiled_from_the_store_alone_equals_the_driver_s_build(toolcha
                           "include_dirs": ["."], "unresolved_includes": []} for name in names])
     sent = pickle.loads(pickle.dumps(nvidia))
     assert type(sent).__name__ == "ReportedNvidiaToolchain"
-    before = compiled_chunk(rows, str(store.root), sent, vparams, params["scope"], "files")
-    assert sorted(before.unsettled) == sorted(names) and before.added.height == 0 and before.hits == 0
+    args = (str(store.root), sent, vparams, params["scope"], "files")
 
-    built = compile_samples(store, nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), rows,
-                            vparams, SCOPE, "files")
-    after = compiled_chunk(rows, str(store.root), sent, vparams, params["scope"], "files")
-    assert built.unsettled == after.unsettled == []
-    assert after.added.equals(built.added) and after.added["sample_id"].to_list() == ["ok.cu"]
-    assert after.added["nvidia_device_asm"][0][0]["arch"] == "sm_89"
-    assert after.dropped == built.dropped
+    before = compiled_chunk(rows, *args, {})
+    assert sorted(before.unsettled) == sorted(names) and before.added.height == 0 and before.hits == 0
+    assert {r.next_step for r in before.pending} == {0}
+    typo = next(plan(nvidia, r.target.steps[0], r.inputs).key for r in before.pending if "typo.cu" in r.inputs)
+    told = compiled_chunk(rows, *args, {typo: "killed by signal 9"})
+    assert [(identity["sample_id"], reason) for identity, reason, _ in told.dropped] == [("typo.cu", "transient")]
+
+    run_targets(nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), before.pending)
+    after = compiled_chunk(rows, *args, {})
+    assert after.unsettled == [] and after.pending == [] and after.hits == len(after.keys) > 0
+    assert after.added["sample_id"].to_list() == ["ok.cu"]
+    assert [a["arch"] for a in after.added["nvidia_device_asm"][0]] == ["sm_89"]
+    assert ".nv_fatbin" not in store.get_text(after.added["nvidia_host_asm"][0])   # finished as the driver would
     assert {identity["sample_id"]: reason for identity, reason, _ in after.dropped} == {
         "typo.cu": "compile_failed:syntax", "mpi.cu": "out_of_scope:mpi"}
-    assert after.hits == len(after.keys) > 0

@@ -68,9 +68,10 @@ def scoped_failure(toolchain: Toolchain, run: TargetRun, store, unresolved: Coll
 
 
 def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -> None:
-    """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain: a chunk at a time on the stage's
-    workers as far as the store has the actions (planning, lookups and the manifest rows of every sample the store
-    settles), then the rest here, whose missing actions run on the executor."""
+    """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain. The stage's workers plan the
+    samples a chunk at a time and settle every one whose actions the store has (its manifest row, or why it drops);
+    the driver runs the actions the store lacks on the executor, then the workers settle the samples that waited for
+    them."""
     params = stage.params
     store = stage.store
     toolchain = pipeline_toolchains(stage.params, (vendor,))[vendor]
@@ -78,17 +79,21 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, toolchain, stage.params, vparams["timeout_s"])
-    compiled = list(stage.work.chunks(compiled_chunk, rows, str(store.root), toolchain, vparams, params["scope"],
-                                      files_column))
-    unsettled = rows.filter(pl.col("sample_id").is_in([s for c in compiled for s in c.unsettled]))
-    compiled.append(compile_samples(store, toolchain, runner, unsettled, vparams, Scope(params["scope"]),
-                                    files_column))
+    args = (str(store.root), toolchain, vparams, params["scope"], files_column)
+    compiled = list(stage.work.chunks(compiled_chunk, rows, *args, {}))
+    run_targets(toolchain, runner, [r for c in compiled for r in c.pending])
+    runner.counts.hits += sum(c.hits for c in compiled)
+    waited = rows.filter(pl.col("sample_id").is_in([s for c in compiled for s in c.unsettled]))
+    if waited.height:
+        settled = list(stage.work.chunks(compiled_chunk, waited, *args, runner.transients))
+        if lost := [s for c in settled for s in c.unsettled]:
+            raise RuntimeError(f"{vendor}: {lost[0]} still needs an action after the executor ran every miss (a bug)")
+        compiled += settled
     for chunk in compiled:
         for identity, reason, detail in chunk.dropped:
             out.drop(identity, reason, detail)
-    runner.counts.hits += sum(c.hits for c in compiled[:-1])
     out.run["actions"] = runner.counts.as_dict()
-    out.action_keys = set().union(*(c.keys for c in compiled))
+    out.action_keys = runner.keys.union(*(c.keys for c in compiled))
     out.run.update(runner.time_metrics())
     out.extra_metrics["archs"] = vparams["archs"]
     print(out.write(attach(rows, pl.concat([c.added for c in compiled]))))
@@ -96,30 +101,27 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
 
 @dataclass
 class Compiled:
-    """Samples compiled: the columns this stage adds for those that passed, the drops (identity, reason, detail), the
-    samples that need an action the store does not have (none where the runner has an executor), the action keys
-    looked up and how many were hits."""
+    """A chunk's samples compiled as far as the store's records go: the columns this stage adds for those that
+    passed, the drops (identity, reason, detail), the samples that need an action the store does not have and their
+    target runs at it, the action keys looked up and how many were hits."""
 
     added: pl.DataFrame
     dropped: list[tuple[dict, str, str]]
     unsettled: list[str]
+    pending: list[TargetRun]
     keys: set[str]
     hits: int
 
 
 def compiled_chunk(rows: pl.DataFrame, store_root: str, toolchain: Toolchain, vparams: dict, scope: dict,
-                   files_column: str) -> Compiled:
-    """A chunk's samples compiled as far as the store's records go (on a worker; nothing runs a tool)."""
+                   files_column: str, transients: dict[str, str]) -> Compiled:
+    """The samples of ``rows`` through their targets from the store alone (on a worker; nothing runs a tool):
+    each one's finished artifacts stored (the host and device assembly columns), or why it is dropped, or, where
+    an action is missing, left unsettled. ``transients``: the actions that failed transiently in this stage run."""
     store = Store(store_root)
-    return compile_samples(store, toolchain, ActionRunner(store, None, vparams["timeout_s"]), rows, vparams,
-                           Scope(scope), files_column)
-
-
-def compile_samples(store: Store, toolchain: Toolchain, runner: ActionRunner, rows: pl.DataFrame, vparams: dict,
-                    scope: Scope, files_column: str) -> Compiled:
-    """Each sample of ``rows`` through its targets with ``runner``: its finished artifacts stored (the host and
-    device assembly columns), or why it is dropped, or, with a runner that only reads, left unsettled."""
-    vendor = toolchain.vendor
+    runner = ActionRunner(store, None, vparams["timeout_s"])
+    runner.transients.update(transients)
+    vendor, rules = toolchain.vendor, Scope(scope)
     by_sample: dict[str, list[TargetRun]] = {}
     for row in rows.iter_rows(named=True):
         files = row[files_column]
@@ -128,15 +130,16 @@ def compile_samples(store: Store, toolchain: Toolchain, runner: ActionRunner, ro
         by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
     run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
 
-    added, dropped, unsettled = [], [], []
+    added, dropped, unsettled, pending = [], [], [], []
     for row in rows.iter_rows(named=True):
         runs = by_sample[row["sample_id"]]
-        if any(r.pending for r in runs):
+        if waiting := [r for r in runs if r.pending]:
             unsettled.append(row["sample_id"])
+            pending += waiting
             continue
         if failed := [r for r in runs if r.failure is not None]:
             dropped.append(({c: row[c] for c in SAMPLE_COLUMNS}, *scoped_failure(
-                toolchain, failed[0], store, row["unresolved_includes"], scope,
+                toolchain, failed[0], store, row["unresolved_includes"], rules,
                 [f["digest"] for f in row[files_column]])))
             continue
         artifacts = {r.target: store.put(toolchain.finish(r.target, store.get(r.inputs[r.target.artifact])))
@@ -148,4 +151,5 @@ def compile_samples(store: Store, toolchain: Toolchain, runner: ActionRunner, ro
                                      if t.kind == "device"],
         })
     schema = {"sample_id": pl.String, f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST}
-    return Compiled(pl.DataFrame(added, schema=schema), dropped, unsettled, set(runner.keys), runner.counts.hits)
+    return Compiled(pl.DataFrame(added, schema=schema), dropped, unsettled, pending, runner.keys,
+                    runner.counts.hits)

@@ -117,7 +117,8 @@ action; must return each unblocked action once)."""
 
 class ActionRunner:
     """Runs actions through the store: hits are read, misses executed, results recorded. Without an executor it
-    only reads: a miss gets no outcome, and nothing that follows it is planned."""
+    only reads: a miss gets no outcome, and nothing that follows it is planned. ``transients``: the keys that failed
+    transiently in this stage run, with why (never recorded in the store, so a runner elsewhere is told them)."""
 
     def __init__(self, store: Store, executor: Executor | None, timeout_s: float, limits: dict | None = None):
         self.store = store
@@ -127,6 +128,7 @@ class ActionRunner:
         self.counts = ActionCounts()
         self.cache = CachedMap(store)
         self.tool_time: dict[str, ToolTime] = {}
+        self.transients: dict[str, str] = {}
 
     @property
     def keys(self) -> set[str]:
@@ -162,15 +164,17 @@ class ActionRunner:
                 if action.key not in outcomes:
                     if action.key in queued:
                         continue   # running: its follow-ups come when it finishes
-                    record = self.cache.lookup(action.key)
-                    if record is None:
+                    if (transient := self.transients.get(action.key)) is not None:
+                        outcomes[action.key] = Outcome(None, transient)
+                    elif (record := self.cache.lookup(action.key)) is None:
                         queued.add(action.key)
                         if self.executor is not None:
                             misses.append((action, self.job(action)))
                             self.counts.sent += 1
                         continue
-                    self.counts.hits += 1
-                    outcomes[action.key] = Outcome(record)
+                    else:
+                        self.counts.hits += 1
+                        outcomes[action.key] = Outcome(record)
                 todo.extend(follow(action, outcomes[action.key]) if follow else ())   # again if known already
             self.counts.corrupt = len(self.store.corrupt_found)  # damaged outputs found by lookups: rerun
             return sorted(misses, key=lambda m: -sum(map(len, m[1].inputs.values())))
@@ -203,6 +207,7 @@ class ActionRunner:
         self.tool_time.setdefault(action.step.tool, ToolTime()).add(result)
         if result.transient:
             self.counts.transient += 1
+            self.transients[action.key] = result.transient
             return Outcome(None, result.transient)
         self.counts.misses += 1
         ok = result.exit_code == 0 and set(result.outputs) == set(action.step.outputs)
