@@ -102,3 +102,41 @@ def test_what_a_has_include_query_asks_about_is_no_macro():
     found = branches(text)
     assert divergences([("k.cu", found)], {("h", 0, 0)}, {("h", 0, 1)}) == [
         {"file": "k.cu", "line": 1, "pass": "host", "nvidia_line": 1, "amd_line": 2, "macros": ["USE_HALF"]}]
+
+
+def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
+    """A worker marks a chunk and settles the samples the store has both preprocessing runs of; the others come
+    back marked, with their actions, for the driver to run; then a worker settles them from the store (an action
+    the driver saw fail transiently makes the verdict ``unknown``)."""
+    import polars as pl
+
+    from cass.stages.branch_parity import checked_chunk
+
+    nvidia, amd = toolchains["nvidia"], toolchains["amd"]
+    runner = ActionRunner(store, local_executor({"nvidia": nvidia, "amd": amd}), 300)
+    cuda = store.put(SAMPLE.encode())
+    hipify = plan(amd, amd.hipify_step("k.cu"), {"k.cu": cuda})
+    hip_text = store.get_text(runner.run([hipify], desc="hipify")[hipify.key].record.outputs["hip"])
+    hip_text, _ = repair(hip_text, RepairTarget(amd.hip_version(), toolchain_names(nvidia, amd)))
+    rows = pl.DataFrame([{"sample_id": "s", "files": [{"path": "k.cu", "digest": cuda}],
+                          "hip_files": [{"path": "k.cu", "digest": store.put_text(hip_text)}], "include_dirs": ["."]}])
+    flags = {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"], "opt": ["-Os"]}
+    args = (str(store.root), {"nvidia": nvidia, "amd": amd}, {"nvidia": ("sm_89", flags), "amd": ("gfx1100", flags)},
+            300)
+
+    first = checked_chunk((rows, None), *args, {})
+    assert first.added == [] and list(first.unsettled) == ["s"] and first.hits == {"nvidia": 0, "amd": 0}
+    waiting = first.unsettled["s"]
+    runner.run([waiting["amd"]], desc="preprocess")
+    assert list(checked_chunk((rows, first.unsettled), *args, {}).unsettled) == ["s"]   # still one side to run
+    told = checked_chunk((rows, first.unsettled), *args, {waiting["nvidia"].key: "killed by signal 9"})
+    assert [a["branch_parity"] for a in told.added] == ["unknown:nvidia"] and not told.unsettled
+
+    runner.run([waiting["nvidia"]], desc="preprocess")
+    second = checked_chunk((rows, first.unsettled), *args, {})
+    assert not second.unsettled and second.status == {"diverged": 1}
+    assert [(d["line"], d["pass"]) for d in second.added[0]["branch_divergences"]] == [
+        (3, "host"), (3, "device"), (8, "device")]
+    assert second.by_macro == {"__NVCC__": 2, "__CUDA_ARCH__": 1}
+    again = checked_chunk((rows, None), *args, {})   # marked afresh: the same verdict, every lookup a hit
+    assert again.added == second.added and again.hits == {"nvidia": 1, "amd": 1}
