@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -90,3 +92,45 @@ def failing_chunk(rows: pl.DataFrame) -> int:
 def test_a_failing_chunk_names_its_item_and_the_error(workers, where):
     with pytest.raises(RuntimeError, match=rf"failing_chunk failed on item 2 of its map \({where}\): no sevens"):
         list(LocalWork(workers).chunks(failing_chunk, pl.DataFrame({"v": list(range(10))}), chunk_rows=3))
+
+
+@dataclass
+class Settled:
+    done: dict[str, str]
+    unsettled: dict[str, int]
+
+
+def settle_from_file(part: tuple[pl.DataFrame, dict | None], known: str, transients: dict[str, str]) -> Settled:
+    """Rows whose id the file ``known`` lists (or that failed transiently) settled; the others handed back with
+    what this pass made for them (their id's length, which the second pass must receive)."""
+    rows, made = part
+    listed = set(Path(known).read_text().split())
+    settled, unsettled = {}, {}
+    for sample in rows["sample_id"]:
+        if sample in listed or sample in transients:
+            assert made is None or made[sample] == len(sample)
+            settled[sample] = transients.get(sample, "ok")
+        else:
+            unsettled[sample] = len(sample)
+    return Settled(settled, unsettled)
+
+
+def test_a_tool_stage_settles_its_rows_in_two_passes_around_the_driver_s_runs(tmp_path):
+    known = tmp_path / "known"
+    known.write_text("s0 s1 s2500\n")
+    rows = pl.DataFrame({"sample_id": [f"s{n}" for n in range(4500)]})
+    sent = []
+
+    def run_misses(results: list[Settled]) -> dict[str, str]:
+        missing = [s for r in results for s in r.unsettled]
+        sent.append(len(missing))
+        known.write_text(" ".join(missing[1:]))   # the first miss fails transiently
+        return {missing[0]: "killed by signal 9"}
+
+    results = LocalWork(2).settle(settle_from_file, rows, run_misses, str(known))
+    assert sent == [4497] and len(results) == 6   # three chunks of 2,000 rows, each waited
+    done = {s: v for r in results for s, v in r.done.items()}
+    assert len(done) == 4500 and done["s2"] == "killed by signal 9" and done["s3"] == "ok"
+    known.write_text("")
+    with pytest.raises(RuntimeError, match="settle_from_file: s0 still needs an action"):
+        LocalWork(1).settle(settle_from_file, rows.head(3), lambda results: {}, str(known))

@@ -63,18 +63,19 @@ def test_a_chunk_is_compiled_from_the_store_alone_on_a_worker(toolchains, store)
     assert type(sent).__name__ == "ReportedNvidiaToolchain"
     args = (str(store.root), sent, vparams, params["scope"], "files")
 
-    before = compiled_chunk(rows, *args, {})
-    assert sorted(before.unsettled) == sorted(names) and before.added.height == 0 and before.hits == 0
-    assert {r.next_step for r in before.pending} == {0}
-    typo = next(plan(nvidia, r.target.steps[0], r.inputs).key for r in before.pending if "typo.cu" in r.inputs)
-    told = compiled_chunk(rows, *args, {typo: "killed by signal 9"})
+    before = compiled_chunk((rows, None), *args, {})
+    assert sorted(before.unsettled) == sorted(names) and before.added == [] and before.hits == 0
+    pending = [r for runs in before.unsettled.values() for r in runs]
+    assert {r.next_step for r in pending} == {0}
+    typo = plan(nvidia, before.unsettled["typo.cu"][0].target.steps[0], before.unsettled["typo.cu"][0].inputs).key
+    told = compiled_chunk((rows, None), *args, {typo: "killed by signal 9"})
     assert [(identity["sample_id"], reason) for identity, reason, _ in told.dropped] == [("typo.cu", "transient")]
 
-    run_targets(nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), before.pending)
-    after = compiled_chunk(rows, *args, {})
-    assert after.unsettled == [] and after.pending == [] and after.hits == len(after.keys) > 0
-    assert after.added["sample_id"].to_list() == ["ok.cu"]
-    assert [a["arch"] for a in after.added["nvidia_device_asm"][0]] == ["sm_89"]
-    assert ".nv_fatbin" not in store.get_text(after.added["nvidia_host_asm"][0])   # finished as the driver would
+    run_targets(nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), pending)
+    after = compiled_chunk((rows, before.unsettled), *args, {})
+    assert after.unsettled == {} and after.hits == len(after.keys) > 0
+    assert [a["sample_id"] for a in after.added] == ["ok.cu"]
+    assert [a["arch"] for a in after.added[0]["nvidia_device_asm"]] == ["sm_89"]
+    assert ".nv_fatbin" not in store.get_text(after.added[0]["nvidia_host_asm"])   # finished as the driver would
     assert {identity["sample_id"]: reason for identity, reason, _ in after.dropped} == {
         "typo.cu": "compile_failed:syntax", "mpi.cu": "out_of_scope:mpi"}

@@ -80,15 +80,13 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, toolchain, stage.params, vparams["timeout_s"])
     args = (str(store.root), toolchain, vparams, params["scope"], files_column)
-    compiled = list(stage.work.chunks(compiled_chunk, rows, *args, {}))
-    run_targets(toolchain, runner, [r for c in compiled for r in c.pending])
-    runner.counts.hits += sum(c.hits for c in compiled)
-    waited = rows.filter(pl.col("sample_id").is_in([s for c in compiled for s in c.unsettled]))
-    if waited.height:
-        settled = list(stage.work.chunks(compiled_chunk, waited, *args, runner.transients))
-        if lost := [s for c in settled for s in c.unsettled]:
-            raise RuntimeError(f"{vendor}: {lost[0]} still needs an action after the executor ran every miss (a bug)")
-        compiled += settled
+
+    def run_misses(chunks: list[Compiled]) -> dict[str, str]:
+        run_targets(toolchain, runner, [r for c in chunks for runs in c.unsettled.values() for r in runs])
+        runner.counts.hits += sum(c.hits for c in chunks)
+        return runner.transients
+
+    compiled = stage.work.settle(compiled_chunk, rows, run_misses, *args)
     for chunk in compiled:
         for identity, reason, detail in chunk.dropped:
             out.drop(identity, reason, detail)
@@ -96,28 +94,30 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     out.action_keys = runner.keys.union(*(c.keys for c in compiled))
     out.run.update(runner.time_metrics())
     out.extra_metrics["archs"] = vparams["archs"]
-    print(out.write(attach(rows, pl.concat([c.added for c in compiled]))))
+    print(out.write(attach(rows, [a for c in compiled for a in c.added],
+                           {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})))
 
 
 @dataclass
 class Compiled:
     """A chunk's samples compiled as far as the store's records go: the columns this stage adds for those that
-    passed, the drops (identity, reason, detail), the samples that need an action the store does not have and their
-    target runs at it, the action keys looked up and how many were hits."""
+    passed, the drops (identity, reason, detail), the samples that need an action the store does not have (their
+    target runs waiting at it), the action keys looked up and how many were hits."""
 
-    added: pl.DataFrame
+    added: list[dict]
     dropped: list[tuple[dict, str, str]]
-    unsettled: list[str]
-    pending: list[TargetRun]
+    unsettled: dict[str, list[TargetRun]]
     keys: set[str]
     hits: int
 
 
-def compiled_chunk(rows: pl.DataFrame, store_root: str, toolchain: Toolchain, vparams: dict, scope: dict,
-                   files_column: str, transients: dict[str, str]) -> Compiled:
-    """The samples of ``rows`` through their targets from the store alone (on a worker; nothing runs a tool):
-    each one's finished artifacts stored (the host and device assembly columns), or why it is dropped, or, where
-    an action is missing, left unsettled. ``transients``: the actions that failed transiently in this stage run."""
+def compiled_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, toolchain: Toolchain, vparams: dict,
+                   scope: dict, files_column: str, transients: dict[str, str]) -> Compiled:
+    """The samples of a chunk through their targets from the store alone (on a worker; nothing runs a tool; planned
+    afresh in the second pass too): each one's finished artifacts stored (the host and device assembly columns), or
+    why it is dropped, or, where an action is missing, left unsettled. ``transients``: the actions that failed
+    transiently in this stage run."""
+    rows, _ = part
     store = Store(store_root)
     runner = ActionRunner(store, None, vparams["timeout_s"])
     runner.transients.update(transients)
@@ -130,12 +130,11 @@ def compiled_chunk(rows: pl.DataFrame, store_root: str, toolchain: Toolchain, vp
         by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
     run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
 
-    added, dropped, unsettled, pending = [], [], [], []
+    added, dropped, unsettled = [], [], {}
     for row in rows.iter_rows(named=True):
         runs = by_sample[row["sample_id"]]
         if waiting := [r for r in runs if r.pending]:
-            unsettled.append(row["sample_id"])
-            pending += waiting
+            unsettled[row["sample_id"]] = waiting
             continue
         if failed := [r for r in runs if r.failure is not None]:
             dropped.append(({c: row[c] for c in SAMPLE_COLUMNS}, *scoped_failure(
@@ -150,6 +149,4 @@ def compiled_chunk(rows: pl.DataFrame, store_root: str, toolchain: Toolchain, vp
             f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
                                      if t.kind == "device"],
         })
-    schema = {"sample_id": pl.String, f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST}
-    return Compiled(pl.DataFrame(added, schema=schema), dropped, unsettled, pending, runner.keys,
-                    runner.counts.hits)
+    return Compiled(added, dropped, unsettled, runner.keys, runner.counts.hits)

@@ -113,6 +113,12 @@ class WorkTally:
                 "by_worker": dict(sorted(self.by_worker.items()))}
 
 
+class Settling(Protocol):
+    """A chunk's result in :meth:`StageWork.settle`: the rows it could not settle yet, by sample id."""
+
+    unsettled: dict[str, Any]
+
+
 class Pending(Protocol):
     """An item sent to a worker: its outcome (raising the worker's error), and a way to take it back unstarted."""
 
@@ -189,6 +195,24 @@ class StageWork(ABC):
                chunk_rows: int = CHUNK_ROWS) -> Iterator[Result]:
         """``work(chunk, *args)`` for every chunk of ``rows``, in chunk order."""
         return self.map(work, rows.iter_slices(chunk_rows), *args, count=-(-rows.height // chunk_rows))
+
+    def settle(self, work: Callable[..., Settling], rows: pl.DataFrame, run_misses: Callable[[list], dict[str, str]],
+               *args: object) -> list:
+        """A tool stage's rows in two passes over the workers. First ``work((chunk, None), *args, {})`` per chunk
+        settles every row whose actions the store has and returns the others in ``unsettled`` (sample id -> what it
+        made for them, such as their actions); then ``run_misses(results)`` runs those actions here on the executor
+        and returns the keys that failed transiently (with why); then ``work((their rows, their unsettled), *args,
+        transients)`` settles them. The results of both passes, in order."""
+        slices = list(rows.iter_slices(CHUNK_ROWS))
+        first = list(self.map(work, ((part, None) for part in slices), *args, {}, count=len(slices)))
+        transients = run_misses(first)
+        waiting = [(part.filter(pl.col("sample_id").is_in(list(done.unsettled))), done.unsettled)
+                   for part, done in zip(slices, first, strict=True) if done.unsettled]
+        second = list(self.map(work, waiting, *args, transients, count=len(waiting)))
+        if lost := [sample for done in second for sample in done.unsettled]:
+            raise RuntimeError(f"{work.__name__}: {lost[0]} still needs an action after the executor ran every miss "
+                               "(a bug)")
+        return first + second
 
     def write_shards(self, make: Callable[..., pl.DataFrame], parts: Iterable[Item], count: int, folder: Path,
                      *args: object) -> int:

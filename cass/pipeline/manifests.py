@@ -137,11 +137,9 @@ def replacing(folder: Path) -> Iterator[Path]:
     partial.rename(folder)
 
 
-def attach(rows: pl.DataFrame, added: list[dict] | pl.DataFrame, schema: dict | None = None) -> pl.DataFrame:
-    """The rows that have an entry in ``added`` (row dicts with the columns of ``schema``, or a table), with its
-    columns appended."""
-    extra = added if isinstance(added, pl.DataFrame) else pl.DataFrame(added, schema={"sample_id": pl.String,
-                                                                                       **schema})
+def attach(rows: pl.DataFrame, added: list[dict], schema: dict) -> pl.DataFrame:
+    """The rows that have an entry in ``added``, with its columns (``schema``) appended."""
+    extra = pl.DataFrame(added, schema={"sample_id": pl.String, **schema})
     return rows.join(extra, on="sample_id", how="inner")
 
 

@@ -25,7 +25,7 @@ import polars as pl
 from cass.compiling.branch_parity import DIVERGENCE, aligned, branches, divergences, instrument, taken
 from cass.engine.actions import ActionCounts, ActionRunner, Outcome, pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import CHUNK_ROWS, attach
+from cass.pipeline.manifests import attach
 from store import Store
 from toolchains import Toolchain
 from toolchains.language import is_opencl
@@ -43,18 +43,14 @@ def run(stage: Stage) -> None:
     args = (str(store.root), toolchains, settings, timeout_s)
     # the workers mark a chunk's files and settle every sample whose preprocessing the store has; the driver runs the
     # rest, then the workers settle the samples that waited for it (their marked files sent back to them)
-    checked = list(stage.work.map(checked_chunk, ((part, None) for part in rows.iter_slices(CHUNK_ROWS)), *args, {},
-                                  count=-(-rows.height // CHUNK_ROWS)))
-    for vendor, runner in runners.items():
-        runner.run([s[vendor] for c in checked for s in c.unsettled.values()], desc=f"{vendor} preprocess")
-        runner.counts.hits += sum(c.hits[vendor] for c in checked)
-    waiting = [(rows.filter(pl.col("sample_id").is_in(list(c.unsettled))), c.unsettled) for c in checked
-               if c.unsettled]
-    transients = {k: v for r in runners.values() for k, v in r.transients.items()}
-    settled = list(stage.work.map(checked_chunk, waiting, *args, transients, count=len(waiting)))
-    if lost := [s for c in settled for s in c.unsettled]:
-        raise RuntimeError(f"{lost[0]} still needs a preprocessing run after the executor ran every miss (a bug)")
-    checked += settled
+
+    def run_misses(chunks: list[Checked]) -> dict[str, str]:
+        for vendor, runner in runners.items():
+            runner.run([s[vendor] for c in chunks for s in c.unsettled.values()], desc=f"{vendor} preprocess")
+            runner.counts.hits += sum(c.hits[vendor] for c in chunks)
+        return {k: v for r in runners.values() for k, v in r.transients.items()}
+
+    checked = stage.work.settle(checked_chunk, rows, run_misses, *args)
     added = [a for c in checked for a in c.added]
     status = sum((c.status for c in checked), Counter())
     by_macro = Counter()

@@ -13,17 +13,20 @@ normalised a chunk at a time on stage hosts or ``executor.workers`` processes (:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import polars as pl
 
-from cass.engine.actions import pipeline_toolchains, plan, stage_runner
+from cass.engine.actions import Action, ActionRunner, pipeline_toolchains, plan, stage_runner
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import ASM_LIST, attach
+from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
 from cass.pipeline.metrics import mean_reduction
 from cass.text.amdgpu import normalize_amd
 from cass.text.host_asm import strip_host_registration
 from cass.text.normalize import normalize_all
 from cass.text.sass import normalize_sass
 from store import Store
+from toolchains import Toolchain
 
 
 def run(stage: Stage) -> None:
@@ -33,41 +36,81 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("pair")
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, amd, stage.params, params["amd"]["timeout_s"])
-    strip_host = params["normalize"]["strip_host_registration"]
-    normalized = {}
-    for part in stage.work.chunks(normalized_chunk, rows, str(store.root), strip_host):
-        normalized |= part
-    checks = {(a["arch"], a["digest"]): plan(amd, amd.assemble_step(a["arch"], "device.s"), {"device.s": a["digest"]})
-              for n in normalized.values() for a in n["amd"][0]}
-    outcomes = runner.run(list(checks.values()), desc=f"{amd.assembler} (normalised AMD asm)")
-    added = []
-    words: dict[str, list[tuple[int, int]]] = {"sass": [], "amd": []}
-    for row in rows.iter_rows(named=True):
-        norm = normalized[row["sample_id"]]
-        failed = [(a["arch"], outcomes[checks[(a["arch"], a["digest"])].key]) for a in norm["amd"][0]]
-        failed = [(arch, o) for arch, o in failed if not o.ok]
-        if failed:
-            arch, outcome = failed[0]
-            detail = outcome.transient or store.get_text(outcome.record.stderr, "replace")
-            out.drop(row, "transient" if outcome.transient else "normalized_asm_rejected", f"{arch}: {detail}")
-            continue
-        added.append({"sample_id": row["sample_id"], "nvidia_device_norm": norm["nvidia"][0],
-                      "amd_device_norm": norm["amd"][0], "nvidia_host_norm": norm["host"]})
-        words["sass"].append(norm["nvidia"][1])
-        words["amd"].append(norm["amd"][1])
+    args = (str(store.root), params["normalize"]["strip_host_registration"], amd, params["amd"]["timeout_s"])
+    # the workers normalise a chunk and settle every sample whose assembler checks the store has; the driver runs the
+    # other checks, then the workers settle the samples that waited for them (their normalised texts sent back)
+
+    def run_misses(chunks: list[Normalized]) -> dict[str, str]:
+        runner.run([a for c in chunks for n in c.unsettled.values() for a in n["checks"]],
+                   desc=f"{amd.assembler} (normalised AMD asm)")
+        runner.counts.hits += sum(c.hits for c in chunks)
+        return runner.transients
+
+    normalized = stage.work.settle(normalized_chunk, rows, run_misses, *args)
+    for chunk in normalized:
+        for identity, reason, detail in chunk.dropped:
+            out.drop(identity, reason, detail)
     out.run["actions"] = runner.counts.as_dict()
     out.run.update(runner.time_metrics())
-    out.action_keys = runner.keys
-    out.extra_metrics["reduction"] = {vendor: mean_reduction(counts) for vendor, counts in words.items()}
-    kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST,
-                                "nvidia_host_norm": pl.String})
+    out.action_keys = runner.keys.union(*(c.keys for c in normalized))
+    out.extra_metrics["reduction"] = {vendor: mean_reduction([n for c in normalized for n in c.words[vendor]])
+                                      for vendor in ("sass", "amd")}
+    kept = attach(rows, [a for c in normalized for a in c.added],
+                  {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST, "nvidia_host_norm": pl.String})
     print(out.write(kept))
 
 
-def normalized_chunk(rows: pl.DataFrame, store_root: str, strip_host: bool) -> dict[str, dict]:
+@dataclass
+class Normalized:
+    """A chunk's samples normalised, settled as far as the store's assembler checks go: the columns this stage adds
+    and the (raw, normalised) token counts of those that passed, the drops (identity, reason, detail), the samples
+    whose checks the store lacks (their normalised texts, with the ``checks`` to run), the keys looked up, the hits."""
+
+    added: list[dict] = field(default_factory=list)
+    words: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: {"sass": [], "amd": []})
+    dropped: list[tuple[dict, str, str]] = field(default_factory=list)
+    unsettled: dict[str, dict] = field(default_factory=dict)
+    keys: set[str] = field(default_factory=set)
+    hits: int = 0
+
+
+def normalized_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root: str, strip_host: bool,
+                     amd: Toolchain, timeout_s: float, transients: dict[str, str]) -> Normalized:
+    """The samples of a chunk normalised (or, given their normalised texts, not again) and their normalised AMD
+    assembly checked from the store alone (on a worker; nothing runs a tool). ``transients``: the checks that failed
+    transiently in this stage run."""
+    rows, texts = part
+    store = Store(store_root)
+    texts = normalized_texts(store, rows, strip_host) if texts is None else texts
+    runner = ActionRunner(store, None, timeout_s)
+    runner.transients.update(transients)
+    checks: dict[str, list[tuple[str, Action]]] = {
+        sample: [(a["arch"], plan(amd, amd.assemble_step(a["arch"], "device.s"), {"device.s": a["digest"]}))
+                 for a in norm["amd"][0]] for sample, norm in texts.items()}
+    outcomes = runner.run([a for arch_actions in checks.values() for _, a in arch_actions], desc=amd.assembler)
+    chunk = Normalized(keys=runner.keys, hits=runner.counts.hits)
+    for row in rows.iter_rows(named=True):
+        norm = texts[row["sample_id"]]
+        results = [(arch, outcomes.get(a.key)) for arch, a in checks[row["sample_id"]]]
+        if any(o is None for _, o in results):
+            chunk.unsettled[row["sample_id"]] = {**norm, "checks": [a for _, a in checks[row["sample_id"]]]}
+            continue
+        if failed := [(arch, o) for arch, o in results if not o.ok]:
+            arch, outcome = failed[0]
+            detail = outcome.transient or store.get_text(outcome.record.stderr, "replace")
+            chunk.dropped.append(({c: row[c] for c in SAMPLE_COLUMNS}, "transient" if outcome.transient else
+                                  "normalized_asm_rejected", f"{arch}: {detail}"))
+            continue
+        chunk.added.append({"sample_id": row["sample_id"], "nvidia_device_norm": norm["nvidia"][0],
+                            "amd_device_norm": norm["amd"][0], "nvidia_host_norm": norm["host"]})
+        chunk.words["sass"].append(norm["nvidia"][1])
+        chunk.words["amd"].append(norm["amd"][1])
+    return chunk
+
+
+def normalized_texts(store: Store, rows: pl.DataFrame, strip_host: bool) -> dict[str, dict]:
     """Per sample of ``rows``: its normalised assembly per vendor (stored, with the token counts before and after)
     and its CUDA host assembly without the registration boilerplate (``strip_host``)."""
-    store = Store(store_root)
     return {row["sample_id"]: {
         "host": store.put_text(strip_host_registration(store.get_text(row["nvidia_host_asm"])))
         if strip_host and row["nvidia_host_asm"] else None,
