@@ -140,13 +140,20 @@ def verified(verdict: Verdict, runs: dict[str, list[Run]]) -> bool:
             and all(c is not None and c > 0 for c in counts))
 
 
-def execute(store: Store, params: dict, rows: list[dict], host: ExecutionHost | None,
+def main_signatures(rows: pl.DataFrame, store_root: str) -> dict[str, str | None]:
+    """Per sample, the signature of its main file's ``main`` function, or None (a chunk, on a stage's worker)."""
+    store = Store(store_root)
+    return {sample: main_signature(store.get_text(files[0]["digest"], "replace"))
+            for sample, files in zip(rows["sample_id"], rows["files"], strict=True)}
+
+
+def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str | None], host: ExecutionHost | None,
             executor: dict) -> tuple[list[dict], dict]:
-    """The execution columns of every row, and the stage's run report."""
+    """The execution columns of every row (``mains``: each one's :func:`main_signatures`), and the stage's run
+    report."""
     results = {row["sample_id"]: {"exec_host": host.name if host else None, "exec_verified": False,
                                   "exec_units": row["units"] or [],
                                   "run_spec_source": (row["run_spec"] or {}).get("source")} for row in rows}
-    mains = {row["sample_id"]: main_signature(store.get_text(row["files"][0]["digest"], "replace")) for row in rows}
     runnable = [row for row in rows if mains[row["sample_id"]] is not None]
     for sample, signature in mains.items():
         if signature is None:

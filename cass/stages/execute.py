@@ -6,7 +6,7 @@ working directory, data files, time limit; :mod:`cass.sources.runspecs`). ``exec
 :mod:`cass.execution.verify`'s verdict, ``exec_verified`` whether it is verified; ``no_main``,
 ``not_run:no_gpu_host`` and ``not_run:transient`` (a build or run killed for no reason of the source: not cached,
 retried by ``dvc repro -f execute``) besides. No row is dropped: the manifest is the pair stage's with the execution
-columns added.
+columns added. The main functions are found a chunk at a time on the stage's workers (:mod:`cass.engine.stage_work`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections import Counter
 import polars as pl
 
 from cass.execution.hosts import resolve_host
-from cass.execution.verify import COLUMNS, execute
+from cass.execution.verify import COLUMNS, execute, main_signatures
 from cass.pipeline.context import Stage
 from toolchains.cluster import scheduler_address
 
@@ -26,7 +26,11 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("pair")
     out = stage.output(rows.height)
     host = resolve_host(params["host"], scheduler_address(stage.params["executor"]))
-    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), host, stage.params["executor"])
+    mains = {}
+    for part in stage.work.chunks(main_signatures, rows.select("sample_id", "files"), str(stage.store.root)):
+        mains |= part
+    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), mains, host,
+                            stage.params["executor"])
     statuses = Counter(r["exec_status"] for r in added)
     out.action_keys = set(report.pop("keys", []))
     out.run.update(report)
