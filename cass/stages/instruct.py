@@ -41,39 +41,46 @@ def run(stage: Stage) -> None:
     files, kernels = stage.upstream("normalize"), stage.upstream("kernels")
     per_shard = params["export"]["rows_per_shard"]
     holdout = sorted(params["export"]["holdout_origins"])
-    examples: dict[str, list[dict]] = {task.name: [] for task in TASKS}
-    dropped = []
-    for chunk_examples, chunk_dropped in stage.work.map(   # which examples are written: no texts kept
-            chosen_examples, unit_parts(files, kernels, fitting), root, holdout, stage.name,
-            count=-(-files.height // CHUNK_ROWS)):
-        for task in TASKS:
-            examples[task.name] += chunk_examples[task.name]
-        dropped += chunk_dropped
+    chosen = list(stage.work.map(   # which examples are written: no texts kept
+        chosen_examples, unit_parts(files, kernels, fitting), root, holdout, stage.name,
+        count=-(-files.height // CHUNK_ROWS)))
+    dropped = pl.concat([pl.DataFrame(schema=DROPPED_SCHEMA), *(d for _, d in chosen)])
     metrics: dict = {}
     with replacing(stage.data_dir) as folder:
         for task in TASKS:
-            table = pl.DataFrame(examples[task.name], schema={**{k: v for k, v in SCHEMA.items() if k != "messages"},
-                                                              "unit_id": pl.String}).sort("id")
+            table = pl.concat([pl.DataFrame(schema=EXAMPLE_IDS), *(e[task.name] for e, _ in chosen)]).sort("id")
             (folder / task.name).mkdir()
             slices, count = shard_parts(table, per_shard)
-            parts = ((part, files.filter(pl.col("sample_id").is_in(part["unit_id"].implode())),
-                      kernels.filter(pl.col("sample_id").is_in(part["unit_id"].implode()))) for part in slices)
+            shard_of = table.select(pl.col("unit_id").alias("sample_id"),
+                                    (pl.int_range(pl.len()) // per_shard).alias("shard"))
+            parts = zip(slices, *(by_shard(rows, shard_of, count) for rows in (files, kernels)), strict=True)
             shards = stage.work.write_shards(example_shard, parts, count, folder / task.name, root, task.name)
-            reasons = Counter(d["reason"] for d in dropped if d["sample_id"].endswith(f"/{task.name}"))
+            reasons = Counter(dropped.filter(pl.col("sample_id").str.ends_with(f"/{task.name}"))["reason"])
             metrics[task.name] = {"rows": table.height, "shards": shards,
                                   "by_level": dict(sorted(table["level"].value_counts().iter_rows())),
                                   "dropped_identity": reasons[IDENTITY], "dropped_holdout": reasons[HOLDOUT]}
-        write_parquet(pl.DataFrame(dropped, schema=DROPPED_SCHEMA), folder / "dropped.parquet")
+        write_parquet(dropped, folder / "dropped.parquet")
         (folder / "dataset_info.json").write_text(json.dumps(dataset_info(), indent=2, sort_keys=True) + "\n")
     kept = sum(m["rows"] for m in metrics.values())
-    metrics.update({"in": kept + len(dropped), "kept": kept, "dropped": len(dropped),
-                    "dropped_by_reason": dict(sorted(Counter(d["reason"] for d in dropped).items()))})
+    metrics.update({"in": kept + dropped.height, "kept": kept, "dropped": dropped.height,
+                    "dropped_by_reason": dict(sorted(Counter(dropped["reason"]).items()))})
     write_metrics(stage.name, metrics)
     print(metrics)
 
 
+EXAMPLE_IDS = {**{k: v for k, v in SCHEMA.items() if k != "messages"}, "unit_id": pl.String}
+"""An example chosen, before its messages are made: its identity and its unit's id."""
+
+
+def by_shard(rows: pl.DataFrame, shard_of: pl.DataFrame, count: int) -> list[pl.DataFrame]:
+    """The rows of the units of each of ``count`` shards (``shard_of``: a unit's ``sample_id`` -> its ``shard``), in
+    one pass over ``rows``."""
+    tagged = rows.join(shard_of, on="sample_id", how="inner").partition_by("shard", as_dict=True)
+    return [tagged.get((n,), rows.clear()).drop("shard", strict=False) for n in range(count)]
+
+
 def chosen_examples(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_root: str, holdout: list[str],
-                    stage: str) -> tuple[dict[str, list[dict]], list[dict]]:
+                    stage: str) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
     """A chunk's units as examples per task (identities, no texts), and the examples not written, with why."""
     _, unit_files, unit_kernels = part
     examples: dict[str, list[dict]] = {task.name: [] for task in TASKS}
@@ -93,7 +100,8 @@ def chosen_examples(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store
                 examples[task.name].append({"id": example_id, "level": i["level"], "sample_id": i["sample_id"],
                                             "kernel": i["kernel"], "origin": i["origin"], "path": i["path"],
                                             "domain": i["domain"], "unit_id": i["unit_id"]})
-    return examples, dropped
+    return ({name: pl.DataFrame(rows, schema=EXAMPLE_IDS) for name, rows in examples.items()},
+            pl.DataFrame(dropped, schema=DROPPED_SCHEMA))
 
 
 def example_shard(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_root: str, task_name: str
