@@ -7,18 +7,21 @@ file's digest. The manifest keeps hipify-perl's own files
 (``hip_files_hipify``) next to the repaired ones (``hip_files``, what compile_amd builds), the
 rules that fired per sample (``repair_rules``) and whether any file changed (``hip_repaired``).
 ``repair.enabled: false`` passes hipify-perl's files on unchanged, as OpenCL C samples always are.
-Nothing is dropped here.
+Nothing is dropped here. The files are repaired a chunk of samples at a time on the stage's workers
+(:mod:`cass.engine.stage_work`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
-from cass.translate.repair import pipeline_repairer, ruleset_id
+from cass.translate.repair import CachedRepair, RepairTarget, pipeline_repairer, ruleset_id
+from store import Store
 from toolchains.language import is_opencl
 
 
@@ -27,12 +30,46 @@ def run(stage: Stage) -> None:
     store = stage.store
     rows = stage.upstream("hipify").rename({"hip_files": "hip_files_hipify"})
     out = stage.output(rows.height)
-    repairer = None
-    if params["repair"]["enabled"]:
-        repairer = pipeline_repairer(store, params)
-    samples_by_rule: Counter = Counter()
+    target = pipeline_repairer(store, params).target if params["repair"]["enabled"] else None
+    chunks = list(stage.work.chunks(repaired_chunk, rows, str(store.root), target))
+    added = [a for c in chunks for a in c.added]
     files_by_rule: dict[str, set[str]] = {}
-    added = []
+    for chunk in chunks:
+        for rule, digests in chunk.files_by_rule.items():
+            files_by_rule.setdefault(rule, set()).update(digests)
+    kept = attach(rows, added, {"hip_files": FILES_DTYPE, "repair_rules": pl.List(pl.String),
+                                "hip_repaired": pl.Boolean})
+    out.extra_metrics.update({
+        "enabled": target is not None,
+        "ruleset": ruleset_id() if target else None,
+        "target": target.key() if target else None,
+        "derived_names": {table: len(names) for table, names in target.names.tables().items()} if target else None,
+        "samples_repaired": sum(a["hip_repaired"] for a in added),
+        "samples_by_rule": dict(sorted(sum((c.samples_by_rule for c in chunks), Counter()).items())),
+        "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},
+    })
+    out.run["actions"] = {k: sum(c.counts[k] for c in chunks) for k in ("hits", "misses")}
+    if target:
+        out.action_keys = set().union(*(c.keys for c in chunks))
+    print(out.write(kept))
+
+
+@dataclass
+class Repaired:
+    """A chunk's samples repaired: the columns this stage adds, the samples each rule changed, the files (digests)
+    each rule changed, the action keys looked up and the cache's hits and misses."""
+
+    added: list[dict] = field(default_factory=list)
+    samples_by_rule: Counter = field(default_factory=Counter)
+    files_by_rule: dict[str, set[str]] = field(default_factory=dict)
+    keys: set[str] = field(default_factory=set)
+    counts: dict[str, int] = field(default_factory=lambda: {"hits": 0, "misses": 0})
+
+
+def repaired_chunk(rows: pl.DataFrame, store_root: str, target: RepairTarget | None) -> Repaired:
+    """Every HIP file of a chunk's samples repaired for ``target`` (None: repairs off; on a worker)."""
+    repairer = CachedRepair(Store(store_root), target) if target else None
+    chunk = Repaired()
     for row in rows.iter_rows(named=True):
         files, fired = [], set()
         repairs = repairer and not is_opencl(row["hip_files_hipify"][0]["path"])
@@ -43,23 +80,10 @@ def run(stage: Stage) -> None:
             files.append({"path": f["path"], "digest": digest})
             fired.update(rules)
             for rule in rules:
-                files_by_rule.setdefault(rule, set()).add(f["digest"])
-        samples_by_rule.update(fired)
-        added.append({"sample_id": row["sample_id"], "hip_files": files, "repair_rules": sorted(fired),
-                      "hip_repaired": files != row["hip_files_hipify"]})
-    kept = attach(rows, added, {"hip_files": FILES_DTYPE, "repair_rules": pl.List(pl.String),
-                                "hip_repaired": pl.Boolean})
-    out.extra_metrics.update({
-        "enabled": bool(repairer),
-        "ruleset": ruleset_id() if repairer else None,
-        "target": repairer.target.key() if repairer else None,
-        "derived_names": {table: len(names) for table, names in repairer.target.names.tables().items()}
-        if repairer else None,
-        "samples_repaired": sum(a["hip_repaired"] for a in added),
-        "samples_by_rule": dict(sorted(samples_by_rule.items())),
-        "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},
-    })
-    out.run["actions"] = repairer.cache.counts() if repairer else {"hits": 0, "misses": 0}
+                chunk.files_by_rule.setdefault(rule, set()).add(f["digest"])
+        chunk.samples_by_rule.update(fired)
+        chunk.added.append({"sample_id": row["sample_id"], "hip_files": files, "repair_rules": sorted(fired),
+                            "hip_repaired": files != row["hip_files_hipify"]})
     if repairer:
-        out.action_keys = repairer.keys
-    print(out.write(kept))
+        chunk.keys, chunk.counts = repairer.keys, repairer.cache.counts()
+    return chunk
