@@ -7,20 +7,23 @@ faster). Its diagnostics (identifiers it cannot map, such as ``unsupported devic
 hipify-perl's per-line checks on the lines that can warn, plus its check of the translated text;
 they are kept per sample. The HIP files keep the CUDA files' relative paths, so
 ``#include "..."`` still resolves. OpenCL C samples pass through untranslated (both vendors compile the
-same OpenCL source).
+same OpenCL source). The files are planned, looked up and their warnings rebuilt a chunk of samples at a time
+on the stage's workers; the driver runs only the translations the store lacks (:meth:`StageWork.settle`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import polars as pl
 
-from cass.engine.actions import pipeline_toolchains, stage_runner
+from cass.engine.actions import Action, ActionRunner, pipeline_toolchains, stage_runner
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import FILES_DTYPE, attach
+from cass.pipeline.manifests import FILES_DTYPE, SAMPLE_COLUMNS, attach
 from cass.translate.hipify import file_warnings, plan_files
-from cass.translate.hipify_warnings import (
-    WarningTables,
-)
+from cass.translate.hipify_warnings import WarningTables
+from store import Store
+from toolchains import Toolchain
 from toolchains.language import is_opencl
 
 
@@ -28,48 +31,101 @@ def run(stage: Stage) -> None:
     params = stage.params
     store = stage.store
     amd = pipeline_toolchains(stage.params, ("amd",))["amd"]
-    tables = WarningTables(*amd.hipify_warning_tables())
     rows = stage.upstream("dedup")
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, amd, stage.params, params["hipify"]["timeout_s"])
+
+    def run_misses(chunks: list[Hipified]) -> dict[str, str]:
+        runner.run([a for c in chunks for actions in c.unsettled.values() for a in actions], desc="hipify-perl")
+        runner.counts.hits += sum(c.hits for c in chunks)
+        return runner.transients
+
+    # the workers plan a chunk's files and settle every sample whose translations the store has; the driver runs the
+    # others, then the workers settle the samples that waited for them
+    hipified = stage.work.settle(hipified_chunk, rows, run_misses, str(store.root), amd,
+                                 WarningTables(*amd.hipify_warning_tables()), params["hipify"]["timeout_s"])
+    for chunk in hipified:
+        for identity, reason, detail in chunk.dropped:
+            out.drop(identity, reason, detail)
+    added = [a for c in hipified for a in c.added]
+    out.run["actions"] = runner.counts.as_dict()
+    out.run.update(runner.time_metrics())
+    checked = {key: lines for c in hipified for key, lines in c.checked.items()}
+    out.extra_metrics["files"] = {"translated": len(set().union(*(c.translated for c in hipified))),
+                                  "checked_for_warnings": len(checked),
+                                  "lines_that_can_warn": sum(candidates for candidates, _ in checked.values()),
+                                  "lines_checked": sum(lines for _, lines in checked.values())}
+    out.action_keys = runner.keys.union(*(c.keys for c in hipified))
+    out.extra_metrics["samples_with_hipify_warnings"] = sum(1 for a in added if a["hipify_warning_count"])
+    kept = attach(rows, added, {"hip_files": FILES_DTYPE, "hipify_warnings": pl.String,
+                                "hipify_warning_count": pl.Int64})
+    print(out.write(kept))
+
+
+@dataclass
+class Hipified:
+    """A chunk's samples translated as far as the store's records go: the columns this stage adds, the drops
+    (identity, reason, detail), the samples whose actions the store lacks (with those actions), the files translated
+    and those checked for warnings (with their lines that can warn and the lines checked), the keys looked up, the
+    hits."""
+
+    added: list[dict] = field(default_factory=list)
+    dropped: list[tuple[dict, str, str]] = field(default_factory=list)
+    unsettled: dict[str, list[Action]] = field(default_factory=dict)
+    translated: set[tuple[str, str]] = field(default_factory=set)
+    checked: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    keys: set[str] = field(default_factory=set)
+    hits: int = 0
+
+
+def hipified_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, amd: Toolchain, tables: WarningTables,
+                   timeout_s: float, transients: dict[str, str]) -> Hipified:
+    """The CUDA files of a chunk's samples translated and their warnings rebuilt from the store alone (on a worker;
+    nothing runs a tool; planned afresh in the second pass). ``transients``: the actions that failed transiently in
+    this stage run."""
+    rows, _ = part
+    store = Store(store_root)
+    runner = ActionRunner(store, None, timeout_s)
+    runner.transients.update(transients)
     cuda_files = {(f["path"], f["digest"]) for fs in rows["files"] for f in fs if not is_opencl(fs[0]["path"])}
     translate, checked = plan_files(store, amd, tables, cuda_files)
     outcomes = runner.run([*translate.values(), *(a for _, a in checked.values())], desc="hipify-perl")
-    hip = {key: o.record.outputs["hip"] for key, a in translate.items() if (o := outcomes[a.key]).ok}
-    warnings = {key: file_warnings(store, tables, key, d, checked.get(key), outcomes) for key, d in hip.items()}
-
-    added = []
+    hip = {key: o.record.outputs["hip"] for key, a in translate.items() if (o := outcomes.get(a.key)) and o.ok}
+    chunk = Hipified(translated=set(translate), checked={k: (c.candidates, len(c.lines)) for k, (c, _) in
+                                                         checked.items()})
+    warnings: dict[tuple[str, str], str] = {}
     empty = store.put_text("")
     for row in rows.iter_rows(named=True):
         if is_opencl(row["files"][0]["path"]):
-            added.append({"sample_id": row["sample_id"], "hip_files": row["files"], "hipify_warnings": empty,
-                          "hipify_warning_count": 0})
+            chunk.added.append({"sample_id": row["sample_id"], "hip_files": row["files"], "hipify_warnings": empty,
+                                "hipify_warning_count": 0})
             continue
         keys = [(f["path"], f["digest"]) for f in row["files"]]
+        needed = [translate[k] for k in keys] + [checked[k][1] for k in keys if k in checked]
+        if missing := [a for a in needed if a.key not in outcomes]:
+            chunk.unsettled[row["sample_id"]] = missing
+            continue
         failed = [(k[0], outcomes[translate[k].key]) for k in keys if k not in hip]
         failed += [(k[0], outcomes[checked[k][1].key]) for k in keys
                    if k in checked and not outcomes[checked[k][1].key].ok]
         if failed:
             path, outcome = failed[0]
+            identity = {c: row[c] for c in SAMPLE_COLUMNS}
             if outcome.transient:
-                out.drop(row, "transient", f"hipify-perl {path}: {outcome.transient}")
+                chunk.dropped.append((identity, "transient", f"hipify-perl {path}: {outcome.transient}"))
             else:
-                out.drop(row, "hipify_failed", f"{path}: {store.get_text(outcome.record.stderr, 'replace')}")
+                stderr = store.get_text(outcome.record.stderr, "replace")
+                chunk.dropped.append((identity, "hipify_failed", f"{path}: {stderr}"))
             continue
+        for k in keys:
+            if k not in warnings:
+                warnings[k] = file_warnings(store, tables, k, hip[k], checked.get(k), outcomes)
         text = "".join(warnings[k] for k in keys)
-        added.append({
+        chunk.added.append({
             "sample_id": row["sample_id"],
             "hip_files": [{"path": k[0], "digest": hip[k]} for k in keys],
             "hipify_warnings": store.put_text(text),
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })
-    out.run["actions"] = runner.counts.as_dict()
-    out.run.update(runner.time_metrics())
-    out.extra_metrics["files"] = {"translated": len(translate), "checked_for_warnings": len(checked),
-                                  "lines_that_can_warn": sum(c.candidates for c, _ in checked.values()),
-                                  "lines_checked": sum(len(c.lines) for c, _ in checked.values())}
-    out.action_keys = runner.keys
-    out.extra_metrics["samples_with_hipify_warnings"] = sum(1 for a in added if a["hipify_warning_count"])
-    kept = attach(rows, added, {"hip_files": FILES_DTYPE, "hipify_warnings": pl.String,
-                                "hipify_warning_count": pl.Int64})
-    print(out.write(kept))
+    chunk.keys, chunk.hits = runner.keys, runner.counts.hits
+    return chunk
