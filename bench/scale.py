@@ -135,9 +135,9 @@ def build(project: Path) -> list[dict]:
     return rows
 
 
-WORKER_LOOKUPS = ("compile_nvidia", "compile_amd", "branch_parity", "normalize", "tokens")
-"""Stages whose workers look their actions up (:meth:`cass.engine.stage_work.StageWork.settle`, the token memo): the
-lookups a real build adds there are spread work, the others' stay on the driver."""
+WORKER_LOOKUPS = ("hipify", "compile_nvidia", "repair", "compile_amd", "branch_parity", "normalize", "tokens")
+"""Stages whose workers look their actions up (:meth:`cass.engine.stage_work.StageWork.settle`, the repair and token
+caches): the lookups a real build adds there are spread work, any other stage's stay on the driver."""
 
 
 def lookup_costs(project: Path, store: Path) -> dict[str, dict]:

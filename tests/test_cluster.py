@@ -255,7 +255,8 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
 
         local_export = parquet_hashes(project, "data/export")
         assert parquet_hashes(build, "data/export") == local_export   # byte-identical to the local build
-        for stage in ("ingest", "normalize", "kernels", "tokens", "export"):   # their own work ran on the stage host
+        for stage in ("ingest", "hipify", "compile_nvidia", "repair", "compile_amd", "branch_parity", "execute",
+                      "normalize", "kernels", "tokens", "export"):   # their own work ran on the stage host
             tally = json.loads((build / "metrics" / "run" / "stage_work" / f"{stage}.json").read_text())
             assert tally["where"].startswith("stage hosts") and tally["items"] > 0, (stage, tally)
             assert {w.rsplit("-", 1)[0] for w in tally["by_worker"]} == {"stage-1"}, (stage, tally)

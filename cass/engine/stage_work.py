@@ -12,6 +12,10 @@ than the tools do on many hosts (bench/scale.py). Two places run it, behind :cla
   paths, so it must mount the store and the project where the driver does; one that cannot see them fails the item
   saying so.
 
+A tool stage settles its rows in two passes around the driver's tool runs (:meth:`StageWork.settle`): the workers
+plan and look up a chunk's actions and make the rows the store has everything for; the driver runs only the
+actions the store lacks; then the workers make the rows that waited for them.
+
 ``work`` is a module-level function whose arguments pickle (paths as strings: a stage host works in the driver's
 project folder, so relative ones hold there too; it refuses items if its code is not the driver's). At most two items
 per worker are in flight: memory is the stage process's plus, per worker, one item's, whatever the corpus size. Each
