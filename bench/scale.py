@@ -193,7 +193,7 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
              f"{args.workers}, each stage's own work (cass/engine/stage_work.py: the items a stage hands to local "
              "processes or stage hosts) runs in the stage process and is timed apart: \"work\" is its wall seconds "
              "(the stage's `metrics/run/stage_work` tally), \"serial\" the rest of the stage's wall (dvc, reading "
-             "and writing manifests, merging results, the tool stages' planning and lookups), which stays on the "
+             "and writing manifests, merging results, running the actions the store lacks), which stays on the "
              "driver wherever the work runs. Peak: the resident memory of the largest single process a stage ran.",
              "", " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
 

@@ -121,12 +121,12 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
     rows = pl.DataFrame([{"sample_id": "s", "files": [{"path": "k.cu", "digest": cuda}],
                           "hip_files": [{"path": "k.cu", "digest": store.put_text(hip_text)}], "include_dirs": ["."]}])
     flags = {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"], "opt": ["-Os"]}
-    args = (str(store.root), {"nvidia": nvidia, "amd": amd}, {"nvidia": ("sm_89", flags), "amd": ("gfx1100", flags)},
-            300)
+    args = (str(store.root), {"nvidia": nvidia, "amd": amd}, {"nvidia": ("sm_89", flags), "amd": ("gfx1100", flags)})
 
     first = checked_chunk((rows, None), *args, {})
-    assert first.added == [] and list(first.unsettled) == ["s"] and first.hits == {"nvidia": 0, "amd": 0}
+    assert first.added == [] and list(first.unsettled) == ["s"] and first.found == {"nvidia": set(), "amd": set()}
     waiting = first.unsettled["s"]
+    assert [a.vendor for a in waiting["missing"]] == ["nvidia", "amd"]
     runner.run([waiting["amd"]], desc="preprocess")
     assert list(checked_chunk((rows, first.unsettled), *args, {}).unsettled) == ["s"]   # still one side to run
     told = checked_chunk((rows, first.unsettled), *args, {waiting["nvidia"].key: "killed by signal 9"})
@@ -134,9 +134,8 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
 
     runner.run([waiting["nvidia"]], desc="preprocess")
     second = checked_chunk((rows, first.unsettled), *args, {})
-    assert not second.unsettled and second.status == {"diverged": 1}
-    assert [(d["line"], d["pass"]) for d in second.added[0]["branch_divergences"]] == [
-        (3, "host"), (3, "device"), (8, "device")]
-    assert second.by_macro == {"__NVCC__": 2, "__CUDA_ARCH__": 1}
-    again = checked_chunk((rows, None), *args, {})   # marked afresh: the same verdict, every lookup a hit
-    assert again.added == second.added and again.hits == {"nvidia": 1, "amd": 1}
+    assert not second.unsettled and second.added[0]["branch_parity"] == "diverged"
+    assert [(d["line"], d["pass"], d["macros"]) for d in second.added[0]["branch_divergences"]] == [
+        (3, "host", ["__NVCC__"]), (3, "device", ["__NVCC__"]), (8, "device", ["__CUDA_ARCH__"])]
+    again = checked_chunk((rows, None), *args, {})   # marked afresh: the same verdict, every lookup found
+    assert again.added == second.added and {v: len(k) for v, k in again.found.items()} == {"nvidia": 1, "amd": 1}

@@ -130,7 +130,24 @@ def test_a_tool_stage_settles_its_rows_in_two_passes_around_the_driver_s_runs(tm
     results = LocalWork(2).settle(settle_from_file, rows, run_misses, str(known))
     assert sent == [4497] and len(results) == 6   # three chunks of 2,000 rows, each waited
     done = {s: v for r in results for s, v in r.done.items()}
-    assert len(done) == 4500 and done["s2"] == "killed by signal 9" and done["s3"] == "ok"
+    assert sum(len(r.done) for r in results) == len(done) == 4500   # each row settled once
+    assert done["s2"] == "killed by signal 9" and done["s3"] == "ok"
     known.write_text("")
     with pytest.raises(RuntimeError, match="settle_from_file: s0 still needs an action"):
         LocalWork(1).settle(settle_from_file, rows.head(3), lambda results: {}, str(known))
+
+
+def test_settled_chunks_merge_into_the_stage_output_and_count_each_key_found_once(store):
+    from cass.engine.actions import ActionRunner, Settled, merge_settled
+    from cass.pipeline.manifests import StageOutput
+
+    runner = ActionRunner(store, None, 0)   # the driver's runner: it found k3 itself
+    runner.found.add("k3")
+    chunks = [Settled(added=[{"sample_id": "a"}], keys={"k1", "k2"}, found={"amd": {"k1", "k2"}}, corrupt=1),
+              Settled(dropped=[({"sample_id": "b", "origin": "o", "path": "b.cu", "domain": "d"}, "why", "detail")],
+                      keys={"k2", "k3"}, found={"amd": {"k2", "k3"}})]
+    out = StageOutput("stage", rows_in=2)
+    assert merge_settled(out, chunks, {"amd": runner}) == [{"sample_id": "a"}]
+    assert [(d["sample_id"], d["reason"]) for d in out.dropped] == [("b", "why")]
+    assert runner.counts.hits == 3 and runner.counts.corrupt == 1   # k2 and k3 found twice, counted once
+    assert out.action_keys == {"k1", "k2", "k3"}

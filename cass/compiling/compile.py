@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
 
 import polars as pl
 
-from cass.engine.actions import ActionRunner, pipeline_toolchains, stage_runner
+from cass.engine.actions import Settled, merge_settled, pipeline_toolchains, stage_runner, store_runner
 from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
@@ -81,46 +80,26 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     runner = stage_runner(stage.store, toolchain, stage.params, vparams["timeout_s"])
     args = (str(store.root), toolchain, vparams, params["scope"], files_column)
 
-    def run_misses(chunks: list[Compiled]) -> dict[str, str]:
+    def run_misses(chunks: list[Settled]) -> dict[str, str]:
         run_targets(toolchain, runner, [r for c in chunks for runs in c.unsettled.values() for r in runs])
-        runner.counts.hits += sum(c.hits for c in chunks)
         return runner.transients
 
-    compiled = stage.work.settle(compiled_chunk, rows, run_misses, *args)
-    for chunk in compiled:
-        for identity, reason, detail in chunk.dropped:
-            out.drop(identity, reason, detail)
+    added = merge_settled(out, stage.work.settle(compiled_chunk, rows, run_misses, *args), {vendor: runner})
     out.run["actions"] = runner.counts.as_dict()
-    out.action_keys = runner.keys.union(*(c.keys for c in compiled))
     out.run.update(runner.time_metrics())
     out.extra_metrics["archs"] = vparams["archs"]
-    print(out.write(attach(rows, [a for c in compiled for a in c.added],
-                           {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})))
-
-
-@dataclass
-class Compiled:
-    """A chunk's samples compiled as far as the store's records go: the columns this stage adds for those that
-    passed, the drops (identity, reason, detail), the samples that need an action the store does not have (their
-    target runs waiting at it), the action keys looked up and how many were hits."""
-
-    added: list[dict]
-    dropped: list[tuple[dict, str, str]]
-    unsettled: dict[str, list[TargetRun]]
-    keys: set[str]
-    hits: int
+    print(out.write(attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})))
 
 
 def compiled_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, toolchain: Toolchain, vparams: dict,
-                   scope: dict, files_column: str, transients: dict[str, str]) -> Compiled:
+                   scope: dict, files_column: str, transients: dict[str, str]) -> Settled:
     """The samples of a chunk through their targets from the store alone (on a worker; nothing runs a tool; planned
     afresh in the second pass too): each one's finished artifacts stored (the host and device assembly columns), or
-    why it is dropped, or, where an action is missing, left unsettled. ``transients``: the actions that failed
-    transiently in this stage run."""
-    rows, _ = part
+    why it is dropped, or, where an action is missing, left unsettled with its target runs waiting at it.
+    ``transients``: the actions that failed transiently in this stage run."""
+    rows, made = part
     store = Store(store_root)
-    runner = ActionRunner(store, None, vparams["timeout_s"])
-    runner.transients.update(transients)
+    runner = store_runner(store, transients)
     vendor, rules = toolchain.vendor, Scope(scope)
     by_sample: dict[str, list[TargetRun]] = {}
     for row in rows.iter_rows(named=True):
@@ -130,23 +109,25 @@ def compiled_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, tool
         by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
     run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
 
-    added, dropped, unsettled = [], [], {}
+    chunk = Settled()
     for row in rows.iter_rows(named=True):
         runs = by_sample[row["sample_id"]]
         if waiting := [r for r in runs if r.pending]:
-            unsettled[row["sample_id"]] = waiting
+            chunk.unsettled[row["sample_id"]] = waiting
             continue
         if failed := [r for r in runs if r.failure is not None]:
-            dropped.append(({c: row[c] for c in SAMPLE_COLUMNS}, *scoped_failure(
+            chunk.dropped.append(({c: row[c] for c in SAMPLE_COLUMNS}, *scoped_failure(
                 toolchain, failed[0], store, row["unresolved_includes"], rules,
                 [f["digest"] for f in row[files_column]])))
             continue
         artifacts = {r.target: store.put(toolchain.finish(r.target, store.get(r.inputs[r.target.artifact])))
                      for r in runs}
-        added.append({
+        chunk.added.append({
             "sample_id": row["sample_id"],
             f"{vendor}_host_asm": next((d for t, d in artifacts.items() if t.kind == "host"), None),   # OpenCL: none
             f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
                                      if t.kind == "device"],
         })
-    return Compiled(added, dropped, unsettled, runner.keys, runner.counts.hits)
+    if made is None:
+        chunk.looked_up(runner, vendor)
+    return chunk

@@ -23,10 +23,12 @@ import functools
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tqdm import tqdm
 
 from cass.engine.cached import CachedMap
+from cass.pipeline.manifests import StageOutput
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
 from toolchains import Executor, Job, JobResult, Step, Toolchain, load_toolchains, local_executor
 from toolchains.cluster import Cluster, scheduler_address
@@ -129,6 +131,8 @@ class ActionRunner:
         self.cache = CachedMap(store)
         self.tool_time: dict[str, ToolTime] = {}
         self.transients: dict[str, str] = {}
+        self.found: set[str] = set()
+        """The keys answered from the store."""
 
     @property
     def keys(self) -> set[str]:
@@ -174,6 +178,7 @@ class ActionRunner:
                         continue
                     else:
                         self.counts.hits += 1
+                        self.found.add(action.key)
                         outcomes[action.key] = Outcome(record)
                 todo.extend(follow(action, outcomes[action.key]) if follow else ())   # again if known already
             self.counts.corrupt = len(self.store.corrupt_found)  # damaged outputs found by lookups: rerun
@@ -222,6 +227,50 @@ class ActionRunner:
                 "tool_cpu_s": round(sum(v.cpu_s for v in self.tool_time.values()), 3),
                 "tool_wall_s": round(sum(v.wall_s for v in self.tool_time.values()), 3),
                 "workers": getattr(self.executor, "workers", None), "by_tool": tools}
+
+
+def store_runner(store: Store, transients: Mapping[str, str]) -> ActionRunner:
+    """A runner that only reads ``store`` (a stage's worker: :meth:`cass.engine.stage_work.StageWork.settle`), told
+    the actions that failed transiently in this stage run."""
+    runner = ActionRunner(store, None, timeout_s=0)
+    runner.transients.update(transients)
+    return runner
+
+
+@dataclass
+class Settled:
+    """A chunk as a tool stage's worker settles it (:meth:`cass.engine.stage_work.StageWork.settle`): the columns the
+    stage adds for the rows it settled, the rows it drops (identity, reason, detail), the rows it could not settle yet
+    (sample id -> what it made for them), and its store lookups in the first pass (every key, the keys found by
+    runner name, the damaged outputs set aside)."""
+
+    added: list[dict] = field(default_factory=list)
+    dropped: list[tuple[dict, str, str]] = field(default_factory=list)
+    unsettled: dict[str, Any] = field(default_factory=dict)
+    keys: set[str] = field(default_factory=set)
+    found: dict[str, set[str]] = field(default_factory=dict)
+    corrupt: int = 0
+
+    def looked_up(self, runner: ActionRunner, name: str) -> None:
+        """Take a worker runner's lookups (``name``: the driver's runner they stand for, such as its vendor)."""
+        self.keys |= runner.keys
+        self.found.setdefault(name, set()).update(runner.found)
+        self.corrupt = len(runner.store.corrupt_found)   # a chunk's runners share its store
+
+
+def merge_settled(out: StageOutput, chunks: list[Settled], runners: dict[str, ActionRunner]) -> list[dict]:
+    """The rows the ``chunks`` settled, their drops recorded in ``out``, their lookups in the driver's ``runners``'
+    counts (hits: the distinct keys found here or on a worker; the damaged outputs the workers set aside, on the
+    first runner) and every key in ``out.action_keys``."""
+    for chunk in chunks:
+        for identity, reason, detail in chunk.dropped:
+            out.drop(identity, reason, detail)
+    for name, runner in runners.items():
+        runner.counts.hits = len(runner.found.union(*(c.found.get(name, ()) for c in chunks)))
+    next(iter(runners.values())).counts.corrupt += sum(c.corrupt for c in chunks)
+    out.action_keys = set().union(*(r.keys for r in runners.values()), *(c.keys for c in chunks))
+    return [row for chunk in chunks for row in chunk.added]
+
 
 
 @functools.cache

@@ -200,13 +200,13 @@ class StageWork(ABC):
         """``work(chunk, *args)`` for every chunk of ``rows``, in chunk order."""
         return self.map(work, rows.iter_slices(chunk_rows), *args, count=-(-rows.height // chunk_rows))
 
-    def settle(self, work: Callable[..., Settling], rows: pl.DataFrame, run_misses: Callable[[list], dict[str, str]],
-               *args: object) -> list:
+    def settle(self, work: Callable[..., Settling], rows: pl.DataFrame,
+               run_misses: Callable[[list], dict[str, str]], *args: object) -> list:
         """A tool stage's rows in two passes over the workers. First ``work((chunk, None), *args, {})`` per chunk
         settles every row whose actions the store has and returns the others in ``unsettled`` (sample id -> what it
         made for them, such as their actions); then ``run_misses(results)`` runs those actions here on the executor
         and returns the keys that failed transiently (with why); then ``work((their rows, their unsettled), *args,
-        transients)`` settles them. The results of both passes, in order."""
+        transients)`` settles them. The first pass's results in chunk order, then the second's."""
         slices = list(rows.iter_slices(CHUNK_ROWS))
         first = list(self.map(work, ((part, None) for part in slices), *args, {}, count=len(slices)))
         transients = run_misses(first)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from cass.engine.actions import Action, ActionRunner, pipeline_toolchains, stage_runner
+from cass.engine.actions import Settled, merge_settled, pipeline_toolchains, stage_runner, store_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, SAMPLE_COLUMNS, attach
 from cass.translate.hipify import file_warnings, plan_files
@@ -37,17 +37,13 @@ def run(stage: Stage) -> None:
 
     def run_misses(chunks: list[Hipified]) -> dict[str, str]:
         runner.run([a for c in chunks for actions in c.unsettled.values() for a in actions], desc="hipify-perl")
-        runner.counts.hits += sum(c.hits for c in chunks)
         return runner.transients
 
     # the workers plan a chunk's files and settle every sample whose translations the store has; the driver runs the
     # others, then the workers settle the samples that waited for them
     hipified = stage.work.settle(hipified_chunk, rows, run_misses, str(store.root), amd,
-                                 WarningTables(*amd.hipify_warning_tables()), params["hipify"]["timeout_s"])
-    for chunk in hipified:
-        for identity, reason, detail in chunk.dropped:
-            out.drop(identity, reason, detail)
-    added = [a for c in hipified for a in c.added]
+                                 WarningTables(*amd.hipify_warning_tables()))
+    added = merge_settled(out, hipified, {"amd": runner})
     out.run["actions"] = runner.counts.as_dict()
     out.run.update(runner.time_metrics())
     checked = {key: lines for c in hipified for key, lines in c.checked.items()}
@@ -55,7 +51,6 @@ def run(stage: Stage) -> None:
                                   "checked_for_warnings": len(checked),
                                   "lines_that_can_warn": sum(candidates for candidates, _ in checked.values()),
                                   "lines_checked": sum(lines for _, lines in checked.values())}
-    out.action_keys = runner.keys.union(*(c.keys for c in hipified))
     out.extra_metrics["samples_with_hipify_warnings"] = sum(1 for a in added if a["hipify_warning_count"])
     kept = attach(rows, added, {"hip_files": FILES_DTYPE, "hipify_warnings": pl.String,
                                 "hipify_warning_count": pl.Int64})
@@ -63,30 +58,23 @@ def run(stage: Stage) -> None:
 
 
 @dataclass
-class Hipified:
-    """A chunk's samples translated as far as the store's records go: the columns this stage adds, the drops
-    (identity, reason, detail), the samples whose actions the store lacks (with those actions), the files translated
-    and those checked for warnings (with their lines that can warn and the lines checked), the keys looked up, the
-    hits."""
+class Hipified(Settled):
+    """A chunk's samples translated as far as the store's records go (the samples waiting with the actions the store
+    lacks), and the files translated and those checked for warnings (with their lines that can warn and the lines
+    checked)."""
 
-    added: list[dict] = field(default_factory=list)
-    dropped: list[tuple[dict, str, str]] = field(default_factory=list)
-    unsettled: dict[str, list[Action]] = field(default_factory=dict)
     translated: set[tuple[str, str]] = field(default_factory=set)
     checked: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
-    keys: set[str] = field(default_factory=set)
-    hits: int = 0
 
 
 def hipified_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, amd: Toolchain, tables: WarningTables,
-                   timeout_s: float, transients: dict[str, str]) -> Hipified:
+                   transients: dict[str, str]) -> Hipified:
     """The CUDA files of a chunk's samples translated and their warnings rebuilt from the store alone (on a worker;
     nothing runs a tool; planned afresh in the second pass). ``transients``: the actions that failed transiently in
     this stage run."""
-    rows, _ = part
+    rows, made = part
     store = Store(store_root)
-    runner = ActionRunner(store, None, timeout_s)
-    runner.transients.update(transients)
+    runner = store_runner(store, transients)
     cuda_files = {(f["path"], f["digest"]) for fs in rows["files"] for f in fs if not is_opencl(fs[0]["path"])}
     translate, checked = plan_files(store, amd, tables, cuda_files)
     outcomes = runner.run([*translate.values(), *(a for _, a in checked.values())], desc="hipify-perl")
@@ -127,5 +115,6 @@ def hipified_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, amd:
             "hipify_warnings": store.put_text(text),
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })
-    chunk.keys, chunk.hits = runner.keys, runner.counts.hits
+    if made is None:
+        chunk.looked_up(runner, "amd")
     return chunk

@@ -8,7 +8,8 @@ toolchain); a text that does not assemble is a bug in the normaliser and drops t
 assembler's message (``normalized_asm_rejected``). The raw texts stay in the store and in the
 export. With ``normalize.strip_host_registration`` the CUDA host assembly also gets a normalised
 copy without nvcc's registration boilerplate (:func:`cass.text.host_asm.strip_host_registration`). Texts are
-normalised a chunk at a time on stage hosts or ``executor.workers`` processes (:mod:`cass.engine.stage_work`).
+normalised, and their checks looked up, a chunk at a time on stage hosts or ``executor.workers`` processes; the
+driver runs only the checks the store lacks (:meth:`cass.engine.stage_work.StageWork.settle`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from cass.engine.actions import Action, ActionRunner, pipeline_toolchains, plan, stage_runner
+from cass.engine.actions import Action, Settled, merge_settled, pipeline_toolchains, plan, stage_runner, store_runner
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
 from cass.pipeline.metrics import mean_reduction
@@ -36,64 +37,56 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("pair")
     out = stage.output(rows.height)
     runner = stage_runner(stage.store, amd, stage.params, params["amd"]["timeout_s"])
-    args = (str(store.root), params["normalize"]["strip_host_registration"], amd, params["amd"]["timeout_s"])
+    args = (str(store.root), params["normalize"]["strip_host_registration"], amd)
     # the workers normalise a chunk and settle every sample whose assembler checks the store has; the driver runs the
     # other checks, then the workers settle the samples that waited for them (their normalised texts sent back)
 
     def run_misses(chunks: list[Normalized]) -> dict[str, str]:
-        runner.run([a for c in chunks for n in c.unsettled.values() for a in n["checks"]],
+        runner.run([a for c in chunks for n in c.unsettled.values() for a in n["missing"]],
                    desc=f"{amd.assembler} (normalised AMD asm)")
-        runner.counts.hits += sum(c.hits for c in chunks)
         return runner.transients
 
     normalized = stage.work.settle(normalized_chunk, rows, run_misses, *args)
-    for chunk in normalized:
-        for identity, reason, detail in chunk.dropped:
-            out.drop(identity, reason, detail)
+    added = merge_settled(out, normalized, {"amd": runner})
     out.run["actions"] = runner.counts.as_dict()
     out.run.update(runner.time_metrics())
-    out.action_keys = runner.keys.union(*(c.keys for c in normalized))
-    out.extra_metrics["reduction"] = {vendor: mean_reduction([n for c in normalized for n in c.words[vendor]])
+    words = {sample: counts for c in normalized for sample, counts in c.words.items()}
+    kept_in_order = [sample for sample in rows["sample_id"] if sample in words]   # the mean sums in row order
+    out.extra_metrics["reduction"] = {vendor: mean_reduction([words[s][vendor] for s in kept_in_order])
                                       for vendor in ("sass", "amd")}
-    kept = attach(rows, [a for c in normalized for a in c.added],
-                  {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST, "nvidia_host_norm": pl.String})
+    kept = attach(rows, added, {"nvidia_device_norm": ASM_LIST, "amd_device_norm": ASM_LIST,
+                                "nvidia_host_norm": pl.String})
     print(out.write(kept))
 
 
 @dataclass
-class Normalized:
-    """A chunk's samples normalised, settled as far as the store's assembler checks go: the columns this stage adds
-    and the (raw, normalised) token counts of those that passed, the drops (identity, reason, detail), the samples
-    whose checks the store lacks (their normalised texts, with the ``checks`` to run), the keys looked up, the hits."""
+class Normalized(Settled):
+    """A chunk's samples normalised, settled as far as the store's assembler checks go (a sample waiting with its
+    normalised texts and the ``missing`` checks), with the (raw, normalised) token counts per vendor of each sample
+    that passed."""
 
-    added: list[dict] = field(default_factory=list)
-    words: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: {"sass": [], "amd": []})
-    dropped: list[tuple[dict, str, str]] = field(default_factory=list)
-    unsettled: dict[str, dict] = field(default_factory=dict)
-    keys: set[str] = field(default_factory=set)
-    hits: int = 0
+    words: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
 
 def normalized_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root: str, strip_host: bool,
-                     amd: Toolchain, timeout_s: float, transients: dict[str, str]) -> Normalized:
+                     amd: Toolchain, transients: dict[str, str]) -> Normalized:
     """The samples of a chunk normalised (or, given their normalised texts, not again) and their normalised AMD
     assembly checked from the store alone (on a worker; nothing runs a tool). ``transients``: the checks that failed
     transiently in this stage run."""
-    rows, texts = part
+    rows, made = part
     store = Store(store_root)
-    texts = normalized_texts(store, rows, strip_host) if texts is None else texts
-    runner = ActionRunner(store, None, timeout_s)
-    runner.transients.update(transients)
+    texts = normalized_texts(store, rows, strip_host) if made is None else made
+    runner = store_runner(store, transients)
     checks: dict[str, list[tuple[str, Action]]] = {
         sample: [(a["arch"], plan(amd, amd.assemble_step(a["arch"], "device.s"), {"device.s": a["digest"]}))
                  for a in norm["amd"][0]] for sample, norm in texts.items()}
     outcomes = runner.run([a for arch_actions in checks.values() for _, a in arch_actions], desc=amd.assembler)
-    chunk = Normalized(keys=runner.keys, hits=runner.counts.hits)
+    chunk = Normalized()
     for row in rows.iter_rows(named=True):
         norm = texts[row["sample_id"]]
         results = [(arch, outcomes.get(a.key)) for arch, a in checks[row["sample_id"]]]
-        if any(o is None for _, o in results):
-            chunk.unsettled[row["sample_id"]] = {**norm, "checks": [a for _, a in checks[row["sample_id"]]]}
+        if missing := [a for _, a in checks[row["sample_id"]] if outcomes.get(a.key) is None]:
+            chunk.unsettled[row["sample_id"]] = {**norm, "missing": missing}
             continue
         if failed := [(arch, o) for arch, o in results if not o.ok]:
             arch, outcome = failed[0]
@@ -103,8 +96,9 @@ def normalized_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_ro
             continue
         chunk.added.append({"sample_id": row["sample_id"], "nvidia_device_norm": norm["nvidia"][0],
                             "amd_device_norm": norm["amd"][0], "nvidia_host_norm": norm["host"]})
-        chunk.words["sass"].append(norm["nvidia"][1])
-        chunk.words["amd"].append(norm["amd"][1])
+        chunk.words[row["sample_id"]] = {"sass": norm["nvidia"][1], "amd": norm["amd"][1]}
+    if made is None:
+        chunk.looked_up(runner, "amd")
     return chunk
 
 
