@@ -68,13 +68,20 @@ int main() { return 0; }
 """
 
 
-def test_real_preprocessors_find_the_branches_that_differ_after_hipify_and_repair(toolchains, store):
+def translated_sample(toolchains, store) -> tuple[ActionRunner, str, str]:
+    """A runner on both toolchains, the digest of SAMPLE and its HIP text after hipify-perl and the repairs."""
     nvidia, amd = toolchains["nvidia"], toolchains["amd"]
     runner = ActionRunner(store, local_executor({"nvidia": nvidia, "amd": amd}), 300)
     cuda = store.put(SAMPLE.encode())
     hipify = plan(amd, amd.hipify_step("k.cu"), {"k.cu": cuda})
     hip_text = store.get_text(runner.run([hipify], desc="hipify")[hipify.key].record.outputs["hip"])
     hip_text, _ = repair(hip_text, RepairTarget(amd.hip_version(), toolchain_names(nvidia, amd)))
+    return runner, cuda, hip_text
+
+
+def test_real_preprocessors_find_the_branches_that_differ_after_hipify_and_repair(toolchains, store):
+    nvidia, amd = toolchains["nvidia"], toolchains["amd"]
+    runner, _, hip_text = translated_sample(toolchains, store)
     found = branches(SAMPLE)
     assert aligned(found, branches(hip_text))
     flags = {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"], "opt": ["-Os"]}
@@ -113,11 +120,7 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
     from cass.stages.branch_parity import checked_chunk
 
     nvidia, amd = toolchains["nvidia"], toolchains["amd"]
-    runner = ActionRunner(store, local_executor({"nvidia": nvidia, "amd": amd}), 300)
-    cuda = store.put(SAMPLE.encode())
-    hipify = plan(amd, amd.hipify_step("k.cu"), {"k.cu": cuda})
-    hip_text = store.get_text(runner.run([hipify], desc="hipify")[hipify.key].record.outputs["hip"])
-    hip_text, _ = repair(hip_text, RepairTarget(amd.hip_version(), toolchain_names(nvidia, amd)))
+    runner, cuda, hip_text = translated_sample(toolchains, store)
     rows = pl.DataFrame([{"sample_id": "s", "files": [{"path": "k.cu", "digest": cuda}],
                           "hip_files": [{"path": "k.cu", "digest": store.put_text(hip_text)}], "include_dirs": ["."]}])
     flags = {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"], "opt": ["-Os"]}
