@@ -237,7 +237,8 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
               f"({1000 * lookup_s / max(keys, 1):.2f} ms each, every output re-hashed), "
               f"{1000 * (per_file['lookups'] + per_file['spread_lookups']):.2f} ms per file: "
               f"{1000 * per_file['spread_lookups']:.2f} ms in the stages whose workers look their actions up "
-              f"({', '.join(WORKER_LOOKUPS)}; spread work), {1000 * per_file['lookups']:.2f} ms on the driver.", "",
+              f"({', '.join(WORKER_LOOKUPS)}; spread work, added in full although the dry run's work already looks "
+              f"each distinct action up once per chunk), {1000 * per_file['lookups']:.2f} ms on the driver.", "",
               f"Projection for {STACK_V2_FILES:,} files (the Stack v2 CUDA subset), per file: "
               f"{per_file['tools']:.2f} s of tool CPU (the cold build), {1000 * per_file['serial']:.2f} ms of the "
               f"driver's serial work (the growth of all stages' serial seconds from {small:,} to {large:,} files) and "
