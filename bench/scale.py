@@ -305,7 +305,8 @@ def measure(args: argparse.Namespace) -> dict:
                 "machine": platform.machine(), "distinct": distinct, "workers": args.workers, "runs": {}}
     if args.reuse_cold:   # the cold build of an earlier run of this tree, whose store is still there
         earlier = json.loads(args.reuse_cold.read_text())
-        measured |= {"cold_commit": earlier["commit"], "cold": earlier["cold"], "lookups": earlier["lookups"]}
+        measured |= {"cold_commit": earlier.get("cold_commit", earlier["commit"]), "cold": earlier["cold"],
+                     "lookups": earlier["lookups"]}
     else:
         shutil.rmtree(store, ignore_errors=True)   # the first build is cold: it measures the tools' cost per file
         warm = make_project(args.work, "warm", tree, distinct, distinct, store)
