@@ -269,7 +269,7 @@ class Toolchain(ABC):
         """A toolchain goes to another process (a stage host) as its report: there it plans and keys actions as it
         does here, and runs nothing."""
         vendor_class = next(c for c in type(self).__mro__ if not issubclass(c, ReportedToolchain))
-        return vendor_class.from_report, (self.report(),)
+        return vendor_class.from_report, (getattr(self, "reported", None) or self.report(),)
 
     def layout(self) -> dict:
         """Facts of this installation that planning needs (JSON values), looked up once."""

@@ -20,7 +20,7 @@ import polars as pl
 
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, attach
-from cass.translate.repair import CachedRepair, RepairTarget, pipeline_repairer, ruleset_id
+from cass.translate.repair import CachedRepair, RepairTarget, pipeline_repair_target, ruleset_id
 from store import Store
 from toolchains.language import is_opencl
 
@@ -30,7 +30,7 @@ def run(stage: Stage) -> None:
     store = stage.store
     rows = stage.upstream("hipify").rename({"hip_files": "hip_files_hipify"})
     out = stage.output(rows.height)
-    target = pipeline_repairer(store, params).target if params["repair"]["enabled"] else None
+    target = pipeline_repair_target(params) if params["repair"]["enabled"] else None
     chunks = list(stage.work.chunks(repaired_chunk, rows, str(store.root), target))
     added = [a for c in chunks for a in c.added]
     files_by_rule: dict[str, set[str]] = {}

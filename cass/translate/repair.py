@@ -503,11 +503,15 @@ class CachedRepair:
         return self._done[digest, shadowed]
 
 
-def pipeline_repairer(store: Store, params: dict) -> CachedRepair:
-    """The repair layer as the pipeline's repair stage applies it, for ``params``' toolchains and AMD archs."""
+def pipeline_repair_target(params: dict) -> RepairTarget:
+    """What the pipeline's repair stage repairs for: ``params``' toolchains and AMD archs."""
     toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
     amd = toolchains["amd"]
-    target = RepairTarget(hip=amd.hip_version(), names=toolchain_names(toolchains["nvidia"], amd),
-                          wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
-    return CachedRepair(store, target)
+    return RepairTarget(hip=amd.hip_version(), names=toolchain_names(toolchains["nvidia"], amd),
+                        wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
+
+
+def pipeline_repairer(store: Store, params: dict) -> CachedRepair:
+    """The repair layer as the pipeline's repair stage applies it (:func:`pipeline_repair_target`)."""
+    return CachedRepair(store, pipeline_repair_target(params))
 
