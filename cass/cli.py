@@ -10,6 +10,7 @@
     cass gpu-batch export DIR build the pairs' programs into a batch for a GPU host this machine cannot reach
     cass gpu-batch import DIR --name NAME   bring a batch's runs (results.json) into the store as GPU host NAME
     cass bench-tasks build|export DIR|record   the real-program suite's tasks and reference outputs
+    cass bench-tasks export-own DIR|record-own  the own suite's hidden outputs and kernel counts
     cass eval --predictions FILE | --baseline NAME   score predictions on the translation benchmark
     cass generate [--backend B] [--model M]      translate the benchmark's tasks with a model
 """
@@ -20,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cass.benchmark import REAL_SUITE
+from cass.benchmark import REAL_BASELINES, REAL_SUITE
 from cass.pipeline.context import load_params, open_store
 from cass.pipeline.manifests import live_set
 from cass.pipeline.wiring import report as wiring_report
@@ -190,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     tasks_export.add_argument("--missing-for", metavar="NAME", help="only the runs the store lacks for GPU host NAME")
     tasks_record = tasks_sub.add_parser("record", help="the reference outputs from a GPU host's runs")
     tasks_record.add_argument("--name", required=True, help="the recorded GPU host (gpu_hosts/<name>.json)")
+    own_export = tasks_sub.add_parser("export-own", help="the own suite's programs on its visible and hidden "
+                                      "arguments, as a batch for a GPU host")
+    own_export.add_argument("folder", type=Path)
+    own_record = tasks_sub.add_parser("record-own", help="the own suite's hidden outputs and kernel counts from a GPU "
+                                      "host's runs")
+    own_record.add_argument("--name", required=True, help="the recorded GPU host (gpu_hosts/<name>.json)")
     tasks.set_defaults(func=cmd_bench_tasks)
     gen = sub.add_parser("generate", help="translate the benchmark's tasks with a model (params.yaml generate)")
     gen.add_argument("--backend", choices=("transformers", "openai"), help="default: generate.backend")
@@ -203,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = evaluation.add_mutually_exclusive_group(required=True)
     what.add_argument("--predictions", type=Path, help="JSONL or Parquet of {task_id, task: source|asm, prediction} "
                       "(a real-program task's prediction: the main file's text, or {path: text})")
-    what.add_argument("--baseline", choices=("reference", "identity", "hipify-perl", "pipeline"))
+    what.add_argument("--baseline", choices=REAL_BASELINES, help="mutant: the real-program suite only")
     evaluation.add_argument("--suite", choices=("own", REAL_SUITE), default="own",
                             help="the own tasks (--tasks), or the real-program suite (benchmark.real)")
     evaluation.add_argument("--tasks", type=Path, default=Path("translation_bench/tasks"))
@@ -245,8 +252,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
     from cass.execution.batch import write_batch
     from cass.execution.hosts import resolve_host
-    from cass.execution.programs import plain_runs
-    from toolchains.programs import ProgramLimits
 
     params = load_params()
     store = open_store(params)
@@ -276,11 +281,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         execute = params["execute"]
         if real:
             _, report = evaluate_real(store, params, tasks, references, predictions, None, build_programs=True)
-            planned = {r for runs in report["planned"].values() for r in runs}
         else:
             _, report = evaluate(store, params, tasks, predictions, None)
-            by_binary = plain_runs(set(report["binaries"]), ProgramLimits(**execute["limits"]), execute["runs"])
-            planned = {r for rs in by_binary.values() for r in rs}
+        planned = {r for runs in report["planned"].values() for r in runs}
         runs = write_batch(store, args.export_batch, planned, execute)
         print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "
               f"(python -m toolchains.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
@@ -308,6 +311,8 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
     params = load_params()
     real = params["benchmark"]["real"]
     mirror = Path(real["source"])
+    if args.tasks_command in ("export-own", "record-own"):
+        return own_references(args, params)
     if args.tasks_command == "build":
         manifest = build_manifest(mirror, real["upstream"], lambda names: tqdm(names, desc="tasks", unit="benchmark"))
         MANIFEST.parent.mkdir(parents=True, exist_ok=True)
@@ -343,6 +348,30 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
                                                                                    **asdict(host.host)})
     print(f"{len(kept)} tasks kept, {len(rows)} reference runs; left out: {data['left_out_by_reason']}")
     return 0
+
+
+def own_references(args: argparse.Namespace, params: dict) -> int:
+    """``cass bench-tasks export-own`` and ``record-own``: the own suite's references on its hidden arguments."""
+    from cass.benchmark import task_references
+    from cass.benchmark.tasks import load_tasks
+    from cass.execution.batch import write_batch
+    from cass.execution.hosts import resolve_host
+
+    store, workers = open_store(params), params["executor"]["workers"] or None
+    root = Path(params["benchmark"]["tasks"])
+    tasks = load_tasks(root)
+    if args.tasks_command == "export-own":
+        builds, planned = task_references.plan(store, params["execute"], tasks, workers)
+        runs = write_batch(store, args.folder, {r for rs in planned.values() for r in rs}, params["execute"])
+        print(f"{sum(b.binary is not None for b in builds.values())} of {len(builds)} programs built, {runs} runs in "
+              f"{args.folder}: run them on a GPU host, cass gpu-batch import, then cass bench-tasks record-own")
+        return 0
+    problems = task_references.record(store, params["execute"], tasks, resolve_host(f"recorded:{args.name}"), root,
+                                      workers)
+    for task, why in sorted(problems.items()):
+        print(f"{task}: {why}", file=sys.stderr)
+    print(f"{sum(bool(t.hidden_args) for t in tasks.values()) - len(problems)} tasks recorded, {len(problems)} not")
+    return 1 if problems else 0
 
 
 def cmd_gpu_batch(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("CASS_CACHE", tempfile.mkdtemp(prefix="cass-test-cache-"))
 
+from harness.gpu_route import GpuRoute
 from harness.project import REPO, copy_pipeline, run_in
 
 from cass.pipeline.context import load_params
@@ -51,6 +52,13 @@ def listener():
         server.listen()
         server.settimeout(0.5)
         yield server
+
+
+@pytest.fixture(scope="session")
+def gpu() -> GpuRoute:
+    """Where the ``gpu`` tests' programs run: this machine's GPU, or a GPU host through batches
+    (``CASS_GPU_TESTS``: :mod:`harness.gpu_route`)."""
+    return GpuRoute.from_environment()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from cass.benchmark.evaluate import evaluate, summarize
 from cass.benchmark.real_tasks import build_manifest
 from cass.benchmark.report import write_report
 from cass.benchmark.tasks import TASKS_DIR, PredictionsError, load_tasks, read_predictions
-from cass.execution.hosts import ExecutionHost, resolve_host
+from cass.execution.hosts import ExecutionHost
 from cass.pipeline.context import load_params
 from store import Store
 from store.pack import read_pack
@@ -168,20 +168,32 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_the_reference_passes_and_emptied_kernels_fail_on_this_machines_gpu(tmp_path, store):
-    """Where a GPU is: a task's reference prints its recorded output, and the same translation with its first
-    kernel emptied does not."""
-    host = resolve_host("auto")
-    if host is None:
-        pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
+def test_the_reference_passes_and_cheats_and_emptied_kernels_fail_on_a_gpu(tmp_path, store, gpu):
+    """On a GPU: a task's reference prints its recorded output on the visible and the hidden arguments; the same
+    translation with its first kernel emptied does not, nor a program that prints the visible answer and launches as
+    many kernels as the CUDA program (the hidden seed tells it), nor one that computes on the host alone."""
     tasks = load_tasks(REPO / TASKS_DIR)
     task = tasks["finance_black_scholes_greeks"]
-    emptied = task.reference_hip.replace("int i = blockIdx.x", "return;\n    int i = blockIdx.x", 1)
+    assert task.arg_sets == ("visible", "hidden") and task.kernel_launches["visible"]
+    count = task.kernel_launches["visible"][0]
+    answer = ",".join(map(str, task.reference_stdout))
+    cheat = ("#include <hip/hip_runtime.h>\n#include <cstdio>\n__global__ void token() {}\n"
+             f"static const unsigned char answer[] = {{{answer}}};\n"
+             f"int main() {{ for (int i = 0; i < {count}; ++i) hipLaunchKernelGGL(token, dim3(1), dim3(1), 0, 0);\n"
+             "  hipDeviceSynchronize(); fwrite(answer, 1, sizeof answer, stdout); return 0; }\n")
+    texts = {"emptied": task.reference_hip.replace("int i = blockIdx.x", "return;\n    int i = blockIdx.x", 1),
+             "cheat": cheat, "host_only": cheat.replace(f"i < {count}", "i < 0")}
     predictions = tmp_path / "p.jsonl"
-    predictions.write_text(json.dumps({"task_id": task.id, "task": "source", "prediction": emptied}))
-    rows, _ = evaluate(store, load_params(REPO / "params.yaml"), tasks, read_predictions(predictions, tasks), host)
-    verdicts = {r["baseline_reference"]: r["verdict"] for r in rows}
-    assert verdicts == {True: "pass", False: "wrong_output"}
+    predictions.write_text("".join(json.dumps({"task_id": task.id, "task": "source", "prediction": text, "sample": n})
+                                   + "\n" for n, text in enumerate(texts.values())))
+    params = load_params(REPO / "params.yaml")
+    read = read_predictions(predictions, {task.id: task})
+    _, report = evaluate(store, params, {task.id: task}, read, None)
+    host = gpu.host(store, "benchmark", params, {r for rs in report["planned"].values() for r in rs})
+    rows, _ = evaluate(store, params, {task.id: task}, read, host)
+    verdicts = {("reference" if r["baseline_reference"] else list(texts)[r["sample"]]): r["verdict"] for r in rows}
+    assert verdicts == {"reference": "pass", "emptied": "wrong_output", "cheat": "wrong_output",
+                        "host_only": "no_kernel"}, rows
 
 
 PIPELINE_TASKS = ("finance_black_scholes_greeks", "math_collatz_trajectories")

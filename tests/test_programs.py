@@ -12,8 +12,19 @@ import uuid
 from pathlib import Path
 
 import pytest
+from harness.project import REPO
 
-from toolchains.gpu import launcher_for, local_gpu_host
+from cass.execution.programs import ProgramRun as PlannedRun
+from cass.execution.programs import Run, run_programs
+from cass.pipeline.context import load_params
+from toolchains.gpu import (
+    COUNTER_DIR,
+    CounterProbeError,
+    RunHost,
+    cpu_host,
+    probe_counter,
+)
+from toolchains.launches import CUPTI, LIBRARY, LaunchCounter
 from toolchains.nvidia import default_cuda_home
 from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, ProgramRun, program_job, run_program
 from toolchains.sandbox import Sandbox
@@ -206,24 +217,51 @@ int main(int argc, char **argv) {
 
 
 @pytest.mark.gpu
-def test_the_kernels_a_program_runs_on_the_gpu_are_counted(tmp_path, runs_dir):
-    """On a machine with an NVIDIA GPU: a program that launches a kernel 3 times counts 3, one that computes on the
-    CPU counts 0 (CUPTI, loaded by the driver: :mod:`toolchains.launches`)."""
-    host = local_gpu_host()
-    if host is None:
-        pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
-    gpu = "__global__ void add(int *v) { v[threadIdx.x] += 1; }\n" \
-          "int main() { int *v; cudaMalloc(&v, 64 * sizeof(int)); for (int i = 0; i < 3; ++i) add<<<1, 64>>>(v);\n" \
-          "cudaDeviceSynchronize(); printf(\"done\\n\"); return 0; }\n"
+def test_the_kernels_a_program_runs_on_the_gpu_are_counted(tmp_path, store, gpu):
+    """On a GPU: a program that launches a kernel 3 times counts 3, one that computes on the CPU counts 0 (CUPTI,
+    loaded by the driver: :mod:`toolchains.launches`)."""
+    kernels = "__global__ void add(int *v) { v[threadIdx.x] += 1; }\n" \
+        "int main() { int *v; cudaMalloc(&v, 64 * sizeof(int)); for (int i = 0; i < 3; ++i) add<<<1, 64>>>(v);\n" \
+        "cudaDeviceSynchronize(); printf(\"done\\n\"); return 0; }\n"
     cpu = "int main() { long s = 0; for (int i = 0; i < 1000; ++i) s += i; printf(\"%ld\\n\", s); return 0; }\n"
-    counts = {}
-    for name, source in (("gpu", gpu), ("cpu", cpu)):
+    params = load_params(REPO / "params.yaml")
+    planned = {}
+    for name, source in (("gpu", kernels), ("cpu", cpu)):
         src, binary = tmp_path / f"{name}.cu", tmp_path / name
         src.write_text(PRELUDE + source)
-        subprocess.run([str(default_cuda_home() / "bin" / "nvcc"), f"-arch={host.sm}", "-cudart", "static",
-                        str(src), "-o", str(binary)], check=True)
-        limits = ProgramLimits(**LIMITS)
-        run = run_program(launcher_for(host, limits), binary.read_bytes())
-        assert run.exit_code == 0, run.stderr
-        counts[name] = run.kernel_launches
-    assert counts == {"gpu": 3, "cpu": 0}
+        subprocess.run([str(default_cuda_home() / "bin" / "nvcc"), *(f"-arch={a}" for a in params["execute"]["archs"]),
+                        "-cudart", "static", str(src), "-o", str(binary)], check=True)
+        planned[name] = PlannedRun(store.put(binary.read_bytes()), Invocation(), ProgramLimits(**LIMITS), 1)
+    host = gpu.host(store, "counter", params, set(planned.values()))
+    found, _, _ = run_programs(store, host, set(planned.values()), 1, 0)
+    runs = {name: Run.of(store, found[run]) for name, run in planned.items()}
+    assert all(r.ok for r in runs.values()), runs
+    assert {name: r.kernel_launches for name, r in runs.items()} == {"gpu": 3, "cpu": 0}
+
+
+def test_a_batch_counter_is_found_by_an_absolute_path_whatever_folder_names_it(tmp_path, monkeypatch):
+    """``run-batch batch`` (a relative folder) counted 0 kernels in every run: the driver looked the counter up from
+    each run's own working directory. The counter's path, and so the program's ``CUDA_INJECTION64_PATH``, is now
+    absolute whatever path the batch was given by."""
+    folder = tmp_path / "batch" / COUNTER_DIR
+    folder.mkdir(parents=True)
+    for name in (LIBRARY, CUPTI):
+        (folder / name).write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    counter = LaunchCounter.found_in(Path("batch") / COUNTER_DIR)
+    assert counter.folder.is_absolute() and Path(counter.env()["CUDA_INJECTION64_PATH"]).is_absolute()
+
+
+def test_a_batch_whose_counter_cannot_count_the_probe_is_refused(tmp_path):
+    """A GPU host refuses a batch without a kernel counter, or without the probe that proves the counter counts, and
+    names the cause (``run-batch`` exits 3 with it); a host without a GPU counts nothing and needs no probe."""
+    gpu = RunHost("NVIDIA H100 80GB HBM3", "580.159.04", "13.0", "sm_90", "bwrap", "glibc 2.36")
+    with pytest.raises(CounterProbeError, match="carries no kernel counter"):
+        probe_counter(gpu, None, [None])
+    folder = tmp_path / COUNTER_DIR
+    folder.mkdir()
+    for name in (LIBRARY, CUPTI):
+        (folder / name).write_bytes(b"")
+    with pytest.raises(CounterProbeError, match="no probe program"):
+        probe_counter(gpu, LaunchCounter(folder), [None])
+    probe_counter(cpu_host(), None, [None])   # nothing to count on a host without a GPU

@@ -37,7 +37,7 @@ from pathlib import Path
 import blake3
 
 from toolchains.launches import CounterBuildError, LaunchCounter, build_counter
-from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, program_job
+from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, program_job, run_program
 from toolchains.sandbox import detect
 
 BATCH_FILE = "batch.json"
@@ -127,15 +127,16 @@ def with_counter(host: RunHost, counter: LaunchCounter | None) -> RunHost:
     return replace(host, launch_counter=counter.digest() if counter and host.has_gpu else None)
 
 
-def launcher_for(host: RunHost, limits: ProgramLimits, counter: LaunchCounter | None = None) -> ProgramLauncher:
-    """The program launcher of ``host``: the GPU's device nodes where it has a GPU, and the kernel counter its
-    fingerprint names (``counter``, else this machine's)."""
+def launcher_for(host: RunHost, limits: ProgramLimits, counter: LaunchCounter | None = None,
+                 device: int | None = None) -> ProgramLauncher:
+    """The program launcher of ``host``: the GPU's device nodes where it has a GPU (``device``: the one GPU a
+    program sees), and the kernel counter its fingerprint names (``counter``, else this machine's)."""
     if host.launch_counter:
         counter = counter or local_counter()
         if counter is None or counter.digest() != host.launch_counter:
             raise ValueError(f"{host.describe()} counts kernels with counter {host.launch_counter[:16]}, which this "
                              "machine does not have")
-    return ProgramLauncher(limits, gpu=host.has_gpu, counter=counter if host.launch_counter else None)
+    return ProgramLauncher(limits, gpu=host.has_gpu, counter=counter if host.launch_counter else None, device=device)
 
 
 def _read_checked(path: Path) -> bytes:
@@ -145,21 +146,66 @@ def _read_checked(path: Path) -> bytes:
     return data
 
 
-def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | None = None) -> dict:
-    """Run every entry of a batch directory on ``host`` (this machine), ``jobs`` at a time; write and return the
-    results. ``host`` gets the batch's kernel counter, where it carries one. With ``deadline_s`` no run starts
-    after that many seconds: the results hold the runs that finished (a later batch of what is missing runs the
-    rest: ``cass gpu-batch export --missing-for``)."""
+class CounterProbeError(RuntimeError):
+    """The batch's kernel counter did not count the probe's one kernel: every run would read a wrong count."""
+
+
+def probe_counter(host: RunHost, counter: LaunchCounter | None, devices: list[int | None]) -> None:
+    """Run the batch's probe on every GPU of ``devices`` and raise :class:`CounterProbeError` unless each run exited 0
+    with the one kernel it launches counted (a host without a GPU counts nothing: no probe)."""
+    if not host.has_gpu:
+        return
+    if counter is None:
+        raise CounterProbeError("the batch carries no kernel counter (launch_counter/): its runs would count no "
+                                "kernel, so nothing they run could be verified; export it again where the counter "
+                                "builds, or pass --uncounted")
+    if not counter.probe.is_file():
+        raise CounterProbeError(f"the batch carries no probe program ({counter.probe}): export it again with this "
+                                "checkout, or pass --uncounted")
+    limits = ProgramLimits(wall_s=60, cpu_s=60, data_bytes=1 << 30, file_bytes=1 << 20, processes=64)
+    for device in devices:
+        run = run_program(launcher_for(host, limits, counter, device), counter.probe.read_bytes())
+        where = f"GPU {device}" if device is not None else "the GPU"
+        if run.verdict != "exited" or run.exit_code != 0:
+            raise CounterProbeError(f"the probe did not run on {where}: {run.verdict}, exit {run.exit_code}: "
+                                    f"{run.stderr.decode(errors='replace').strip()[:500]}")
+        if run.kernel_launches != 1:
+            raise CounterProbeError(f"the kernel counter counted {run.kernel_launches} kernels of the probe on "
+                                    f"{where}, which launches 1 (counter {counter.folder}): every count would be wrong")
+
+
+def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | None = None,
+              gpus: int = 1, uncounted: bool = False, resume: bool = False) -> dict:
+    """Run every entry of a batch directory on ``host`` (this machine), ``jobs`` at a time, spread over its first
+    ``gpus`` GPUs (each run sees one); write and return the results. ``host`` gets the batch's kernel counter, where
+    it carries one, once the counter has counted the batch's probe on every GPU (:func:`probe_counter`; a batch
+    without a counter runs only with ``uncounted``). With ``deadline_s`` no run starts after that many seconds: the
+    results hold the runs that finished; ``resume`` then runs only the rest, keeping the runs the folder's results
+    already hold (made on the same host), for hosts whose commands have a time limit."""
+    folder = folder.resolve()   # the counter is loaded by path from inside each run's own working directory
     stop_at = time.monotonic() + deadline_s if deadline_s else None
     batch = json.loads((folder / BATCH_FILE).read_text())
     counter = LaunchCounter.found_in(folder / COUNTER_DIR)
+    devices: list[int | None] = list(range(gpus)) if host.has_gpu and gpus > 1 else [None]
+    if not uncounted or counter is not None:
+        probe_counter(host, counter, devices)
     host = with_counter(host, counter)
     out = folder / "results"
     out.mkdir(exist_ok=True)
     total = len(batch["runs"])
+    done: dict[str, dict] = {}
+    if resume and (folder / RESULTS_FILE).is_file():
+        before = json.loads((folder / RESULTS_FILE).read_text())
+        if before["host"] != asdict(host):
+            raise ValueError(f"{folder / RESULTS_FILE} holds runs of another host ({before['host']['gpu']}, "
+                             f"{before['host']['driver']}): resume it there, or start afresh")
+        done = {r["name"]: r for r in before["runs"]}
+        print(f"resuming: {len(done)} of {total} runs done before", flush=True)
 
     def run(numbered: tuple[int, dict]) -> dict | None:
         n, entry = numbered
+        if f"{n:06d}" in done:
+            return done[f"{n:06d}"]
         if stop_at is not None and time.monotonic() > stop_at:
             return None
         limits = ProgramLimits(**entry.get("limits", batch["limits"]))
@@ -167,7 +213,7 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
                                 tuple(map(tuple, entry.get("inputs", ()))))
         inputs = {path: _read_checked(folder / "inputs" / digest) for path, digest in invocation.inputs}
         job = program_job(_read_checked(folder / "binaries" / entry["binary"]), limits, invocation, inputs)
-        result = launcher_for(host, limits, counter).run_job(job)
+        result = launcher_for(host, limits, counter, devices[n % len(devices)]).run_job(job)
         label = f"[{n}/{total}] {entry['binary'][:16]} {' '.join(invocation.args)[:60]} run {entry['run']}"
         if result.transient:   # not a result of the program: left out (the import then has no run for it)
             print(f"{label}: not run: {result.transient}: {result.stderr.decode(errors='replace')[:500]}", flush=True)
@@ -190,6 +236,16 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
     return results
 
 
+def gpu_count() -> int:
+    """How many GPUs ``nvidia-smi`` lists on this machine (0 without it)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return 0
+    query = subprocess.run([smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True,
+                           timeout=60, check=False)
+    return sum(bool(line.strip()) for line in query.stdout.splitlines()) if query.returncode == 0 else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m toolchains.gpu", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -200,13 +256,28 @@ def main(argv: list[str] | None = None) -> int:
                      "so wall times are not comparable with a run of one at a time)")
     run.add_argument("--deadline", type=float, metavar="SECONDS", help="start no run after this many seconds "
                      "(the results keep what finished)")
+    run.add_argument("--gpus", type=int, help="spread the runs over this many of the host's GPUs, each run on one "
+                     "(default: all that nvidia-smi lists)")
+    run.add_argument("--uncounted", action="store_true", help="run a batch that carries no kernel counter (nothing "
+                     "it runs can be verified)")
+    run.add_argument("--resume", action="store_true", help="keep the runs the folder's results.json holds (an "
+                     "earlier call stopped by --deadline) and run the rest")
     args = parser.parse_args(argv)
     host = cpu_host() if args.cpu else local_gpu_host()
     if host is None:
         print("no NVIDIA GPU found (nvidia-smi is missing or lists none); --cpu runs without one", file=sys.stderr)
         return 2
-    print(f"running on {host.describe()}", flush=True)
-    results = run_batch(args.folder, host, args.jobs, args.deadline)
+    if not (args.folder / BATCH_FILE).is_file():
+        print(f"{args.folder.resolve()} holds no {BATCH_FILE}: not a run batch (`cass gpu-batch export` writes one)",
+              file=sys.stderr)
+        return 2
+    gpus = (args.gpus or max(1, gpu_count())) if host.has_gpu else 1
+    print(f"running on {host.describe()}, {gpus} GPU(s)", flush=True)
+    try:
+        results = run_batch(args.folder, host, args.jobs, args.deadline, gpus, args.uncounted, args.resume)
+    except (CounterProbeError, ValueError) as error:
+        print(f"run-batch: refusing to run {args.folder.resolve()}: {error}", file=sys.stderr)
+        return 3
     print(f"{len(results['runs'])} runs; results in {args.folder / RESULTS_FILE}")
     return 0
 

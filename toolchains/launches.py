@@ -23,6 +23,19 @@ from toolchains.nvidia import default_cuda_home
 SOURCE = Path(__file__).with_name("launch_counter.c")
 LIBRARY = "liblaunch_counter.so"
 CUPTI = "libcupti.so.12"
+PROBE = "probe"
+"""The probe program's name in a counter folder: it launches one kernel and prints ``probe 1``."""
+PROBE_SOURCE = r"""#include <cstdio>
+__global__ void probe(int *flag) { *flag = 1; }
+int main() {
+  int *flag = nullptr, host = 0;
+  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) return 2;
+  probe<<<1, 1>>>(flag);
+  if (cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) return 3;
+  std::printf("probe %d\n", host);
+  return host == 1 ? 0 : 4;
+}
+"""
 COUNT_FILE = ".cass-kernel-launches"
 """Where in the run's scratch directory the counter writes its count."""
 
@@ -51,15 +64,23 @@ class LaunchCounter:
     def env(self) -> dict[str, str]:
         return {"CUDA_INJECTION64_PATH": str(self.library)}
 
-    def copy_to(self, folder: Path) -> LaunchCounter:
+    @property
+    def probe(self) -> Path:
+        return self.folder / PROBE
+
+    def copy_to(self, folder: Path, probe: bytes | None = None) -> LaunchCounter:
+        """A copy in ``folder`` (a run batch's), with the ``probe`` program where given."""
         folder.mkdir(parents=True, exist_ok=True)
         for name in (LIBRARY, CUPTI):
             shutil.copyfile(self.folder / name, folder / name)
+        if probe is not None:
+            (folder / PROBE).write_bytes(probe)
         return LaunchCounter(folder)
 
     @classmethod
     def found_in(cls, folder: Path) -> LaunchCounter | None:
         """The counter of ``folder`` (a run batch's copy), or None where it has none."""
+        folder = folder.resolve()   # a relative path would be looked up from the run's own working directory
         return cls(folder) if (folder / LIBRARY).is_file() and (folder / CUPTI).is_file() else None
 
 
@@ -92,3 +113,26 @@ def build_counter(cc: str = "cc") -> LaunchCounter:
         raise CounterBuildError(f"{compiler} could not build {SOURCE}: {proc.stderr.strip()[:2000]}")
     built.replace(counter.library)
     return counter
+
+
+def build_probe(archs: list[str]) -> bytes:
+    """The probe program (:data:`PROBE_SOURCE`) built by this environment's nvcc with SASS for ``archs`` and the
+    static CUDA runtime, once per arch list into the machine cache."""
+    nvcc = default_cuda_home() / "bin" / "nvcc"
+    if not nvcc.is_file():
+        raise CounterBuildError(f"no nvcc at {nvcc}: `bash scripts/setup.sh` installs the NVIDIA wheels")
+    key = blake3.blake3(PROBE_SOURCE.encode() + " ".join(archs).encode() + nvcc.read_bytes()[:1 << 16]).hexdigest()
+    binary = machine_cache("launch-probe") / key[:16]
+    if binary.is_file():
+        return binary.read_bytes()
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    source = binary.with_suffix(".cu")
+    source.write_text(PROBE_SOURCE)
+    codes = [f"-gencode=arch=compute_{a.removeprefix('sm_')},code={a}" for a in archs]
+    built = binary.with_suffix(".tmp")
+    proc = subprocess.run([str(nvcc), "-O2", "-cudart=static", *codes, str(source), "-o", str(built)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise CounterBuildError(f"nvcc could not build the probe: {proc.stderr.strip()[:2000]}")
+    built.replace(binary)
+    return binary.read_bytes()

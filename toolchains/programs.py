@@ -88,8 +88,11 @@ class ProgramLauncher(Launcher):
     """Starts ``./program`` in its scratch directory inside the sandbox, as a fresh user id, under ``limits``."""
 
     def __init__(self, limits: ProgramLimits, libraries: list[Path] = (), gpu: bool = False,
-                 sandbox: Sandbox | None = None, scratch: Path | None = None, counter: LaunchCounter | None = None):
+                 sandbox: Sandbox | None = None, scratch: Path | None = None, counter: LaunchCounter | None = None,
+                 device: int | None = None):
         self.limits = limits
+        self.device = device
+        """The GPU (index) the program sees, where the host has several; None: every GPU."""
         self.counter = counter
         self.libraries = [Path(p) for p in libraries] + ([counter.folder] if counter else [])
         self.gpu = gpu
@@ -102,7 +105,8 @@ class ProgramLauncher(Launcher):
     def env(self) -> dict[str, str]:
         return {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin",
                 **({"LD_LIBRARY_PATH": ":".join(map(str, self.libraries))} if self.libraries else {}),
-                **(self.counter.env() if self.counter else {})}
+                **(self.counter.env() if self.counter else {}),
+                **({"CUDA_VISIBLE_DEVICES": str(self.device)} if self.device is not None else {})}
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
         uid = RUN_UIDS[0] + secrets.randbelow(RUN_UIDS[1])

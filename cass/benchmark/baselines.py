@@ -1,13 +1,17 @@
 """The baselines every evaluation is read against, as predictions: ``reference`` (the reference HIP and its
 device assembly: must score 100% where it runs, the harness's own check; on the real-program suite the human
 port, the suite's ceiling), ``identity`` (the input returned unchanged: the CUDA source, the SASS), ``hipify-perl``
-(the rule-based translator as it is; source task only) and ``pipeline`` (hipify-perl and the pipeline's repair
-layer, as the pipeline translates a file; source task only)."""
+(the rule-based translator as it is; source task only), ``pipeline`` (hipify-perl and the pipeline's repair
+layer, as the pipeline translates a file; source task only), ``rocm-scribe`` (a peer translator from PyPI, its
+``hipify`` for RDNA3's wave32, every file as it is; source task only) and, on the real-program suite, ``mutant`` (one
+mutant of each human port that builds on both platforms to another program than the port: the oracle must fail
+it, :mod:`cass.execution.mutation`)."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
+from cass.benchmark import BASELINES, REAL_BASELINES
 from cass.benchmark.assembly import sass
 from cass.benchmark.evaluate import amd_compiles
 from cass.benchmark.real_evaluate import SOURCE_ERRORS
@@ -20,7 +24,36 @@ from cass.translate.repair import pipeline_repairer
 from store import Store
 from toolchains import Target, load_toolchains
 
-BASELINES = ("reference", "identity", "hipify-perl", "pipeline")
+MUTANT_SEED = "cass-mutants-1"
+MUTANT_DRAWS = 6
+"""Mutants drawn per human port for the ``mutant`` baseline; the first that builds to another program is taken."""
+
+
+def rocm_scribe(text: str) -> str:
+    """rocm-scribe's HIP for a CUDA text, for RDNA3 (``gfx1100``, wave32) as the benchmark compiles it."""
+    from cuda_scribe import HipifyConfig
+    from cuda_scribe import hipify as scribe
+
+    return scribe(text, HipifyConfig(target_arch="gfx1100", wavefront_size=32)).source
+
+
+def mutant_baseline(store: Store, params: dict, tasks: dict[str, RealTask]) -> list[Prediction]:
+    """Per task the first of :data:`MUTANT_DRAWS` mutants of its human port (:data:`MUTANT_SEED`) that compiles for
+    AMD and builds through HIP's NVIDIA back end to another binary than the port's; a task with none has no
+    prediction."""
+    from cass.benchmark.real_evaluate import evaluate_real
+    from cass.execution.mutation import suite_mutants
+
+    mutants = suite_mutants(store, tasks, {}, MUTANT_DRAWS, MUTANT_SEED)
+    predictions = [Prediction(m.program, "source", {p: store.get_text(m.files[p], SOURCE_ERRORS)
+                                                    for p in tasks[m.program].human}) for m in mutants]
+    rows, report = evaluate_real(store, params, tasks, None, predictions, None, build_programs=True)
+    programs, chosen = report["programs"], {}
+    for i, (mutant, row) in enumerate(zip(mutants, [r for r in rows if not r["baseline_reference"]], strict=True)):
+        binary = programs.get(str(i))
+        if row["amd_compiles"] and binary and binary != programs.get(f"reference:{mutant.program}"):
+            chosen.setdefault(mutant.program, predictions[i])
+    return list(chosen.values())
 
 
 def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, str]], repair: bool,
@@ -57,13 +90,18 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
     if name == "identity":
         return [Prediction(t, "source", {p: store.get_text(d, SOURCE_ERRORS) for p, d in task.files.items()})
                 for t, task in tasks.items()]
+    if name == "rocm-scribe":
+        return [Prediction(t, "source", {p: rocm_scribe(store.get_text(d, SOURCE_ERRORS))
+                                         for p, d in task.files.items()}) for t, task in tasks.items()]
+    if name == "mutant":
+        return mutant_baseline(store, params, tasks)
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
         hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None,
                            {(t, p): list(tasks[t].files) for t, p in files})
         return [Prediction(t, "source", {p: store.get_text(hip[t, p], SOURCE_ERRORS) for p in task.files})
                 for t, task in tasks.items()]
-    raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")
+    raise ValueError(f"unknown baseline {name!r}; choose one of {list(REAL_BASELINES)}")
 
 
 def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> list[Prediction]:
@@ -81,4 +119,6 @@ def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> l
     if name in ("hipify-perl", "pipeline"):
         return [Prediction(t, "source", text)
                 for t, text in hipify(store, params, tasks, name == "pipeline", workers).items()]
+    if name == "rocm-scribe":
+        return [Prediction(t, "source", rocm_scribe(task.cuda)) for t, task in tasks.items()]
     raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")

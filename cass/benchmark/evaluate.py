@@ -2,13 +2,15 @@
 
 Source task (HIP for a task's CUDA program): the prediction is compiled with the AMD toolchain for
 ``amd.archs`` (host and device: the compile rate); a prediction that compiles is built through HIP's
-NVIDIA back end and run ``execute.runs`` times on the run host (``execute.host``), in the program
-sandbox, beside the task's reference HIP. Verdicts: ``pass`` (stdout byte-identical to the reference
-stdout recorded on a GPU host), ``pass_tolerant`` (numbers within ``execute.tolerance``; reported
-apart), ``wrong_output`` (with the first differing line), ``run_failed``, ``timeout``,
-``nondeterministic``, ``build_failed`` (the NVIDIA back end rejects it), ``compile_failed`` (hipcc
-rejects it) and ``not_run:no_gpu_host``. A passing prediction's median wall time and peak resident memory
-are divided by the reference translation's, run in the same evaluation.
+NVIDIA back end and run ``execute.runs`` times on each argument set (the visible one: no argument; the hidden one:
+the task's seed, never shown in a prompt) on the run host (``execute.host``), in the program sandbox, beside the
+task's reference HIP. Each set is judged against the CUDA program's recorded output and kernel counts by the
+oracle the ``execute`` stage judges pairs with (:func:`judge_sets`, :func:`cass.execution.verify.judge`): ``pass``
+(the same bytes), ``pass_tolerant`` (numbers within ``execute.tolerance``, integers exact; reported apart),
+``wrong_output`` (with the first differing line), ``kernel_count_differs``, ``no_kernel``, ``run_failed``,
+``timeout``, ``build_failed`` (the NVIDIA back end rejects it), ``compile_failed`` (hipcc rejects it) and
+``not_run:no_gpu_host``. A passing prediction's median wall time and peak resident memory (visible set) are divided
+by the reference translation's, run in the same evaluation.
 
 Assembly task (RDNA3 device assembly): assembled for ``amd.archs[0]``, linked into a code object and
 into a program with the task's host code (the reference HIP's host side, whose launch stubs name the
@@ -35,14 +37,15 @@ from sacrebleu.metrics import CHRF
 
 from cass.benchmark.tasks import Prediction, Task
 from cass.engine.targets import TargetRun
-from cass.execution.compare import first_difference, tolerant_equal
+from cass.execution.compare import MIN_CALIBRATION_RUNS
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, Run, disagreement, plain_runs, run_plans, run_programs
+from cass.execution.programs import Build, ProgramRun, Run, run_plans, run_programs
+from cass.execution.verify import MATCHES, judge, verified
 from cass.text.amdgpu import normalize_amd, split_amd
 from store import Store
 from toolchains import Target, load_hip_nvidia, load_toolchains
 from toolchains.base import EXECUTABLE
-from toolchains.programs import ProgramLimits
+from toolchains.programs import Invocation, ProgramLimits
 
 REFERENCE = "reference"
 HOST_SOURCE = "host.hip"
@@ -98,20 +101,42 @@ def assembly_programs(store: Store, params: dict, sources: dict[str, tuple[str, 
     return builds, counts
 
 
-def judge_source(store: Store, runs: list[Run], reference: bytes, tolerance: dict) -> tuple[str, str]:
-    """(verdict, detail) of a source prediction whose program ran."""
-    for n, run in enumerate(runs, 1):
-        if run.verdict == "timeout":
-            return "timeout", f"run {n} ran out of time"
-        if not run.ok:
-            return "run_failed", run.failure(store, n)
-    if differs := disagreement(store, runs):
-        return "nondeterministic", differs
-    output = store.get(runs[0].stdout)
-    if output == reference:
-        return "pass", ""
-    verdict = "pass_tolerant" if tolerant_equal(reference, output, **tolerance) else "wrong_output"
-    return verdict, first_difference(reference, output)
+VERDICTS = {"match": "pass", "match_masked": "pass", "match_tolerant": "pass_tolerant", "mismatch": "wrong_output",
+            "hip_failed": "run_failed", "timeout": "timeout", "no_kernel": "no_kernel",
+            "kernel_count_differs": "kernel_count_differs"}
+"""The oracle's statuses (:func:`cass.execution.verify.judge`) as a prediction's verdicts."""
+
+
+def judge_sets(store: Store, references: dict[str, list[Run]], runs: dict[str, list[Run]], takes_arguments: bool,
+               tolerance: dict) -> tuple[str, str]:
+    """(verdict, detail) of a prediction's runs per argument set against the CUDA original's recorded runs of each
+    (:func:`cass.execution.verify.judge`): the first set that does not pass, else the weakest pass. Where the
+    references count kernels, a pass needs a counted kernel in every run."""
+    verdicts = []
+    for arg_set, hip in runs.items():
+        cuda = references.get(arg_set)
+        if not cuda:
+            return "not_run:no_reference", f"no reference output of the {arg_set} arguments"
+        found = judge(store, {"cuda": cuda, "hip": hip}, takes_arguments, tolerance)
+        counted = all(r.kernel_launches is not None for r in cuda)
+        if found.status in MATCHES and counted and not verified(found, {"cuda": cuda, "hip": hip}):
+            verdict = ("no_kernel", f"kernel launches per run: {[r.kernel_launches for r in hip]} (a pass needs "
+                       "counted kernels in every run)")
+        else:
+            verdict = (VERDICTS.get(found.status, found.status), found.detail)
+        if not verdict[0].startswith("pass"):
+            return verdict[0], f"{arg_set} arguments: {verdict[1]}" if len(runs) > 1 else verdict[1]
+        verdicts.append(verdict)
+    return max(verdicts, key=lambda v: v[0] == "pass_tolerant")
+
+
+def recorded_runs(store: Store, task: Task, arg_set: str) -> list[Run]:
+    """The CUDA program's recorded runs of one argument set: its recorded output once per recorded kernel count
+    (:data:`~cass.execution.compare.MIN_CALIBRATION_RUNS` uncounted runs where none is recorded: the programs are
+    deterministic, their output is recorded once)."""
+    output, empty = store.put(task.recorded_output(arg_set)), store.put(b"")
+    counts = task.kernel_launches.get(arg_set) or [None] * MIN_CALIBRATION_RUNS
+    return [Run("exited", 0, output, empty, 0.0, None, k, task.arguments(arg_set)) for k in counts]
 
 
 def judge_assembly(prediction: str, program: Build, reference_assembly: str) -> tuple[bool, str]:
@@ -143,14 +168,17 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     binaries = {b.binary for b in built.values() if b.binary}
     report = {"host": host and {"name": host.name, **asdict(host.host)}, "binaries": sorted(binaries),
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(nvidia_counts)}}
-    runs: dict[str, list] = {}
+    limits = ProgramLimits(**execute["limits"])
+    task_of = {**{k: t for k, (t, _) in source.items()}, **{k: t for k, (t, _) in references.items()}}
+    planned = {key: {s: [ProgramRun(b.binary, Invocation(tasks[task_of[key]].arguments(s)), limits, n)
+                         for n in range(1, execute["runs"] + 1)] for s in tasks[task_of[key]].arg_sets}
+               for key, b in built.items() if b.binary}
+    report["planned"] = {key: [r for rs in sets.values() for r in rs] for key, sets in planned.items()}
+    found: dict = {}
     if host is not None:
         host.require_arch(execute["archs"])
-        limits = ProgramLimits(**execute["limits"])
-        planned = plain_runs(binaries, limits, execute["runs"])
-        found, report["runs"], _ = run_programs(store, host, {r for rs in planned.values() for r in rs},
+        found, report["runs"], _ = run_programs(store, host, {r for rs in report["planned"].values() for r in rs},
                                                 execute["workers"], params["executor"]["host_wait_s"])
-        runs = {binary: [found[r] for r in rs] for binary, rs in planned.items()}
 
     chrf = CHRF()
     rows = []
@@ -164,13 +192,15 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
             row.update(verdict="compile_failed", detail=f"{compiled[key].reason}: {compiled[key].detail[:1000]}")
         elif built[key].binary is None:
             row.update(verdict="build_failed", detail=f"{built[key].reason}: {built[key].detail[:1000]}")
-        elif host is None or None in runs[built[key].binary]:
+        elif host is None or any(found.get(r) is None for r in report["planned"][key]):
             row.update(verdict="not_run:no_gpu_host", detail="no run host (execute.host), or no run recorded there")
         else:
-            done = [Run.of(store, o) for o in runs[built[key].binary]]
-            verdict, detail = judge_source(store, done, tasks[task_id].reference_stdout, execute["tolerance"])
-            peaks = [r.max_rss_kib for r in done if r.max_rss_kib is not None]   # None: ended before a sample
-            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in done),
+            task = tasks[task_id]
+            done = {s: [Run.of(store, found[r], r.invocation.args) for r in rs] for s, rs in planned[key].items()}
+            verdict, detail = judge_sets(store, {s: recorded_runs(store, task, s) for s in done}, done, False,
+                                         execute["tolerance"])
+            peaks = [r.max_rss_kib for r in done["visible"] if r.max_rss_kib is not None]   # None: before a sample
+            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in done["visible"]),
                        peak_rss_mib=round(max(peaks) / 1024, 1) if peaks else None)
         rows.append(row)
     reference_runs = {r["task_id"]: (r["_wall"], r["peak_rss_mib"]) for r in rows

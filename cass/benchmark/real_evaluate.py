@@ -2,17 +2,18 @@
 
 A prediction is a set of HIP files over the task's layout (:meth:`RealTask.overlay`). It compiles (the compile rate)
 when hipcc builds every unit of the program for ``amd.archs`` (host and device); a prediction that compiles is built
-through HIP's NVIDIA back end and run with the task's **hidden** arguments (never shown in a prompt)
-``benchmark.real.runs`` times on the run host. Its output is judged against the CUDA original's recorded runs of
-the same arguments as the ``execute`` stage judges a pair (:func:`cass.execution.verify.judge`: the fields that
-vary between the CUDA original's own runs masked, then numbers within ``execute.tolerance``), and a pass needs as
-many kernel launches on the GPU in every run as the CUDA original made in each of its own (counted by the run host;
-where its own runs launched different numbers, the count is masked as a varying field is: any count above 0): a
-program that computes the expected output on the CPU does not pass, nor, where the original's count does not vary,
-one that launches a token kernel beside a printed answer.
+through HIP's NVIDIA back end and run ``benchmark.real.runs`` times on each argument set: the **visible** one a prompt
+may show and the **hidden** one none shows (every task has one that changes the CUDA original's output or its
+kernel count: :func:`cass.benchmark.real_programs.record`). Each set's runs are judged against the CUDA original's
+recorded runs of it as the ``execute`` stage judges a pair (:func:`cass.execution.verify.judge`: volatile fields
+masked, other varying numbers held to the runs' range, integers exact, the rest within ``execute.tolerance``, and as
+many kernel launches as the CUDA original's runs make); a pass needs both sets to pass. A program that computes the
+expected output on the CPU does not pass, nor one that launches a token kernel beside a printed answer, nor one that
+prints the visible answer on the hidden set.
 
 Verdicts: ``pass`` (match, or match once masked), ``pass_tolerant``, ``wrong_output``, ``no_kernel``,
-``kernel_count_differs``, ``run_failed``, ``timeout``, ``build_failed``, ``compile_failed``,
+``kernel_count_differs``, ``run_failed``, ``timeout``, ``build_failed``, ``compile_failed``, with the argument set
+that failed first in the detail;
 ``not_run:no_gpu_host`` (and ``not_run:no_reference``, a harness error: a task without recorded
 outputs). The runtime ratio is the
 prediction's wall time over the human port's, run in the same evaluation; chrF compares the program's text (every
@@ -27,21 +28,17 @@ from collections.abc import Callable
 import polars as pl
 from sacrebleu.metrics import CHRF
 
-from cass.benchmark.evaluate import amd_program_compiles
-from cass.benchmark.real_programs import build_task_programs, kernel_counts_agree, task_runs
+from cass.benchmark.evaluate import amd_program_compiles, judge_sets
+from cass.benchmark.real_programs import build_task_programs, task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import Run, run_programs
-from cass.execution.verify import MATCHES, judge, verified
 from store import Store
 
 REFERENCE = "reference"
 SOURCE_ERRORS = "surrogateescape"
 """How a translation's text holds bytes that are not UTF-8 (upstream files in Latin-1): they go back byte for byte."""
-VERDICTS = {"match": "pass", "match_masked": "pass", "match_tolerant": "pass_tolerant", "mismatch": "wrong_output",
-            "hip_failed": "run_failed", "timeout": "timeout", "no_kernel": "no_kernel"}
-
 
 def prediction_files(task: RealTask, prediction: str | dict[str, str]) -> dict[str, str]:
     """A prediction's files by path: a text alone is the main file's translation; a mapping (checked by
@@ -54,35 +51,36 @@ def program_text(store: Store, files: dict[str, str]) -> str:
     return "\n".join(f"// {path}\n{store.get_text(digest, 'replace')}" for path, digest in sorted(files.items()))
 
 
-def reference_runs(store: Store, references: pl.DataFrame, task: RealTask) -> list[Run]:
-    """The CUDA original's recorded runs of the task's hidden arguments, as runs whose outputs are in ``store``."""
-    rows = references.filter((pl.col("task_id") == task.id) & (pl.col("arg_set") == task.verified_set)).sort("run")
+def arg_sets(task: RealTask) -> tuple[str, ...]:
+    """The argument sets a translation of ``task`` runs on: the visible one, and the hidden one where it differs."""
+    return ("visible", "hidden") if task.hidden_differs else ("visible",)
+
+
+def reference_runs(store: Store, references: pl.DataFrame, task: RealTask, arg_set: str) -> list[Run]:
+    """The CUDA original's recorded runs of one of the task's argument sets, as runs whose outputs are in ``store``."""
+    rows = references.filter((pl.col("task_id") == task.id) & (pl.col("arg_set") == arg_set)).sort("run")
     empty = store.put(b"")
     return [Run(r["verdict"], r["exit_code"], store.put(r["stdout"]), empty, r["wall_s"], r["max_rss_kib"],
                 r["kernel_launches"], tuple(r["args"])) for r in rows.iter_rows(named=True)]
 
 
-def verdict_of(store: Store, task: RealTask, references: list[Run], runs: list[Run], tolerance: dict,
-               ) -> tuple[str, str]:
-    """(verdict, detail) of a prediction whose runs came back."""
-    if not references:
-        return "not_run:no_reference", f"no reference output of {task.id}'s hidden arguments"
-    found = judge(store, {"cuda": references, "hip": runs}, bool(task.visible_args), tolerance)
-    counts = [r.kernel_launches for r in runs]
-    if found.status in MATCHES and not verified(found, {"cuda": references, "hip": runs}):
-        return "no_kernel", f"kernel launches per run: {counts} (a pass needs a counted kernel in every run)"
-    if found.status in MATCHES and not kernel_counts_agree(references, runs):
-        return "kernel_count_differs", (f"kernel launches per run: {counts}; the CUDA original's runs launched "
-                                        f"{references[0].kernel_launches}")
-    return VERDICTS.get(found.status, found.status), found.detail
+def verdict_of(store: Store, task: RealTask, references: dict[str, list[Run]], runs: dict[str, list[Run]],
+               tolerance: dict) -> tuple[str, str]:
+    """(verdict, detail) of a prediction whose runs came back, by argument set (:func:`judge_sets`)."""
+    missing = [s for s in arg_sets(task) if not references.get(s)]
+    if missing:
+        return "not_run:no_reference", f"no reference output of {task.id}'s {missing[0]} arguments"
+    return judge_sets(store, references, runs, bool(task.visible_args), tolerance)
 
 
 def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], references: pl.DataFrame,
                   predictions: list[Prediction], host: ExecutionHost | None, build_programs: bool | None = None,
                   progress: Callable = iter) -> tuple[list[dict], dict]:
-    """Per-prediction verdicts (the human port's own rows, ``baseline_reference``, first) and the run report (with
-    ``planned``: the runs of every program built). Programs are built where there is a run host, or where
-    ``build_programs`` says so (a batch for a GPU host); without either only the compile rate is measured."""
+    """Per-prediction verdicts (the human port's own rows, ``baseline_reference``, first, then the predictions in
+    order) and the run report (with ``planned``: the runs of every program built, and ``programs``: each one's
+    binary, by key: ``reference:<task>``, then the predictions' indices). Programs are built where there is a run
+    host, or where ``build_programs`` says so (a batch for a GPU host); without either only the compile rate is
+    measured."""
     workers = params["executor"]["workers"] or None
     execute, suite_params = params["execute"], params["benchmark"]["real"]
     wanted = sorted({p.task_id for p in predictions})
@@ -101,12 +99,13 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
                          if compiled[k].binary and make_programs}, workers)
     report = {"host": host and {"name": host.name, **host.host.__dict__},
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(counts)}}
-    planned = {k: task_runs(programs[k][0], b.binary, programs[k][0].verified_set, suite_params["runs"], execute)
-               for k, b in built.items() if b.binary}
+    planned = {k: {arg_set: task_runs(programs[k][0], b.binary, arg_set, suite_params["runs"], execute)
+                   for arg_set in arg_sets(programs[k][0])} for k, b in built.items() if b.binary}
     found = {}
     if host is not None:
         host.require_arch(execute["archs"])
-        found, report["runs"], _ = run_programs(store, host, {r for rs in planned.values() for r in rs},
+        found, report["runs"], _ = run_programs(store, host, {r for sets in planned.values()
+                                                              for rs in sets.values() for r in rs},
                                                 execute["workers"], params["executor"]["host_wait_s"])
     chrf, rows = CHRF(), []
     human_text = {t: program_text(store, tasks[t].overlay(tasks[t].human)) for t in wanted}
@@ -123,14 +122,15 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
             row.update(verdict="not_run:no_gpu_host", detail="no run host: programs not built")
         elif built[key].binary is None:
             row.update(verdict="build_failed", detail=f"{built[key].reason}: {built[key].detail[:1000]}")
-        elif host is None or any(found.get(r) is None for r in planned[key]):
+        elif host is None or any(found.get(r) is None for rs in planned[key].values() for r in rs):
             row.update(verdict="not_run:no_gpu_host", detail="no run host, or no run recorded there")
         else:
-            runs = [Run.of(store, found[r], r.invocation.args) for r in planned[key]]
-            verdict, detail = verdict_of(store, task, reference_runs(store, references, task), runs,
-                                         execute["tolerance"])
-            peaks = [r.max_rss_kib for r in runs if r.max_rss_kib is not None]
-            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in runs),
+            runs = {s: [Run.of(store, found[r], r.invocation.args) for r in rs] for s, rs in planned[key].items()}
+            verdict, detail = verdict_of(store, task, {s: reference_runs(store, references, task, s) for s in runs},
+                                         runs, execute["tolerance"])
+            timed = runs[task.verified_set]   # the runtime and memory ratios: on the hidden set
+            peaks = [r.max_rss_kib for r in timed if r.max_rss_kib is not None]
+            row.update(verdict=verdict, detail=detail, _wall=statistics.median(r.wall_s for r in timed),
                        peak_rss_mib=round(max(peaks) / 1024, 1) if peaks else None)
         rows.append(row)
     human = {r["task_id"]: (r["_wall"], r["peak_rss_mib"]) for r in rows
@@ -141,5 +141,6 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
             row["runtime_ratio"] = round(wall / ref[0], 4)
             row["memory_ratio"] = round(row["peak_rss_mib"] / ref[1], 4) if ref[1] and row["peak_rss_mib"] else None
     report["binaries"] = sorted({b.binary for b in built.values() if b.binary})
-    report["planned"] = planned
+    report["programs"] = {key: build.binary for key, build in built.items()}   # reference:<task>, then "0", "1", ...
+    report["planned"] = {k: [r for rs in sets.values() for r in rs] for k, sets in planned.items()}
     return rows, report

@@ -18,7 +18,6 @@ the reason.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import asdict, dataclass, replace
@@ -30,7 +29,7 @@ from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card, load_f
 from cass.execution.compare import Calibration, prints_usage, self_check
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import Build, ProgramRun, Run, build_program_targets, limits_for, run_programs
-from cass.execution.verify import MATCHES, judge
+from cass.execution.verify import judge, kernel_problem, verified
 from store import Store
 from toolchains.programs import Invocation
 
@@ -94,13 +93,6 @@ def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: i
     return Recording(builds, runs)
 
 
-def kernel_counts_agree(original: list[Run], translation: list[Run]) -> bool:
-    """Whether every run of the translation launched as many kernels as each of the CUDA original's runs did (any
-    number where the original's own runs launched different numbers: a varying count is masked, as fields are)."""
-    expected = {r.kernel_launches for r in original}
-    return len(expected) > 1 or {r.kernel_launches for r in translation} == expected
-
-
 def clean_run(store: Store, runs: list[Run]) -> str | None:
     """Why the CUDA original's runs cannot be a reference, or None: each exited 0 and launched a kernel, printed
     no usage and no failing self-check, and their outputs align line by line."""
@@ -121,27 +113,16 @@ def clean_run(store: Store, runs: list[Run]) -> str | None:
     return None
 
 
-def merged(visible: Calibration, hidden: Calibration) -> Calibration:
-    """One calibration masking every field that varies in either."""
-    lines = set(visible.volatile) | set(hidden.volatile)
-    return Calibration(visible.lines, {n: None if None in (visible.volatile.get(n, frozenset()),
-                                                          hidden.volatile.get(n, frozenset()))
-                                       else visible.volatile.get(n, frozenset()) | hidden.volatile.get(n, frozenset())
-                                       for n in lines})
-
-
-def output_facts(store: Store, visible: list[Run], hidden: list[Run]) -> tuple[bool, bool]:
-    """(whether the CUDA original's output says anything a wrong program would get wrong: a number that does not
-    vary between its runs, or a passing self-check; whether its hidden output differs from its visible output once
-    every field that varies is masked)."""
+def output_facts(store: Store, visible: list[Run], hidden: list[Run], tolerance: dict) -> tuple[bool, bool, bool]:
+    """Of the CUDA original's runs: whether its visible output holds a computed value a wrong program would get
+    wrong (:meth:`~cass.execution.compare.Calibration.computed_values`, its arguments echoed not counted); whether its
+    hidden output does not match the visible runs'; whether its hidden runs launch other numbers of kernels. Where
+    neither of the last two, a program that prints the visible answer and launches as many kernels would pass."""
     outs = {s: [store.get(r.stdout) for r in runs] for s, runs in (("visible", visible), ("hidden", hidden))}
-    calibrations = {s: Calibration.of(o) for s, o in outs.items()}
-    steady = calibrations["visible"].mask(outs["visible"][0])
-    signal = bool(re.search(rb"\d", steady)) or self_check(outs["visible"][0]) == "pass"
-    if calibrations["visible"].lines != calibrations["hidden"].lines:
-        return signal, True
-    both = merged(calibrations["visible"], calibrations["hidden"])
-    return signal, both.mask(outs["visible"][0]) != both.mask(outs["hidden"][0])
+    calibration = Calibration.of(outs["visible"])
+    signal = calibration.computed_values(visible[0].args) > 0
+    output_differs = any(calibration.compare(o, tolerance).status == "mismatch" for o in outs["hidden"])
+    return signal, output_differs, kernel_problem(visible, hidden) is not None
 
 
 def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHost, workers: int | None,
@@ -176,19 +157,28 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
         used = {"visible": "visible", "hidden": task.verified_set}
         verdicts = {s: judge(store, {side: done[side, used[s]] for side in ("cuda", "hip")}, bool(task.visible_args),
                              params["tolerance"]) for s in ARG_SETS}
-        bad = next((s for s, v in verdicts.items() if v.status not in MATCHES
-                    or not all(r.kernel_launches for r in done["hip", used[s]])
-                    or not kernel_counts_agree(done["cuda", used[s]], done["hip", used[s]])), None)
+        bad = next((s for s, v in verdicts.items()
+                    if not verified(v, {side: done[side, used[s]] for side in ("cuda", "hip")})), None)
+        if bad and verdicts[bad].status == "no_signal":
+            leave(task, "no_output_signal", "the CUDA original's output holds no computed value (only labels, "
+                  "timings, self-check words or its arguments echoed): it cannot tell a wrong program")
+            continue
         if bad:
             leave(task, "port_disagrees", f"{bad} arguments: {verdicts[bad].status}: {verdicts[bad].detail[:300]}")
             continue
-        signal, differs = output_facts(store, done["cuda", "visible"], done["cuda", task.verified_set])
+        signal, output_differs, kernels_differ = output_facts(store, done["cuda", "visible"],
+                                                              done["cuda", task.verified_set], params["tolerance"])
         if not signal:
-            leave(task, "no_output_signal", "every number the CUDA original prints varies between its runs, and it "
-                                            "prints no passing self-check: its output cannot tell a wrong program")
+            leave(task, "no_output_signal", "the CUDA original's output holds no computed value (only labels, "
+                  "timings, self-check words or its arguments echoed): it cannot tell a wrong program")
+            continue
+        if not output_differs and not kernels_differ:
+            leave(task, "no_hidden_input", "no hidden argument set changes the CUDA original's output or its kernel "
+                  "count: a program that prints the visible answer and launches as many kernels would pass")
             continue
         notes = {s: f"{verdicts[s].status}; {notes[s]}" if s in notes else verdicts[s].status for s in ARG_SETS}
-        kept.append(replace(task, references=notes, hidden_output_differs=differs))
+        kept.append(replace(task, references=notes, hidden_output_differs=output_differs,
+                            hidden_kernels_differ=kernels_differ))
         for arg_set in ARG_SETS[:1 + task.hidden_differs]:
             for n, run in enumerate(done["cuda", arg_set], 1):
                 rows.append({"task_id": task.id, "arg_set": arg_set, "args": list(run.args), "run": n,

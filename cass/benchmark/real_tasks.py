@@ -134,9 +134,12 @@ class RealTask:
     hidden_differs: bool = True
     """Whether the hidden arguments differ from the visible ones."""
     hidden_output_differs: bool | None = None
-    """Whether the CUDA original's output on them differs from its visible output once the fields that vary between
-    its runs are masked (set when references are recorded): where not, a program that prints the visible answer
-    passes the output check, and only the kernel count stands against it."""
+    """Whether the CUDA original's output on them does not match its visible output (set when references are
+    recorded): where not, a program that prints the visible answer passes the output check, and only the kernel
+    count stands against it."""
+    hidden_kernels_differ: bool | None = None
+    """Whether the CUDA original launches other numbers of kernels on them than on the visible ones (set when
+    references are recorded). A task where neither differs is left out (``no_hidden_input``)."""
     references: dict[str, str] = field(default_factory=dict)
     """How the reference outputs went, per argument set (``visible``, ``hidden``): set when they are recorded."""
 

@@ -1,7 +1,8 @@
 """The translation benchmark's tasks (``translation_bench/tasks``) and the predictions made for them.
 
-A task is a CUDA program with its metadata, its reference HIP translation and its reference stdout
-(recorded on a GPU host; see ``translation_bench/README.md``). Predictions are JSONL or Parquet rows of
+A task is a CUDA program with its metadata, its reference HIP translation and its reference stdout (recorded on a
+GPU host; see ``translation_bench/README.md``); with a hidden argument set (a seed no prompt shows) and the output
+and kernel counts recorded for it. Predictions are JSONL or Parquet rows of
 ``{task_id, task, prediction}``, ``task`` being ``source`` (HIP for the CUDA program) or ``asm``, with an optional
 ``sample`` (0, 1, ...) where several predictions are drawn for one task (pass@k).
 """
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import json
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 import yaml
 
 TASKS_DIR = Path("translation_bench") / "tasks"
+REFERENCES_FILE = "references.json"
+"""Beside the tasks folder: the GPU host the references were recorded on, and per task its kernel counts."""
 TASK_KINDS = ("source", "asm")
 PREDICTION_SUFFIXES = (".jsonl", ".parquet")
 
@@ -35,10 +38,32 @@ class Task:
     cuda: str
     reference_hip: str
     reference_stdout: bytes
+    hidden_args: tuple[str, ...] = ()
+    """The hidden argument set (the generator's seed: never shown in a prompt), or none."""
+    hidden_stdout: bytes | None = None
+    """The CUDA program's output on the hidden arguments (``<id>.hidden.stdout``), recorded on a GPU host."""
+    kernel_launches: dict[str, list[int]] = field(default_factory=dict, compare=False)
+    """The kernels each recorded run of the CUDA program launched, per argument set (``references.json``)."""
+
+    def arguments(self, arg_set: str) -> tuple[str, ...]:
+        return () if arg_set == "visible" else self.hidden_args
+
+    @property
+    def arg_sets(self) -> tuple[str, ...]:
+        """The argument sets a prediction runs on: the visible one (no argument), and the hidden one where its
+        output is recorded."""
+        return ("visible", "hidden") if self.hidden_args and self.hidden_stdout is not None else ("visible",)
+
+    def recorded_output(self, arg_set: str) -> bytes:
+        return self.reference_stdout if arg_set == "visible" else self.hidden_stdout
 
 
 def load_tasks(root: Path = TASKS_DIR) -> dict[str, Task]:
-    """Every task under ``root``, by id (a task missing a file, or whose metadata names another id, is an error)."""
+    """Every task under ``root``, by id (a task missing a file, or whose metadata names another id, is an error),
+    with the kernel counts of ``references.json`` beside ``root`` where it has them."""
+    references = root.parent / REFERENCES_FILE
+    counts = ({t: r.get("kernel_launches", {}) for t, r in json.loads(references.read_text())["tasks"].items()}
+              if references.is_file() else {})
     tasks = {}
     for meta_path in sorted(root.glob("*/*.yaml")):
         meta = yaml.safe_load(meta_path.read_text())
@@ -50,9 +75,11 @@ def load_tasks(root: Path = TASKS_DIR) -> dict[str, Task]:
             names = ", ".join(stem.name + s for s in missing)
             raise FileNotFoundError(f"task {stem.name}: no {names} in {stem.parent}")
         path = stem.with_suffix(".cu").relative_to(root).as_posix()
+        hidden = stem.with_suffix(".hidden.stdout")
         tasks[stem.name] = Task(stem.name, path, meta["domain"], meta["difficulty"], tuple(meta["constructs"]),
                                 stem.with_suffix(".cu").read_text(), stem.with_suffix(".hip").read_text(),
-                                stem.with_suffix(".stdout").read_bytes())
+                                stem.with_suffix(".stdout").read_bytes(), tuple(meta.get("hidden_args", ())),
+                                hidden.read_bytes() if hidden.is_file() else None, counts.get(stem.name, {}))
     if not tasks:
         raise FileNotFoundError(f"no tasks under {root}")
     return tasks

@@ -2,8 +2,8 @@
 
 ``export``: build both programs of every pair with a ``main`` (cached actions, as the ``execute``
 stage builds them) and write ``DIR/binaries/<digest>``, the data files of their run specs as ``DIR/inputs/<digest>``,
-the kernel counter in ``DIR/launch_counter`` and ``DIR/batch.json`` (every run the stage plans: binary, arguments,
-working directory, data files, limits and run number). The GPU host runs
+the kernel counter and its probe in ``DIR/launch_counter`` and ``DIR/batch.json`` (every run the stage plans:
+binary, arguments, working directory, data files, limits and run number). The GPU host runs
 ``python -m toolchains.gpu run-batch DIR`` (:mod:`toolchains.gpu`). ``import``: every run of
 ``DIR/results.json`` becomes the cached run action the ``execute`` stage looks up (keyed by the
 binary, the GPU host's fingerprint, the invocation, the limits and the run's number), and the host's facts are
@@ -27,7 +27,7 @@ from cass.text.cuda import main_signature
 from store import Store
 from toolchains import JobResult
 from toolchains.gpu import BATCH_FILE, COUNTER_DIR, RESULTS_FILE, RunHost
-from toolchains.launches import CounterBuildError, build_counter
+from toolchains.launches import CounterBuildError, build_counter, build_probe
 from toolchains.programs import PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, Invocation, ProgramLimits
 
 
@@ -42,8 +42,8 @@ def write_batch(store: Store, folder: Path, planned: set[ProgramRun], params: di
     for digest in {d for r in planned for _, d in r.invocation.inputs}:
         (folder / "inputs" / digest).write_bytes(store.get(digest))
     try:
-        build_counter().copy_to(folder / COUNTER_DIR)
-    except CounterBuildError as error:   # the runs come back without kernel counts: nothing they run is verified
+        build_counter().copy_to(folder / COUNTER_DIR, build_probe(params["archs"]))
+    except CounterBuildError as error:   # the GPU host refuses the batch unless told to run it uncounted
         print(f"gpu-batch: kernel launches will not be counted: {error}", file=sys.stderr)
     runs = [{"binary": r.binary, "run": r.number, **r.invocation.describe(), "limits": asdict(r.limits)}
             for r in order]

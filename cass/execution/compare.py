@@ -1,14 +1,45 @@
-"""Comparing two programs' standard output: exactly, with the fields that vary between a program's own runs masked
-(:class:`Calibration`), or with numbers equal within a tolerance; and what a program's output says of itself (its
-self-check, its usage)."""
+"""Comparing a translation's standard output with its CUDA original's own runs, and what an output says of itself
+(its self-check, its usage).
+
+The CUDA original runs at least :data:`MIN_CALIBRATION_RUNS` times; its outputs, aligned line by line and word by
+word (:class:`Calibration`), say what a translation must reproduce:
+
+- a **steady** line or word (the same in every CUDA run) must be the same in the translation's output, but that a
+  number may differ within the tolerance: integers exactly, other numbers within ``atol + rtol * |expected|``;
+- a **volatile** word, one that varies between the CUDA runs and is variable by nature (:func:`volatile_field`: a
+  timing or rate by its label or unit, an address, a date or clock time), is masked: any value passes;
+- any other word that varies is **ranged**: each number in it must lie within the CUDA runs' range widened by their
+  spread on both sides (integers exact at the ends), the text around the numbers the same;
+- a line whose number of words varies between the CUDA runs is masked where it is volatile, else the translation's
+  line must be one of the CUDA runs' versions.
+
+An output with no **computed value** (:func:`computed_values`: a number in its steady or ranged content that is not
+part of a name like ``float3``, not glued to letters, and not one of the program's arguments echoed) tells nothing
+about the computation: it is judged ``no_signal``, never a match.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b", re.IGNORECASE)
+INTEGER = re.compile(r"[-+]?\d+")
+MIN_CALIBRATION_RUNS = 3
+"""The fewest runs of a CUDA original its outputs are calibrated on: with two, a value that happens to agree twice
+(a timing in whole milliseconds) is taken as steady, and a range has no spread to speak of."""
+
+TIMING = re.compile(r"\b(?:times?|timings?|timed|timer|elapsed|took|duration|runtime|run-time|latency|speed-?ups?|"
+                    r"throughput|bandwidth|perf|performance|[kmgtp]?flops|[kmgt]?ops|fps|per\s+sec(?:ond)?|"
+                    r"clocks?|cycles|ticks|date)\b", re.IGNORECASE)
+"""Labels of values that vary by nature between runs of a correct program."""
+UNIT = re.compile(r"[(\[]?(?:[munµ]?s|secs?|seconds?|[mun]secs?|(?:milli|micro|nano)seconds?|mins?|minutes?|hours?|"
+                  r"[kmgtp]?i?b/s|[kmgtp]?i?bytes/s|[kmgtp]?flop/?s|[kmgtp]?flops|[kmgt]?ops/s|[kmgt]?hz|cycles?|"
+                  r"ticks?)[)\]]?[.,;:]*", re.IGNORECASE)
+"""Units of time and rate, alone as a word (``(ms)``, ``GB/s``) or glued to a number (``12.5ms``)."""
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+CLOCK = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b\d{4}-\d{2}-\d{2}\b")
 
 
 def first_difference(expected: bytes, actual: bytes) -> str:
@@ -24,8 +55,20 @@ def first_difference(expected: bytes, actual: bytes) -> str:
     return f"line {n}: only the {which} output has {longer[n - 1][:200]!r}"
 
 
-def _close(x: str, y: str, rtol: float, atol: float) -> bool:
-    a, b = float(x), float(y)
+def _value(token: str) -> float:
+    return float(token)
+
+
+def _is_integer(token: str) -> bool:
+    return INTEGER.fullmatch(token) is not None
+
+
+def numbers_close(expected: str, actual: str, rtol: float, atol: float) -> bool:
+    """Two number tokens: integers exactly equal; any other within ``atol + rtol * |expected|`` (NaN only as NaN,
+    an infinity only as itself)."""
+    if _is_integer(expected) and _is_integer(actual):
+        return int(expected) == int(actual)
+    a, b = _value(expected), _value(actual)
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
@@ -33,73 +76,225 @@ def _close(x: str, y: str, rtol: float, atol: float) -> bool:
     return a == b or abs(a - b) <= atol + rtol * abs(a)
 
 
-def tolerant_equal(expected: bytes, actual: bytes, rtol: float, atol: float) -> bool:
-    """The same text around the numbers, and every number within ``atol + rtol * |expected|`` of its peer."""
-    a, b = expected.decode(errors="replace"), actual.decode(errors="replace")
+def tolerant_equal(expected: bytes | str, actual: bytes | str, rtol: float, atol: float) -> bool:
+    """The same text around the numbers, and every number close to its peer (:func:`numbers_close`)."""
+    a = expected.decode(errors="replace") if isinstance(expected, bytes) else expected
+    b = actual.decode(errors="replace") if isinstance(actual, bytes) else actual
     if NUMBER.split(a) != NUMBER.split(b):   # the text between the numbers, and as many numbers
         return False
-    return all(_close(x, y, rtol, atol) for x, y in zip(NUMBER.findall(a), NUMBER.findall(b), strict=True))
+    return all(numbers_close(x, y, rtol, atol) for x, y in zip(NUMBER.findall(a), NUMBER.findall(b), strict=True))
 
 
-PASS = re.compile(r"\bPASS(?:ED)?\b|\b[Tt]ests? passed\b|\bResult\s*=\s*PASS\b")
-FAIL = re.compile(r"\bFAIL(?:ED|URE)?\b|\b[Tt]ests? failed\b|\bResult\s*=\s*FAIL\b")
+def in_range(versions: list[str], actual: str, rtol: float, atol: float) -> bool:
+    """Whether a word that varies between the CUDA runs (``versions``) is matched by ``actual``: the same text
+    around the numbers as every version, and each number within the versions' range widened by their spread on both
+    sides (and the tolerance)."""
+    skeleton = NUMBER.split(versions[0])
+    if any(NUMBER.split(v) != skeleton for v in versions) or NUMBER.split(actual) != skeleton:
+        return any(tolerant_equal(v, actual, rtol, atol) for v in versions)
+    columns = zip(*(NUMBER.findall(v) for v in versions), strict=True)
+    for column, got in zip(columns, NUMBER.findall(actual), strict=True):
+        if len(set(column)) == 1:
+            if not numbers_close(column[0], got, rtol, atol):
+                return False
+            continue
+        values = [_value(v) for v in column]
+        if any(math.isnan(v) or math.isinf(v) for v in values):
+            if got not in column:
+                return False
+            continue
+        lo, hi = min(values), max(values)
+        spread = hi - lo
+        slack = 0 if all(map(_is_integer, (*column, got))) else atol + rtol * max(abs(lo), abs(hi))
+        if not lo - spread - slack <= _value(got) <= hi + spread + slack:
+            return False
+    return True
+
+
+def _label_numbers(word: str) -> bool:
+    """Whether every number in ``word`` is part of a name or glued to letters (``float3``, ``sm_90``, ``3x3``)."""
+    return all(_glued(word, m) for m in NUMBER.finditer(word))
+
+
+def _glued(text: str, match: re.Match) -> bool:
+    before = text[match.start() - 1] if match.start() else ""
+    after = text[match.end()] if match.end() < len(text) else ""
+    return bool(re.match(r"[A-Za-z_]", before) or re.match(r"[A-Za-z_]", after))
+
+
+def volatile_field(words: list[str], i: int) -> bool:
+    """Whether word ``i`` of a line is variable by nature: an address, a date or clock time, a number with a unit of
+    time or rate (glued, or the next word), or a number whose label (the words since the previous number) names a
+    timing or rate; a bare number right after another field is of that field's kind (``5.2 4.9 (us)``,
+    ``552 +- 237``)."""
+    word = words[i]
+    if ADDRESS.search(word) or CLOCK.search(word):
+        return True
+    if NUMBER.search(word) and UNIT.fullmatch(NUMBER.sub("", word).strip("()[]{},;:=")):
+        return True
+    if i + 1 < len(words) and UNIT.fullmatch(words[i + 1]):
+        return True
+    label, j = [], i - 1
+    while j >= 0 and (not NUMBER.search(words[j]) or _label_numbers(words[j])):
+        label.append(words[j])
+        j -= 1
+    text = " ".join(reversed(label))
+    if re.search(r"[A-Za-z]", text):
+        return TIMING.search(text) is not None
+    return j >= 0 and volatile_field(words, j)
+
+
+def volatile_line(line: str) -> bool:
+    """Whether a line is variable by nature as a whole: it names a timing or rate, or holds a unit of one, an
+    address or a date."""
+    return bool(TIMING.search(line) or ADDRESS.search(line) or CLOCK.search(line)
+                or any(UNIT.fullmatch(w) for w in line.split()))
+
+
+@dataclass
+class Comparison:
+    """How one output compared with the calibration: ``status`` (``match``, ``match_masked``, ``match_tolerant``,
+    ``mismatch``), where it first differed, and how many fields were masked and ranged."""
+
+    status: str
+    detail: str = ""
+    masked: int = 0
+    ranged: int = 0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A CUDA original's outputs aligned by line: per line the version of every run."""
+
+    versions: tuple[tuple[str, ...], ...]
+    raw: tuple[bytes, ...] = field(default=(), compare=False)
+
+    @classmethod
+    def of(cls, outputs: list[bytes]) -> Calibration | None:
+        """From a program's runs (at least :data:`MIN_CALIBRATION_RUNS`); None where they differ in their number of
+        lines (nothing to align)."""
+        if len(outputs) < MIN_CALIBRATION_RUNS:
+            raise ValueError(f"calibrating on {len(outputs)} runs of the CUDA original; at least "
+                             f"{MIN_CALIBRATION_RUNS} are needed (execute.runs)")
+        split = [o.decode(errors="replace").splitlines() for o in outputs]
+        if len({len(s) for s in split}) > 1:
+            return None
+        return cls(tuple(zip(*split, strict=True)), tuple(outputs))
+
+    @property
+    def lines(self) -> int:
+        return len(self.versions)
+
+    def steady(self) -> bool:
+        """Whether every run printed the same lines."""
+        return all(len(set(v)) == 1 for v in self.versions)
+
+    def compare(self, output: bytes, tolerance: dict) -> Comparison:
+        """``output`` judged against the calibration (see the module's docstring)."""
+        lines = output.decode(errors="replace").splitlines()
+        expected = self.raw[0] if self.raw else b""
+        if len(lines) != self.lines:
+            return Comparison("mismatch", first_difference(expected, output))
+        result = Comparison("match")
+        tolerant = False
+        for n, (versions, line) in enumerate(zip(self.versions, lines, strict=True), 1):
+            why = self._line(versions, line, tolerance, result)
+            if why == "tolerant":
+                tolerant = True
+            elif why is not None:
+                return Comparison("mismatch", f"line {n}: {why}", result.masked, result.ranged)
+        if result.masked or result.ranged:
+            result.status = "match_masked"
+        if tolerant:
+            result.status = "match_tolerant"
+            result.detail = first_difference(expected, output)
+        elif result.status == "match" and output not in self.raw:
+            result.status, result.detail = "match_tolerant", first_difference(expected, output)
+        return result
+
+    @staticmethod
+    def _line(versions: tuple[str, ...], line: str, tolerance: dict, result: Comparison) -> str | None:
+        """None where ``line`` matches its CUDA versions, ``tolerant`` where it matches within the tolerance, else
+        why it does not (counting masked and ranged fields into ``result``)."""
+        if len(set(versions)) == 1:
+            if line == versions[0]:
+                return None
+            return "tolerant" if tolerant_equal(versions[0], line, **tolerance) else f"{versions[0][:200]!r} | " \
+                                                                                         f"{line[:200]!r}"
+        words = [v.split() for v in versions]
+        if len({len(w) for w in words}) > 1:
+            if volatile_line(versions[0]):
+                result.masked += 1
+                return None
+            if line in versions:
+                return None
+            if any(tolerant_equal(v, line, **tolerance) for v in versions):
+                return "tolerant"
+            return f"{line[:200]!r} is none of the CUDA runs' versions of a line that is not a timing"
+        got = line.split()
+        if len(got) != len(words[0]):
+            return f"{versions[0][:200]!r} | {line[:200]!r}"
+        tolerant = False
+        for i, column in enumerate(zip(*words, strict=True)):
+            if len(set(column)) == 1:
+                if got[i] != column[0]:
+                    if not tolerant_equal(column[0], got[i], **tolerance):
+                        return f"word {i + 1}: {column[0]!r} | {got[i]!r}"
+                    tolerant = True
+            elif volatile_field(words[0], i):
+                result.masked += 1
+            elif in_range(list(column), got[i], **tolerance):
+                result.ranged += 1
+            else:
+                return (f"word {i + 1}: {got[i]!r} is outside the CUDA runs' range {sorted(set(column))} "
+                        "widened by their spread")
+        return "tolerant" if tolerant else None
+
+    def computed_values(self, args: tuple[str, ...] = ()) -> int:
+        """How many numbers of the steady and ranged content could tell a wrong program: not part of a name or glued
+        to letters, not in a volatile field, not one of the program's arguments echoed."""
+        echoed = {_canonical(m.group()) for a in args for m in NUMBER.finditer(a)}
+        count = 0
+        for versions in self.versions:
+            words = [v.split() for v in versions]
+            if len({len(w) for w in words}) > 1:
+                continue
+            for i, column in enumerate(zip(*words, strict=True)):
+                if len(set(column)) > 1 and volatile_field(words[0], i):
+                    continue
+                word = column[0]
+                count += sum(not _glued(word, m) and _canonical(m.group()) not in echoed
+                             for m in NUMBER.finditer(word))
+        return count
+
+
+def _canonical(token: str) -> str:
+    try:
+        value = float(token)
+    except ValueError:
+        return token
+    return repr(value)
+
+
+FAIL = re.compile(r"\b(?:fail(?:s|ed|ure|ures)?|incorrect|mismatch(?:es|ed)?|wrong\s+(?:results?|answers?|output))\b",
+                  re.IGNORECASE)
+NO_FAILURES = re.compile(r"\b(?:number\s+of\s+)?(?:fail(?:s|ed|ures?)|mismatch(?:es)?|errors?)\s*[:=]?\s*0(?![.\d])|"
+                         r"\b0\s+(?:fail(?:s|ed|ures?)|mismatch(?:es)?|errors?)\b", re.IGNORECASE)
+"""A count of failures that is zero (``Number of failures: 0``, ``0 mismatches``): no failure."""
+PASS = re.compile(r"\bPASS(?:ED|ES)?\b|\bPass(?:ed|es)?\b|(?i:\b(?:passed|success|successful(?:ly)?|succeeded)\b)|"
+                  r"(?i:\b(?:tests?|verification|validation|check|result)\s*[:=]?\s*(?:pass(?:ed)?|ok|correct)\b)")
+"""Upper-case or capitalised ``PASS`` alone (a lower-case ``pass`` is also a word: ``forward pass``)."""
 USAGE = re.compile(r"(?im)^\W*usage\s*:")
-VOLATILE = "\x00volatile\x00"
 
 
 def self_check(output: bytes) -> str | None:
-    """What a program's own check says: ``fail`` (any failure line), ``pass``, or None (no self-check printed)."""
-    text = output.decode(errors="replace")
+    """What a program's own check says: ``fail`` (any failure line: ``FAIL``, ``Test failed``, ``incorrect``, a
+    mismatch; not a count of zero failures), ``pass`` (``PASS``, ``Test passed``, ``Success``, ``Verification:
+    correct``), or None (no self-check printed). Case is ignored."""
+    text = NO_FAILURES.sub(" ", output.decode(errors="replace"))
     return "fail" if FAIL.search(text) else "pass" if PASS.search(text) else None
 
 
 def prints_usage(*outputs: bytes) -> bool:
     """Whether a program printed its usage (``Usage: ...``) on stdout or stderr."""
     return any(USAGE.search(o.decode(errors="replace")) for o in outputs)
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """The fields of a program's output that differ between its own runs (timings, addresses, dates): by line,
-    the word positions that vary, or None for a line whose words themselves vary in number."""
-
-    lines: int
-    volatile: dict[int, frozenset[int] | None]
-
-    @property
-    def fields(self) -> int:
-        """How many fields are masked (a whole line counts as one)."""
-        return sum(len(v) if v is not None else 1 for v in self.volatile.values())
-
-    @classmethod
-    def of(cls, outputs: list[bytes]) -> Calibration | None:
-        """From a program's runs; None where they differ in their number of lines (nothing to align)."""
-        split = [o.decode(errors="replace").splitlines() for o in outputs]
-        if len({len(s) for s in split}) > 1:
-            return None
-        volatile: dict[int, frozenset[int] | None] = {}
-        for n, versions in enumerate(zip(*split, strict=True)):
-            if len(set(versions)) == 1:
-                continue
-            words = [v.split() for v in versions]
-            if len({len(w) for w in words}) > 1:
-                volatile[n] = None
-            else:
-                volatile[n] = frozenset(i for i, column in enumerate(zip(*words, strict=True)) if len(set(column)) > 1)
-        return cls(len(split[0]), volatile)
-
-    def mask(self, output: bytes) -> bytes | None:
-        """``output`` with the volatile fields replaced by one marker (None: its lines do not align)."""
-        lines = output.decode(errors="replace").splitlines()
-        if len(lines) != self.lines:
-            return None
-        masked = []
-        for n, line in enumerate(lines):
-            where = self.volatile.get(n, frozenset())
-            if where is None:
-                masked.append(VOLATILE)
-            elif where:
-                masked.append(" ".join(VOLATILE if i in where else w for i, w in enumerate(line.split())))
-            else:
-                masked.append(line)
-        return "\n".join(masked).encode()

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, replace
 from cass.engine.actions import Action, ActionRunner, Outcome, cluster_at
 from cass.engine.cached import CachedMap
 from cass.engine.targets import TargetRun, failure_reason, run_targets
-from cass.execution.compare import first_difference
 from cass.execution.hosts import ExecutionHost
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
@@ -151,11 +150,6 @@ class ProgramRun:
         return run_action(host, self.limits, self.binary, self.number, self.invocation)
 
 
-def plain_runs(binaries: set[str], limits: ProgramLimits, count: int) -> dict[str, list[ProgramRun]]:
-    """``count`` runs of each binary without arguments or data files."""
-    return {b: [ProgramRun(b, Invocation(), limits, n) for n in range(1, count + 1)] for b in sorted(binaries)}
-
-
 def limits_for(params: dict, timeout_s: float | None = None) -> ProgramLimits:
     """``execute.limits``, with a run spec's own time limit where it has one."""
     limits = ProgramLimits(**params["limits"])
@@ -215,13 +209,6 @@ class Run:
         """How run ``number`` ended when it did not exit 0: its verdict, exit code and first stderr line."""
         lines = store.get_text(self.stderr, "replace").strip().splitlines()
         return f"run {number}: {self.verdict}, exit {self.exit_code}: {lines[0][:200] if lines else ''}"
-
-
-def disagreement(store: Store, runs: list[Run]) -> str | None:
-    """Where a program's runs printed different output (the first one against the first that differs), or None."""
-    first, *others = [store.get(run.stdout) for run in runs]
-    other = next((o for o in others if o != first), None)
-    return None if other is None else first_difference(first, other)
 
 
 def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, workers: int,

@@ -1,15 +1,21 @@
 """Verifying pairs by execution: both programs of every pair with a ``main`` built for an NVIDIA GPU, run as the run
-spec says, and their outputs judged (stage ``execute``: :mod:`cass.stages.execute`).
+spec says, and their outputs judged (stage ``execute``: :mod:`cass.stages.execute`); the benchmark judges a
+translation's runs with the same :func:`judge`.
 
 Per argument set, in this order: a run out of time is ``timeout``; a run that did not exit 0 is ``needs_input`` (the
 CUDA original takes arguments and got none) or ``<side>_failed``; a CUDA original that prints its usage is
 ``needs_input``; two programs that print nothing are ``no_output``; CUDA runs whose lines do not align are
-``nondeterministic``. Then the outputs compare: ``match`` (the same bytes in every run), ``match_masked`` (equal once
-the fields that differ between the CUDA original's own runs are masked on both sides), ``match_tolerant`` (the other
-numbers within ``execute.tolerance``), else ``mismatch`` (the first differing line). A HIP self-check that fails
-where the CUDA one does not is a ``mismatch``; a matching pair where a run launched no kernel is ``no_kernel``. A pair
-is verified (``exec_verified``) when every argument set matches, every run of both sides launched a kernel (counted)
-and the CUDA original's own self-check did not fail.
+``nondeterministic``. Then each HIP run's output is compared with the CUDA original's runs
+(:class:`cass.execution.compare.Calibration`): ``match`` (the same bytes), ``match_masked`` (equal once the volatile
+fields are masked, the other fields that vary within the CUDA runs' range), ``match_tolerant`` (numbers within
+``execute.tolerance``, integers exact), else ``mismatch`` (where it first differs). A matching pair is still
+``mismatch`` where the HIP self-check fails and the CUDA one does not; ``no_kernel`` where a run launched no kernel;
+``kernel_count_differs`` where the HIP runs launched other numbers of kernels than the CUDA original's (:func:`
+kernel_problem`); ``no_signal`` where the CUDA original's output holds no computed value
+(:meth:`~cass.execution.compare.Calibration.computed_values`: only labels, self-check words, timings or echoed
+arguments), so that no output could tell a wrong program. A pair is verified (``exec_verified``) when every
+argument set matches, every run of both sides launched a counted kernel and the CUDA original's own self-check did
+not fail.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from cass.execution.compare import Calibration, first_difference, prints_usage, self_check, tolerant_equal
+from cass.execution.compare import MIN_CALIBRATION_RUNS, Calibration, first_difference, prints_usage, self_check
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
     SIDES,
@@ -55,33 +61,53 @@ class Verdict:
 
 
 def compare(store: Store, cuda: list[Run], hip: list[Run], tolerance: dict) -> Verdict:
-    """The outputs of two programs that both ran to exit 0, calibrated on the CUDA original's own runs."""
+    """The outputs of two programs that both ran to exit 0: every HIP run against the CUDA original's runs (the
+    weakest match, or the first mismatch), and ``no_signal`` where the CUDA output holds no computed value."""
     cuda_out, hip_out = [store.get(r.stdout) for r in cuda], [store.get(r.stdout) for r in hip]
-    if not cuda_out[0].strip() and not any(h.strip() for h in hip_out):
+    if not any(c.strip() for c in cuda_out) and not any(h.strip() for h in hip_out):
         return Verdict("no_output", "neither program printed anything")
-    if len(set(cuda_out + hip_out)) == 1:
-        return Verdict("match")
     calibration = Calibration.of(cuda_out)
     if calibration is None:
-        return Verdict("nondeterministic", f"cuda: {first_difference(cuda_out[0], cuda_out[1])}")
-    expected = calibration.mask(cuda_out[0])
-    masked = [calibration.mask(h) for h in hip_out]
-    for got, raw in zip(masked, hip_out, strict=True):
-        if got is None:
-            return Verdict("mismatch", first_difference(cuda_out[0], raw))
-    if all(got == expected for got in masked):
-        if calibration.volatile:
-            return Verdict("match_masked", f"{calibration.fields} fields masked", calibration.fields)
-        differing = next(raw for raw in hip_out if raw != cuda_out[0])   # the same lines, other bytes
-        return Verdict("match_tolerant", first_difference(cuda_out[0], differing))
-    if all(tolerant_equal(expected, got, **tolerance) for got in masked):
-        return Verdict("match_tolerant", first_difference(expected, next(g for g in masked if g != expected)),
-                       calibration.fields)
-    return Verdict("mismatch", first_difference(expected, next(g for g in masked if g != expected)))
+        other = next(o for o in cuda_out if o.count(b"\n") != cuda_out[0].count(b"\n")) \
+            if len({o.count(b"\n") for o in cuda_out}) > 1 else cuda_out[1]
+        return Verdict("nondeterministic", f"cuda: {first_difference(cuda_out[0], other)}")
+    found = [calibration.compare(out, tolerance) for out in hip_out]
+    if failed := next((c for c in found if c.status == "mismatch"), None):
+        return Verdict("mismatch", failed.detail, failed.masked)
+    weakest = max(found, key=lambda c: MATCHES.index(c.status))
+    fields = f"{weakest.masked} fields masked, {weakest.ranged} within the CUDA runs' range"
+    detail = weakest.detail or (fields if weakest.masked or weakest.ranged else "")
+    if not calibration.computed_values(cuda[0].args):
+        return Verdict("no_signal", "the CUDA original's output holds no computed value (only labels, self-check "
+                       "words, timings or its arguments echoed): no output could tell a wrong program",
+                       weakest.masked)
+    return Verdict(weakest.status, detail, weakest.masked)
+
+
+def kernel_problem(cuda: list[Run], hip: list[Run]) -> tuple[str, str] | None:
+    """Why the HIP runs' kernel launches disagree with the CUDA original's (``no_kernel``, ``kernel_count_differs``),
+    or None: each HIP run launched as many kernels as the CUDA original where its runs agree on the number, and a
+    number within their range widened by their spread where they do not. Runs not counted are no problem here (such
+    a pair is not verified: :func:`verified`)."""
+    expected, got = [r.kernel_launches for r in cuda], [r.kernel_launches for r in hip]
+    if None in expected or None in got:
+        return None
+    for side, counts in (("cuda", expected), ("hip", got)):
+        if 0 in counts:
+            return "no_kernel", f"a {side} run launched no kernel on the GPU"
+    lo, hi = min(expected), max(expected)
+    if all(lo - (hi - lo) <= g <= hi + (hi - lo) for g in got):
+        return None
+    wanted = f"{lo}" if lo == hi else f"{lo} to {hi} (within {2 * lo - hi} to {2 * hi - lo})"
+    return "kernel_count_differs", f"kernel launches per HIP run: {got}; the CUDA original's runs launched {wanted}"
 
 
 def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, tolerance: dict) -> Verdict:
-    """The verdict of one argument set whose runs all came back."""
+    """The verdict of one argument set whose runs all came back (at least ``MIN_CALIBRATION_RUNS`` of the CUDA
+    original)."""
+    if len(runs["cuda"]) < MIN_CALIBRATION_RUNS:
+        raise ValueError(f"{len(runs['cuda'])} runs of the CUDA original; judging needs at least "
+                         f"{MIN_CALIBRATION_RUNS} (execute.runs)")
     for side in SIDES:
         for n, run in enumerate(runs[side], 1):
             if run.verdict == "timeout":
@@ -99,14 +125,12 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
     checks = (self_check(store.get(first.stdout)),
               min((self_check(store.get(r.stdout)) or "~" for r in runs["hip"]), default=None))
     verdict.self_checks = (checks[0], None if checks[1] == "~" else checks[1])
-    if verdict.status in MATCHES and verdict.self_checks[1] == "fail" and verdict.self_checks[0] != "fail":
-        return Verdict("mismatch", "the HIP program's self-check failed where the CUDA original's did not",
-                       self_checks=verdict.self_checks)
-    if verdict.status in MATCHES:
-        for side in SIDES:
-            if any(r.kernel_launches == 0 for r in runs[side]):
-                return Verdict("no_kernel", f"a {side} run launched no kernel on the GPU",
-                               self_checks=verdict.self_checks)
+    if verdict.status in (*MATCHES, "no_signal"):
+        if verdict.self_checks[1] == "fail" and verdict.self_checks[0] != "fail":
+            return Verdict("mismatch", "the HIP program's self-check failed where the CUDA original's did not",
+                           self_checks=verdict.self_checks)
+        if problem := kernel_problem(runs["cuda"], runs["hip"]):
+            return Verdict(*problem, self_checks=verdict.self_checks)
     return verdict
 
 
@@ -151,6 +175,9 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
             executor: dict) -> tuple[list[dict], dict]:
     """The execution columns of every row (``mains``: each one's :func:`main_signatures`), and the stage's run
     report."""
+    if params["runs"] < MIN_CALIBRATION_RUNS:
+        raise ValueError(f"params.yaml execute.runs is {params['runs']}: the CUDA original's outputs are calibrated on "
+                         f"at least {MIN_CALIBRATION_RUNS} runs of it")
     results = {row["sample_id"]: {"exec_host": host.name if host else None, "exec_verified": False,
                                   "exec_units": row["units"] or [],
                                   "run_spec_source": (row["run_spec"] or {}).get("source")} for row in rows}

@@ -167,8 +167,10 @@ def execution_section(metrics: dict | None) -> list[str]:
              f"Limits per run: `{json.dumps(metrics['limits'], sort_keys=True)}`; numeric tolerance for "
              f"`match_tolerant`: `{json.dumps(metrics['tolerance'], sort_keys=True)}`. The `verified` config holds "
              f"the {metrics.get('verified', 0)} verified rows (`exec_verified`): outputs that agree (`match`, "
-             "`match_masked` or `match_tolerant`) and a kernel launched on the GPU in every run of both sides "
-             "(it is left out while no pair is verified).", "",
+             "`match_masked`: timings masked, other varying numbers within the CUDA runs' range; `match_tolerant`: "
+             "integers exact, other numbers within the tolerance), as many kernels launched on the GPU in every "
+             "run as the CUDA original launches, and a computed value in the output (`no_signal`: none, never "
+             "verified); it is left out while no pair is verified.", "",
              "| exec_status | pairs |", "|---|---:|"]
     return lines + [f"| `{status}` | {n} |" for status, n in metrics["exec_status"].items()]
 

@@ -10,7 +10,7 @@ from cass.text.kernel_names import kernel_base_name
 
 
 @functools.lru_cache(maxsize=4)
-def _mask_source(source: str) -> str:
+def mask_source(source: str) -> str:
     """``source`` with comments, string/char literals and preprocessor lines blanked to spaces.
 
     Newlines are kept and every other masked character becomes a space, so indices agree with
@@ -95,7 +95,7 @@ def _mask_source(source: str) -> str:
     return "".join(out)
 
 
-def _match_close(masked: str, i: int, open_c: str, close_c: str) -> int | None:
+def match_close(masked: str, i: int, open_c: str, close_c: str) -> int | None:
     """Index of the bracket closing the one at ``i`` in masked text, or None."""
     depth = 0
     for j in range(i, len(masked)):
@@ -127,7 +127,7 @@ def kernel_source(source: str, name: str, opencl: bool = False) -> str | None:
     several definitions (overloads, specialisations) the first in the source is returned.
     """
     name = kernel_base_name(name)
-    masked = _mask_source(source)
+    masked = mask_source(source)
     marker = _OPENCL_KERNEL if opencl else _GLOBAL
     pattern = re.compile(rf"(?<![\w~])\b{re.escape(name)}\s*(?:<[^;{{}}()]*>\s*)?\(")
     for m in pattern.finditer(masked):
@@ -135,7 +135,7 @@ def kernel_source(source: str, name: str, opencl: bool = False) -> str | None:
         head = masked[head_start : m.start()]
         if not marker.search(head) or re.search(r"(?:::|\.|->)\s*$", head):
             continue
-        close = _match_close(masked, m.end() - 1, "(", ")")
+        close = match_close(masked, m.end() - 1, "(", ")")
         if close is None:
             continue
         # after the parameter list: trailing attributes, noexcept, -> type ... up to '{' or ';'
@@ -152,7 +152,7 @@ def kernel_source(source: str, name: str, opencl: bool = False) -> str | None:
             j += 1
         if j >= len(masked) or masked[j] != "{":
             continue
-        end = _match_close(masked, j, "{", "}")
+        end = match_close(masked, j, "{", "}")
         if end is None:
             continue
         template = _TEMPLATE.search(head)

@@ -16,7 +16,7 @@ HIDDEN_OUTPUT = b"n 2048 sum 6288384\nPASS\n"
 
 
 def recorded() -> pl.DataFrame:
-    """The fixture programs' outputs as their CUDA originals print them (two runs per argument set): vecsum launches
+    """The fixture programs' outputs as their CUDA originals print them (three runs per argument set): vecsum launches
     one kernel per repeat (its second argument), twounits one."""
     sets = [("hecbench_vecsum", "visible", ["4096", "10"], VISIBLE_OUTPUT, 10),
             ("hecbench_vecsum", "hidden", ["2048", "5"], HIDDEN_OUTPUT, 5),
@@ -24,5 +24,5 @@ def recorded() -> pl.DataFrame:
             ("hecbench_twounits", "hidden", ["500"], b"sum 1494\n", 1)]
     rows = [{"task_id": task, "arg_set": arg_set, "args": args, "run": n, "verdict": "exited", "exit_code": 0,
              "stdout": out, "wall_s": 0.5, "max_rss_kib": 1000, "kernel_launches": kernels}
-            for task, arg_set, args, out, kernels in sets for n in (1, 2)]
+            for task, arg_set, args, out, kernels in sets for n in (1, 2, 3)]
     return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)

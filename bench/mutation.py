@@ -1,0 +1,336 @@
+"""Benchmark: mutation analysis of the execution oracle (issue 48; :mod:`cass.execution.mutation`).
+
+Mutants of the programs each oracle verifies, built here, run on an NVIDIA GPU host reached by copying files, and
+judged by the oracle that verified the unmutated program:
+
+- ``--pairs DIR ...``: project copies whose ``execute`` stage ran on the recorded GPU host ``--name`` (the HeCBench
+  development copy's halves, the bundled corpus): the HIP side of every verified pair (the ``execute`` stage's
+  oracle);
+- ``--suite DIR``: a project directory whose params.yaml names the store and the mirror of the real-program suite
+  (``translation_bench/real`` of this checkout): every task's human port (the benchmark's oracle, on the visible and
+  hidden arguments).
+
+``--count`` mutants a program (default 3), drawn with ``--seed`` (:func:`cass.text.mutation.sample_mutants`), each
+run once per argument set with the limits of the unmutated program. Phases::
+
+    python bench/mutation.py export --pairs DIR ... --suite DIR --name HOST --batch BATCH
+    python -m toolchains.gpu run-batch BATCH --jobs N            # on the GPU host
+    python bench/mutation.py score --pairs DIR ... --suite DIR --name HOST --batch BATCH ... [--before WORKTREE]
+        [--out bench/RESULTS.md] [--survivors FILE]
+
+``score`` imports the runs, judges every mutant with this checkout's oracle and, with ``--before``, with the oracle
+of another checkout (a ``git worktree`` of an earlier commit: its own code judges the same runs, with as many CUDA
+runs as it calibrated on and its own references), then prints the scores per suite and half (``--out``: a section
+of bench/RESULTS.md) and writes every surviving mutant to ``--survivors`` (JSON) for reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ORACLE_FROM = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--oracle-from"), None)
+sys.path[:0] = [ORACLE_FROM, str(REPO)] if ORACLE_FROM else [str(REPO)]
+
+SECTION = "## Mutation analysis of the oracle (issue 48)"
+SEED = "cass-mutants-1"
+PAIR_RUNS = 1
+"""Runs of a mutant per argument set (the oracle calibrates on the CUDA original's runs; one run of the candidate
+is what the benchmark makes of a prediction)."""
+
+
+def read_yaml(path: Path) -> dict:
+    import yaml
+    return yaml.safe_load(path.read_text())
+
+
+def collect(projects: list[Path], suite: Path | None, count: int, seed: str, workers: int | None):
+    """The mutants of every verified pair of ``projects`` and every task of ``suite``, built; with what judging
+    them needs: the pairs' execute rows by sample id, and the suite's tasks."""
+    import polars as pl
+
+    from bench.corpora import load_split
+    from cass.benchmark.real_evaluate import evaluate_real
+    from cass.benchmark.real_programs import load_suite
+    from cass.execution.mutation import pair_mutants, settle_suite, suite_mutants
+    from cass.pipeline.context import open_store
+
+    mutants, rows, tasks, store = [], {}, {}, None
+    for project in projects:
+        params = read_yaml(project / "params.yaml")
+        store = store or open_store(params)
+        if Path(params["store"]["dir"]).resolve() != store.root.resolve():
+            raise SystemExit(f"{project}: its store {params['store']['dir']} is not the others' ({store.root})")
+        executed = pl.read_parquet(project / "data" / "execute" / "manifest.parquet")
+        pairs = {(r["origin"], r["path"]): r for r in pl.read_parquet(project / "data" / "pair" / "manifest.parquet")
+                 .iter_rows(named=True)}
+        verified = [r for r in executed.iter_rows(named=True) if r["exec_verified"]]
+        rows |= {r["sample_id"]: {**r, "_project": str(project)} for r in verified}
+        found = pair_mutants(store, params["execute"], verified, pairs, count, seed, workers)
+        print(f"{project}: {len(verified)} verified pairs, {len(found)} mutants, "
+              f"{sum(m.binary is not None for m in found)} built", flush=True)
+        mutants += found
+    suite_rows: list = []
+    if suite is not None:
+        os.chdir(suite)
+        params = read_yaml(suite / "params.yaml")
+        store = store or open_store(params)
+        tasks, problems, references = load_suite(store, params, REPO)
+        if problems:
+            raise SystemExit(f"{len(problems)} tasks do not check against the mirror: {next(iter(problems.values()))}")
+        halves = {b: half for half, names in load_split()["hecbench"].items() for b in names}
+        found = suite_mutants(store, tasks, halves, count, seed)
+        predictions = mutant_predictions(store, tasks, found)
+        suite_rows, report = evaluate_real(store, params, tasks, references, predictions, None, build_programs=True)
+        settle_suite(found, suite_rows, report["programs"])
+        print(f"suite: {len(tasks)} tasks, {len(found)} mutants, {sum(m.binary is not None for m in found)} built",
+              flush=True)
+        mutants += found
+    return store, mutants, rows, tasks
+
+
+def mutant_predictions(store, tasks: dict, mutants: list) -> list:
+    from cass.benchmark.real_evaluate import SOURCE_ERRORS
+    from cass.benchmark.tasks import Prediction
+    return [Prediction(m.program, "source", {p: store.get_text(m.files[p], SOURCE_ERRORS)
+                                             for p in tasks[m.program].human}) for m in mutants]
+
+
+def planned_runs(mutants: list, rows: dict, tasks: dict, params: dict) -> dict[int, dict[str, list]]:
+    """Per mutant to run, its runs by argument set (pairs: by the arguments' text)."""
+    from cass.benchmark.real_evaluate import arg_sets
+    from cass.benchmark.real_programs import task_runs
+    from cass.execution.mutation import planned_pair_runs
+
+    execute = params["execute"]
+    at = [i for i, m in enumerate(mutants) if m.suite == "pairs"]
+    planned = {}
+    for i, runs in planned_pair_runs(rows, [mutants[j] for j in at], execute, PAIR_RUNS).items():
+        planned[at[i]] = {" ".join(r.invocation.args): [r] for r in runs}
+    for i, mutant in enumerate(mutants):
+        if mutant.suite == "suite" and mutant.binary and not mutant.equivalent:
+            task = tasks[mutant.program]
+            planned[i] = {s: task_runs(task, mutant.binary, s, params["benchmark"]["real"]["runs"], execute)
+                          for s in arg_sets(task)}
+    return planned
+
+
+def export(args: argparse.Namespace) -> None:
+    from cass.execution.batch import not_recorded, write_batch
+    from cass.execution.hosts import resolve_host
+
+    store, mutants, rows, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
+    params = read_yaml((args.suite or args.pairs[0]) / "params.yaml")
+    planned = {r for sets in planned_runs(mutants, rows, tasks, params).values() for rs in sets.values() for r in rs}
+    missing = not_recorded(store, planned, resolve_host(f"recorded:{args.name}"))
+    runs = write_batch(store, args.batch, missing, params["execute"])
+    print(f"{len(mutants)} mutants: {dict(Counter(m.outcome for m in mutants))}; {runs} runs of "
+          f"{len({r.binary for r in missing})} binaries in {args.batch} ({len(planned) - len(missing)} recorded "
+          "before)")
+
+
+def table(args: argparse.Namespace) -> list[dict]:
+    """Every mutant with its runs, as plain data any checkout's oracle can judge."""
+    from cass.execution.batch import import_results
+    from cass.execution.hosts import resolve_host
+    from cass.execution.programs import Run, run_programs
+
+    first = args.suite or args.pairs[0]
+    os.chdir(first)
+    params = read_yaml(first / "params.yaml")
+    from cass.pipeline.context import open_store
+    store = open_store(params)
+    for batch in args.batch:
+        import_results(store, params["execute"], batch, args.name)
+    store, mutants, rows, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
+    host = resolve_host(f"recorded:{args.name}")
+    planned = planned_runs(mutants, rows, tasks, params)
+    found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs},
+                               1, 0)
+    entries = []
+    for i, mutant in enumerate(mutants):
+        entry = {**mutant.describe(), "runs": None}
+        if i in planned and all(found[r] is not None for rs in planned[i].values() for r in rs):
+            entry["runs"] = {s: [asdict(Run.of(store, found[r], r.invocation.args)) for r in rs]
+                             for s, rs in planned[i].items()}
+        if mutant.suite == "pairs":
+            row = rows[mutant.program]
+            entry |= {"cuda_runs": row["cuda_runs"], "main": row["files"][0]["digest"]}
+        entries.append(entry)
+    return entries
+
+
+def judge(entries: list[dict]) -> list[dict]:
+    """Each entry's verdict by the oracle of the ``cass`` on ``sys.path`` (this checkout's, or ``--oracle-from``'s):
+    ``status`` and ``killed`` (None where it was not run, or where that oracle's suite has no such task)."""
+    import polars as pl
+
+    from cass.benchmark.real_evaluate import verdict_of
+    from cass.benchmark.real_tasks import RealTask
+    from cass.execution.programs import Run, takes_arguments
+    from cass.execution.verify import judge_pair, verified
+    from cass.text.cuda import main_signature
+    from store import Store
+
+    root = Path(sys.modules["cass"].__file__).resolve().parents[1]
+    params = read_yaml(root / "params.yaml")
+    tolerance, calibration_runs = params["execute"]["tolerance"], params["execute"]["runs"]
+    manifest = json.loads((root / "translation_bench" / "real" / "tasks.json").read_text())
+    tasks = {t["id"]: RealTask(**t) for t in manifest["tasks"]}
+    references = pl.read_parquet(root / "translation_bench" / "real" / "references.parquet")
+    per_set = "dict" in str(inspect.signature(verdict_of).parameters["references"].annotation)
+    store = Store(Path(os.environ["CASS_MUTATION_STORE"]))
+    empty = store.put(b"")
+
+    def recorded(task_id: str, arg_set: str) -> list:
+        rows = references.filter((pl.col("task_id") == task_id) & (pl.col("arg_set") == arg_set)).sort("run")
+        return [Run(r["verdict"], r["exit_code"], store.put(r["stdout"]), empty, r["wall_s"], r["max_rss_kib"],
+                    r["kernel_launches"], tuple(r["args"])) for r in rows.iter_rows(named=True)]
+
+    judged = []
+    for entry in entries:
+        verdict = {"status": None, "killed": None}
+        runs = {s: [Run(**{**r, "args": tuple(r["args"])}) for r in rs] for s, rs in (entry["runs"] or {}).items()}
+        if runs and entry["suite"] == "pairs":
+            cuda = [Run(**{**r, "args": tuple(r["args"])}) for r in entry["cuda_runs"]]
+            by_args: dict = {}
+            for run in cuda:   # the runs of each argument set this oracle calibrated on
+                by_args.setdefault(run.args, []).append(run)
+            cuda = [r for rs in by_args.values() for r in rs[:calibration_runs]]
+            both = {"cuda": cuda, "hip": [r for rs in runs.values() for r in rs]}
+            found = judge_pair(store, both, takes_arguments(main_signature(store.get_text(entry["main"], "replace"))
+                                                            or ""), tolerance)
+            verdict = {"status": found.status, "killed": not verified(found, both)}
+        elif runs and entry["program"] in tasks:
+            task = tasks[entry["program"]]
+            if per_set:
+                status, _ = verdict_of(store, task, {s: recorded(task.id, s) for s in runs}, runs, tolerance)
+            else:   # an oracle that judged the hidden set alone
+                status, _ = verdict_of(store, task, recorded(task.id, task.verified_set), runs[task.verified_set],
+                                       tolerance)
+            verdict = {"status": status, "killed": not status.startswith("pass")}
+        judged.append({**entry, **verdict})
+    return judged
+
+
+def scores(judged: list[dict]) -> dict:
+    """Per suite and group: outcomes and the mutation score (killed / non-equivalent mutants judged)."""
+    out: dict = {}
+    for entry in judged:
+        outcome = entry["outcome"] if entry["outcome"] in ("stillborn", "equivalent") else (
+            "not_judged" if entry["killed"] is None else "killed" if entry["killed"] else "survived")
+        for group in ("all", entry["group"]):
+            counts = out.setdefault(entry["suite"], {}).setdefault(group, Counter())
+            counts[outcome] += 1
+    for groups in out.values():
+        for counts in groups.values():
+            judged_n = counts["killed"] + counts["survived"]
+            counts["score"] = round(counts["killed"] / judged_n, 4) if judged_n else None
+    return out
+
+
+def score(args: argparse.Namespace) -> None:
+    entries = table(args)
+    os.environ["CASS_MUTATION_STORE"] = str(Path(read_yaml((args.suite or args.pairs[0]) / "params.yaml")
+                                                 ["store"]["dir"]).resolve())
+    after = judge(entries)
+    before = None
+    if args.before:
+        path = Path(args.survivors or "/tmp/mutation-table.json").with_suffix(".table.json")
+        path.write_text(json.dumps(entries))
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "judge", str(path), "--oracle-from",
+                               str(args.before.resolve())], capture_output=True, text=True, check=False)
+        if proc.returncode:
+            raise SystemExit(f"the oracle of {args.before} failed:\n{proc.stderr[-4000:]}")
+        before = json.loads(proc.stdout)
+    text = report(after, before, args)
+    if args.survivors:
+        args.survivors.write_text(json.dumps([e for e in after if e["killed"] is False], indent=1) + "\n")
+    if args.out:
+        from bench.results import replace_section
+        replace_section(args.out, SECTION, text)
+    print(text)
+
+
+def git(*argv: str, cwd: Path = REPO) -> str:
+    return subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def percent(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.1f}%"
+
+
+def report(after: list[dict], before: list[dict] | None, args: argparse.Namespace) -> str:
+    from cass.execution.hosts import resolve_host
+    host = resolve_host(f"recorded:{args.name}").host
+    now, then = scores(after), scores(before) if before else {}
+    lines = [SECTION, "",
+             f"Commit {git('rev-parse', '--short', 'HEAD')}, {date.today()}, GPU {host.gpu} ({host.sm}, driver "
+             f"{host.driver}; kernels {'counted' if host.launch_counter else 'not counted'}). Sampling: "
+             f"{args.count} mutants a program (seed `{args.seed}`: distinct operators in a random order, a site "
+             "drawn uniformly within each), every mutant built as its program is and run once per argument set "
+             "with its program's limits. Score = killed / (killed + survived); equivalent (binary byte-identical "
+             "to the unmutated program's) and stillborn (does not build) mutants are not counted."
+             + (f" Before: the oracle of commit {git('rev-parse', '--short', 'HEAD', cwd=args.before)} judging the "
+                "same runs (its first CUDA runs, as many as it calibrated on, and its own references)."
+                if before else ""), "",
+             "| oracle | programs of | mutants | equivalent | stillborn | killed | survived | not judged | score |"
+             + (" score before |" if before else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if before else "")]
+    names = {"pairs": "stage (`execute`)", "suite": "benchmark (real suite)"}
+    for suite, groups in now.items():
+        for group, c in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+            total = sum(v for k, v in c.items() if k != "score")
+            old = then.get(suite, {}).get(group, {}).get("score")
+            lines.append(f"| {names[suite]} | {group} | {total} | {c['equivalent']} | {c['stillborn']} | "
+                         f"{c['killed']} | {c['survived']} | {c['not_judged']} | {percent(c['score'])} |"
+                         + (f" {percent(old)} |" if before else ""))
+    operators = Counter((e["operator"], "killed" if e["killed"] else "survived") for e in after
+                        if e["killed"] is not None)
+    lines += ["", "By operator (both oracles): " + ", ".join(
+        f"`{op}` {operators[op, 'killed']}/{operators[op, 'killed'] + operators[op, 'survived']}"
+        for op in sorted({op for op, _ in operators})) + " killed.", "",
+        f"Made by `python bench/mutation.py export ...`, `python -m toolchains.gpu run-batch BATCH` on the GPU host, "
+        f"`python bench/mutation.py score --name {args.name} ...`."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("phase", choices=["export", "score", "judge"])
+    parser.add_argument("table", nargs="?", type=Path, help="judge: a table written by score")
+    parser.add_argument("--pairs", type=Path, nargs="*", default=[])
+    parser.add_argument("--suite", type=Path)
+    parser.add_argument("--name", help="the recorded GPU host of the unmutated programs' runs")
+    parser.add_argument("--batch", type=Path, nargs="*", default=[])
+    parser.add_argument("--count", type=int, default=3)
+    parser.add_argument("--seed", default=SEED)
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--before", type=Path, help="score: a checkout of an earlier commit whose oracle also judges")
+    parser.add_argument("--oracle-from", type=Path, help="judge: the checkout whose cass judges (set on sys.path)")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--survivors", type=Path)
+    args = parser.parse_args()
+    args.pairs = [p.resolve() for p in args.pairs]
+    args.suite = args.suite and args.suite.resolve()
+    args.batch = [b.resolve() for b in args.batch]
+    args.out = args.out and args.out.resolve()
+    if args.phase == "judge":
+        print(json.dumps(judge(json.loads(args.table.read_text()))))
+    elif args.phase == "export":
+        export(args)
+    else:
+        score(args)
+
+
+if __name__ == "__main__":
+    main()

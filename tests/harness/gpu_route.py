@@ -1,0 +1,85 @@
+"""How the ``gpu``-marked tests reach a GPU: this machine's, or a GPU host reached by copying files.
+
+``CASS_GPU_TESTS`` says which:
+
+- unset: this machine's NVIDIA GPU (``execute.host: auto``); without one the tests skip;
+- ``collect:DIR``: each test builds its programs here and writes the runs it needs as a batch ``DIR/<test>``, then
+  skips. On the GPU host, ``python -m toolchains.gpu run-batch DIR/<test>`` runs each batch (``--resume`` where a
+  command's time is limited). Bring ``DIR`` back;
+- ``recorded:NAME:DIR``: each test imports the results of ``DIR/<test>`` into its store as GPU host ``NAME``
+  (``gpu_hosts/NAME.json``) and judges those runs: the same programs, keys and oracle as a live run.
+
+docs/tests.md gives the recipe; bench/RESULTS.md ("The test suite") the outcome with its commit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cass.execution.batch import import_results, write_batch
+from cass.execution.hosts import ExecutionHost, resolve_host
+from harness.project import run_in
+from store import Store
+from toolchains.gpu import local_gpu_host
+
+ROUTE = "CASS_GPU_TESTS"
+
+
+@dataclass(frozen=True)
+class GpuRoute:
+    """Where this run's ``gpu`` tests get their program runs."""
+
+    mode: str
+    """``live`` (this machine's GPU), ``collect`` or ``recorded``."""
+    folder: Path | None = None
+    name: str | None = None
+
+    @classmethod
+    def from_environment(cls) -> GpuRoute:
+        setting = os.environ.get(ROUTE, "")
+        if setting.startswith("collect:"):
+            return cls("collect", Path(setting.removeprefix("collect:")).resolve())
+        if setting.startswith("recorded:"):
+            name, _, folder = setting.removeprefix("recorded:").partition(":")
+            if not name or not folder:
+                raise ValueError(f"{ROUTE}={setting!r}: write recorded:NAME:DIR")
+            return cls("recorded", Path(folder).resolve(), name)
+        if setting:
+            raise ValueError(f"{ROUTE}={setting!r}: use collect:DIR or recorded:NAME:DIR (unset: this machine's GPU)")
+        return cls("live")
+
+    def setting(self) -> str:
+        """The ``execute.host`` a project of these tests runs with."""
+        return f"recorded:{self.name}" if self.mode == "recorded" else "auto"
+
+    def host(self, store: Store, test: str, params: dict, planned: set) -> ExecutionHost:
+        """The run host of ``planned`` (runs of programs in ``store``): this machine's GPU (live; skips without
+        one); a batch ``DIR/<test>`` of them, then a skip (collect); or the recorded host with ``DIR/<test>``'s
+        results imported (recorded)."""
+        if self.mode == "collect":
+            count = write_batch(store, self.folder / test, planned, params["execute"])
+            pytest.skip(f"{count} runs written to {self.folder / test} for a GPU host")
+        if self.mode == "recorded":
+            import_results(store, params["execute"], self.folder / test, self.name)
+            return resolve_host(f"recorded:{self.name}")
+        host = resolve_host("auto")
+        if host is None:
+            pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
+        return host
+
+    def project(self, root: Path, test: str) -> None:
+        """Ready a project whose stages are built up to ``pair`` to run its programs on this route: collect exports
+        its batch (``cass gpu-batch export``) and skips; recorded imports ``DIR/<test>`` into its store."""
+        cass = str(Path(sys.executable).parent / "cass")
+        if self.mode == "collect":
+            print(run_in([cass, "gpu-batch", "export", str(self.folder / test)], root))
+            pytest.skip(f"the runs of {root.name} written to {self.folder / test} for a GPU host")
+        if self.mode == "recorded":
+            run_in([cass, "gpu-batch", "import", str(self.folder / test), "--name", self.name], root)
+        elif local_gpu_host() is None:
+            pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")

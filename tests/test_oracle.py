@@ -1,0 +1,158 @@
+"""The execution oracle (the ``execute`` stage's and the benchmark's: :mod:`cass.execution.compare`,
+:func:`cass.execution.verify.judge`): each test shows wrong programs it rejects, beside the right ones it accepts.
+The classes are those a review and the mutation analysis found (bench/RESULTS.md, "Mutation analysis of the
+oracle")."""
+
+from __future__ import annotations
+
+import pytest
+
+from cass.execution.compare import NUMBER, Calibration, self_check, volatile_field
+from cass.execution.programs import Run
+from cass.execution.verify import judge, judge_pair, kernel_problem, verified
+from store import Store
+
+EXACT = {"rtol": 0.0, "atol": 0.0}
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-8}
+
+
+@pytest.fixture
+def runs(store: Store):
+    """``runs(*outputs, kernels=..., args=...)``: one exited run per output, its stdout in the store."""
+
+    def make(*outputs: bytes, kernels: int | list[int] | None = 2, args: tuple[str, ...] = ()) -> list[Run]:
+        counts = kernels if isinstance(kernels, list) else [kernels] * len(outputs)
+        return [Run("exited", 0, store.put(out), store.put(b""), 0.1, None, k, args)
+                for out, k in zip(outputs, counts, strict=True)]
+
+    return make
+
+
+def status(store: Store, cuda: list[Run], hip: list[Run], tolerance: dict = TOLERANCE) -> str:
+    return judge(store, {"cuda": cuda, "hip": hip}, False, tolerance).status
+
+
+def test_a_value_that_varies_but_is_no_timing_is_held_to_the_cuda_runs_range(store, runs):
+    """A sum that varies between the CUDA original's runs (a race, a random seed) was masked, and then any value
+    passed there: ``sum -999`` against ``sum 1.5`` / ``sum 1.6``. Now only timings are masked; the sum must fall
+    within the runs' range widened by their spread."""
+    cuda = runs(b"sum 1.5 t 3\n", b"sum 1.6 t 4\n", b"sum 1.55 t 3\n")
+    assert status(store, cuda, runs(b"sum -999 t 0\n")) == "mismatch"
+    assert status(store, cuda, runs(b"sum 1.9 t 3\n")) == "mismatch"          # beyond 1.6 + 0.1
+    assert status(store, cuda, runs(b"sum 1.5 t 9\n")) == "mismatch"          # t: 3 to 4, so 2 to 5
+    assert status(store, cuda, runs(b"sum 1.62 t 5\n")) == "match_masked"    # within the widened range
+    timed = runs(b"result 42\nkernel time 0.013 (ms)\n", b"result 42\nkernel time 0.019 (ms)\n",
+                 b"result 42\nkernel time 0.011 (ms)\n")
+    assert status(store, timed, runs(b"result 42\nkernel time 250.0 (ms)\n")) == "match_masked"   # a timing
+    assert status(store, timed, runs(b"result 41\nkernel time 0.013 (ms)\n")) == "mismatch"
+
+
+def test_integers_are_compared_exactly_and_floats_within_the_tolerance(store, runs):
+    """A checksum ``140857020196936`` "matched" ``140857020000000`` under the float tolerance."""
+    cuda = runs(*[b"checksum 140857020196936\nmean 0.333333333\n"] * 3)
+    assert status(store, cuda, runs(b"checksum 140857020000000\nmean 0.333333333\n")) == "mismatch"
+    assert status(store, cuda, runs(b"checksum 140857020196937\nmean 0.333333333\n")) == "mismatch"
+    assert status(store, cuda, runs(b"checksum 140857020196936\nmean 0.333333334\n")) == "match_tolerant"
+    assert status(store, cuda, runs(b"checksum 140857020196936\nmean 0.3334\n")) == "mismatch"
+
+
+def test_what_is_volatile_is_recognised_by_label_unit_address_or_date():
+    def volatile(line: str) -> list[str]:
+        words = line.split()
+        return [w for i, w in enumerate(words) if NUMBER.fullmatch(w) and volatile_field(words, i)]
+
+    assert volatile("Average kernel execution time (3x3) 0.670615 (ms)") == ["0.670615"]
+    assert "237.135" in volatile("# Average Performance : 552.221 +- 237.135")   # the spread of a rate
+    assert volatile("bandwidth 6.10 GB/s") == ["6.10"]
+    assert volatile_field(["done", "in", "2.08s"], 2)
+    assert volatile_field(["buffer", "at", "0x7ffd5a3c2e10"], 2)
+    assert volatile("energy = 1.2345") == [] and volatile("sum 1.5 t 3") == []
+    assert volatile("Error rate: 1e-5") == [] and volatile("checksum 140857020196936") == []
+
+
+def test_a_line_whose_words_vary_in_number_is_masked_only_where_it_is_a_timing(store, runs):
+    cuda = runs(b"x 1\nsolved in 3 steps\n", b"x 1\nsolved in 3 steps and a retry\n", b"x 1\nsolved in 3 steps\n")
+    assert status(store, cuda, runs(b"x 1\nsolved in 3 steps and a retry\n")) == "match"
+    assert status(store, cuda, runs(b"x 1\nsolved in 9 steps\n")) == "mismatch"
+    timed = runs(b"x 1\ntook 3 ms\n", b"x 1\ntook 3 ms (warm)\n", b"x 1\ntook 4 ms\n")
+    assert status(store, timed, runs(b"x 1\ntook a while\n")) == "match_masked"
+
+
+def test_an_output_without_a_computed_value_is_no_signal_and_never_verified(store, runs):
+    """37 of the real suite's tasks printed nothing steady but PASS: the verdict rested on the candidate's own
+    self-check, which a cheat prints too. Labels, self-check words, timings and echoed arguments are no signal."""
+    self_check_only = runs(b"PASS\ntime 0.5 (s)\n", b"PASS\ntime 0.7 (s)\n", b"PASS\ntime 0.6 (s)\n")
+    hip = runs(b"PASS\ntime 0.1 (s)\n")
+    verdict = judge(store, {"cuda": self_check_only, "hip": hip}, False, TOLERANCE)
+    assert verdict.status == "no_signal" and not verified(verdict, {"cuda": self_check_only, "hip": hip})
+    echoed = runs(*[b"n = 1024, float3 layout\nPASS\n"] * 3, args=("-n", "1024"))
+    assert judge(store, {"cuda": echoed, "hip": runs(b"n = 1024, float3 layout\nPASS\n", args=("-n", "1024"))},
+                 True, TOLERANCE).status == "no_signal"
+    computed = runs(*[b"n = 1024\nsum 523776\nPASS\n"] * 3, args=("-n", "1024"))
+    assert judge(store, {"cuda": computed, "hip": runs(b"n = 1024\nsum 523776\nPASS\n", args=("-n", "1024"))},
+                 True, TOLERANCE).status == "match"
+    assert judge(store, {"cuda": computed, "hip": runs(b"n = 1024\nsum 523775\nPASS\n", args=("-n", "1024"))},
+                 True, TOLERANCE).status == "mismatch"
+
+
+def test_kernel_counts_agree_where_the_cuda_original_launches_a_steady_number(store, runs):
+    """``execute`` asked only for more than zero kernels: a HIP program that launched one empty kernel and computed
+    on the host was verified. The stage and the benchmark now share one rule."""
+    out = b"sum 523776\n"
+    cuda = runs(out, out, out, kernels=3)
+    assert status(store, cuda, runs(out, kernels=1)) == "kernel_count_differs"
+    assert status(store, cuda, runs(out, kernels=0)) == "no_kernel"
+    assert status(store, cuda, runs(out, kernels=3)) == "match"
+    varying = runs(out, out, out, kernels=[100, 120, 110])
+    assert kernel_problem(varying, runs(out, kernels=1))[0] == "kernel_count_differs"   # a token kernel
+    assert kernel_problem(varying, runs(out, kernels=135)) is None                    # within 80 to 140
+    assert kernel_problem(varying, runs(out, kernels=141)) is not None
+    uncounted = runs(out, out, out, kernels=None)
+    verdict = judge(store, {"cuda": uncounted, "hip": runs(out, kernels=None)}, False, TOLERANCE)
+    assert verdict.status == "match" and not verified(verdict, {"cuda": uncounted, "hip": runs(out, kernels=None)})
+
+
+def test_self_checks_are_read_whatever_their_case_and_a_zero_count_of_failures_is_none():
+    assert self_check(b"Test Failed\n") == "fail" and self_check(b"test failed!\n") == "fail"
+    assert self_check(b"ERROR: results mismatch!\n") == "fail" and self_check(b"Result incorrect\n") == "fail"
+    assert self_check(b"Number of failures: 3 out of 100\n") == "fail"
+    assert self_check(b"Number of failures: 0 out of 100\n") is None
+    assert self_check(b"Found 0 errors in 3 locations (PASS).\n") == "pass"
+    assert self_check(b"Test passed\n") == "pass" and self_check(b"VERIFICATION: PASS\n") == "pass"
+    assert self_check(b"Checking forward pass\n") is None    # a word, not a verdict
+
+
+def test_a_failing_hip_self_check_is_a_mismatch_and_a_failing_cuda_one_is_never_verified(store, runs):
+    cuda = runs(*[b"sum 7\nPASS: yes\n"] * 3)
+    assert status(store, cuda, runs(b"sum 7\nPASS: yes\nTest failed\n")) == "mismatch"
+    failing = runs(*[b"sum 7\ntest failed\n"] * 3)
+    hip = runs(b"sum 7\ntest failed\n")
+    verdict = judge(store, {"cuda": failing, "hip": hip}, False, TOLERANCE)
+    assert verdict.status == "match" and not verified(verdict, {"cuda": failing, "hip": hip})
+
+
+def test_line_endings_and_undecodable_bytes_are_judged_without_a_crash(store, runs):
+    """``judge`` raised StopIteration when the CUDA runs differed only in line endings, and the stage stopped."""
+    cuda = runs(b"sum 3\n", b"sum 3\r\n", b"sum 3\n")
+    assert status(store, cuda, runs(b"sum 3\n"), EXACT) == "match"
+    assert status(store, cuda, runs(b"sum 3\r\n"), EXACT) == "match"
+    assert status(store, cuda, runs(b"sum 4\r\n"), EXACT) == "mismatch"
+    raw = runs(b"\xff\xfe sum 3\n", b"\xff\xfe sum 3\n", b"\xff\xfd sum 3\n")
+    assert status(store, raw, runs(b"\xff\xfe sum 3\n"), EXACT) == "match"
+    assert status(store, raw, runs(b"\xff\xfc sum 3\n"), EXACT) == "match_tolerant"   # other bytes, decoded alike
+    assert status(store, raw, runs(b"\xff\xfe sum 9\n"), EXACT) == "mismatch"
+
+
+def test_fewer_than_three_cuda_runs_cannot_calibrate(store, runs):
+    with pytest.raises(ValueError, match="at least 3"):
+        judge(store, {"cuda": runs(b"a 1\n", b"a 1\n"), "hip": runs(b"a 1\n")}, False, TOLERANCE)
+    assert Calibration.of([b"a\n", b"a\nb\n", b"a\n"]) is None   # lines that do not align
+
+
+def test_a_pair_is_judged_per_argument_set_and_fails_on_its_first_failing_set(store, runs):
+    ok = runs(*[b"sum 3\n"] * 3, args=("1",))
+    bad = runs(*[b"sum 6\n"] * 3, args=("2",))
+    verdict = judge_pair(store, {"cuda": ok + bad, "hip": runs(b"sum 3\n", args=("1",)) + runs(b"sum 3\n",
+                                                                                                args=("2",))},
+                         True, TOLERANCE)
+    assert verdict.status == "mismatch" and verdict.detail.startswith("arguments 2:")
