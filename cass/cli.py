@@ -9,6 +9,7 @@
     cass wiring [PROJECT]     check dvc.yaml against the code: each stage depends on its code's digest
     cass gpu-batch export DIR build the pairs' programs into a batch for a GPU host this machine cannot reach
     cass gpu-batch import DIR --name NAME   bring a batch's runs (results.json) into the store as GPU host NAME
+    cass gpu-batch merge OUT DIR...         several batches as one
     cass bench-tasks build|export DIR|record   the real-program suite's tasks and reference outputs
     cass bench-tasks export-own DIR|record-own  the own suite's hidden outputs and kernel counts
     cass eval --predictions FILE | --baseline NAME   score predictions on the translation benchmark
@@ -182,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     batch_import = batch_sub.add_parser("import", help="record a batch's results as runs of a named GPU host")
     batch_import.add_argument("folder", type=Path)
     batch_import.add_argument("--name", required=True, help="the GPU host's name (gpu_hosts/<name>.json)")
+    batch_merge = batch_sub.add_parser("merge", help="several batches as one (a GPU host runs them at once)")
+    batch_merge.add_argument("folder", type=Path)
+    batch_merge.add_argument("batches", type=Path, nargs="+")
     batch.set_defaults(func=cmd_gpu_batch)
     tasks = sub.add_parser("bench-tasks", help="the real-program suite: its task manifest and reference outputs")
     tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
@@ -375,9 +379,13 @@ def own_references(args: argparse.Namespace, params: dict) -> int:
 
 
 def cmd_gpu_batch(args: argparse.Namespace) -> int:
-    from cass.execution.batch import export_batch, import_results
+    from cass.execution.batch import export_batch, import_results, merge_batches
     from cass.execution.hosts import resolve_host
 
+    if args.batch_command == "merge":
+        runs = merge_batches(args.folder, args.batches)
+        print(f"{runs} runs of {len(args.batches)} batches in {args.folder}")
+        return 0
     params = load_params()
     store = open_store(params)
     if args.batch_command == "export":

@@ -231,3 +231,31 @@ def test_on_a_gpu_only_programs_that_launch_kernels_are_verified(programs_projec
     row = verified.row(0, named=True)
     assert row["cuda_kernel_launches"] > 0 and row["hip_kernel_launches"] == row["cuda_kernel_launches"]
     assert statuses(root)["matches.cu"] == "no_kernel"
+
+
+def test_batches_merge_into_one_with_every_run_once(tmp_path):
+    """Batches of several projects merged for one GPU host: every run once, each keeping its own limits."""
+    import blake3
+
+    def batch(name: str, runs: list[tuple[bytes, int]], wall_s: int) -> Path:
+        folder = tmp_path / name
+        (folder / "binaries").mkdir(parents=True)
+        (folder / "inputs").mkdir()
+        entries = []
+        for binary, run in runs:
+            digest = blake3.blake3(binary).hexdigest()
+            (folder / "binaries" / digest).write_bytes(binary)
+            entries.append({"binary": digest, "run": run, "args": [], "workdir": "", "inputs": []})
+        (folder / "batch.json").write_text(json.dumps({"limits": {"wall_s": wall_s}, "runs": entries}))
+        return folder
+
+    first = batch("a", [(b"one", 1), (b"one", 2), (b"two", 1)], 60)
+    second = batch("b", [(b"two", 1), (b"three", 1)], 5)
+    merged = tmp_path / "merged"
+    proc = subprocess.run([sys.executable, "-m", "cass.cli", "gpu-batch", "merge", str(merged), str(first),
+                           str(second)], cwd=REPO, env=TOOL_ENV, capture_output=True, text=True, check=True)
+    assert "5 runs of 2 batches" in proc.stdout
+    runs = json.loads((merged / "batch.json").read_text())["runs"]
+    assert len(runs) == 5 and len(list((merged / "binaries").iterdir())) == 3
+    two = blake3.blake3(b"two").hexdigest()
+    assert sorted(r["limits"]["wall_s"] for r in runs if r["binary"] == two) == [5, 60]   # one run per batch's limits

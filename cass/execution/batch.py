@@ -13,6 +13,7 @@ recorded in ``gpu_hosts/<name>.json``; ``execute.host: recorded:<name>`` then ta
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -27,7 +28,7 @@ from cass.text.cuda import main_signature
 from store import Store
 from toolchains import JobResult
 from toolchains.gpu import BATCH_FILE, COUNTER_DIR, RESULTS_FILE, RunHost
-from toolchains.launches import CounterBuildError, build_counter, build_probe
+from toolchains.launches import CounterBuildError, LaunchCounter, build_counter, build_probe
 from toolchains.programs import PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, Invocation, ProgramLimits
 
 
@@ -49,6 +50,32 @@ def write_batch(store: Store, folder: Path, planned: set[ProgramRun], params: di
             for r in order]
     (folder / BATCH_FILE).write_text(json.dumps({"limits": params["limits"], "runs": runs}, indent=1) + "\n")
     return len(runs)
+
+
+def merge_batches(folder: Path, batches: list[Path]) -> int:
+    """Write the batches as one batch in ``folder`` (every run once, each with its own limits; their kernel counter,
+    which must be one); returns the number of runs."""
+    runs: dict[str, dict] = {}
+    counters = {b: LaunchCounter.found_in(b / COUNTER_DIR) for b in batches}
+    if len({c.digest() if c else None for c in counters.values()}) > 1:
+        raise ValueError(f"the batches carry different kernel counters: {sorted(map(str, batches))}")
+    for batch in batches:
+        listed = json.loads((batch / BATCH_FILE).read_text())
+        for sub in ("binaries", "inputs"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+            for path in (batch / sub).iterdir():
+                if not (folder / sub / path.name).exists():
+                    shutil.copyfile(path, folder / sub / path.name)
+        for entry in listed["runs"]:
+            entry = {"limits": listed["limits"], **entry}
+            runs.setdefault(json.dumps(entry, sort_keys=True), entry)
+        counter = counters[batch]
+        if counter and not (folder / COUNTER_DIR).exists():
+            shutil.copytree(counter.folder, folder / COUNTER_DIR)
+    ordered = sorted(runs.values(), key=lambda r: (r["binary"], r["args"], r["run"]))
+    limits = json.loads((batches[0] / BATCH_FILE).read_text())["limits"]
+    (folder / BATCH_FILE).write_text(json.dumps({"limits": limits, "runs": ordered}, indent=1) + "\n")
+    return len(ordered)
 
 
 def not_recorded(store: Store, planned: set[ProgramRun], recorded: ExecutionHost) -> set[ProgramRun]:

@@ -1,0 +1,122 @@
+"""Mutation operators (:mod:`cass.text.mutation`) and the analysis's building blocks (:mod:`cass.execution.mutation`):
+every operator rewrites kernel code only, the draw is fixed by its seed, and a mutant that builds to the unmutated
+program's very binary is found equivalent with the real HIP-on-NVIDIA build."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from harness.project import REPO
+
+from cass.execution.mutation import MutantProgram, mutate_files, score
+from cass.execution.programs import build_program_targets
+from cass.pipeline.context import load_params
+from cass.text.mutation import OPERATORS, sample_mutants, sites
+
+KERNEL = """#include <hip/hip_runtime.h>
+#include <cstdio>
+// a comment with a + b and x[i] that no operator touches
+template <int BLOCK>
+__global__ void scale(const float *x, float *y, int *count, int n) {
+    __shared__ float tile[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        tile[threadIdx.x] = x[i] * 2.0f;
+        __syncthreads();
+        y[i] = tile[threadIdx.x] + static_cast<float>(BLOCK);
+        atomicAdd(count, 1);
+    }
+    if (0) { y[0] = 7.0f; }
+}
+
+int main() {
+    const char *label = "a - b";
+    float *x, *y; int *c;
+    hipMalloc(&x, 1024 * sizeof(float)); hipMalloc(&y, 1024 * sizeof(float)); hipMalloc(&c, sizeof(int));
+    scale<256><<<4, 256>>>(x, y, c, 1024);
+    hipLaunchKernelGGL(scale<256>, dim3(8), dim3(128), 0, 0, x, y, c, 1024);
+    printf("%s\\n", label);
+    return 0;
+}
+"""
+
+
+def by_operator(text: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for mutant in sites("k.hip", text):
+        found.setdefault(mutant.operator, []).append(f"{mutant.original}->{mutant.replacement}")
+    return found
+
+
+def test_every_operator_rewrites_kernel_code_and_nothing_else():
+    found = by_operator(KERNEL)
+    assert set(found) == set(OPERATORS)
+    assert "__syncthreads()->(void)0" in found["sync"]
+    assert "atomicAdd(count, 1)->*(count) += (1)" in found["atomic"]
+    assert found["launch"] == ["4, 256->256, 4", "dim3(8), dim3(128)->dim3(128), dim3(8)"]
+    assert found["early_return"] == ["->if (blockIdx.x == gridDim.x - 1) return; "]
+    assert "<-><=" in found["relational"] and "i->(i) + 1" in found["index"]
+    assert {"*->/", "+->-"} <= set(found["arith"])
+    assert "2.0f->3.0f" in found["constant"]
+    assert "256->257" not in found["constant"]            # the shared array's size is a declaration
+    assert not any("static_cast" in m for ms in found.values() for m in ms)   # template brackets are no comparison
+    main = KERNEL.index("int main()")
+    assert all(m.start < main for m in sites("k.hip", KERNEL) if m.operator != "launch")   # host code: launches only
+    comment, literal = KERNEL.index("// a comment"), KERNEL.index('"a - b"')
+    assert not any(comment <= m.start < KERNEL.index("\n", comment) or literal <= m.start < literal + 7
+                   for m in sites("k.hip", KERNEL))
+
+
+def test_a_mutant_applies_to_its_own_text_only():
+    mutant = next(m for m in sites("k.hip", KERNEL) if m.operator == "sync")
+    changed = mutant.apply(KERNEL)
+    assert "__syncthreads" not in changed and changed.count("(void)0") == 1
+    with pytest.raises(ValueError, match="another version"):
+        mutant.apply(KERNEL.replace("__syncthreads();", "__syncthreads(); "[::-1]))
+
+
+def test_the_draw_is_fixed_by_its_seed_and_takes_distinct_operators_first():
+    files = {"k.hip": KERNEL}
+    drawn = sample_mutants(files, 3, "seed-a", "program-1")
+    assert drawn == sample_mutants(files, 3, "seed-a", "program-1")
+    assert len({m.operator for m in drawn}) == 3
+    assert sample_mutants(files, 6, "seed-a", "program-1")[:3] == drawn   # more draws extend the same sequence
+    assert [m.describe() for m in drawn] != [m.describe() for m in sample_mutants(files, 3, "seed-b", "program-1")]
+    assert len(sample_mutants(files, 100, "s", "p")) == len(sites("k.hip", KERNEL))   # no site drawn twice
+
+
+def test_scores_count_only_mutants_that_built_and_differ():
+    def mutant(group: str, binary: str | None, killed: bool | None) -> MutantProgram:
+        m = MutantProgram("pairs", "p", group, sites("k.hip", KERNEL)[0], {}, original_binary="orig", binary=binary)
+        m.killed = killed
+        return m
+    mutants = [mutant("tune", "a", True), mutant("tune", "b", False), mutant("tune", "orig", None),
+               mutant("check", None, None), mutant("check", "c", True)]
+    assert Counter(m.outcome for m in mutants) == {"killed": 2, "survived": 1, "equivalent": 1, "stillborn": 1}
+    scores = score(mutants)
+    assert scores["all"]["score"] == round(2 / 3, 4) and scores["tune"]["score"] == 0.5
+    assert scores["check"] == {"killed": 1, "survived": 0, "equivalent": 0, "stillborn": 1, "not_run": 0,
+                               "score": 1.0}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("bubblewrap")
+def test_a_mutant_that_builds_to_the_same_binary_is_equivalent(store, toolchains):
+    """Built through HIP's NVIDIA back end as the execute stage builds a pair's HIP side: a constant changed in
+    dead code gives the unmutated program's very binary (equivalent), an operator swapped in live code another."""
+    params = load_params(REPO / "params.yaml")["execute"]
+    files = {"k.hip": store.put_text(KERNEL)}
+    dead = next(m for m in sites("k.hip", KERNEL) if m.operator == "constant" and m.original == "7.0f")
+    live = next(m for m in sites("k.hip", KERNEL) if m.operator == "arith" and m.original == "*"
+                and "2.0f" in KERNEL[m.start:m.start + 8])
+    programs = {"original": files}
+    for name, mutant in (("dead", dead), ("live", live)):
+        programs[name] = {"k.hip": store.put_text(mutant.apply(KERNEL))}
+    built, _, _ = build_program_targets(store, params, {k: ("hip", ["k.hip"], ["."], f) for k, f in programs.items()},
+                                        None)
+    assert all(b.binary for b in built.values()), built
+    assert built["dead"].binary == built["original"].binary
+    assert built["live"].binary != built["original"].binary
+    drawn = mutate_files(store, files, ["k.hip"], 2, "seed", "k")
+    assert len(drawn) == 2 and all(f["k.hip"] != files["k.hip"] for _, f in drawn)
