@@ -64,7 +64,7 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
     from cass.execution.mutation import pair_mutants, settle_suite, suite_mutants
     from cass.pipeline.context import open_store
 
-    mutants, rows, tasks, store = [], {}, {}, None
+    mutants, rows, originals, tasks, store = [], {}, [], {}, None
     for project in projects:
         params = read_yaml(project / "params.yaml")
         store = store or open_store(params)
@@ -75,6 +75,7 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
                  .iter_rows(named=True)}
         verified = [r for r in executed.iter_rows(named=True) if r["exec_verified"]]
         rows |= {r["sample_id"]: {**r, "_project": str(project)} for r in verified}
+        originals += [r for r in executed.iter_rows(named=True) if cuda_ran(r) and r["hip_runs"]]
         found = pair_mutants(store, params["execute"], verified, pairs, count, seed, workers)
         print(f"{project}: {len(verified)} verified pairs, {len(found)} mutants, "
               f"{sum(m.binary is not None for m in found)} built", flush=True)
@@ -95,7 +96,13 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
         print(f"suite: {len(tasks)} tasks, {len(found)} mutants, {sum(m.binary is not None for m in found)} built",
               flush=True)
         mutants += found
-    return store, mutants, rows, tasks
+    return store, mutants, rows, originals, tasks
+
+
+def cuda_ran(row: dict) -> bool:
+    """Whether a pair's CUDA original built and every run of it exited 0 (the verified share's denominator)."""
+    runs = row["cuda_runs"] or []
+    return bool(row["cuda_program"] and runs and all(r["verdict"] == "exited" and r["exit_code"] == 0 for r in runs))
 
 
 def mutant_predictions(store, tasks: dict, mutants: list) -> list:
@@ -128,7 +135,7 @@ def export(args: argparse.Namespace) -> None:
     from cass.execution.batch import not_recorded, write_batch
     from cass.execution.hosts import resolve_host
 
-    store, mutants, rows, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
+    store, mutants, rows, _, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
     params = read_yaml((args.suite or args.pairs[0]) / "params.yaml")
     planned = {r for sets in planned_runs(mutants, rows, tasks, params).values() for rs in sets.values() for r in rs}
     missing = not_recorded(store, planned, resolve_host(f"recorded:{args.name}"))
@@ -151,7 +158,7 @@ def table(args: argparse.Namespace) -> list[dict]:
     store = open_store(params)
     for batch in args.batch:
         import_results(store, params["execute"], batch, args.name)
-    store, mutants, rows, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
+    store, mutants, rows, originals, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
     host = resolve_host(f"recorded:{args.name}")
     planned = planned_runs(mutants, rows, tasks, params)
     found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs},
@@ -166,6 +173,10 @@ def table(args: argparse.Namespace) -> list[dict]:
             row = rows[mutant.program]
             entry |= {"cuda_runs": row["cuda_runs"], "main": row["files"][0]["digest"]}
         entries.append(entry)
+    for row in originals:   # the unmutated pairs whose CUDA original ran: the verified share, by either oracle
+        entries.append({"suite": "originals", "program": row["sample_id"], "group": row["origin"], "operator": "-",
+                        "outcome": "original", "path": row["path"], "runs": {"": row["hip_runs"]},
+                        "cuda_runs": row["cuda_runs"], "main": row["files"][0]["digest"]})
     return entries
 
 
@@ -200,7 +211,7 @@ def judge(entries: list[dict]) -> list[dict]:
     for entry in entries:
         verdict = {"status": None, "killed": None}
         runs = {s: [Run(**{**r, "args": tuple(r["args"])}) for r in rs] for s, rs in (entry["runs"] or {}).items()}
-        if runs and entry["suite"] == "pairs":
+        if runs and entry["suite"] in ("pairs", "originals"):
             cuda = [Run(**{**r, "args": tuple(r["args"])}) for r in entry["cuda_runs"]]
             by_args: dict = {}
             for run in cuda:   # the runs of each argument set this oracle calibrated on
@@ -254,7 +265,9 @@ def score(args: argparse.Namespace) -> None:
         before = json.loads(proc.stdout)
     text = report(after, before, args)
     if args.survivors:
-        args.survivors.write_text(json.dumps([e for e in after if e["killed"] is False], indent=1) + "\n")
+        survivors = [{k: v for k, v in e.items() if k not in ("runs", "cuda_runs", "main")} for e in after
+                     if e["killed"] is False and e["suite"] != "originals"]
+        args.survivors.write_text(json.dumps(survivors, indent=1) + "\n")
     if args.out:
         from bench.results import replace_section
         replace_section(args.out, SECTION, text)
@@ -267,6 +280,31 @@ def git(*argv: str, cwd: Path = REPO) -> str:
 
 def percent(share: float | None) -> str:
     return "-" if share is None else f"{100 * share:.1f}%"
+
+
+def verified_share(after: list[dict], before: list[dict] | None) -> list[str]:
+    """The unmutated pairs whose CUDA original ran: how many each oracle verifies, and the pairs whose verdict the
+    change moved."""
+    now = [e for e in after if e["suite"] == "originals"]
+    then = {e["program"]: e for e in before or [] if e["suite"] == "originals"}
+    lines = ["Verified share of the unmutated pairs whose CUDA original ran (the same runs):", "",
+             "| programs of | pairs | verified | share |" + (" verified before | share before |" if before else ""),
+             "|---|---:|---:|---:|" + ("---:|---:|" if before else "")]
+    for group in sorted({e["group"] for e in now}):
+        mine = [e for e in now if e["group"] == group]
+        ok = sum(e["killed"] is False for e in mine)
+        row = f"| {group} | {len(mine)} | {ok} | {percent(ok / len(mine))} |"
+        if before:
+            old = sum(then[e["program"]]["killed"] is False for e in mine if e["program"] in then)
+            row += f" {old} | {percent(old / len(mine))} |"
+        lines.append(row)
+    moved = [(e, then[e["program"]]) for e in now
+             if e["program"] in then and e["killed"] != then[e["program"]]["killed"]]
+    if moved:
+        lines += ["", "Pairs whose verdict the change moved: " + "; ".join(
+            f"{e['group']} `{e['path']}`: {o['status']} -> {e['status']}" for e, o in sorted(
+                moved, key=lambda m: (m[0]["group"], m[0]["path"]))) + "."]
+    return lines
 
 
 def report(after: list[dict], before: list[dict] | None, args: argparse.Namespace) -> str:
@@ -288,6 +326,8 @@ def report(after: list[dict], before: list[dict] | None, args: argparse.Namespac
              "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if before else "")]
     names = {"pairs": "stage (`execute`)", "suite": "benchmark (real suite)"}
     for suite, groups in now.items():
+        if suite not in names:
+            continue
         for group, c in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
             total = sum(v for k, v in c.items() if k != "score")
             old = then.get(suite, {}).get(group, {}).get("score")
@@ -295,10 +335,10 @@ def report(after: list[dict], before: list[dict] | None, args: argparse.Namespac
                          f"{c['killed']} | {c['survived']} | {c['not_judged']} | {percent(c['score'])} |"
                          + (f" {percent(old)} |" if before else ""))
     operators = Counter((e["operator"], "killed" if e["killed"] else "survived") for e in after
-                        if e["killed"] is not None)
+                        if e["killed"] is not None and e["suite"] != "originals")
     lines += ["", "By operator (both oracles): " + ", ".join(
         f"`{op}` {operators[op, 'killed']}/{operators[op, 'killed'] + operators[op, 'survived']}"
-        for op in sorted({op for op, _ in operators})) + " killed.", "",
+        for op in sorted({op for op, _ in operators})) + " killed.", "", *verified_share(after, before), "",
         f"Made by `python bench/mutation.py export ...`, `python -m toolchains.gpu run-batch BATCH` on the GPU host, "
         f"`python bench/mutation.py score --name {args.name} ...`."]
     return "\n".join(lines)
