@@ -53,7 +53,8 @@ def read_yaml(path: Path) -> dict:
     return yaml.safe_load(path.read_text())
 
 
-def collect(projects: list[Path], suite: Path | None, count: int, seed: str, workers: int | None):
+def collect(projects: list[Path], suite: Path | None, count: int, seed: str, workers: int | None,
+            origins: list[str] | None = None):
     """The mutants of every verified pair of ``projects`` and every task of ``suite``, built; with what judging
     them needs: the pairs' execute rows by sample id, and the suite's tasks."""
     import polars as pl
@@ -73,6 +74,8 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
         executed = pl.read_parquet(project / "data" / "execute" / "manifest.parquet")
         pairs = {(r["origin"], r["path"]): r for r in pl.read_parquet(project / "data" / "pair" / "manifest.parquet")
                  .iter_rows(named=True)}
+        if origins:
+            executed = executed.filter(pl.col("origin").is_in(origins))
         verified = [r for r in executed.iter_rows(named=True) if r["exec_verified"]]
         rows |= {r["sample_id"]: {**r, "_project": str(project)} for r in verified}
         originals += [r for r in executed.iter_rows(named=True) if cuda_ran(r) and r["hip_runs"]]
@@ -135,7 +138,7 @@ def export(args: argparse.Namespace) -> None:
     from cass.execution.batch import not_recorded, write_batch
     from cass.execution.hosts import resolve_host
 
-    store, mutants, rows, _, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
+    store, mutants, rows, _, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers, args.origins)
     params = read_yaml((args.suite or args.pairs[0]) / "params.yaml")
     planned = {r for sets in planned_runs(mutants, rows, tasks, params).values() for rs in sets.values() for r in rs}
     missing = not_recorded(store, planned, resolve_host(f"recorded:{args.name}"))
@@ -158,7 +161,8 @@ def table(args: argparse.Namespace) -> list[dict]:
     store = open_store(params)
     for batch in args.batch:
         import_results(store, params["execute"], batch, args.name)
-    store, mutants, rows, originals, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers)
+    store, mutants, rows, originals, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers,
+                                                     args.origins)
     host = resolve_host(f"recorded:{args.name}")
     planned = planned_runs(mutants, rows, tasks, params)
     found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs},
@@ -355,6 +359,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=3)
     parser.add_argument("--seed", default=SEED)
     parser.add_argument("--workers", type=int)
+    parser.add_argument("--origins", nargs="*", help="only the pairs of these origins (default: all)")
     parser.add_argument("--before", type=Path, help="score: a checkout of an earlier commit whose oracle also judges")
     parser.add_argument("--oracle-from", type=Path, help="judge: the checkout whose cass judges (set on sys.path)")
     parser.add_argument("--out", type=Path)

@@ -171,7 +171,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     limits = ProgramLimits(**execute["limits"])
     task_of = {**{k: t for k, (t, _) in source.items()}, **{k: t for k, (t, _) in references.items()}}
     planned = {key: {s: [ProgramRun(b.binary, Invocation(tasks[task_of[key]].arguments(s)), limits, n)
-                         for n in range(1, execute["runs"] + 1)] for s in tasks[task_of[key]].arg_sets}
+                         for n in range(1, execute["hip_runs"] + 1)] for s in tasks[task_of[key]].arg_sets}
                for key, b in built.items() if b.binary}
     report["planned"] = {key: [r for rs in sets.values() for r in rs] for key, sets in planned.items()}
     found: dict = {}

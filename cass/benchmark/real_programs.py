@@ -86,7 +86,7 @@ def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: i
     runs = {}
     for task in tasks:   # a task one of whose programs does not build is left out: nothing of it runs
         if builds[task.id, "cuda"].binary and builds[task.id, "hip"].binary:
-            for side, count in (("cuda", params["runs"]), ("hip", 1)):
+            for side, count in (("cuda", params["runs"]), ("hip", params["hip_runs"])):
                 for arg_set in ARG_SETS[:1 + task.hidden_differs]:
                     runs[task.id, side, arg_set] = task_runs(task, builds[task.id, side].binary, arg_set, count,
                                                              params)

@@ -34,7 +34,7 @@ def plan(store: Store, params: dict, tasks: dict[str, Task], workers: int | None
     builds, _, _ = build_program_targets(store, params, programs, workers)
     limits = limits_for(params)
     runs = {(t, side, s): [ProgramRun(b.binary, Invocation(tasks[t].arguments(s)), limits, n)
-                           for n in range(1, (params["runs"] if side == "cuda" else 1) + 1)]
+                           for n in range(1, (params["runs"] if side == "cuda" else params["hip_runs"]) + 1)]
             for (t, side), b in builds.items() if b.binary for s in SETS}
     return builds, runs
 

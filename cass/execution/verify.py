@@ -234,7 +234,7 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
 def planned_runs(rows: list[dict], builds: dict[tuple[str, str], Build], params: dict,
                  ) -> dict[tuple[str, str], list[ProgramRun]]:
     """The runs of every built program whose run spec's inputs are all there, by (sample id, side): each argument
-    set ``execute.runs`` times."""
+    set ``execute.runs`` times on the CUDA side, ``execute.hip_runs`` times on the HIP side."""
     planned = {}
     for row in rows:
         if (row["run_spec"] or {}).get("missing_inputs"):
@@ -242,7 +242,7 @@ def planned_runs(rows: list[dict], builds: dict[tuple[str, str], Build], params:
         invocations, limits = run_plan(row, params)
         for side in SIDES:
             if binary := builds[row["sample_id"], side].binary:
+                count = params["runs"] if side == "cuda" else params["hip_runs"]
                 planned[row["sample_id"], side] = [ProgramRun(binary, invocation, limits, n)
-                                                   for invocation in invocations
-                                                   for n in range(1, params["runs"] + 1)]
+                                                   for invocation in invocations for n in range(1, count + 1)]
     return planned

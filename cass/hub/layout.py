@@ -163,7 +163,8 @@ def execution_section(metrics: dict | None) -> list[str]:
         f"`{host['name']}`: {host['description']}, host fingerprint `{host['fingerprint'][:16]}`")
     lines = ["", "## Execution", "",
              f"Both programs of every pair with a `main` (the CUDA original built with nvcc, the HIP translation "
-             f"through HIP's NVIDIA back end) ran {metrics['runs']} times each in the program sandbox, on {where}. "
+             f"through HIP's NVIDIA back end) ran in the program sandbox on {where}: the CUDA original "
+             f"{metrics['runs']} times per argument set, the HIP translation {metrics['hip_runs']} times. "
              f"Limits per run: `{json.dumps(metrics['limits'], sort_keys=True)}`; numeric tolerance for "
              f"`match_tolerant`: `{json.dumps(metrics['tolerance'], sort_keys=True)}`. The `verified` config holds "
              f"the {metrics.get('verified', 0)} verified rows (`exec_verified`): outputs that agree (`match`, "

@@ -39,6 +39,7 @@ def run(stage: Stage) -> None:
                              verified=sum(r["exec_verified"] for r in added),
                              unverified_by_status=dict(sorted(unverified.items())),
                              limits=params["limits"], archs=params["archs"], runs=params["runs"],
+                             hip_runs=params["hip_runs"],
                              tolerance=params["tolerance"])
     extra = pl.DataFrame(added, schema={"sample_id": pl.String, **COLUMNS})
     print(out.write(rows.join(extra, on="sample_id", how="left")))
