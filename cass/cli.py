@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     batch_import = batch_sub.add_parser("import", help="record a batch's results as runs of a named GPU host")
     batch_import.add_argument("folder", type=Path)
     batch_import.add_argument("--name", required=True, help="the GPU host's name (gpu_hosts/<name>.json)")
-    batch_merge = batch_sub.add_parser("merge", help="several batches as one (a GPU host runs them at once)")
+    batch_merge = batch_sub.add_parser("merge", help="several batches as one (a GPU host runs them at once, the "
+                                       "first batch's runs first)")
     batch_merge.add_argument("folder", type=Path)
     batch_merge.add_argument("batches", type=Path, nargs="+")
     batch.set_defaults(func=cmd_gpu_batch)

@@ -59,6 +59,8 @@ def test_every_operator_rewrites_kernel_code_and_nothing_else():
     assert "<-><=" in found["relational"] and "i->(i) + 1" in found["index"]
     assert {"*->/", "+->-"} <= set(found["arith"])
     assert "2.0f->3.0f" in found["constant"]
+    assert {m.replacement for m in sites("h.hip", "__global__ void k(unsigned *m) { *m &= 0xFFu; *m |= 0x1EL; }")
+            if m.operator == "constant"} == {"0x100u", "0x1fL"}   # hex digits are not suffixes
     assert "256->257" not in found["constant"]            # the shared array's size is a declaration
     assert not any("static_cast" in m for ms in found.values() for m in ms)   # template brackets are no comparison
     main = KERNEL.index("int main()")

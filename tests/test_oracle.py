@@ -156,3 +156,23 @@ def test_a_pair_is_judged_per_argument_set_and_fails_on_its_first_failing_set(st
                                                                                                 args=("2",))},
                          True, TOLERANCE)
     assert verdict.status == "mismatch" and verdict.detail.startswith("arguments 2:")
+
+
+def test_columns_rates_and_hashes_read_off_the_tune_half(store, runs):
+    """Read on the tune half's outputs: a table's timing column named only by its header (``Avg(ms)``), a rate in
+    ``GHash/sec``, an efficiency; a hash printed in hex is a computed value; ``failed as expected`` is no failure."""
+    table = [b"Kernel  Avg(ms)  BW(GB/s)\nbase  %s  %s\nsum 42\n" % pair
+             for pair in ((b"2.483", b"324.3"), (b"3.267", b"246.5"), (b"3.067", b"262.6"))]
+    assert status(store, runs(*table), runs(b"Kernel  Avg(ms)  BW(GB/s)\nbase  0.449  900.1\nsum 42\n")) == \
+        "match_masked"
+    assert status(store, runs(*table), runs(b"Kernel  Avg(ms)  BW(GB/s)\nbase  0.449  900.1\nsum 41\n")) == "mismatch"
+    rates = runs(b"time = 44 ms, rate = 0.227 GHash/sec\nefficiency = 0.0069\nhits 7\n",
+                 b"time = 57 ms, rate = 0.175 GHash/sec\nefficiency = 0.0071\nhits 7\n",
+                 b"time = 48 ms, rate = 0.208 GHash/sec\nefficiency = 0.0078\nhits 7\n")
+    assert status(store, rates, runs(b"time = 20 ms, rate = 0.5 GHash/sec\nefficiency = 0.0105\nhits 7\n")) == \
+        "match_masked"
+    hashed = runs(*[b"time 0.03 s\nresult = bbde464b6355ee6de6deba5ae860f8a6\nPASS\n"] * 3)
+    assert status(store, hashed, runs(b"time 0.03 s\nresult = bbde464b6355ee6de6deba5ae860f8a6\nPASS\n")) == "match"
+    assert status(store, hashed, runs(b"time 0.03 s\nresult = 0000464b6355ee6de6deba5ae860f8a6\nPASS\n")) == \
+        "mismatch"
+    assert self_check(b"Device assert failed as expected\n") is None

@@ -163,8 +163,9 @@ def probe_counter(host: RunHost, counter: LaunchCounter | None, devices: list[in
         raise CounterProbeError(f"the batch carries no probe program ({counter.probe}): export it again with this "
                                 "checkout, or pass --uncounted")
     limits = ProgramLimits(wall_s=60, cpu_s=60, data_bytes=1 << 30, file_bytes=1 << 20, processes=64)
+    counted = with_counter(host, counter)
     for device in devices:
-        run = run_program(launcher_for(host, limits, counter, device), counter.probe.read_bytes())
+        run = run_program(launcher_for(counted, limits, counter, device), counter.probe.read_bytes())
         where = f"GPU {device}" if device is not None else "the GPU"
         if run.verdict != "exited" or run.exit_code != 0:
             raise CounterProbeError(f"the probe did not run on {where}: {run.verdict}, exit {run.exit_code}: "

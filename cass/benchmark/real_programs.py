@@ -193,7 +193,8 @@ def write_recorded(manifest: dict, kept: list[RealTask], rows: list[dict], left_
     """Write the manifest with only the kept tasks (the others left out with their reasons) and the references."""
     before = {x["benchmark"] for x in manifest["left_out"]}
     left = [*manifest["left_out"], *(x for x in left_out if x["benchmark"] not in before)]
-    data = {**manifest, "references_host": host, "tasks": [asdict(t) for t in kept],
+    data = {**manifest, "references_host": host, "references_runs": max((r["run"] for r in rows), default=0),
+            "tasks": [asdict(t) for t in kept],
             "left_out": sorted(left, key=lambda x: x["benchmark"]),
             "left_out_by_reason": dict(Counter(x["reason"] for x in left).most_common())}
     manifest_path.write_text(json.dumps(data, indent=1) + "\n")

@@ -300,17 +300,20 @@ def card(manifest: dict) -> str:
         "them from a mirror of that commit (`benchmark.real.source`) and checks every file by its BLAKE3 digest. "
         "Made by `cass bench-tasks build` (the manifest) and `cass bench-tasks record` (the references and this "
         "card); docs/benchmark.md says how tasks are judged.", "",
-        f"- {sum(t['hidden_differs'] for t in tasks)} tasks have a hidden argument set that differs from the "
-        "visible one (the visible set halved); the others are verified on the visible set.",
-        f"- {sum(bool(t['hidden_output_differs']) for t in tasks)} tasks print another answer on the hidden set "
-        "than on the visible one (fields that vary between the CUDA original's own runs masked); on the others the "
-        "visible answer would pass the output check, and the kernel count (as many launches as the CUDA original "
-        "makes) is what stands against a program that prints it.",
+        f"- Every task has a hidden argument set (the visible set halved), which no prompt shows; a translation "
+        "passes only where it passes on both. The hidden set changes what the CUDA original prints in "
+        f"{sum(bool(t['hidden_output_differs']) for t in tasks)} tasks and how many kernels it launches in "
+        f"{sum(bool(t.get('hidden_kernels_differ')) for t in tasks)}, so a program that prints the visible answer "
+        "and launches as many kernels as the CUDA original does on the visible set fails; a benchmark whose hidden "
+        "set changes neither is left out (`no_hidden_input`).",
+        "- Every task's output holds a computed value (a number outside the timings that is not part of a name or "
+        "one of its arguments echoed, or a hash); a benchmark whose output holds none (only `PASS`, timings and "
+        "labels) is left out (`no_output_signal`): its verdict would rest on the translation's own self-check.",
         f"- {sum(len(t['units']) > 0 for t in tasks)} tasks are programs of several units (a prediction is the set "
         "of files).",
         f"- References recorded on {host.get('gpu', 'no GPU host yet')} ({host.get('sm', '-')}, driver "
-        f"{host.get('driver', '-')}): the CUDA original twice per argument set; the human port agreed with it on "
-        "both sets in every task kept.",
+        f"{host.get('driver', '-')}): the CUDA original {manifest['references_runs']} times per argument "
+        "set; the human port agreed with it on both sets in every task kept.",
     ]
     lines += table("domain", "domain") + table("difficulty", "difficulty") + table("license", "license")
     lines += ["", "Benchmarks left out:", "", "| reason | benchmarks |", "|---|---:|",

@@ -53,8 +53,9 @@ def write_batch(store: Store, folder: Path, planned: set[ProgramRun], params: di
 
 
 def merge_batches(folder: Path, batches: list[Path]) -> int:
-    """Write the batches as one batch in ``folder`` (every run once, each with its own limits; their kernel counter,
-    which must be one); returns the number of runs."""
+    """Write the batches as one batch in ``folder`` (every run once, each with its own limits, in the order of the
+    batches, so that a host stopped by a deadline has run the first ones; their kernel counter, which must be one);
+    returns the number of runs."""
     runs: dict[str, dict] = {}
     counters = {b: LaunchCounter.found_in(b / COUNTER_DIR) for b in batches}
     if len({c.digest() if c else None for c in counters.values()}) > 1:
@@ -72,10 +73,9 @@ def merge_batches(folder: Path, batches: list[Path]) -> int:
         counter = counters[batch]
         if counter and not (folder / COUNTER_DIR).exists():
             shutil.copytree(counter.folder, folder / COUNTER_DIR)
-    ordered = sorted(runs.values(), key=lambda r: (r["binary"], r["args"], r["run"]))
     limits = json.loads((batches[0] / BATCH_FILE).read_text())["limits"]
-    (folder / BATCH_FILE).write_text(json.dumps({"limits": limits, "runs": ordered}, indent=1) + "\n")
-    return len(ordered)
+    (folder / BATCH_FILE).write_text(json.dumps({"limits": limits, "runs": list(runs.values())}, indent=1) + "\n")
+    return len(runs)
 
 
 def not_recorded(store: Store, planned: set[ProgramRun], recorded: ExecutionHost) -> set[ProgramRun]:

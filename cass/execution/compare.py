@@ -31,13 +31,14 @@ MIN_CALIBRATION_RUNS = 3
 (a timing in whole milliseconds) is taken as steady, and a range has no spread to speak of."""
 
 TIMING = re.compile(r"\b(?:times?|timings?|timed|timer|elapsed|took|duration|runtime|run-time|latency|speed-?ups?|"
-                    r"throughput|bandwidth|perf|performance|[kmgtp]?flops|[kmgt]?ops|fps|per\s+sec(?:ond)?|"
-                    r"clocks?|cycles|ticks|date)\b", re.IGNORECASE)
+                    r"throughput|bandwidth|perf|performance|efficiency|[kmgtp]?flops|[kmgt]?ops|fps|"
+                    r"per\s+sec(?:ond)?|clocks?|cycles|ticks|date)\b", re.IGNORECASE)
 """Labels of values that vary by nature between runs of a correct program."""
 UNIT = re.compile(r"[(\[]?(?:[munµ]?s|secs?|seconds?|[mun]secs?|(?:milli|micro|nano)seconds?|mins?|minutes?|hours?|"
-                  r"[kmgtp]?i?b/s|[kmgtp]?i?bytes/s|[kmgtp]?flop/?s|[kmgtp]?flops|[kmgt]?ops/s|[kmgt]?hz|cycles?|"
-                  r"ticks?)[)\]]?[.,;:]*", re.IGNORECASE)
-"""Units of time and rate, alone as a word (``(ms)``, ``GB/s``) or glued to a number (``12.5ms``)."""
+                  r"[\w.]*/s(?:ec(?:ond)?s?)?|[kmgtp]?flops|[kmgt]?hz|cycles?|ticks?)[)\]]?[.,;:]*", re.IGNORECASE)
+"""Units of time and rate, alone as a word (``(ms)``, ``GB/s``, ``GHash/sec``) or glued to a number (``12.5ms``)."""
+HEX_VALUE = re.compile(r"(?:0x)?(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
+"""A hash or bit pattern printed in hex (``bbde464b6355...``): a computed value, though its digits touch letters."""
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 CLOCK = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b\d{4}-\d{2}-\d{2}\b")
 
@@ -144,6 +145,11 @@ def volatile_field(words: list[str], i: int) -> bool:
     return j >= 0 and volatile_field(words, j)
 
 
+def names_a_timing(word: str) -> bool:
+    """Whether a column header names a timing or rate (``Avg(ms)``, ``BW(GB/s)``, ``time``)."""
+    return bool(TIMING.search(word) or any(UNIT.fullmatch(inner) for inner in re.findall(r"[(\[]([^)\]]+)[)\]]", word)))
+
+
 def volatile_line(line: str) -> bool:
     """Whether a line is variable by nature as a whole: it names a timing or rate, or holds a unit of one, an
     address or a date."""
@@ -198,7 +204,7 @@ class Calibration:
         result = Comparison("match")
         tolerant = False
         for n, (versions, line) in enumerate(zip(self.versions, lines, strict=True), 1):
-            why = self._line(versions, line, tolerance, result)
+            why = self._line(versions, line, tolerance, result, self.masked_columns(n - 1))
             if why == "tolerant":
                 tolerant = True
             elif why is not None:
@@ -212,10 +218,24 @@ class Calibration:
             result.status, result.detail = "match_tolerant", first_difference(expected, output)
         return result
 
+    def masked_columns(self, n: int) -> frozenset[int]:
+        """The words of line ``n`` (0-based) that vary between the CUDA runs and are volatile by nature: by their own
+        label or unit (:func:`volatile_field`), or by the header of their column (the nearest steady line above, within
+        20 lines, with as many words, naming a timing or rate in that place: ``Kernel Avg(ms) BW(GB/s)``)."""
+        words = [v.split() for v in self.versions[n]]
+        if len({len(w) for w in words}) > 1:
+            return frozenset()
+        width = len(words[0])
+        header = next((self.versions[m][0].split() for m in range(n - 1, max(-1, n - 21), -1)
+                       if len(set(self.versions[m])) == 1 and len(self.versions[m][0].split()) == width), None)
+        return frozenset(i for i, column in enumerate(zip(*words, strict=True)) if len(set(column)) > 1 and (
+            volatile_field(words[0], i) or (header is not None and names_a_timing(header[i]))))
+
     @staticmethod
-    def _line(versions: tuple[str, ...], line: str, tolerance: dict, result: Comparison) -> str | None:
+    def _line(versions: tuple[str, ...], line: str, tolerance: dict, result: Comparison,
+              masked: frozenset[int]) -> str | None:
         """None where ``line`` matches its CUDA versions, ``tolerant`` where it matches within the tolerance, else
-        why it does not (counting masked and ranged fields into ``result``)."""
+        why it does not (counting masked and ranged fields into ``result``; ``masked``: the volatile columns)."""
         if len(set(versions)) == 1:
             if line == versions[0]:
                 return None
@@ -241,7 +261,7 @@ class Calibration:
                     if not tolerant_equal(column[0], got[i], **tolerance):
                         return f"word {i + 1}: {column[0]!r} | {got[i]!r}"
                     tolerant = True
-            elif volatile_field(words[0], i):
+            elif i in masked:
                 result.masked += 1
             elif in_range(list(column), got[i], **tolerance):
                 result.ranged += 1
@@ -255,16 +275,17 @@ class Calibration:
         to letters, not in a volatile field, not one of the program's arguments echoed."""
         echoed = {_canonical(m.group()) for a in args for m in NUMBER.finditer(a)}
         count = 0
-        for versions in self.versions:
+        for n, versions in enumerate(self.versions):
             words = [v.split() for v in versions]
             if len({len(w) for w in words}) > 1:
                 continue
+            masked = self.masked_columns(n)
             for i, column in enumerate(zip(*words, strict=True)):
-                if len(set(column)) > 1 and volatile_field(words[0], i):
+                if i in masked:
                     continue
                 word = column[0]
-                count += sum(not _glued(word, m) and _canonical(m.group()) not in echoed
-                             for m in NUMBER.finditer(word))
+                count += bool(HEX_VALUE.search(word)) + sum(not _glued(word, m) and _canonical(m.group()) not in echoed
+                                                            for m in NUMBER.finditer(word))
         return count
 
 
@@ -279,8 +300,11 @@ def _canonical(token: str) -> str:
 FAIL = re.compile(r"\b(?:fail(?:s|ed|ure|ures)?|incorrect|mismatch(?:es|ed)?|wrong\s+(?:results?|answers?|output))\b",
                   re.IGNORECASE)
 NO_FAILURES = re.compile(r"\b(?:number\s+of\s+)?(?:fail(?:s|ed|ures?)|mismatch(?:es)?|errors?)\s*[:=]?\s*0(?![.\d])|"
-                         r"\b0\s+(?:fail(?:s|ed|ures?)|mismatch(?:es)?|errors?)\b", re.IGNORECASE)
-"""A count of failures that is zero (``Number of failures: 0``, ``0 mismatches``): no failure."""
+                         r"\b(?:fail(?:s|ed|ures?)|mismatch(?:es)?|errors?)\b[^\n\d]{0,40}?[:=]?\s*0[ \t]*$|"
+                         r"\b0\s+(?:fail(?:s|ed|ures?)|mismatch(?:es)?|errors?)\b|\bfail(?:s|ed)?\s+as\s+expected\b",
+                         re.IGNORECASE | re.MULTILINE)
+"""A count of failures that is zero (``Number of failures: 0``, ``mismatches vs host = 0``, ``0 mismatches``), or a
+failure the program provokes on purpose (``assert failed as expected``): no failure."""
 PASS = re.compile(r"\bPASS(?:ED|ES)?\b|\bPass(?:ed|es)?\b|(?i:\b(?:passed|success|successful(?:ly)?|succeeded)\b)|"
                   r"(?i:\b(?:tests?|verification|validation|check|result)\s*[:=]?\s*(?:pass(?:ed)?|ok|correct)\b)")
 """Upper-case or capitalised ``PASS`` alone (a lower-case ``pass`` is also a word: ``forward pass``)."""

@@ -216,7 +216,7 @@ def _in_declaration_size(toks: list[Token], i: int) -> bool:
 
 def _plus_one(literal: str) -> str:
     """A number literal plus one, its suffix kept (``0x10u`` -> ``0x11u``, ``2.5f`` -> ``3.5f``)."""
-    body = literal.rstrip("uUlLfF")
+    body = literal.rstrip("uUlL" if literal[:2].lower() == "0x" else "uUlLfF")   # 0xFF: F is a digit
     suffix = literal[len(body):]
     clean = body.replace("'", "")
     if clean.lower().startswith("0x"):
@@ -261,7 +261,7 @@ def sample_mutants(files: dict[str, str], count: int, seed: str, program: str) -
     """``count`` mutants of a program's files (path: text), drawn with ``seed`` for ``program``: operators in a
     random order (each at most once while others are left), a site drawn uniformly within each."""
     by_operator: dict[str, list[Mutant]] = {}
-    for path in sorted(files):
+    for path in sorted(files) if count else ():
         for mutant in sites(path, files[path]):
             by_operator.setdefault(mutant.operator, []).append(mutant)
     rng = random.Random(blake3.blake3(f"{seed}:{program}".encode()).digest())

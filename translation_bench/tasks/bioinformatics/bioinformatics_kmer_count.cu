@@ -75,7 +75,11 @@ static uint64_t next_u64() {
     return rng_state * 0x2545F4914F6CDD1Dull;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        rng_state = strtoull(argv[1], nullptr, 0);
+        if (rng_state == 0) rng_state = 0xBE5466CF34E90C6Cull;
+    }
     const char alphabet[4] = {'A', 'C', 'G', 'T'};
     const char* motif = "GATTACAGGC";                 // planted repeat, raises a few counts
     std::vector<char> seq(N);

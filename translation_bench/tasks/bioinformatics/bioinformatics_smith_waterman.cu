@@ -104,7 +104,11 @@ static uint64_t next_u64() {
     return rng_state * 0x2545F4914F6CDD1Dull;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        rng_state = strtoull(argv[1], nullptr, 0);
+        if (rng_state == 0) rng_state = 0xC0AC29B7C97C50DDull;
+    }
     const char alphabet[4] = {'A', 'C', 'G', 'T'};
     std::vector<char> q((size_t)PAIRS * QLEN), t((size_t)PAIRS * TLEN);
     for (int p = 0; p < PAIRS; ++p) {

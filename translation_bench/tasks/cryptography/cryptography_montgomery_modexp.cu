@@ -91,7 +91,11 @@ static uint64_t next_u64() {
     return rng_state * 0x2545F4914F6CDD1Dull;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        rng_state = strtoull(argv[1], nullptr, 0);
+        if (rng_state == 0) rng_state = 0xA4093822299F31D0ull;
+    }
     std::vector<uint64_t> b(N), e(N), m(N), r(N);
     for (int i = 0; i < N; ++i) {
         b[i] = next_u64();

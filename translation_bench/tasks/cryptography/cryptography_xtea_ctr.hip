@@ -63,7 +63,11 @@ static uint64_t hash_words(const std::vector<uint64_t>& v) {
     return h;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        rng_state = strtoull(argv[1], nullptr, 0);
+        if (rng_state == 0) rng_state = 0x243F6A8885A308D3ull;
+    }
     uint32_t key[4];
     for (int i = 0; i < 4; ++i) key[i] = (uint32_t)(next_u64() >> 32);
     std::vector<uint64_t> plain(N), cipher(N), back(N);

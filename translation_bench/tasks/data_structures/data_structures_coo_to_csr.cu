@@ -123,7 +123,11 @@ __global__ void finish_rows(const unsigned* __restrict__ row_ptr,
     y[r] = acc;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        g_rng = strtoull(argv[1], nullptr, 0);
+        if (g_rng == 0) g_rng = 0xA54FF53A5F1D36F1ull;
+    }
     std::vector<int> h_row(NNZ), h_col(NNZ);
     std::vector<float> h_val(NNZ), h_x(NCOLS);
     for (int k = 0; k < NNZ; ++k) {

@@ -60,7 +60,11 @@ __global__ void morton_keys(const float* __restrict__ xyz, int n,
                                    (spread_bits(qz) << 2));
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        g_rng = strtoull(argv[1], nullptr, 0);
+        if (g_rng == 0) g_rng = 0xBB67AE8584CAA73Bull;
+    }
     std::vector<float> h_xyz(3 * (size_t)N);
     double centre[16][3];
     for (int c = 0; c < 16; ++c)

@@ -38,13 +38,13 @@ __device__ inline uint64_t splitmix64(uint64_t x) {
 }
 
 // Stats per strike k: [0] sum A, [1] sum G, [2] sum A^2, [3] sum G^2, [4] sum A*G (payoffs).
-__global__ void simulate_paths(Strikes ks, double* partials) {
+__global__ void simulate_paths(Strikes ks, double* partials, uint64_t seed) {
     __shared__ double s_warp[TPB / 32][NSTAT];
     int path = blockIdx.x * blockDim.x + threadIdx.x;
     const double dt = YEARS / STEPS, drift = (RATE - 0.5 * VOL * VOL) * dt, vs = VOL * sqrt(dt);
     double logs = log(S0), sum_s = 0.0, sum_log = 0.0;
     for (int t = 0; t < STEPS; t += 2) {
-        uint64_t r1 = splitmix64(SEED ^ ((uint64_t)path * STEPS + t));
+        uint64_t r1 = splitmix64(seed ^ ((uint64_t)path * STEPS + t));
         uint64_t r2 = splitmix64(r1 ^ 0xD1B54A32D192ED03ull);
         double u1 = ((double)(r1 >> 11) + 1.0) * (1.0 / 9007199254740992.0);   // (0, 1]
         double u2 = (double)(r2 >> 11) * (1.0 / 9007199254740992.0);
@@ -102,7 +102,9 @@ static double geometric_asian_call(double k) {
     return exp(-RATE * YEARS) * (exp(mu + 0.5 * sg * sg) * ncdf1 - k * ncdf2);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    uint64_t seed = SEED;
+    if (argc > 1) seed = strtoull(argv[1], nullptr, 0);  // optional argument: RNG seed
     Strikes ks = {{85.0, 95.0, 100.0, 115.0}};
     double *d_partials, *d_totals;
     CK(hipMalloc(&d_partials, (size_t)NSTAT * NBLK * sizeof(double)));
@@ -110,7 +112,7 @@ int main() {
     CK(hipMemset(d_partials, 0xFF, (size_t)NSTAT * NBLK * sizeof(double)));   // NaN sentinel
     CK(hipMemset(d_totals, 0xFF, NSTAT * sizeof(double)));
 
-    simulate_paths<<<NBLK, TPB>>>(ks, d_partials);
+    simulate_paths<<<NBLK, TPB>>>(ks, d_partials, seed);
     CK(hipGetLastError());
     reduce_partials<<<NSTAT, TPB>>>(d_partials, d_totals, NBLK);
     CK(hipGetLastError());

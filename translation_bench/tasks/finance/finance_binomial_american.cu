@@ -88,7 +88,11 @@ static double next_unit() {
     return (double)((rng_state * 0x2545F4914F6CDD1Dull) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        rng_state = strtoull(argv[1], nullptr, 0);
+        if (rng_state == 0) rng_state = 0x9216D5D98979FB1Bull;
+    }
     std::vector<Option> opts(NOPT);
     for (int i = 0; i < NOPT; ++i) {
         Option& o = opts[i];

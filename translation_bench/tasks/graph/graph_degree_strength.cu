@@ -49,7 +49,11 @@ __global__ void degree_strength(const int* __restrict__ src, const int* __restri
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        g_rng = strtoull(argv[1], nullptr, 0);
+        if (g_rng == 0) g_rng = 0xD1B54A32D192ED03ull;
+    }
     std::vector<int> h_src(NE), h_dst(NE);
     std::vector<unsigned> h_w(NE);
     for (int e = 0; e < NE; ++e) {

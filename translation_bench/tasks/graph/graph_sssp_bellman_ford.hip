@@ -73,7 +73,11 @@ __global__ void predecessors(const int* __restrict__ row_ptr, const int* __restr
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        g_rng = strtoull(argv[1], nullptr, 0);
+        if (g_rng == 0) g_rng = 0x6A09E667F3BCC909ull;
+    }
     // Every vertex links to its successor (so all are reachable) plus 3..11 random targets.
     std::vector<int> h_row(NV + 1, 0), h_col;
     std::vector<unsigned> h_w;

@@ -75,7 +75,11 @@ __global__ void count_triangles(const int* __restrict__ row_ptr, const int* __re
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) {  // optional argument: seed of the input generator (xorshift: not 0)
+        g_rng = strtoull(argv[1], nullptr, 0);
+        if (g_rng == 0) g_rng = 0x4F1BBCDCBFA53E0Bull;
+    }
     // Undirected edge set: local edges within a window plus a few random long-range ones.
     std::vector<std::pair<int, int>> edges;
     for (int u = 0; u < NV; ++u) {

@@ -83,10 +83,11 @@ __global__ void terrain_kernel(float4* __restrict__ out, float sx, float sy, flo
     out[y * W + x] = make_float4(r * shade, g * shade, b * shade, h);
 }
 
-int main() {
+int main(int argc, char** argv) {
     int perm[512];
     for (int i = 0; i < 256; ++i) perm[i] = i;
     uint64_t s = 0xDEADBEEFCAFEF00DULL;
+    if (argc > 1) s = strtoull(argv[1], nullptr, 0);  // optional argument: LCG seed
     for (int i = 255; i > 0; --i) {  // Fisher-Yates with an LCG
         s = s * 6364136223846793005ULL + 1442695040888963407ULL;
         int j = (int)((s >> 33) % (uint64_t)(i + 1));

@@ -77,10 +77,11 @@ __global__ void resolve_kernel(const unsigned long long* __restrict__ zbuf, cons
     img[y * W + x] = c;
 }
 
-int main() {
+int main(int argc, char** argv) {
     std::vector<float4> h_pts(NPTS);
     std::vector<uchar4> h_col(NPTS);
     uint64_t s = 0x5DEECE66DULL;
+    if (argc > 1) s = strtoull(argv[1], nullptr, 0);  // optional argument: LCG seed
     auto uni = [&s]() { s = s * 6364136223846793005ULL + 1442695040888963407ULL; return (double)(s >> 11) * (1.0 / 9007199254740992.0); };
     for (int i = 0; i < NPTS; ++i) {
         double zc = 2.0 * uni() - 1.0, phi = 6.283185307179586 * uni();

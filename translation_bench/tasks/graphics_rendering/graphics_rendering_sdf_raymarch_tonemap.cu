@@ -116,7 +116,7 @@ __global__ void tonemap_kernel(const float3* __restrict__ hdr, uchar4* __restric
                          (unsigned char)(255.0f * b + 0.5f), 255);
 }
 
-int main() {
+int main(int argc, char** argv) {
     const int n = W * H, nblk = (n + RED_THREADS - 1) / RED_THREADS;
     float3* d_hdr; uchar4* d_ldr; float* d_partial;
     CK(cudaMalloc(&d_hdr, n * sizeof(float3)));
@@ -127,6 +127,16 @@ int main() {
     CK(cudaMemset(d_partial, 0xFF, nblk * sizeof(float)));
 
     float sx = 0.6f, sy = 0.7f, sz = 0.4f, sl = sqrtf(sx * sx + sy * sy + sz * sz);
+    if (argc > 1) {  // optional argument: a seed that picks the sun direction (splitmix64 hash)
+        unsigned long long z = strtoull(argv[1], nullptr, 0) + 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        sx = (float)(z & 0xFFFF) / 65535.0f * 2.0f - 1.0f;           // [-1, 1]
+        sy = 0.2f + 0.8f * ((float)((z >> 16) & 0xFFFF) / 65535.0f);  // [0.2, 1], above the horizon
+        sz = (float)((z >> 32) & 0xFFFF) / 65535.0f * 2.0f - 1.0f;    // [-1, 1]
+        sl = sqrtf(sx * sx + sy * sy + sz * sz);
+    }
     dim3 block(16, 16), grid(W / 16, H / 16);
     render_kernel<<<grid, block>>>(d_hdr, make_float3(sx / sl, sy / sl, sz / sl));
     CK(cudaGetLastError());

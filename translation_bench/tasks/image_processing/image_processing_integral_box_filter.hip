@@ -89,11 +89,12 @@ static uint64_t fnv1a(const void* data, size_t n) {
     return h;
 }
 
-int main() {
+int main(int argc, char** argv) {
     const size_t n = (size_t)W * H;
     std::vector<unsigned char> h_img(n), h_box(n);
     std::vector<unsigned int> h_sat(n);
     uint64_t s = 0x0123456789ABCDEFULL;
+    if (argc > 1) s = strtoull(argv[1], nullptr, 0);
     for (size_t i = 0; i < n; ++i) {
         s = s * 6364136223846793005ULL + 1442695040888963407ULL;
         int x = (int)(i % W), y = (int)(i / W);

@@ -55,7 +55,8 @@ __global__ void conj_transpose(const float2* __restrict__ A, float2* __restrict_
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     const size_t n = (size_t)ROWS * COLS;
     std::vector<float2> hA(n), hB(n);
     for (size_t i = 0; i < n; ++i) {

@@ -91,7 +91,8 @@ static uint64_t fnv_floats(const std::vector<float>& v, uint64_t h) {
     return h;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     const size_t total = (size_t)N * SYSTEMS;
     std::vector<float> ha(total), hb(total), hc(total), hd(total), hx(total), hr(SYSTEMS);
     for (size_t k = 0; k < total; ++k) {

@@ -76,7 +76,8 @@ static uint64_t fnv_floats(const std::vector<float>& v, uint64_t h) {
     return h;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     const size_t nn = (size_t)N * N;
     std::vector<float> hA(nn), u(N), hv(N), hy(N);
     double unorm = 0.0;

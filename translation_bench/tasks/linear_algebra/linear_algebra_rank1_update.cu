@@ -1,6 +1,6 @@
 // Rank-1 update of a dense matrix (BLAS GER): B = A + alpha * x * y^T.
 // A is 2048 x 2048 single precision, x and y are vectors, all generated from a
-// fixed-seed 64-bit LCG. One thread computes one element of B with an explicit
+// 64-bit LCG (seed: optional argv[1]). One thread computes one element of B with an explicit
 // fused multiply-add. The program prints an FNV-1a hash of the bits of B, a
 // position-weighted double sum of B and a few sampled elements.
 #include <cuda_runtime.h>
@@ -41,7 +41,8 @@ __global__ void rank1_update(const float* __restrict__ A, const float* __restric
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     const size_t n = (size_t)ROWS * COLS;
     const float alpha = -0.75f;
     std::vector<float> hA(n), hx(ROWS), hy(COLS), hB(n);

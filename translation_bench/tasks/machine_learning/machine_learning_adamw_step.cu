@@ -55,7 +55,8 @@ static double weighted_sum(const std::vector<float>& a) {
     return s;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     const int n = 1 << 20;
     const int step = 7;
     std::vector<float> w(n), g(n), m(n), v(n);

@@ -72,7 +72,8 @@ static double weighted_sum(const std::vector<float>& a) {
     return s;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     const size_t n_in = (size_t)CIN * H * W, n_out = (size_t)COUT * H * W;
     const size_t n_pool = (size_t)COUT * (H / 2) * (W / 2);
     std::vector<float> in(n_in), wts(COUT * CIN * 9), bias(COUT);

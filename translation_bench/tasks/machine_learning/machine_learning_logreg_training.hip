@@ -87,7 +87,8 @@ static double next_uniform() {  // [0, 1), 64-bit LCG
     return (double)(g_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     // synthetic data: labels from a hidden linear model plus noise
     std::vector<float> X((size_t)N * D), y(N);
     double true_w[D], true_b = 0.3;

@@ -82,7 +82,8 @@ static double weighted_sum(const std::vector<float>& a) {
     return s;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     const size_t n = (size_t)ROWS * COLS;
     std::vector<float> x(n), r(n), gamma(COLS), beta(COLS);
     for (int row = 0; row < ROWS; ++row) {

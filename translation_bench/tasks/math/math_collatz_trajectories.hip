@@ -44,7 +44,8 @@ __global__ void collatz(const uint32_t* __restrict__ starts, uint32_t* __restric
     peaks[i] = peak;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     std::vector<uint32_t> hstart(COUNT), hsteps(COUNT);
     std::vector<unsigned long long> hpeak(COUNT);
     for (int i = 0; i < COUNT; ++i) hstart[i] = 1u + (lcg_next() & 0x7FFFFFFEu);

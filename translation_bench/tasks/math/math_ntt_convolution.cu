@@ -110,7 +110,8 @@ static void ntt(const uint32_t* src, uint32_t* dst, const uint32_t* tw, cudaStre
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     std::vector<uint32_t> ha(N, 0), hb(N, 0), hc(N), tw(N / 2), itw(N / 2);
     for (int i = 0; i < M; ++i) ha[i] = lcg_mod_p();
     for (int i = 0; i < M; ++i) hb[i] = lcg_mod_p();

@@ -43,11 +43,12 @@ __global__ void pad_reflect(const float* __restrict__ src, size_t src_pitch, int
     drow[x] = srow[sx];
 }
 
-int main() {
+int main(int argc, char** argv) {
     const int w = 1000, h = 750;
     const int pw = w + 2 * PAD, ph = h + 2 * PAD;
     std::vector<float> img((size_t)w * h);
     uint64_t s = 0x243F6A8885A308D3ULL;
+    if (argc > 1) s = strtoull(argv[1], nullptr, 0);
     for (size_t i = 0; i < img.size(); ++i) {
         s = s * 6364136223846793005ULL + 1442695040888963407ULL;
         img[i] = (float)((s >> 40) & 0xFFFF) / 256.0f - 128.0f;

@@ -66,12 +66,13 @@ __global__ void heat_step(char* src, char* dst, size_t pitch, int w, int h, int 
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
     const int w = 128, h = 128, d = 128, steps = 10;
     const float alpha = 0.12f;
     const size_t n = (size_t)w * h * d;
     std::vector<float> vol(n);
     uint64_t s = 0xB7E151628AED2A6BULL;
+    if (argc > 1) s = strtoull(argv[1], nullptr, 0);
     for (int z = 0; z < d; ++z)
         for (int y = 0; y < h; ++y)
             for (int x = 0; x < w; ++x) {

@@ -117,10 +117,12 @@ static double weighted_sum(const float* v, size_t n) {
     return s;
 }
 
-int main() {
+int main(int argc, char** argv) {
     // Geometry: channel walls plus a cylinder of radius NY/10 at (NX/4, NY/2 + 3).
     std::vector<unsigned char> h_solid(NCELL);
-    const int cx = NX / 4, cy = NY / 2 + 3, r = NY / 10;
+    // optional argv[1] sets the cylinder radius (taken modulo NY / 4)
+    const int cx = NX / 4, cy = NY / 2 + 3,
+              r = argc > 1 ? (int)(strtoull(argv[1], nullptr, 0) % (NY / 4)) : NY / 10;
     int nsolid = 0;
     for (int y = 0; y < NY; ++y)
         for (int x = 0; x < NX; ++x) {

@@ -103,7 +103,9 @@ static double weighted_sum(const float* v, size_t n) {
     return s;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
+    if (g_rng == 0) g_rng = 0x853C49E6748FEA9Bull;  // xorshift state must be nonzero
     // Half the particles are ions (+1) spread uniformly, half electrons (-1) in 8 blobs.
     std::vector<float2> h_pos(NPART);
     std::vector<int> h_charge(NPART);

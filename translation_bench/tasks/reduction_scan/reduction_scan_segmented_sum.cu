@@ -45,7 +45,8 @@ __global__ void segment_sum(const float* __restrict__ vals, const int* __restric
     maxima[s] = mx;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_lcg = strtoull(argv[1], nullptr, 0);
     const int n = 1 << 21;
     std::vector<float> h_vals(n);
     for (int i = 0; i < n; ++i)

@@ -117,11 +117,12 @@ __global__ void tile_scatter(const int* __restrict__ in, int n, const int* __res
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
     const int n = 1 << 22;
     const int num_tiles = (n + TILE - 1) / TILE;
     std::vector<int> h_in(n);
     uint64_t s = 0x5DEECE66DULL;
+    if (argc > 1) s = strtoull(argv[1], nullptr, 0);
     for (int i = 0; i < n; ++i) {
         s = s * 6364136223846793005ULL + 1442695040888963407ULL;
         h_in[i] = (int)(uint32_t)(s >> 32);

@@ -97,7 +97,8 @@ static uint64_t fnv_bytes(uint64_t h, const void* p, size_t bytes) {
     return h;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_lcg = strtoull(argv[1], nullptr, 0);
     const int rows = 2048, cols = 2048;
     const size_t n = (size_t)rows * cols;
     std::vector<float> h_m(n);

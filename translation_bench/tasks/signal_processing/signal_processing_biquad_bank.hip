@@ -62,7 +62,8 @@ static void lowpass(double fc, double q, float* out) {
     out[4] = (float)((1.0 - alpha) / a0);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     const size_t n = (size_t)CH * T;
     std::vector<float> x(n), coef((size_t)CH * NCOEF);
     for (int c = 0; c < CH; ++c) {

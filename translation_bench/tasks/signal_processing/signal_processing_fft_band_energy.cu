@@ -70,7 +70,8 @@ static double next_uniform() {  // [0, 1), 64-bit LCG
     return (double)(g_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     const size_t n = (size_t)FRAMES * NFFT;
     std::vector<float2> x(n), twiddle(NFFT / 2);
     std::vector<float> window(NFFT);

@@ -69,7 +69,8 @@ static double next_uniform() {  // [0, 1), 64-bit LCG
     return (double)(g_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     const double kPi = 3.14159265358979323846;
     std::vector<double> slow(4096), fast(97);  // one period of each tone
     for (int k = 0; k < 4096; ++k) slow[k] = std::sin(2.0 * kPi * k / 4096.0);

@@ -80,7 +80,8 @@ static uint32_t lcg_next() {
     return (uint32_t)(g_lcg >> 32);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_lcg = strtoull(argv[1], nullptr, 0);
     const int n = 1 << 18, q = 1 << 20;
     std::vector<uint32_t> hk(n), hv(n), hq(q);
     for (int i = 0; i < n; ++i) {

@@ -68,7 +68,8 @@ __global__ void classify(const uint32_t* __restrict__ keys, int n, uint8_t* __re
     if (threadIdx.x <= NUM_K) atomicAdd(&counts[threadIdx.x], local[threadIdx.x]);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_lcg = strtoull(argv[1], nullptr, 0);
     const int n = 1 << 22;
     std::vector<uint32_t> h_keys(n);
     for (int i = 0; i < n; ++i) {

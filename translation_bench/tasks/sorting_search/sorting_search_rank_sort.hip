@@ -50,7 +50,8 @@ __global__ void rank_scatter(const uint32_t* __restrict__ keys, int n,
     perm[rank] = (uint32_t)i;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_lcg = strtoull(argv[1], nullptr, 0);
     const int n = 1 << 14;
     std::vector<uint32_t> h_keys(n);
     for (int i = 0; i < n; ++i) h_keys[i] = lcg_next() % 40000u;  // many duplicates

@@ -47,7 +47,8 @@ __global__ void dia_spmv(const float* __restrict__ data, const float* __restrict
     y[row] = sum;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     std::vector<float> hdata((size_t)NDIAG * N), hx(N), hy(N);
     for (int d = 0; d < NDIAG; ++d)
         for (int i = 0; i < N; ++i) {

@@ -79,7 +79,8 @@ static uint64_t fnv_floats(const std::vector<float>& v) {
     return h;
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_state = strtoull(argv[1], nullptr, 0);
     std::vector<int> rowptr(M + 1, 0), cols;
     std::vector<float> sval;
     std::vector<int> rowcols;

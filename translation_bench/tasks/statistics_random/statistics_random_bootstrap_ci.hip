@@ -74,7 +74,8 @@ static double next_uniform() {  // [0, 1), 64-bit LCG
     return (double)(g_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1) g_rng = strtoull(argv[1], nullptr, 0);
     std::vector<float> data(NDATA);
     double obs = 0.0;
     for (int i = 0; i < NDATA; ++i) {

@@ -42,14 +42,16 @@ __global__ void box_muller(float* __restrict__ out, int npairs, uint64_t seed, f
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
     const int n = 1 << 22, npairs = n / 2;
     const float mu = 1.5f, sigma = 0.75f;
+    uint64_t seed = 0x5EEDC0FFEE123457ull;
+    if (argc > 1) seed = strtoull(argv[1], nullptr, 0);
     float* d_out;
     CHECK(hipMalloc(&d_out, (size_t)n * sizeof(float)));
     CHECK(hipMemset(d_out, 0xFF, (size_t)n * sizeof(float)));  // NaN sentinel
 
-    box_muller<<<2048, 256>>>(d_out, npairs, 0x5EEDC0FFEE123457ull, mu, sigma);
+    box_muller<<<2048, 256>>>(d_out, npairs, seed, mu, sigma);
     CHECK(hipGetLastError());
     CHECK(hipDeviceSynchronize());
 

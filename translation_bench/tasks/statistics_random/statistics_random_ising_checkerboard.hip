@@ -80,7 +80,7 @@ __global__ void measure(const signed char* __restrict__ spin, int* __restrict__ 
     }
 }
 
-int main() {
+int main(int argc, char** argv) {
     const double temps[2] = {2.1, 2.6};
     const uint64_t seeds[2] = {0x1517A5EEDull, 0x2718281828ull};
     hipStream_t streams[2];
@@ -89,6 +89,7 @@ int main() {
     uint32_t thr4[2], thr8[2];
 
     uint64_t lcg = 0x0123456789ABCDEFull;
+    if (argc > 1) lcg = strtoull(argv[1], nullptr, 0);
     for (int l = 0; l < 2; ++l) {
         CHECK(hipStreamCreate(&streams[l]));
         CHECK(hipHostMalloc(&h_spin[l], NSITES));

@@ -36,10 +36,11 @@ __global__ void leapfrog_kernel(const float* __restrict__ prev, const float* __r
     next[i] = 2.0f * cur[i] - prev[i] + c2[i] * lap;
 }
 
-int main() {
+int main(int argc, char** argv) {
     const size_t n = (size_t)N * N;
     std::vector<float> h_u(n), h_c2(n);
     uint64_t s = 0xA5A5A5A55A5A5A5AULL;
+    if (argc > 1) s = strtoull(argv[1], nullptr, 0);
     for (int y = 0; y < N; ++y)
         for (int x = 0; x < N; ++x) {
             s = s * 6364136223846793005ULL + 1442695040888963407ULL;
