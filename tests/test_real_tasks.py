@@ -141,7 +141,7 @@ def test_printing_the_visible_answer_or_computing_it_on_the_cpu_does_not_pass(ma
     assert by_sample[0]["amd_compiles"] and by_sample[1]["amd_compiles"]
     # the hidden arguments print another sum: the visible answer is a wrong output
     assert by_sample[0]["verdict"] == "wrong_output"
-    assert by_sample[0]["detail"] == "line 1: 'n 2048 sum 6288384' | 'n 4096 sum 25159680'"
+    assert by_sample[0]["detail"] == "hidden arguments: line 1: 'n 2048 sum 6288384' | 'n 4096 sum 25159680'"
     # the right output for the hidden arguments, but no kernel counted on the GPU
     assert by_sample[1]["verdict"] == "no_kernel" and "[None]" in by_sample[1]["detail"]
     human = next(r for r in rows if r["baseline_reference"])   # needs a GPU: here its cudaMalloc fails, sum 0

@@ -110,10 +110,10 @@ VERDICTS = {"match": "pass", "match_masked": "pass", "match_tolerant": "pass_tol
 def judge_sets(store: Store, references: dict[str, list[Run]], runs: dict[str, list[Run]], takes_arguments: bool,
                tolerance: dict) -> tuple[str, str]:
     """(verdict, detail) of a prediction's runs per argument set against the CUDA original's recorded runs of each
-    (:func:`cass.execution.verify.judge`): the first set that does not pass, else the weakest pass. Where the
-    references count kernels, a pass needs a counted kernel in every run."""
+    (:func:`cass.execution.verify.judge`): the first set that does not pass (the hidden set first: what no prompt
+    shows), else the weakest pass. Where the references count kernels, a pass needs a counted kernel in every run."""
     verdicts = []
-    for arg_set, hip in runs.items():
+    for arg_set, hip in sorted(runs.items(), key=lambda item: item[0] != "hidden"):
         cuda = references.get(arg_set)
         if not cuda:
             return "not_run:no_reference", f"no reference output of the {arg_set} arguments"
