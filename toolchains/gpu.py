@@ -79,8 +79,9 @@ class GpuQueryError(RuntimeError):
     """nvidia-smi ran but its answer could not be read, or the GPUs of one host differ."""
 
 
-def local_gpu_host() -> RunHost | None:
-    """This machine's GPU host (all its GPUs must be one model), or None without ``nvidia-smi`` or a GPU."""
+def local_gpu_host(counted: bool = True) -> RunHost | None:
+    """This machine's GPU host (all its GPUs must be one model), or None without ``nvidia-smi`` or a GPU; with this
+    machine's kernel counter where ``counted`` (a batch brings its own)."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
@@ -98,7 +99,7 @@ def local_gpu_host() -> RunHost | None:
     if not re.fullmatch(r"\d+\.\d+", cap):
         raise GpuQueryError(f"nvidia-smi gave the compute capability {cap!r}")
     host = RunHost(name, driver, cuda.group(1) if cuda else None, "sm_" + cap.replace(".", ""), detect().mode, libc())
-    return with_counter(host, local_counter())
+    return with_counter(host, local_counter()) if counted else host
 
 
 @functools.cache
@@ -191,6 +192,8 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
     if not uncounted or counter is not None:
         probe_counter(host, counter, devices)
     host = with_counter(host, counter)
+    print(f"running on {host.describe()}, {len(devices)} GPU(s)"
+          + (": the batch's counter counted the probe's kernel on each" if host.launch_counter else ""), flush=True)
     out = folder / "results"
     out.mkdir(exist_ok=True)
     total = len(batch["runs"])
@@ -264,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--resume", action="store_true", help="keep the runs the folder's results.json holds (an "
                      "earlier call stopped by --deadline) and run the rest")
     args = parser.parse_args(argv)
-    host = cpu_host() if args.cpu else local_gpu_host()
+    host = cpu_host() if args.cpu else local_gpu_host(counted=False)
     if host is None:
         print("no NVIDIA GPU found (nvidia-smi is missing or lists none); --cpu runs without one", file=sys.stderr)
         return 2
@@ -273,7 +276,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     gpus = (args.gpus or max(1, gpu_count())) if host.has_gpu else 1
-    print(f"running on {host.describe()}, {gpus} GPU(s)", flush=True)
     try:
         results = run_batch(args.folder, host, args.jobs, args.deadline, gpus, args.uncounted, args.resume)
     except (CounterProbeError, ValueError) as error:
