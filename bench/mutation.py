@@ -32,6 +32,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from dataclasses import asdict
 from datetime import date
@@ -39,10 +40,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ORACLE_FROM = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--oracle-from"), None)
-sys.path[:0] = [ORACLE_FROM, str(REPO)] if ORACLE_FROM else [str(REPO)]
+sys.path[:0] = [ORACLE_FROM] if ORACLE_FROM else [str(REPO)]   # judging with another checkout's cass: it alone
 
 SECTION = "## Mutation analysis of the oracle (issue 48)"
-SEED = "cass-mutants-1"
 PAIR_RUNS = 1
 """Runs of a mutant per argument set (the oracle calibrates on the CUDA original's runs; one run of the candidate
 is what the benchmark makes of a prediction)."""
@@ -60,6 +60,7 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
     import polars as pl
 
     from bench.corpora import load_split
+    from cass.benchmark.baselines import mutant_predictions
     from cass.benchmark.real_evaluate import evaluate_real
     from cass.benchmark.real_programs import load_suite
     from cass.execution.mutation import pair_mutants, settle_suite, suite_mutants
@@ -108,24 +109,20 @@ def cuda_ran(row: dict) -> bool:
     return bool(row["cuda_program"] and runs and all(r["verdict"] == "exited" and r["exit_code"] == 0 for r in runs))
 
 
-def mutant_predictions(store, tasks: dict, mutants: list) -> list:
-    from cass.benchmark.real_evaluate import SOURCE_ERRORS
-    from cass.benchmark.tasks import Prediction
-    return [Prediction(m.program, "source", {p: store.get_text(m.files[p], SOURCE_ERRORS)
-                                             for p in tasks[m.program].human}) for m in mutants]
-
-
 def planned_runs(mutants: list, rows: dict, tasks: dict, params: dict) -> dict[int, dict[str, list]]:
-    """Per mutant to run, its runs by argument set (pairs: by the arguments' text)."""
+    """Per mutant to run, its runs by argument set (pairs: by their arguments, with their project's limits)."""
     from cass.benchmark.real_evaluate import arg_sets
     from cass.benchmark.real_programs import task_runs
     from cass.execution.mutation import planned_pair_runs
 
     execute = params["execute"]
-    at = [i for i, m in enumerate(mutants) if m.suite == "pairs"]
     planned = {}
-    for i, runs in planned_pair_runs(rows, [mutants[j] for j in at], execute, PAIR_RUNS).items():
-        planned[at[i]] = {" ".join(r.invocation.args): [r] for r in runs}
+    for project in sorted({rows[m.program]["_project"] for m in mutants if m.suite == "pairs"}):
+        at = [i for i, m in enumerate(mutants) if m.suite == "pairs" and rows[m.program]["_project"] == project]
+        limits = read_yaml(Path(project) / "params.yaml")["execute"]
+        for i, runs in planned_pair_runs(rows, [mutants[j] for j in at], limits, PAIR_RUNS).items():
+            planned[at[i]] = {json.dumps(args): [r for r in runs if r.invocation.args == args]
+                              for args in {run.invocation.args for run in runs}}
     for i, mutant in enumerate(mutants):
         if mutant.suite == "suite" and mutant.binary and not mutant.equivalent:
             task = tasks[mutant.program]
@@ -184,7 +181,7 @@ def table(args: argparse.Namespace) -> list[dict]:
     return entries
 
 
-def judge(entries: list[dict]) -> list[dict]:
+def judge(entries: list[dict], store_root: Path) -> list[dict]:
     """Each entry's verdict by the oracle of the ``cass`` on ``sys.path`` (this checkout's, or ``--oracle-from``'s):
     ``status`` and ``killed`` (None where it was not run, or where that oracle's suite has no such task)."""
     import polars as pl
@@ -203,7 +200,7 @@ def judge(entries: list[dict]) -> list[dict]:
     tasks = {t["id"]: RealTask(**t) for t in manifest["tasks"]}
     references = pl.read_parquet(root / "translation_bench" / "real" / "references.parquet")
     per_set = "dict" in str(inspect.signature(verdict_of).parameters["references"].annotation)
-    store = Store(Path(os.environ["CASS_MUTATION_STORE"]))
+    store = Store(store_root)
     empty = store.put(b"")
 
     def recorded(task_id: str, arg_set: str) -> list:
@@ -238,35 +235,34 @@ def judge(entries: list[dict]) -> list[dict]:
 
 
 def scores(judged: list[dict]) -> dict:
-    """Per suite and group: outcomes and the mutation score (killed / non-equivalent mutants judged)."""
-    out: dict = {}
-    for entry in judged:
-        outcome = entry["outcome"] if entry["outcome"] in ("stillborn", "equivalent") else (
-            "not_judged" if entry["killed"] is None else "killed" if entry["killed"] else "survived")
-        for group in ("all", entry["group"]):
-            counts = out.setdefault(entry["suite"], {}).setdefault(group, Counter())
-            counts[outcome] += 1
-    for groups in out.values():
-        for counts in groups.values():
-            judged_n = counts["killed"] + counts["survived"]
-            counts["score"] = round(counts["killed"] / judged_n, 4) if judged_n else None
-    return out
+    """Per suite and group: outcomes and the mutation score (:func:`cass.execution.mutation.score`) as an oracle
+    judged them (not run, or not judged by that oracle: ``not_run``)."""
+    from cass.execution.mutation import score
+
+    def outcome(entry: dict) -> str:
+        if entry["outcome"] in ("stillborn", "equivalent"):
+            return entry["outcome"]
+        return "not_run" if entry["killed"] is None else "killed" if entry["killed"] else "survived"
+
+    return {suite: score((e["group"], outcome(e)) for e in judged if e["suite"] == suite)
+            for suite in {e["suite"] for e in judged if e["suite"] != "originals"}}
 
 
 def score(args: argparse.Namespace) -> None:
     entries = table(args)
-    os.environ["CASS_MUTATION_STORE"] = str(Path(read_yaml((args.suite or args.pairs[0]) / "params.yaml")
-                                                 ["store"]["dir"]).resolve())
-    after = judge(entries)
+    store_root = Path(read_yaml((args.suite or args.pairs[0]) / "params.yaml")["store"]["dir"]).resolve()
+    after = judge(entries, store_root)
     before = None
     if args.before:
-        path = Path(args.survivors or "/tmp/mutation-table.json").with_suffix(".table.json")
-        path.write_text(json.dumps(entries))
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "judge", str(path), "--oracle-from",
-                               str(args.before.resolve())], capture_output=True, text=True, check=False)
-        if proc.returncode:
-            raise SystemExit(f"the oracle of {args.before} failed:\n{proc.stderr[-4000:]}")
-        before = json.loads(proc.stdout)
+        with tempfile.TemporaryDirectory() as scratch:
+            path, judged = Path(scratch) / "table.json", Path(scratch) / "judged.json"
+            path.write_text(json.dumps(entries))
+            proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "judge", str(path), "--oracle-from",
+                                   str(args.before.resolve()), "--store", str(store_root), "--out", str(judged)],
+                                  capture_output=True, text=True, check=False)
+            if proc.returncode:
+                raise SystemExit(f"the oracle of {args.before} failed:\n{proc.stderr[-4000:]}")
+            before = json.loads(judged.read_text())
     text = report(after, before, args)
     if args.survivors:
         survivors = [{k: v for k, v in e.items() if k not in ("runs", "cuda_runs", "main")} for e in after
@@ -336,7 +332,7 @@ def report(after: list[dict], before: list[dict] | None, args: argparse.Namespac
             total = sum(v for k, v in c.items() if k != "score")
             old = then.get(suite, {}).get(group, {}).get("score")
             lines.append(f"| {names[suite]} | {group} | {total} | {c['equivalent']} | {c['stillborn']} | "
-                         f"{c['killed']} | {c['survived']} | {c['not_judged']} | {percent(c['score'])} |"
+                         f"{c['killed']} | {c['survived']} | {c['not_run']} | {percent(c['score'])} |"
                          + (f" {percent(old)} |" if before else ""))
     operators = Counter((e["operator"], "killed" if e["killed"] else "survived") for e in after
                         if e["killed"] is not None and e["suite"] != "originals")
@@ -357,20 +353,24 @@ def main() -> None:
     parser.add_argument("--name", help="the recorded GPU host of the unmutated programs' runs")
     parser.add_argument("--batch", type=Path, nargs="*", default=[])
     parser.add_argument("--count", type=int, default=3)
-    parser.add_argument("--seed", default=SEED)
+    parser.add_argument("--seed", help="default: cass.execution.mutation.DEFAULT_SEED")
     parser.add_argument("--workers", type=int)
     parser.add_argument("--origins", nargs="*", help="only the pairs of these origins (default: all)")
     parser.add_argument("--before", type=Path, help="score: a checkout of an earlier commit whose oracle also judges")
     parser.add_argument("--oracle-from", type=Path, help="judge: the checkout whose cass judges (set on sys.path)")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=Path, help="score: a Markdown file to put the section in; judge: the JSON")
+    parser.add_argument("--store", type=Path, help="judge: the store the table's runs are in")
     parser.add_argument("--survivors", type=Path)
     args = parser.parse_args()
     args.pairs = [p.resolve() for p in args.pairs]
     args.suite = args.suite and args.suite.resolve()
     args.batch = [b.resolve() for b in args.batch]
     args.out = args.out and args.out.resolve()
+    if args.phase != "judge" and not args.seed:
+        from cass.execution.mutation import DEFAULT_SEED
+        args.seed = DEFAULT_SEED
     if args.phase == "judge":
-        print(json.dumps(judge(json.loads(args.table.read_text()))))
+        args.out.write_text(json.dumps(judge(json.loads(args.table.read_text()), args.store)))
     elif args.phase == "export":
         export(args)
     else:

@@ -96,7 +96,7 @@ def test_scores_count_only_mutants_that_built_and_differ():
     mutants = [mutant("tune", "a", True), mutant("tune", "b", False), mutant("tune", "orig", None),
                mutant("check", None, None), mutant("check", "c", True)]
     assert Counter(m.outcome for m in mutants) == {"killed": 2, "survived": 1, "equivalent": 1, "stillborn": 1}
-    scores = score(mutants)
+    scores = score((m.group, m.outcome) for m in mutants)
     assert scores["all"]["score"] == round(2 / 3, 4) and scores["tune"]["score"] == 0.5
     assert scores["check"] == {"killed": 1, "survived": 0, "equivalent": 0, "stillborn": 1, "not_run": 0,
                                "score": 1.0}
@@ -122,3 +122,26 @@ def test_a_mutant_that_builds_to_the_same_binary_is_equivalent(store, toolchains
     assert built["live"].binary != built["original"].binary
     drawn = mutate_files(store, files, ["k.hip"], 2, "seed", "k")
     assert len(drawn) == 2 and all(f["k.hip"] != files["k.hip"] for _, f in drawn)
+
+
+def test_declarations_casts_templates_and_labels_are_no_sites():
+    """Sites that could only give mutants that do not build, or no other program: a pointer declared with a user
+    type, a cast, a dereference that starts a statement, a template's brackets and arguments, a case label, a
+    literal the tokenizer splits, an array's declared sizes, a literal subscript (the constant operator's site)."""
+    kernel = """__global__ void k(const float *x, float *out, int n) {
+    Node *p = nullptr; uint *u = nullptr;
+    half2 *h = (half2*)x; const float4 *v = reinterpret_cast<const float4*>(x);
+    if (n > 0) *out = x[0];
+    Vec<T> w;
+    __shared__ float tile[16][17];
+    float r = reduce<4>(x);
+    switch (n) { case 1: break; }
+    int bits = 0b101;
+    out[1] = x[n] * 2.0f;
+}
+"""
+    found = by_operator(kernel)
+    assert found["arith"] == ["*->/"]                                   # x[n] * 2.0f alone
+    assert found["relational"] == [">->>="]                             # n > 0 alone
+    assert found["index"] == ["n->(n) + 1"]                             # x[n]; x[0] and out[1] are literals
+    assert sorted(found["constant"]) == ["0->1", "0->1", "1->2", "2.0f->3.0f"]   # n > 0, x[0], out[1], 2.0f

@@ -40,7 +40,10 @@ def test_a_value_that_varies_but_is_no_timing_is_held_to_the_cuda_runs_range(sto
     assert status(store, cuda, runs(b"sum -999 t 0\n")) == "mismatch"
     assert status(store, cuda, runs(b"sum 1.9 t 3\n")) == "mismatch"          # beyond 1.6 + 0.1
     assert status(store, cuda, runs(b"sum 1.5 t 9\n")) == "mismatch"          # t: 3 to 4, so 2 to 5
-    assert status(store, cuda, runs(b"sum 1.62 t 5\n")) == "match_masked"    # within the widened range
+    assert status(store, cuda, runs(b"sum 1.62 t 5\n")) == "no_signal"       # in range, but values this loose tell
+    close = runs(b"sum 1.500 t 3\n", b"sum 1.510 t 4\n", b"sum 1.505 t 3\n")    # nothing; these agree within 1%
+    assert status(store, close, runs(b"sum 1.515 t 5\n")) == "match_masked"   # within the widened range
+    assert status(store, close, runs(b"sum 1.530 t 3\n")) == "mismatch"
     timed = runs(b"result 42\nkernel time 0.013 (ms)\n", b"result 42\nkernel time 0.019 (ms)\n",
                  b"result 42\nkernel time 0.011 (ms)\n")
     assert status(store, timed, runs(b"result 42\nkernel time 250.0 (ms)\n")) == "match_masked"   # a timing
@@ -138,8 +141,8 @@ def test_line_endings_and_undecodable_bytes_are_judged_without_a_crash(store, ru
     assert status(store, cuda, runs(b"sum 3\r\n"), EXACT) == "match"
     assert status(store, cuda, runs(b"sum 4\r\n"), EXACT) == "mismatch"
     raw = runs(b"\xff\xfe sum 3\n", b"\xff\xfe sum 3\n", b"\xff\xfd sum 3\n")
-    assert status(store, raw, runs(b"\xff\xfe sum 3\n"), EXACT) == "match"
-    assert status(store, raw, runs(b"\xff\xfc sum 3\n"), EXACT) == "match_tolerant"   # other bytes, decoded alike
+    assert status(store, raw, runs(b"\xff\xfd sum 3\n"), EXACT) == "match_masked"   # the bytes of a CUDA run
+    assert status(store, raw, runs(b"\xff\xfc sum 3\n"), EXACT) == "mismatch"   # other bytes are other bytes
     assert status(store, raw, runs(b"\xff\xfe sum 9\n"), EXACT) == "mismatch"
 
 
@@ -176,3 +179,43 @@ def test_columns_rates_and_hashes_read_off_the_tune_half(store, runs):
     assert status(store, hashed, runs(b"time 0.03 s\nresult = 0000464b6355ee6de6deba5ae860f8a6\nPASS\n")) == \
         "mismatch"
     assert self_check(b"Device assert failed as expected\n") is None
+
+
+def test_what_a_review_found_a_wrong_program_could_still_pass_is_rejected(store, runs):
+    """Classes a reviewer found after the first rewrite: a word mistaken for a unit or a timing label, a whole line
+    masked for one timing in it, a fraction where an integer was printed, steady timings and a self-check's own
+    counts taken as computed values, a failure at index 0 read as a zero count."""
+    means = runs(b"mean 3.2101 min 1.0 max 5.0\n", b"mean 3.2102 min 1.0 max 5.0\n", b"mean 3.2103 min 1.0 max 5.0\n")
+    assert status(store, means, runs(b"mean -77 min 1.0 max 5.0\n")) == "mismatch"        # min is no minute
+    energy = [b"Energy at time step 5: %s\n" % e for e in (b"1.00001", b"1.00002", b"1.00003")]
+    assert status(store, runs(*energy), runs(b"Energy at time step 5: 9.5\n")) == "mismatch"   # a step, no timing
+    lines = runs(b"result 42 time 3ms\n", b"result 42 time 3ms (warm)\n", b"result 42 time 4ms\n")
+    assert status(store, lines, runs(b"result 41 time 3ms\n")) == "mismatch"
+    counts = runs(*[b"count 1000000\nsum 77\n"] * 3)
+    assert status(store, counts, runs(b"count 1000000.5\nsum 77\n")) == "mismatch"
+    steady_timing = runs(*[b"Kernel time 0.5 ms\nErrors: 0\nTest 1 of 3 PASSED\n"] * 3)
+    assert status(store, steady_timing, runs(b"Kernel time 0.5 ms\nErrors: 0\nTest 1 of 3 PASSED\n")) == "no_signal"
+    assert self_check(b"Test failed at index 0\n") == "fail" and self_check(b"FAILED at i=0\n") == "fail"
+    assert NUMBER.findall("Adnan scored inf") == ["inf"]
+
+
+def test_a_line_of_thousands_of_varying_numbers_is_judged_without_recursion(store, runs):
+    outputs = [(" ".join(f"{v + k * 1e-9:.9f}" for v in range(5000)) + "\nsum 12497500\n").encode() for k in range(3)]
+    assert status(store, runs(*outputs), runs(outputs[1])) == "match_masked"
+
+
+def test_a_pair_fails_on_a_mismatch_even_where_another_set_has_no_signal(store, runs):
+    quiet = runs(*[b"PASS\n"] * 3, args=("1",))
+    loud = runs(*[b"sum 6\n"] * 3, args=("2",))
+    verdict = judge_pair(store, {"cuda": quiet + loud, "hip": runs(b"PASS\n", args=("1",)) + runs(b"sum 7\n",
+                                                                                               args=("2",))},
+                         True, TOLERANCE)
+    assert verdict.status == "mismatch"
+
+
+def test_a_cuda_self_check_that_fails_in_one_argument_set_keeps_the_pair_unverified(store, runs):
+    cuda = runs(*[b"ok PASS\nsum 3\n"] * 3, args=("1",)) + runs(*[b"bad FAIL\nsum 4\n"] * 3, args=("2",))
+    hip = runs(b"ok PASS\nsum 3\n", args=("1",)) + runs(b"bad FAIL\nsum 4\n", args=("2",))
+    verdict = judge_pair(store, {"cuda": cuda, "hip": hip}, True, TOLERANCE)
+    assert verdict.status == "match" and verdict.self_checks == ("fail", "fail")
+    assert not verified(verdict, {"cuda": cuda, "hip": hip})

@@ -24,7 +24,6 @@ from cass.translate.repair import pipeline_repairer
 from store import Store
 from toolchains import Target, load_toolchains
 
-MUTANT_SEED = "cass-mutants-1"
 MUTANT_DRAWS = 6
 """Mutants drawn per human port for the ``mutant`` baseline; the first that builds to another program is taken."""
 
@@ -37,16 +36,22 @@ def rocm_scribe(text: str) -> str:
     return scribe(text, HipifyConfig(target_arch="gfx1100", wavefront_size=32)).source
 
 
+def mutant_predictions(store: Store, tasks: dict[str, RealTask], mutants: list) -> list[Prediction]:
+    """Mutants of human ports (:func:`cass.execution.mutation.suite_mutants`) as predictions: the port's files, one of
+    them mutated."""
+    return [Prediction(m.program, "source", {p: store.get_text(m.files[p], SOURCE_ERRORS)
+                                             for p in tasks[m.program].human}) for m in mutants]
+
+
 def mutant_baseline(store: Store, params: dict, tasks: dict[str, RealTask]) -> list[Prediction]:
-    """Per task the first of :data:`MUTANT_DRAWS` mutants of its human port (:data:`MUTANT_SEED`) that compiles for
+    """Per task the first of :data:`MUTANT_DRAWS` mutants of its human port (the default seed) that compiles for
     AMD and builds through HIP's NVIDIA back end to another binary than the port's; a task with none has no
     prediction."""
     from cass.benchmark.real_evaluate import evaluate_real
-    from cass.execution.mutation import suite_mutants
+    from cass.execution.mutation import DEFAULT_SEED, suite_mutants
 
-    mutants = suite_mutants(store, tasks, {}, MUTANT_DRAWS, MUTANT_SEED)
-    predictions = [Prediction(m.program, "source", {p: store.get_text(m.files[p], SOURCE_ERRORS)
-                                                    for p in tasks[m.program].human}) for m in mutants]
+    mutants = suite_mutants(store, tasks, {}, MUTANT_DRAWS, DEFAULT_SEED)
+    predictions = mutant_predictions(store, tasks, mutants)
     rows, report = evaluate_real(store, params, tasks, None, predictions, None, build_programs=True)
     programs, chosen = report["programs"], {}
     for i, (mutant, row) in enumerate(zip(mutants, [r for r in rows if not r["baseline_reference"]], strict=True)):

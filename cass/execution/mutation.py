@@ -18,25 +18,24 @@ that does not build is **stillborn**; neither counts. Every other mutant is **ki
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cass.execution.programs import (
     Build,
     ProgramRun,
-    Run,
     build_program_targets,
     program_sources,
     run_plan,
-    takes_arguments,
 )
-from cass.execution.verify import judge_pair, verified
-from cass.text.cuda import main_signature
 from cass.text.mutation import Mutant, sample_mutants
 from store import Store
 
 TEXT_ERRORS = "surrogateescape"
 """How a source's bytes that are not UTF-8 survive a mutation: they go back byte for byte."""
+DEFAULT_SEED = "cass-mutants-1"
+"""The seed mutants are drawn with unless another is given (the mutation analysis, the ``mutant`` baseline)."""
+OUTCOMES = ("killed", "survived", "equivalent", "stillborn", "not_run")
 
 
 @dataclass
@@ -169,31 +168,15 @@ def planned_pair_runs(rows: dict[str, dict], mutants: list[MutantProgram], param
     return planned
 
 
-def stored_runs(runs: list[dict]) -> list[Run]:
-    """The runs of a side as the ``execute`` manifest holds them."""
-    return [Run(r["verdict"], r["exit_code"], r["stdout"], r["stderr"], r["wall_s"], r["max_rss_kib"],
-                r["kernel_launches"], tuple(r["args"])) for r in runs]
-
-
-def judge_pair_mutant(store: Store, row: dict, mutant_runs: list[Run], params: dict) -> tuple[str, bool]:
-    """(the stage oracle's status, whether it killed the mutant): the mutant's runs in place of the HIP side's."""
-    runs = {"cuda": stored_runs(row["cuda_runs"]), "hip": mutant_runs}
-    verdict = judge_pair(store, runs, takes_arguments(main_signature(store.get_text(row["files"][0]["digest"],
-                                                                                       "replace")) or ""),
-                         params["tolerance"])
-    return verdict.status, not verified(verdict, runs)
-
-
-def score(mutants: list[MutantProgram], key: Callable[[MutantProgram], str] = lambda m: m.group) -> dict:
-    """Per group (and ``all``): mutants by outcome, and the mutation score (killed / non-equivalent that ran)."""
-    groups: dict = {}
-    for mutant in mutants:
-        for name in ("all", key(mutant)):
-            counts = groups.setdefault(name, {o: 0 for o in ("killed", "survived", "equivalent", "stillborn",
-                                                             "not_run")})
-            counts[mutant.outcome] += 1
+def score(outcomes: Iterable[tuple[str, str]]) -> dict[str, dict]:
+    """Per group (and ``all``) of ``(group, outcome)`` pairs (outcomes of :attr:`MutantProgram.outcome`): the
+    count of each outcome and the mutation score, killed / (killed + survived) (None where none was judged)."""
+    groups: dict[str, dict] = {}
+    for group, outcome in outcomes:
+        for name in ("all", group):
+            counts = groups.setdefault(name, dict.fromkeys(OUTCOMES, 0))
+            counts[outcome] += 1
     for counts in groups.values():
         judged = counts["killed"] + counts["survived"]
         counts["score"] = round(counts["killed"] / judged, 4) if judged else None
     return groups
-

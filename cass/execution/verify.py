@@ -108,6 +108,8 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
     if len(runs["cuda"]) < MIN_CALIBRATION_RUNS:
         raise ValueError(f"{len(runs['cuda'])} runs of the CUDA original; judging needs at least "
                          f"{MIN_CALIBRATION_RUNS} (execute.runs)")
+    if not runs["hip"]:
+        raise ValueError("no run of the HIP translation to judge (execute.hip_runs)")
     for side in SIDES:
         for n, run in enumerate(runs[side], 1):
             if run.verdict == "timeout":
@@ -135,9 +137,11 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
 
 
 def combine(verdicts: list[Verdict]) -> Verdict:
-    """A pair's verdict over its argument sets: the first that does not match, else the weakest match."""
-    if failed := next((v for v in verdicts if v.status not in MATCHES), None):
-        return failed
+    """A pair's verdict over its argument sets: the first that does not match (a set that only could not tell,
+    ``no_signal``, after any other), else the weakest match."""
+    failed = [v for v in verdicts if v.status not in MATCHES]
+    if failed:
+        return min(failed, key=lambda v: v.status == "no_signal")
     weakest = max(verdicts, key=lambda v: MATCHES.index(v.status))
     checks = tuple("fail" if "fail" in found else "pass" if "pass" in found else None
                    for found in ({v.self_checks[side] for v in verdicts} for side in (0, 1)))
@@ -175,9 +179,10 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
             executor: dict) -> tuple[list[dict], dict]:
     """The execution columns of every row (``mains``: each one's :func:`main_signatures`), and the stage's run
     report."""
-    if params["runs"] < MIN_CALIBRATION_RUNS:
-        raise ValueError(f"params.yaml execute.runs is {params['runs']}: the CUDA original's outputs are calibrated on "
-                         f"at least {MIN_CALIBRATION_RUNS} runs of it")
+    if params["runs"] < MIN_CALIBRATION_RUNS or params["hip_runs"] < 1:
+        raise ValueError(f"params.yaml execute.runs is {params['runs']} and hip_runs {params['hip_runs']}: the CUDA "
+                         f"original's outputs are calibrated on at least {MIN_CALIBRATION_RUNS} runs of it, and the "
+                         "HIP translation runs at least once")
     results = {row["sample_id"]: {"exec_host": host.name if host else None, "exec_verified": False,
                                   "exec_units": row["units"] or [],
                                   "run_spec_source": (row["run_spec"] or {}).get("source")} for row in rows}

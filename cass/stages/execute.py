@@ -1,5 +1,6 @@
 """Stage ``execute``: every pair with a ``main`` built for an NVIDIA GPU on both sides, each
-program run ``execute.runs`` times on the run host, the outputs compared.
+program run on the run host (the CUDA original ``execute.runs`` times, the HIP translation ``execute.hip_runs``
+times), the outputs compared.
 
 Each program is built from its main file and the units its run spec lists and run as the spec says (arguments,
 working directory, data files, time limit; :mod:`cass.sources.runspecs`). ``exec_status`` per pair is

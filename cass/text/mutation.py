@@ -132,6 +132,11 @@ def _template_open(masked: str, tok: Token) -> bool:
     return re.match(r"\s*[\w:\s,*&]*>", masked[tok.end:tok.end + 80]) is not None
 
 
+def _template_close(masked: str, tok: Token) -> bool:
+    """Whether a ``>`` closes a template argument list (``Vec<T> w``, ``reduce<4>(x)``)."""
+    return re.search(r"\w\s*<[\w:\s,*&]*$", masked[max(0, tok.start - 80):tok.start]) is not None
+
+
 def _line(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -176,16 +181,19 @@ def _kernel_site(text: str, masked: str, toks: list[Token], i: int) -> tuple[str
     tok = toks[i]
     after = toks[i + 1].text if i + 1 < len(toks) else ""
     operand = _operand_before(toks, i)
-    if operand and (tok.text in ("+", "-", "/") or (tok.text == "*" and not _declares(toks, i))):
+    if operand and (tok.text in ("+", "-", "/") or (tok.text == "*" and _multiplies(toks, i))):
         return "arith", tok.start, tok.end, SWAPS[tok.text]
-    if operand and ((tok.text in ("<=", ">=", "==", "!=", ">") and after not in ("(", "::"))
+    if operand and ((tok.text in ("<=", ">=", "==", "!=") and after not in ("(", "::"))
+                    or (tok.text == ">" and after not in ("(", "::") and not _template_close(masked, tok))
                     or (tok.text == "<" and not _template_open(masked, tok))):
         return "relational", tok.start, tok.end, SWAPS[tok.text]
-    if tok.kind == "number" and not _in_declaration_size(toks, i):
+    if tok.kind == "number" and not _fixed_number(masked, toks, i):
         return "constant", tok.start, tok.end, _plus_one(tok.text)
-    if tok.text == "[" and operand and not _declares(toks, i - 1):
+    if tok.text == "[" and operand and not _in_declaration(toks, i):
         close = match_close(masked, tok.start, "[", "]")
-        if close is not None and masked[tok.end:close].strip():
+        subscript = masked[tok.end:close].strip() if close is not None else ""
+        literal = (m := TOKEN.fullmatch(subscript)) is not None and m.lastgroup == "number"   # `constant`'s site
+        if subscript and not literal:
             return "index", tok.end, close, f"({text[tok.end:close]}) + 1"
     if tok.text in ("__syncthreads", "__syncwarp") and after == "(":
         close = match_close(masked, toks[i + 1].start, "(", ")")
@@ -197,21 +205,62 @@ def _kernel_site(text: str, masked: str, toks: list[Token], i: int) -> tuple[str
     return None
 
 
-def _in_declaration_size(toks: list[Token], i: int) -> bool:
-    """Whether the number at ``i`` sizes an array declaration (``__shared__ float s[256]``) or sits in a template's
-    arguments or ``__launch_bounds__``: changing it changes no value the kernel computes."""
-    if i >= 2 and toks[i - 1].text == "[" and toks[i - 2].kind == "name" and _declares(toks, i - 2):
-        return True
-    depth, j = 0, i - 1
+def _statement_start(toks: list[Token], i: int) -> int:
+    """The index of the first token of the statement that holds token ``i``."""
+    j = i - 1
     while j >= 0 and toks[j].text not in (";", "{", "}"):
-        if toks[j].text == "(":
-            if depth == 0 and j > 0 and toks[j - 1].text == "__launch_bounds__":
-                return True
-            depth = max(0, depth - 1)
-        elif toks[j].text == ")":
-            depth += 1
         j -= 1
+    return j + 1
+
+
+def _in_declaration(toks: list[Token], i: int) -> bool:
+    """Whether token ``i`` is in the declarator of a declaration without an initializer before it (``__shared__
+    float tile[16][17];``, ``float r[4]``): its sizes are no values the kernel computes."""
+    start = _statement_start(toks, i)
+    first = toks[start]
+    return ((first.text in ("__shared__", "static", "const", "extern", "constexpr") or
+             (first.kind == "name" and TYPE_NAME.fullmatch(first.text) is not None and start + 1 < i
+              and toks[start + 1].kind == "name"))
+            and not any(t.text == "=" for t in toks[start:i]))
+
+
+def _enclosing_template(masked: str, toks: list[Token], i: int) -> bool:
+    """Whether token ``i`` sits between a ``<`` that opens a template argument list and its ``>``."""
+    depth = 0
+    for j in range(i - 1, _statement_start(toks, i) - 1, -1):
+        if toks[j].text in (">", ">>"):
+            depth += len(toks[j].text)
+        elif toks[j].text == "<":
+            if depth == 0:
+                return _template_open(masked, toks[j])
+            depth -= 1
     return False
+
+
+def _fixed_number(masked: str, toks: list[Token], i: int) -> bool:
+    """Whether the number at ``i`` is no value to change: an array's declared size, a template argument, a ``case``
+    label (two labels would clash), or the start of a literal the tokenizer split (``0b101``)."""
+    glued = toks[i].end < len(masked) and (masked[toks[i].end].isalnum() or masked[toks[i].end] == "_")
+    return (glued or (i > 0 and toks[i - 1].text == "case") or _in_declaration(toks, i)
+            or _enclosing_template(masked, toks, i))
+
+
+def _multiplies(toks: list[Token], i: int) -> bool:
+    """Whether the ``*`` at ``i`` multiplies: not a pointer's declarator (``float *p``, ``Node *n``), a cast's
+    (``(half2*)y``, ``<const float4*>``) or a dereference that starts a statement (``if (n > 0) *out = v``)."""
+    after = toks[i + 1].text if i + 1 < len(toks) else ""
+    if after in (")", ">", ",", "*", "&") or _declares(toks, i):
+        return False
+    prev = toks[i - 1]
+    if prev.kind == "name" and _statement_start(toks, i) == i - 1:   # `Node *n = ...`: a type starts the statement
+        return False
+    if prev.text == ")":   # `if (...) *out = v`: the parenthesis closes a condition
+        depth = 0
+        for j in range(i - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(toks[j].text, 0)
+            if depth == 0:
+                return not (j > 0 and toks[j - 1].text in ("if", "for", "while", "switch"))
+    return True
 
 
 def _plus_one(literal: str) -> str:
