@@ -287,13 +287,17 @@ def verified_share(after: list[dict], before: list[dict] | None) -> list[str]:
     change moved."""
     now = [e for e in after if e["suite"] == "originals"]
     then = {e["program"]: e for e in before or [] if e["suite"] == "originals"}
-    lines = ["Verified share of the unmutated pairs whose CUDA original ran (the same runs):", "",
-             "| programs of | pairs | verified | share |" + (" verified before | share before |" if before else ""),
-             "|---|---:|---:|---:|" + ("---:|---:|" if before else "")]
+    lines = ["Verified share of the unmutated pairs whose CUDA original ran (the same runs; `no_signal`: output with "
+             "no computed value, counted apart):", "",
+             "| programs of | pairs | verified | share | `no_signal` | share of the others |"
+             + (" verified before | share before |" if before else ""),
+             "|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if before else "")]
     for group in sorted({e["group"] for e in now}):
         mine = [e for e in now if e["group"] == group]
         ok = sum(e["killed"] is False for e in mine)
-        row = f"| {group} | {len(mine)} | {ok} | {percent(ok / len(mine))} |"
+        quiet = sum(e["status"] == "no_signal" for e in mine)
+        row = (f"| {group} | {len(mine)} | {ok} | {percent(ok / len(mine))} | {quiet} | "
+               f"{percent(ok / (len(mine) - quiet)) if len(mine) > quiet else '-'} |")
         if before:
             old = sum(then[e["program"]]["killed"] is False for e in mine if e["program"] in then)
             row += f" {old} | {percent(old / len(mine))} |"

@@ -77,6 +77,9 @@ def test_the_benchmark_has_60_tasks_over_18_domains_with_references():
     for task in tasks.values():
         domains.setdefault(task.domain, []).append(task)
         assert task.reference_stdout.strip() and "hip_runtime" in task.reference_hip and "__global__" in task.cuda
+        # a hidden seed that changes the answer, and the kernels of every recorded run on both sets (issue 48)
+        assert task.arg_sets == ("visible", "hidden") and task.hidden_stdout != task.reference_stdout, task.id
+        assert all(len(task.kernel_launches[s]) == 3 and min(task.kernel_launches[s]) > 0 for s in task.arg_sets)
     assert len(tasks) >= 60 and len(domains) >= 18 and min(map(len, domains.values())) >= 3
 
 
