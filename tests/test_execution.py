@@ -37,6 +37,7 @@ EXPECTED = {
     "launches_a_kernel.cu": "cuda_failed",    # no GPU here: the CUDA runtime finds no device
 }
 RUNNABLE = len(EXPECTED) - 2   # every file but the two without main
+RUNS_A_PAIR = 3 + 1   # execute.runs of the CUDA original, execute.hip_runs of the HIP translation
 
 
 def test_tolerant_comparison_accepts_close_numbers_only():
@@ -90,20 +91,20 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     cass = [str(Path(sys.executable).parent / "cass")]
     run_in([*cass, "gpu-batch", "export", str(batch)], root)
     listed = json.loads((batch / "batch.json").read_text())
-    assert len(listed["runs"]) == 2 * 3 * RUNNABLE   # two programs per pair, three runs each
+    assert len(listed["runs"]) == RUNS_A_PAIR * RUNNABLE   # the CUDA original 3 times, the HIP translation once
     two_units = [r for r in listed["runs"] if r["workdir"] == "two_units"]
-    assert len(two_units) == 6 and {tuple(r["args"]) for r in two_units} == {("3",)}
+    assert len(two_units) == RUNS_A_PAIR and {tuple(r["args"]) for r in two_units} == {("3",)}
     # the GPU host's side: this package alone, the batch folder (named relative to where it runs), no store and no
     # project; a host whose commands have a time limit stops at a deadline, then resumes where it stopped
     run_batch = [sys.executable, "-m", "toolchains.gpu", "run-batch", "batch", "--cpu"]
     env = {**TOOL_ENV, "PYTHONPATH": str(REPO)}
     stopped = subprocess.run([*run_batch, "--deadline", "1e-9"], cwd=root, env=env, capture_output=True, text=True,
                              check=True)
-    assert f"{2 * 3 * RUNNABLE} of {2 * 3 * RUNNABLE} runs have no result" in stopped.stdout
+    assert f"{RUNS_A_PAIR * RUNNABLE} of {RUNS_A_PAIR * RUNNABLE} runs have no result" in stopped.stdout
     runner = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
     assert "resuming: 0 of" in runner.stdout and "run 3" in runner.stdout
     again = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
-    assert f"resuming: {2 * 3 * RUNNABLE} of {2 * 3 * RUNNABLE} runs done before" in again.stdout
+    assert f"resuming: {RUNS_A_PAIR * RUNNABLE} of {RUNS_A_PAIR * RUNNABLE} runs done before" in again.stdout
     assert "] " not in again.stdout   # nothing ran again
     run_in([*cass, "gpu-batch", "import", str(batch), "--name", "ci-cpu"], root)
     assert json.loads((root / "gpu_hosts" / "ci-cpu.json").read_text())["host"]["gpu"] == "none"
@@ -112,7 +113,7 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     run_in(["dvc", "repro"], root)
     assert statuses(root) == EXPECTED
     report = run_report(root, "execute")
-    assert report["builds"]["misses"] == 0 and report["runs"] == {"hits": 2 * 3 * RUNNABLE, "not_recorded": 0}
+    assert report["builds"]["misses"] == 0 and report["runs"] == {"hits": RUNS_A_PAIR * RUNNABLE, "not_recorded": 0}
     # no kernel launch was counted (a host without a GPU counts none): nothing is verified, whatever matched
     assert not (root / "data" / "hub" / "data" / "verified").exists()
     table = pl.read_parquet(sorted((root / "data" / "export" / "pairs").glob("*.parquet")))
@@ -135,7 +136,7 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     run_in(["dvc", "repro", "export"], root)
     assert statuses(root) == EXPECTED
     report = run_report(root, "execute")
-    assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == 2 * 3 * RUNNABLE
+    assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == RUNS_A_PAIR * RUNNABLE
 
 
 @pytest.mark.slow
@@ -148,7 +149,7 @@ def test_one_changed_source_rebuilds_and_reruns_only_its_two_programs(programs_p
     run_in(["dvc", "repro", "export"], root)
     report = run_report(root, "execute")
     assert report["builds"]["misses"] == 2
-    assert report["runs"]["misses"] == 6 and report["runs"]["hits"] == 2 * 3 * (RUNNABLE - 1)
+    assert report["runs"]["misses"] == RUNS_A_PAIR and report["runs"]["hits"] == RUNS_A_PAIR * (RUNNABLE - 1)
     assert statuses(root)["matches.cu"] == "match"
 
 
@@ -173,7 +174,7 @@ def test_packs_leave_the_binaries_out_and_a_collaborator_rebuilds_them_to_the_re
         run_in(["dvc", "repro", "--force", "-s", "execute"], root)
         report = run_report(root, "execute")
         assert report["builds"]["misses"] == len(binaries) and report["builds"]["hits"] == 0   # every binary rebuilt
-        assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == 2 * 3 * RUNNABLE   # ... to the same keys
+        assert report["runs"]["misses"] == 0 and report["runs"]["hits"] == RUNS_A_PAIR * RUNNABLE   # the same keys
         assert {p: p.read_bytes() for p in before} == before
     finally:
         shutil.rmtree(root / ".cass" / "store", ignore_errors=True)
