@@ -175,6 +175,7 @@ def test_the_reference_passes_and_cheats_and_emptied_kernels_fail_on_a_gpu(tmp_p
     """On a GPU: a task's reference prints its recorded output on the visible and the hidden arguments; the same
     translation with its first kernel emptied does not, nor a program that prints the visible answer and launches as
     many kernels as the CUDA program (the hidden seed tells it), nor one that computes on the host alone."""
+    gpu.require()
     tasks = load_tasks(REPO / TASKS_DIR)
     task = tasks["finance_black_scholes_greeks"]
     assert task.arg_sets == ("visible", "hidden") and task.kernel_launches["visible"]

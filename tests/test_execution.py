@@ -202,6 +202,7 @@ def test_without_a_gpu_host_every_pair_is_passed_on_as_not_run(project):
 def test_the_bundled_pairs_are_verified_on_a_gpu(tmp_path, gpu):
     """On a GPU (this machine's, or a GPU host through batches: :mod:`harness.gpu_route`): every bundled pair with a
     ``main`` matches and is verified, its kernels counted on both sides and their numbers agreeing."""
+    gpu.require()
     root = copy_pipeline(tmp_path / "project")
     run_in(["dvc", "repro", "pair"], root)
     gpu.project(root, "bundled")
@@ -219,10 +220,11 @@ def test_the_bundled_pairs_are_verified_on_a_gpu(tmp_path, gpu):
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_on_a_gpu_only_programs_that_launch_kernels_are_verified(programs_project, gpu):
+def test_on_a_gpu_only_programs_that_launch_kernels_are_verified(request, gpu):
     """On a GPU: the program that launches a kernel is verified with its launches counted on both sides; the ones
     that compute on the CPU alone match but launched no kernel, so none is verified."""
-    root = programs_project
+    gpu.require()
+    root = request.getfixturevalue("programs_project")   # built only where the route has a GPU
     gpu.project(root, "programs")
     set_params(root, host=gpu.setting())
     run_in(["dvc", "repro", "export"], root)

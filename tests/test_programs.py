@@ -220,6 +220,7 @@ int main(int argc, char **argv) {
 def test_the_kernels_a_program_runs_on_the_gpu_are_counted(tmp_path, store, gpu):
     """On a GPU: a program that launches a kernel 3 times counts 3, one that computes on the CPU counts 0 (CUPTI,
     loaded by the driver: :mod:`toolchains.launches`)."""
+    gpu.require()
     kernels = "__global__ void add(int *v) { v[threadIdx.x] += 1; }\n" \
         "int main() { int *v; cudaMalloc(&v, 64 * sizeof(int)); for (int i = 0; i < 3; ++i) add<<<1, 64>>>(v);\n" \
         "cudaDeviceSynchronize(); printf(\"done\\n\"); return 0; }\n"

@@ -53,6 +53,11 @@ class GpuRoute:
             raise ValueError(f"{ROUTE}={setting!r}: use collect:DIR or recorded:NAME:DIR (unset: this machine's GPU)")
         return cls("live")
 
+    def require(self) -> None:
+        """Skip at once where this route has no GPU: live, on a machine without one (before anything is built)."""
+        if self.mode == "live" and local_gpu_host() is None:
+            pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
+
     def setting(self) -> str:
         """The ``execute.host`` a project of these tests runs with."""
         return f"recorded:{self.name}" if self.mode == "recorded" else "auto"
@@ -81,5 +86,4 @@ class GpuRoute:
             pytest.skip(f"the runs of {root.name} written to {self.folder / test} for a GPU host")
         if self.mode == "recorded":
             run_in([cass, "gpu-batch", "import", str(self.folder / test), "--name", self.name], root)
-        elif local_gpu_host() is None:
-            pytest.skip("no NVIDIA GPU on this machine (nvidia-smi finds none)")
+        self.require()
