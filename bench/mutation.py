@@ -135,13 +135,15 @@ def export(args: argparse.Namespace) -> None:
     from cass.execution.batch import not_recorded, write_batch
     from cass.execution.hosts import resolve_host
 
+    if len(args.batch) != 1:
+        raise SystemExit("export: name one --batch folder to write")
     store, mutants, rows, _, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers, args.origins)
     params = read_yaml((args.suite or args.pairs[0]) / "params.yaml")
     planned = {r for sets in planned_runs(mutants, rows, tasks, params).values() for rs in sets.values() for r in rs}
     missing = not_recorded(store, planned, resolve_host(f"recorded:{args.name}"))
-    runs = write_batch(store, args.batch, missing, params["execute"])
+    runs = write_batch(store, args.batch[0], missing, params["execute"])
     print(f"{len(mutants)} mutants: {dict(Counter(m.outcome for m in mutants))}; {runs} runs of "
-          f"{len({r.binary for r in missing})} binaries in {args.batch} ({len(planned) - len(missing)} recorded "
+          f"{len({r.binary for r in missing})} binaries in {args.batch[0]} ({len(planned) - len(missing)} recorded "
           "before)")
 
 
