@@ -89,7 +89,7 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
     for batch in batches:
         run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "import", str(batch), "--name", name], root)
     write_params(root, store, f"recorded:{name}", half)
-    run_in(["dvc", "repro", "execute"], root)
+    run_in(["dvc", "repro", "--force", "--single-item", "execute"], root)   # the store holds new runs: DVC cannot see them
     params = yaml.safe_load((root / "params.yaml").read_text())
     manifest = pl.read_parquet(root / "data" / "execute" / "manifest.parquet")
     host = json.loads((root / "gpu_hosts" / f"{name}.json").read_text())["host"]
