@@ -174,7 +174,8 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
 def test_the_reference_passes_and_cheats_and_emptied_kernels_fail_on_a_gpu(tmp_path, store, gpu):
     """On a GPU: a task's reference prints its recorded output on the visible and the hidden arguments; the same
     translation with its first kernel emptied does not, nor a program that prints the visible answer and launches as
-    many kernels as the CUDA program (the hidden seed tells it), nor one that computes on the host alone."""
+    many kernels as the CUDA program (the hidden seed tells it), nor one that prints the answer of each argument set
+    and launches no kernel."""
     gpu.require()
     tasks = load_tasks(REPO / TASKS_DIR)
     task = tasks["finance_black_scholes_greeks"]
@@ -185,8 +186,13 @@ def test_the_reference_passes_and_cheats_and_emptied_kernels_fail_on_a_gpu(tmp_p
              f"static const unsigned char answer[] = {{{answer}}};\n"
              f"int main() {{ for (int i = 0; i < {count}; ++i) hipLaunchKernelGGL(token, dim3(1), dim3(1), 0, 0);\n"
              "  hipDeviceSynchronize(); fwrite(answer, 1, sizeof answer, stdout); return 0; }\n")
+    hidden = ",".join(map(str, task.hidden_stdout))
+    host_only = ("#include <cstdio>\n"
+                 f"static const unsigned char visible[] = {{{answer}}}, hidden[] = {{{hidden}}};\n"
+                 "int main(int argc, char **) { if (argc > 1) fwrite(hidden, 1, sizeof hidden, stdout);\n"
+                 "  else fwrite(visible, 1, sizeof visible, stdout); return 0; }\n")
     texts = {"emptied": task.reference_hip.replace("int i = blockIdx.x", "return;\n    int i = blockIdx.x", 1),
-             "cheat": cheat, "host_only": cheat.replace(f"i < {count}", "i < 0")}
+             "cheat": cheat, "host_only": host_only}
     predictions = tmp_path / "p.jsonl"
     predictions.write_text("".join(json.dumps({"task_id": task.id, "task": "source", "prediction": text, "sample": n})
                                    + "\n" for n, text in enumerate(texts.values())))

@@ -15,7 +15,7 @@ import pytest
 from harness.project import REPO
 
 from cass.execution.programs import ProgramRun as PlannedRun
-from cass.execution.programs import Run, run_programs
+from cass.execution.programs import Run, build_program_targets, run_programs
 from cass.pipeline.context import load_params
 from toolchains.gpu import (
     COUNTER_DIR,
@@ -25,7 +25,6 @@ from toolchains.gpu import (
     probe_counter,
 )
 from toolchains.launches import CUPTI, LIBRARY, LaunchCounter
-from toolchains.nvidia import default_cuda_home
 from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, ProgramRun, program_job, run_program
 from toolchains.sandbox import Sandbox
 
@@ -217,7 +216,7 @@ int main(int argc, char **argv) {
 
 
 @pytest.mark.gpu
-def test_the_kernels_a_program_runs_on_the_gpu_are_counted(tmp_path, store, gpu):
+def test_the_kernels_a_program_runs_on_the_gpu_are_counted(store, gpu):
     """On a GPU: a program that launches a kernel 3 times counts 3, one that computes on the CPU counts 0 (CUPTI,
     loaded by the driver: :mod:`toolchains.launches`)."""
     gpu.require()
@@ -226,13 +225,11 @@ def test_the_kernels_a_program_runs_on_the_gpu_are_counted(tmp_path, store, gpu)
         "cudaDeviceSynchronize(); printf(\"done\\n\"); return 0; }\n"
     cpu = "int main() { long s = 0; for (int i = 0; i < 1000; ++i) s += i; printf(\"%ld\\n\", s); return 0; }\n"
     params = load_params(REPO / "params.yaml")
-    planned = {}
-    for name, source in (("gpu", kernels), ("cpu", cpu)):
-        src, binary = tmp_path / f"{name}.cu", tmp_path / name
-        src.write_text(PRELUDE + source)
-        subprocess.run([str(default_cuda_home() / "bin" / "nvcc"), *(f"-arch={a}" for a in params["execute"]["archs"]),
-                        "-cudart", "static", str(src), "-o", str(binary)], check=True)
-        planned[name] = PlannedRun(store.put(binary.read_bytes()), Invocation(), ProgramLimits(**LIMITS), 1)
+    sources = {name: store.put((PRELUDE + source).encode()) for name, source in (("gpu", kernels), ("cpu", cpu))}
+    builds, _, _ = build_program_targets(store, params["execute"], {
+        name: ("cuda", [f"{name}.cu"], [], {f"{name}.cu": digest}) for name, digest in sources.items()}, 1)
+    # built as the execute stage builds (in the tool sandbox): the same bytes on every machine, as a recorded run needs
+    planned = {name: PlannedRun(b.binary, Invocation(), ProgramLimits(**LIMITS), 1) for name, b in builds.items()}
     host = gpu.host(store, "counter", params, set(planned.values()))
     found, _, _ = run_programs(store, host, set(planned.values()), 1, 0)
     runs = {name: Run.of(store, found[run]) for name, run in planned.items()}
