@@ -263,20 +263,21 @@ class Calibration:
                          if kinds[i] or (header is not None and names_a_timing(header[i])))
 
     def masked_columns(self, n: int) -> frozenset[int]:
-        """The volatile words of line ``n`` that vary between the CUDA runs: those masked."""
+        """The volatile words of line ``n``: those masked, whether or not they varied between the CUDA runs (a timing
+        printed in whole milliseconds may agree in every run)."""
         words = [v.split() for v in self.versions[n]]
         if len({len(w) for w in words}) > 1:
             return frozenset()
-        return frozenset(i for i in self.volatile_columns(n) if len({w[i] for w in words}) > 1)
+        return self.volatile_columns(n)
 
     @staticmethod
     def _line(versions: tuple[str, ...], line: str, tolerance: dict, result: Comparison,
               masked: frozenset[int]) -> str | None:
         """None where ``line`` matches its CUDA versions, ``tolerant`` where it matches within the tolerance, else
         why it does not (counting masked and ranged fields into ``result``; ``masked``: the volatile columns)."""
-        if len(set(versions)) == 1:
-            if line == versions[0]:
-                return None
+        if line == versions[0] and len(set(versions)) == 1:
+            return None
+        if len(set(versions)) == 1 and not masked:
             return "tolerant" if tolerant_equal(versions[0], line, **tolerance) else f"{versions[0][:200]!r} | " \
                                                                                          f"{line[:200]!r}"
         words = [v.split() for v in versions]
@@ -294,13 +295,13 @@ class Calibration:
             return f"{versions[0][:200]!r} | {line[:200]!r}"
         tolerant = False
         for i, column in enumerate(zip(*words, strict=True)):
-            if len(set(column)) == 1:
+            if i in masked:
+                result.masked += got[i] != column[0] or len(set(column)) > 1
+            elif len(set(column)) == 1:
                 if got[i] != column[0]:
                     if not tolerant_equal(column[0], got[i], **tolerance):
                         return f"word {i + 1}: {column[0]!r} | {got[i]!r}"
                     tolerant = True
-            elif i in masked:
-                result.masked += 1
             elif in_range(list(column), got[i], **tolerance):
                 result.ranged += 1
             else:
