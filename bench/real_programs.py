@@ -5,9 +5,9 @@ CUDA folder) up to the ``pair`` stage with real tools and real ``dvc repro``, th
 with a ``main`` (``cass gpu-batch export``: both programs built from their units, the run specs read from each
 folder's Makefile). The batch runs on an NVIDIA GPU host (``python -m toolchains.gpu run-batch DIR --jobs N``); back
 here, ``import`` records its runs, rebuilds ``execute`` from them and prints the verdict table with the commit, the
-GPU and the exact commands (``--out FILE`` puts it in FILE as a section of its own; bench/RESULTS.md's section
-"Real programs run as their authors run them (issue 39)" holds both halves' tables and the causes read from the
-tune half).
+GPU and the exact commands (``--out FILE`` puts it in FILE as a section of the half's own, "... (issue 39): check
+half"; bench/RESULTS.md's historical section "Real programs run as their authors run them (issue 39)" holds both
+halves' tables and the causes read from the tune half before issue 48).
 
     python bench/real_programs.py export [--work DIR] [--store DIR] [--batch DIR]
     python bench/real_programs.py import --name HOST [--work DIR] [--batch DIR] [--out bench/RESULTS.md]
@@ -89,15 +89,16 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
     for batch in batches:
         run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "import", str(batch), "--name", name], root)
     write_params(root, store, f"recorded:{name}", half)
-    run_in(["dvc", "repro", "--force", "--single-item", "execute"], root)   # the store holds new runs: DVC cannot see them
+    run_in(["dvc", "repro", "--force", "--single-item", "execute"], root)   # new runs in the store: DVC cannot see them
     params = yaml.safe_load((root / "params.yaml").read_text())
     manifest = pl.read_parquet(root / "data" / "execute" / "manifest.parquet")
     host = json.loads((root / "gpu_hosts" / f"{name}.json").read_text())["host"]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
+    title = f"{SECTION}: {half} half"   # a section per half: the historical section stays as it is
     mains = manifest.filter(pl.col("exec_status") != "no_main")
     text = "\n".join([
-        f"{SECTION.replace('(issue 39)', f'(issue 39): {half} half')}", "",
+        title, "",
         f"Commit {commit}, {date.today()}, GPU {host['gpu']} ({host['sm']}, driver {host['driver']}), kernels "
         f"{'counted' if host.get('launch_counter') else 'not counted'}. HeCBench development copy, {half} half "
         f"({len(load_split()['hecbench'][half])} benchmarks, bench/corpora.yaml): {manifest.height} pairs, "
@@ -112,7 +113,7 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
         f"--half {half} --name {name}`.",
     ])
     if out:
-        replace_section(out, SECTION, text)
+        replace_section(out, title, text)
     print(text)
 
 
