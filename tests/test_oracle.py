@@ -61,6 +61,13 @@ def test_a_timing_that_agreed_in_every_cuda_run_is_still_a_timing(store, runs):
         == "mismatch"
     assert status(store, cuda, runs(b"order 3 clip 1 execution time 0.000008 (s)\ntime = 921 ms, hashes 12\n")) \
         == "mismatch"
+    labelled = runs(*[b"Throughput test: checksum 987654\nResult after 3 cycles: 12345\nkernel time 0.5 1234\n"
+                      b"sum 7\n"] * 3)   # steady values whose label or neighbour names a timing: still compared
+    for wrong in (b"Throughput test: checksum 1\nResult after 3 cycles: 12345\nkernel time 0.5 1234\nsum 7\n",
+                  b"Throughput test: checksum 987654\nResult after 3 cycles: 99999\nkernel time 0.5 1234\nsum 7\n",
+                  b"Throughput test: checksum 987654\nResult after 4 cycles: 12345\nkernel time 0.5 1234\nsum 7\n",
+                  b"Throughput test: checksum 987654\nResult after 3 cycles: 12345\nkernel time 0.5 9999\nsum 7\n"):
+        assert status(store, labelled, runs(wrong)) == "mismatch", wrong
 
 
 def test_integers_are_compared_exactly_and_floats_within_the_tolerance(store, runs):

@@ -7,9 +7,10 @@ word (:class:`Calibration`), say what a translation must reproduce:
 - a **steady** line or word (the same in every CUDA run) must be the same in the translation's output, but that a
   number may differ within the tolerance: an integer only by an integer equal to it, other numbers within
   ``atol + rtol * |expected|``;
-- a **volatile** word, one that varies between the CUDA runs and is variable by nature (:func:`volatile_fields`: a
-  timing or rate by its label, its unit or its column's header, an address, a date or clock time), is masked: any
-  value passes;
+- a **volatile** word, one that is variable by nature (:func:`volatile_fields`: a timing or rate by its label, its
+  unit or its column's header, an address, a date or clock time), is masked where it varies between the CUDA runs,
+  and where it is steady if it is a timing by itself (its own unit, an address, a clock, a timing column's header):
+  any value passes;
 - any other word that varies is **ranged**: each number in it must lie within the CUDA runs' range widened by their
   spread on both sides (integers exact at the ends), the text around the numbers the same;
 - a line whose number of words varies between the CUDA runs is masked where every number in it is volatile, else
@@ -45,6 +46,8 @@ timing)."""
 UNIT = re.compile(r"[(\[]?(?:[munµ]?s|secs?|seconds?|[mun]secs?|(?:milli|micro|nano)seconds?|minutes?|hours?|"
                   r"[\w.]*/s(?:ec(?:ond)?s?)?|[kmgtp]?flops|[kmgt]?hz|cycles?|ticks?)[)\]]?[.,;:]*", re.IGNORECASE)
 """Units of time and rate, alone as a word (``(ms)``, ``GB/s``, ``GHash/sec``) or glued to a number (``12.5ms``)."""
+COUNTED = re.compile(r"cycles?|ticks?", re.IGNORECASE)
+"""Units of :data:`UNIT` that count rather than time: a steady count of them is compared."""
 HEX_VALUE = re.compile(r"(?:0x)?(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
 """A hash or bit pattern printed in hex (``bbde464b6355...``): a computed value, though its digits touch letters."""
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -148,6 +151,12 @@ def _marked_volatile(words: list[str], i: int) -> bool:
     if NUMBER.search(word) and UNIT.fullmatch(NUMBER.sub("", word).strip("()[]{},;:=")):
         return True
     return i + 1 < len(words) and UNIT.fullmatch(words[i + 1]) is not None
+
+
+def _timed_by_itself(words: list[str], i: int) -> bool:
+    """Whether word ``i`` is volatile by itself or its unit alone, a count of cycles or ticks aside (``3 cycles``)."""
+    unit = NUMBER.sub("", words[i]).strip("()[]{},;:=") or (words[i + 1] if i + 1 < len(words) else "")
+    return _marked_volatile(words, i) and COUNTED.fullmatch(unit.strip("()[]{},;:=.")) is None
 
 
 def volatile_fields(words: list[str]) -> list[bool]:
@@ -263,12 +272,17 @@ class Calibration:
                          if kinds[i] or (header is not None and names_a_timing(header[i])))
 
     def masked_columns(self, n: int) -> frozenset[int]:
-        """The volatile words of line ``n``: those masked, whether or not they varied between the CUDA runs (a timing
-        printed in whole milliseconds may agree in every run)."""
+        """The volatile words of line ``n`` that are masked: those that vary between the CUDA runs, and the steady ones
+        that are timings by themselves (a unit of time or rate of their own, an address, a clock; or under a timing's
+        column header): a coarse timing may agree in every run. A steady word volatile only by its label or by the
+        word before it (``Throughput test: checksum 987654``) is compared."""
         words = [v.split() for v in self.versions[n]]
         if len({len(w) for w in words}) > 1:
             return frozenset()
-        return self.volatile_columns(n)
+        header = self._header(n, len(words[0]))
+        return frozenset(i for i in self.volatile_columns(n)
+                         if len({w[i] for w in words}) > 1 or _timed_by_itself(words[0], i)
+                         or (header is not None and names_a_timing(header[i])))
 
     @staticmethod
     def _line(versions: tuple[str, ...], line: str, tolerance: dict, result: Comparison,
