@@ -89,6 +89,7 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
     for batch in batches:
         run_in([sys.executable, "-m", "cass.cli", "gpu-batch", "import", str(batch), "--name", name], root)
     write_params(root, store, f"recorded:{name}", half)
+    run_in(["dvc", "repro", "pair"], root)   # the stages before, where export has not built them in this folder
     run_in(["dvc", "repro", "--force", "--single-item", "execute"], root)   # new runs in the store: DVC cannot see them
     params = yaml.safe_load((root / "params.yaml").read_text())
     manifest = pl.read_parquet(root / "data" / "execute" / "manifest.parquet")
@@ -104,7 +105,8 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
         f"({len(load_split()['hecbench'][half])} benchmarks, bench/corpora.yaml): {manifest.height} pairs, "
         f"{mains.height} with a `main`; each program built from the units its Makefile lists and run with its `run:` "
         f"arguments, {params['execute']['runs']} runs a side, limits {json.dumps(params['execute']['limits'])}. "
-        "Verified: every run matched (after masking what differs between the CUDA original's own runs) and "
+        "Verified: every run matched (timings masked, other values that vary between the CUDA original's own runs "
+        "held to their range) and "
         "launched a kernel on both sides; the share is of the pairs whose CUDA original ran (built, every run "
         "exited 0).", "",
         *verdict_table(mains), "",

@@ -228,6 +228,7 @@ def test_the_kernels_a_program_runs_on_the_gpu_are_counted(store, gpu):
     sources = {name: store.put((PRELUDE + source).encode()) for name, source in (("gpu", kernels), ("cpu", cpu))}
     builds, _, _ = build_program_targets(store, params["execute"], {
         name: ("cuda", [f"{name}.cu"], [], {f"{name}.cu": digest}) for name, digest in sources.items()}, 1)
+    assert all(b.binary for b in builds.values()), builds
     # built as the execute stage builds (in the tool sandbox): the same bytes on every machine, as a recorded run needs
     planned = {name: PlannedRun(b.binary, Invocation(), ProgramLimits(**LIMITS), 1) for name, b in builds.items()}
     host = gpu.host(store, "counter", params, set(planned.values()))
