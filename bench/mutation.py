@@ -247,7 +247,7 @@ def scores(judged: list[dict]) -> dict:
         return "not_run" if entry["killed"] is None else "killed" if entry["killed"] else "survived"
 
     return {suite: score((e["group"], outcome(e)) for e in judged if e["suite"] == suite)
-            for suite in {e["suite"] for e in judged if e["suite"] != "originals"}}
+            for suite in sorted({e["suite"] for e in judged} - {"originals"})}
 
 
 def score(args: argparse.Namespace) -> None:

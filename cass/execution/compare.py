@@ -242,6 +242,8 @@ class Calibration:
         result = Comparison("match")
         tolerant = False
         for n, (versions, line) in enumerate(zip(self.versions, lines, strict=True), 1):
+            if line == versions[0] and len(set(versions)) == 1:
+                continue
             why = self._line(versions, line, tolerance, result, self.masked_columns(n - 1))
             if why == "tolerant":
                 tolerant = True
@@ -261,15 +263,18 @@ class Calibration:
         return next((self.versions[m][0].split() for m in range(n - 1, max(-1, n - 21), -1)
                      if len(set(self.versions[m])) == 1 and len(self.versions[m][0].split()) == width), None)
 
+    def _timing_columns(self, n: int, width: int) -> frozenset[int]:
+        """The words of line ``n`` (``width`` words) under a column header naming a timing or rate (``Kernel Avg(ms)
+        BW(GB/s)``)."""
+        header = self._header(n, width)
+        return frozenset(i for i in range(width) if header is not None and names_a_timing(header[i]))
+
     def volatile_columns(self, n: int) -> frozenset[int]:
         """The words of line ``n`` (0-based; its versions of one width) volatile by nature: by their own label or unit
-        (:func:`volatile_fields`), or by the header of their column naming a timing or rate in that place
-        (``Kernel Avg(ms) BW(GB/s)``)."""
+        (:func:`volatile_fields`), or by the header of their column naming a timing or rate in that place."""
         words = self.versions[n][0].split()
-        header = self._header(n, len(words))
-        kinds = volatile_fields(words)
-        return frozenset(i for i in range(len(words))
-                         if kinds[i] or (header is not None and names_a_timing(header[i])))
+        return frozenset(i for i, kind in enumerate(volatile_fields(words)) if kind) | \
+            self._timing_columns(n, len(words))
 
     def masked_columns(self, n: int) -> frozenset[int]:
         """The volatile words of line ``n`` that are masked: those that vary between the CUDA runs, and the steady ones
@@ -279,18 +284,16 @@ class Calibration:
         words = [v.split() for v in self.versions[n]]
         if len({len(w) for w in words}) > 1:
             return frozenset()
-        header = self._header(n, len(words[0]))
-        return frozenset(i for i in self.volatile_columns(n)
-                         if len({w[i] for w in words}) > 1 or _timed_by_itself(words[0], i)
-                         or (header is not None and names_a_timing(header[i])))
+        timed = self._timing_columns(n, len(words[0]))
+        kinds = volatile_fields(words[0])
+        return frozenset(i for i, kind in enumerate(kinds) if i in timed or (
+            kind and (len({w[i] for w in words}) > 1 or _timed_by_itself(words[0], i))))
 
     @staticmethod
     def _line(versions: tuple[str, ...], line: str, tolerance: dict, result: Comparison,
               masked: frozenset[int]) -> str | None:
         """None where ``line`` matches its CUDA versions, ``tolerant`` where it matches within the tolerance, else
         why it does not (counting masked and ranged fields into ``result``; ``masked``: the volatile columns)."""
-        if line == versions[0] and len(set(versions)) == 1:
-            return None
         if len(set(versions)) == 1 and not masked:
             return "tolerant" if tolerant_equal(versions[0], line, **tolerance) else f"{versions[0][:200]!r} | " \
                                                                                          f"{line[:200]!r}"
