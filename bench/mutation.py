@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from datetime import date
 from pathlib import Path
 
@@ -54,9 +54,10 @@ def read_yaml(path: Path) -> dict:
 
 
 def collect(projects: list[Path], suite: Path | None, count: int, seed: str, workers: int | None,
-            origins: list[str] | None = None):
-    """The mutants of every verified pair of ``projects`` and every task of ``suite``, built; with what judging
-    them needs: the pairs' execute rows by sample id, and the suite's tasks."""
+            origins: list[str] | None = None, candidates: bool = False):
+    """The mutants of every verified pair of ``projects`` (with ``candidates``, of every pair the oracle could
+    verify: :func:`candidate`) and every task of ``suite``, built; with what judging them needs: the pairs' execute
+    rows by sample id, and the suite's tasks."""
     import polars as pl
 
     from bench.corpora import load_split
@@ -77,7 +78,8 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
                  .iter_rows(named=True)}
         if origins:
             executed = executed.filter(pl.col("origin").is_in(origins))
-        verified = [r for r in executed.iter_rows(named=True) if r["exec_verified"]]
+        verified = [r for r in executed.iter_rows(named=True)
+                    if r["exec_verified"] or (candidates and candidate(r))]
         rows |= {r["sample_id"]: {**r, "_project": str(project)} for r in verified}
         originals += [r for r in executed.iter_rows(named=True) if cuda_ran(r) and r["hip_runs"]]
         found = pair_mutants(store, params["execute"], verified, pairs, count, seed, workers)
@@ -101,6 +103,13 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
               flush=True)
         mutants += found
     return store, mutants, rows, originals, tasks
+
+
+def candidate(row: dict) -> bool:
+    """Whether a pair could be verified by an oracle that observes more than its output: its outputs matched, or told
+    nothing (``no_signal``)."""
+    from cass.execution.verify import MATCHES
+    return row["exec_status"] in (*MATCHES, "no_signal")
 
 
 def cuda_ran(row: dict) -> bool:
@@ -137,10 +146,11 @@ def export(args: argparse.Namespace) -> None:
 
     if len(args.batch) != 1:
         raise SystemExit("export: name one --batch folder to write")
-    store, mutants, rows, _, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers, args.origins)
+    store, mutants, rows, _, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers, args.origins,
+                                             args.candidates)
     params = read_yaml((args.suite or args.pairs[0]) / "params.yaml")
     planned = {r for sets in planned_runs(mutants, rows, tasks, params).values() for rs in sets.values() for r in rs}
-    missing = not_recorded(store, planned, resolve_host(f"recorded:{args.name}"))
+    missing = not_recorded(store, planned, resolve_host(f"recorded:{args.name}")) if args.name else planned
     runs = write_batch(store, args.batch[0], missing, params["execute"])
     print(f"{len(mutants)} mutants: {dict(Counter(m.outcome for m in mutants))}; {runs} runs of "
           f"{len({r.binary for r in missing})} binaries in {args.batch[0]} ({len(planned) - len(missing)} recorded "
@@ -210,12 +220,18 @@ def judge(entries: list[dict], store_root: Path) -> list[dict]:
         return [Run(r["verdict"], r["exit_code"], store.put(r["stdout"]), empty, r["wall_s"], r["max_rss_kib"],
                     r["kernel_launches"], tuple(r["args"])) for r in rows.iter_rows(named=True)]
 
+    known = {f.name for f in fields(Run)}
+
+    def run_of(row: dict) -> Run:
+        """A run as this oracle's ``Run`` holds it (an older one records no device reads)."""
+        return Run(**{**{k: v for k, v in row.items() if k in known}, "args": tuple(row["args"])})
+
     judged = []
     for entry in entries:
         verdict = {"status": None, "killed": None}
-        runs = {s: [Run(**{**r, "args": tuple(r["args"])}) for r in rs] for s, rs in (entry["runs"] or {}).items()}
+        runs = {s: [run_of(r) for r in rs] for s, rs in (entry["runs"] or {}).items()}
         if runs and entry["suite"] in ("pairs", "originals"):
-            cuda = [Run(**{**r, "args": tuple(r["args"])}) for r in entry["cuda_runs"]]
+            cuda = [run_of(r) for r in entry["cuda_runs"]]
             by_args: dict = {}
             for run in cuda:   # the runs of each argument set this oracle calibrated on
                 by_args.setdefault(run.args, []).append(run)
@@ -356,12 +372,16 @@ def main() -> None:
     parser.add_argument("table", nargs="?", type=Path, help="judge: a table written by score")
     parser.add_argument("--pairs", type=Path, nargs="*", default=[])
     parser.add_argument("--suite", type=Path)
-    parser.add_argument("--name", help="the recorded GPU host of the unmutated programs' runs")
+    parser.add_argument("--name", help="the recorded GPU host of the unmutated programs' runs (export: leave out "
+                        "the runs recorded for it; without it every run)")
     parser.add_argument("--batch", type=Path, nargs="*", default=[])
     parser.add_argument("--count", type=int, default=3)
     parser.add_argument("--seed", help="default: cass.execution.mutation.DEFAULT_SEED")
     parser.add_argument("--workers", type=int)
     parser.add_argument("--origins", nargs="*", help="only the pairs of these origins (default: all)")
+    parser.add_argument("--candidates", action="store_true", help="export: the mutants of every pair the oracle "
+                        "could verify (outputs that matched or told nothing), for a batch run before the pairs' own "
+                        "runs are judged")
     parser.add_argument("--before", type=Path, help="score: a checkout of an earlier commit whose oracle also judges")
     parser.add_argument("--oracle-from", type=Path, help="judge: the checkout whose cass judges (set on sys.path)")
     parser.add_argument("--out", type=Path, help="score: a Markdown file to put the section in; judge: the JSON")

@@ -238,6 +238,105 @@ def test_the_kernels_a_program_runs_on_the_gpu_are_counted(store, gpu):
     assert {name: r.kernel_launches for name, r in runs.items()} == {"gpu": 3, "cpu": 0}
 
 
+DRIVER_COPY = """typedef int (*DtoH)(void *, unsigned long long, size_t);
+  ((DtoH)dlsym(dlopen("libcuda.so.1", RTLD_NOW), "cuMemcpyDtoH_v2"))(out, (unsigned long long)copy, n * 4);"""
+"""A copy through the driver's own ``cuMemcpyDtoH`` (HIP's ``hipMemcpyDtoH`` on NVIDIA; HIP's NVIDIA builds do not
+link the driver library, so it is reached as any program reaches it without linking)."""
+DEVICE_READS_CUDA = """#include <dlfcn.h>
+__global__ void square(float *v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) v[i] = v[i] * v[i] + OFFSET;
+}
+__device__ int flag;
+__global__ void mark() { flag = 7; }
+int main() {
+  const int n = 1024;
+  static float in[n], out[n], tile[4 * 8];
+  for (int i = 0; i < n; ++i) in[i] = i * 0.5f;
+  float *d, *pinned, *copy;
+  int f = 0;
+  cudaStream_t s;
+  cudaMalloc(&d, n * 4); cudaMalloc(&copy, n * 4); cudaMallocHost(&pinned, n * 4); cudaStreamCreate(&s);
+  cudaMemcpy(d, in, n * 4, cudaMemcpyHostToDevice);
+  square<<<4, 256>>>(d, n); mark<<<1, 1>>>();
+  cudaMemcpy(copy, d, n * 4, cudaMemcpyDeviceToDevice);
+  cudaMemcpy(out, d, n * 4, cudaMemcpyDeviceToHost);
+  cudaMemcpyAsync(pinned, copy, n * 4, cudaMemcpyDeviceToHost, s); cudaStreamSynchronize(s);
+  cudaMemcpy2D(tile, 8 * 4, d, 32 * 4, 8 * 4, 4, cudaMemcpyDeviceToHost);
+  cudaMemcpyFromSymbol(&f, flag, sizeof f);
+  DRIVER_COPY
+  printf("PASS\\n");
+  return 0;
+}
+"""
+DEVICE_READS_HIP = """#include <hip/hip_runtime.h>
+#include <dlfcn.h>
+__global__ void square(float *v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) v[i] = v[i] * v[i] + OFFSET;
+}
+__device__ int flag;
+__global__ void mark() { flag = 7; }
+int main() {
+  const int n = 1024;
+  static float in[n], out[n], tile[4 * 8];
+  for (int i = 0; i < n; ++i) in[i] = i * 0.5f;
+  float *d, *pinned, *copy;
+  int f = 0;
+  hipStream_t s;
+  hipMalloc(&d, n * 4); hipMalloc(&copy, n * 4); hipHostMalloc(&pinned, n * 4); hipStreamCreate(&s);
+  hipMemcpy(d, in, n * 4, hipMemcpyHostToDevice);
+  square<<<4, 256>>>(d, n); mark<<<1, 1>>>();
+  hipMemcpy(copy, d, n * 4, hipMemcpyDeviceToDevice);
+  hipMemcpy(out, d, n * 4, hipMemcpyDefault);
+  hipMemcpyAsync(pinned, copy, n * 4, hipMemcpyDeviceToHost, s); hipStreamSynchronize(s);
+  hipMemcpy2D(tile, 8 * 4, d, 32 * 4, 8 * 4, 4, hipMemcpyDeviceToHost);
+  hipMemcpyFromSymbol(&f, HIP_SYMBOL(flag), sizeof f);
+  DRIVER_COPY
+  printf("PASS\\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.gpu
+def test_what_a_program_reads_back_from_the_gpu_tells_a_wrong_translation(store, gpu):
+    """On a GPU: the counter digests each copy from device to host (a synchronous copy, an asynchronous one settled
+    by a stream synchronisation, a 2D copy, a symbol, the driver's own copy), not the copies to or within the device,
+    through the CUDA runtime and through HIP's NVIDIA back end (``hipMemcpyDefault`` to a host buffer too). A program
+    that prints only ``PASS`` is then judged by its reads: the right translation is ``match_device`` and verified,
+    one whose kernel adds 2 instead of 1 is ``device_mismatch``."""
+    from cass.execution.device_reads import DeviceReads
+    from cass.execution.verify import judge, verified
+    gpu.require()
+    params = load_params(REPO / "params.yaml")
+    programs = {"cuda": ("cuda", DEVICE_READS_CUDA, "1.0f"), "right": ("hip", DEVICE_READS_HIP, "1.0f"),
+                "wrong": ("hip", DEVICE_READS_HIP, "2.0f")}
+    targets = {}
+    for name, (side, source, offset) in programs.items():
+        path = f"{name}.{'cu' if side == 'cuda' else 'hip.cu'}"
+        text = PRELUDE + source.replace("OFFSET", offset).replace("DRIVER_COPY", DRIVER_COPY)
+        targets[name] = (side, [path], [], {path: store.put(text.encode())})
+    builds, _, _ = build_program_targets(store, params["execute"], targets, 1)
+    assert all(b.binary for b in builds.values()), builds
+    limits = ProgramLimits(**LIMITS)
+    planned = {(name, n): PlannedRun(b.binary, Invocation(), limits, n)
+               for name, b in builds.items() for n in range(1, 4 if name == "cuda" else 2)}
+    host = gpu.host(store, "device-reads", params, set(planned.values()))
+    found, _, _ = run_programs(store, host, set(planned.values()), 1, 0)
+    runs = {key: Run.of(store, found[run]) for key, run in planned.items()}
+    assert all(r.ok and r.kernel_launches == 2 for r in runs.values()), runs
+    reads = {key: DeviceReads.parse(store.get(r.device_reads)) for key, r in runs.items()}
+    assert {key: [c.size for c in r.records] for key, r in reads.items()} == \
+        {key: [4096, 4096, 128, 4, 4096] for key in planned}   # nothing of the copies to or within the device
+    assert reads["cuda", 1].records == reads["right", 1].records
+    cuda = [runs["cuda", n] for n in (1, 2, 3)]
+    for name, status in (("right", "match_device"), ("wrong", "device_mismatch")):
+        both = {"cuda": cuda, "hip": [runs[name, 1]]}
+        verdict = judge(store, both, False, params["execute"]["tolerance"])
+        assert (verdict.status, verified(verdict, both)) == (status, name == "right"), verdict
+
+
 def test_a_batch_counter_is_found_by_an_absolute_path_whatever_folder_names_it(tmp_path, monkeypatch):
     """``run-batch batch`` (a relative folder) counted 0 kernels in every run: the driver looked the counter up from
     each run's own working directory. The counter's path, and so the program's ``CUDA_INJECTION64_PATH``, is now

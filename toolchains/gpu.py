@@ -148,7 +148,15 @@ def _read_checked(path: Path) -> bytes:
 
 
 class CounterProbeError(RuntimeError):
-    """The batch's kernel counter did not count the probe's one kernel: every run would read a wrong count."""
+    """The batch's kernel counter did not count the probe's one kernel, or did not digest the one 4-byte copy it
+    reads back: every run would read a wrong count or wrong device reads."""
+
+
+def reads_probe_copy(reads: bytes | None) -> bool:
+    """Whether device reads hold exactly the probe's copy: one copy of 4 bytes, one of them non-zero (``1``)."""
+    lines = [line.split() for line in (reads or b"").decode(errors="replace").splitlines()]
+    return (len(lines) == 2 and lines[0][2:4] == ["copies", "1"] and len(lines[1]) == 7
+            and lines[1][0] == "4" and lines[1][2] == "1")
 
 
 def probe_counter(host: RunHost, counter: LaunchCounter | None, devices: list[int | None]) -> None:
@@ -174,6 +182,9 @@ def probe_counter(host: RunHost, counter: LaunchCounter | None, devices: list[in
         if run.kernel_launches != 1:
             raise CounterProbeError(f"the kernel counter counted {run.kernel_launches} kernels of the probe on "
                                     f"{where}, which launches 1 (counter {counter.folder}): every count would be wrong")
+        if not reads_probe_copy(run.device_reads):
+            raise CounterProbeError(f"the counter's device reads of the probe on {where} are not its one 4-byte copy "
+                                    f"(counter {counter.folder}): {(run.device_reads or b'none')[:300]!r}")
 
 
 def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | None = None,

@@ -1,10 +1,12 @@
-"""Counting the kernels a program runs on the GPU: CUPTI's kernel activity records, turned on by a small library
-the CUDA driver loads into the program (``CUDA_INJECTION64_PATH``; source ``launch_counter.c``).
+"""Counting the kernels a program runs on the GPU, and digesting what it reads back from the GPU: CUPTI's kernel
+activity records and its callbacks on the calls that copy device memory to the host, turned on by a small library the
+CUDA driver loads into the program (``CUDA_INJECTION64_PATH``; source ``launch_counter.c``).
 
 The counter is built once per machine with the C compiler against the CUPTI wheel (``nvidia-cuda-cupti-cu12``) and
 lives in a folder beside ``libcupti.so.12``; that folder travels to a GPU host in a run batch. A run with the
 counter gets ``kernel_launches``: the kernels that ran (0 for a program that never initialised CUDA); without it,
-None (not counted).
+None (not counted). Where the run names a file in ``CASS_DEVICE_READS``, the library also writes there one line per
+copy from device to host memory (:data:`DEVICE_READS_FILE`; read by :mod:`cass.execution.device_reads`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ SOURCE = Path(__file__).with_name("launch_counter.c")
 LIBRARY = "liblaunch_counter.so"
 CUPTI = "libcupti.so.12"
 PROBE = "probe"
-"""The probe program's name in a counter folder: it launches one kernel and prints ``probe 1``."""
+"""The probe program's name in a counter folder: it launches one kernel, copies its 4-byte result to the host and
+prints ``probe 1``."""
 PROBE_SOURCE = r"""#include <cstdio>
 __global__ void probe(int *flag) { *flag = 1; }
 int main() {
@@ -38,6 +41,8 @@ int main() {
 """
 COUNT_FILE = ".cass-kernel-launches"
 """Where in the run's scratch directory the counter writes its count."""
+DEVICE_READS_FILE = ".cass-device-reads"
+"""Where in the run's scratch directory the counter writes its digests of the copies from device to host."""
 
 
 class CounterBuildError(RuntimeError):

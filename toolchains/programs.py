@@ -14,7 +14,8 @@ user can read on the host.
 ``cpu_limit`` (SIGXCPU at the CPU limit), ``file_limit`` (SIGXFSZ: wrote too much),
 ``crashed:<signal>`` (see :func:`toolchains.sandbox.exit_signal`). A program that ignores SIGXCPU is
 killed a CPU second later by the hard limit: ``crashed:SIGKILL``. With a :class:`toolchains.launches.LaunchCounter`
-each run also says how many kernels ran on the GPU (``kernel_launches``).
+each run also says how many kernels ran on the GPU (``kernel_launches``) and gives the digests of what it copied from
+the GPU to the host (the output ``device_reads``, where the program initialised CUDA).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from toolchains.executor import Job, JobResult, Launcher, PeakMemory, ToolRun, run_tool
-from toolchains.launches import COUNT_FILE, LaunchCounter
+from toolchains.launches import COUNT_FILE, DEVICE_READS_FILE, LaunchCounter
 from toolchains.sandbox import Sandbox, detect, exit_signal
 
 PROGRAM = "program"
@@ -61,6 +62,8 @@ sampled over the sandbox's processes: :class:`toolchains.executor.PeakMemory`), 
 (None: not counted)."""
 RUN_FACT_KEYS = frozenset({"verdict", "wall_s", "max_rss_kib", "sandbox", "kernel_launches"})
 PROGRAM_OUTPUTS = ("stdout", RUN_FACTS)
+DEVICE_READS = "device_reads"
+"""The output of a counted run that initialised CUDA: the counter's digests of its copies from device to host."""
 PROGRAM_DIR = "/run/program"
 """Where the run's scratch directory is in the sandbox (bwrap): one path, so a program that prints its own path or
 working directory prints the same bytes on every run."""
@@ -114,10 +117,11 @@ class ProgramLauncher(Launcher):
         drop = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
         # the shell stays as the program's parent (never PID 1, which ignores SIGXCPU/SIGXFSZ) and reports a
         # death by signal N as 128 + N; the data files stay root's (read-only to the run), their folders not writable
-        # but the working directory; the kernel counter writes its count into the scratch directory
+        # but the working directory; the kernel counter writes its count and device reads into the scratch directory
         folder, name = tool.rpartition("/")[::2]
         start = ["/bin/sh", "-c", 'chmod -R a+rX . && chmod 0755 "$1" && chmod 0777 . "$2" && '
-                 f'export CASS_KERNEL_LAUNCHES="$PWD/{COUNT_FILE}" && cd "$2" && shift 2 && "$@"',
+                 f'export CASS_KERNEL_LAUNCHES="$PWD/{COUNT_FILE}" CASS_DEVICE_READS="$PWD/{DEVICE_READS_FILE}" && '
+                 'cd "$2" && shift 2 && "$@"',
                  "sh", tool, folder or ".", *drop, f"./{name}", *args]
         if self.sandbox.mode != "bwrap":
             # a /proc of the new PID namespace: the CUDA driver fails ("OS call failed") when /proc/self is not the
@@ -134,7 +138,8 @@ class ProgramLauncher(Launcher):
     def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
         """Run a program job: any end of the program is a result (its verdict in ``run.json``); a sandbox that
         could not start it, or a run cancelled from outside, is transient."""
-        run = run_tool(self, replace(job, outputs=(*job.outputs, COUNT_FILE)), cancelled, PeakMemory())
+        run = run_tool(self, replace(job, outputs=(*job.outputs, COUNT_FILE, DEVICE_READS_FILE)), cancelled,
+                       PeakMemory())
         if isinstance(run, JobResult):
             return run
         base = {"stderr": run.stderr, "cpu_s": run.cpu_s, "wall_s": run.wall_s, "sandbox": self.sandbox.mode}
@@ -143,10 +148,12 @@ class ProgramLauncher(Launcher):
         if run.returncode == 1 and run.stderr.startswith((b"bwrap: ", b"setpriv: ", b"unshare: ", b"prlimit: ")):
             return JobResult(exit_code=-1, transient="the sandbox could not start the program", **base)
         count = run.outputs.pop(COUNT_FILE, b"0")   # a program that never initialised CUDA leaves no count
+        reads = run.outputs.pop(DEVICE_READS_FILE, None)
         facts = {"verdict": verdict(run), "wall_s": round(run.wall_s, 4), "max_rss_kib": run.peak_rss_kib,
                  "sandbox": self.sandbox.mode,
                  "kernel_launches": int(count.strip() or 0) if self.counter and count.strip().isdigit() else None}
-        outputs = {**run.outputs, "stdout": run.stdout, RUN_FACTS: json.dumps(facts, sort_keys=True).encode()}
+        outputs = {**run.outputs, "stdout": run.stdout, RUN_FACTS: json.dumps(facts, sort_keys=True).encode(),
+                   **({DEVICE_READS: reads} if self.counter and reads is not None else {})}
         return JobResult(exit_code=run.returncode, outputs=outputs, **base)
 
 
@@ -161,7 +168,8 @@ def reachable(paths: list[Path]) -> list[str]:
 
 @dataclass(frozen=True)
 class ProgramRun:
-    """One run of a program: how it ended (:func:`verdict`), its exit code, output, time and peak memory."""
+    """One run of a program: how it ended (:func:`verdict`), its exit code, output, time, peak memory, the kernels it
+    ran and its device reads (None: not counted)."""
 
     verdict: str
     exit_code: int
@@ -171,12 +179,14 @@ class ProgramRun:
     max_rss_kib: int | None
     sandbox: str
     kernel_launches: int | None
+    device_reads: bytes | None = None
 
     @classmethod
     def from_result(cls, result: JobResult) -> ProgramRun:
         facts = json.loads(result.outputs[RUN_FACTS])
         return cls(facts["verdict"], result.exit_code, result.outputs["stdout"], result.stderr, facts["wall_s"],
-                   facts["max_rss_kib"], facts["sandbox"], facts["kernel_launches"])
+                   facts["max_rss_kib"], facts["sandbox"], facts["kernel_launches"],
+                   result.outputs.get(DEVICE_READS))
 
 
 class SandboxFailedError(OSError):

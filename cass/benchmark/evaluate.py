@@ -102,7 +102,8 @@ def assembly_programs(store: Store, params: dict, sources: dict[str, tuple[str, 
     return builds, counts
 
 
-VERDICTS = {"match": "pass", "match_masked": "pass", "match_tolerant": "pass_tolerant", "mismatch": "wrong_output",
+VERDICTS = {"match": "pass", "match_masked": "pass", "match_tolerant": "pass_tolerant", "match_device": "pass",
+            "mismatch": "wrong_output", "device_mismatch": "wrong_output",
             "hip_failed": "run_failed", "timeout": "timeout", "no_kernel": "no_kernel",
             "kernel_count_differs": "kernel_count_differs"}
 """The oracle's statuses (:func:`cass.execution.verify.judge`) as a prediction's verdicts."""

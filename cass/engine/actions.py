@@ -215,7 +215,7 @@ class ActionRunner:
             self.transients[action.key] = result.transient
             return Outcome(None, result.transient)
         self.counts.misses += 1
-        ok = result.exit_code == 0 and set(result.outputs) == set(action.step.outputs)
+        ok = result.exit_code == 0 and set(action.step.outputs) <= set(result.outputs)   # and optional ones
         return Outcome(self.cache.record(action.key, result.outputs, "ok" if ok else "failed", result.exit_code,
                                          result.stderr))
 

@@ -29,7 +29,7 @@ from store import Store
 from toolchains import JobResult
 from toolchains.gpu import BATCH_FILE, COUNTER_DIR, RESULTS_FILE, RunHost
 from toolchains.launches import CounterBuildError, LaunchCounter, build_counter, build_probe
-from toolchains.programs import PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, Invocation, ProgramLimits
+from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, Invocation, ProgramLimits
 
 
 def write_batch(store: Store, folder: Path, planned: set[ProgramRun], params: dict) -> int:
@@ -107,6 +107,8 @@ def import_results(store: Store, params: dict, folder: Path, name: str) -> dict:
     for entry in results["runs"]:
         base = folder / "results" / entry["name"]
         outputs = {output: Path(f"{base}.{output}").read_bytes() for output in PROGRAM_OUTPUTS}
+        if (reads := Path(f"{base}.{DEVICE_READS}")).is_file():   # a counted run of a program that initialised CUDA
+            outputs[DEVICE_READS] = reads.read_bytes()
         missing = RUN_FACT_KEYS - set(json.loads(outputs[RUN_FACTS]))
         if missing:   # a GPU host whose checkout runs programs the old way: its runs would not read back
             raise ValueError(f"{base}.{RUN_FACTS} lacks {sorted(missing)}: the batch was run by an older "

@@ -105,12 +105,10 @@ def translated_paths(store: Store, row: dict, pairs: dict[tuple[str, str], dict]
 
 def pair_mutants(store: Store, params: dict, rows: list[dict], pairs: dict[tuple[str, str], dict], count: int,
                  seed: str, workers: int | None) -> list[MutantProgram]:
-    """``count`` mutants of the HIP side of every verified pair of ``rows`` (the ``execute`` stage's manifest rows),
-    built as the stage builds that side (``params``: ``execute``)."""
+    """``count`` mutants of the HIP side of every pair of ``rows`` (the ``execute`` stage's manifest rows), built as
+    the stage builds that side (``params``: ``execute``)."""
     mutants, targets = [], {}
     for row in rows:
-        if not row["exec_verified"]:
-            continue
         hip, mutable = translated_paths(store, row, pairs)
         units = [row["files"][0]["path"], *(row["units"] or ())]
         for mutant, files in mutate_files(store, hip, mutable, count, seed, row["sample_id"]):

@@ -26,9 +26,9 @@ from cass.execution.hosts import ExecutionHost
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
 from toolchains.gpu import RunHost, launcher_for
-from toolchains.programs import PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
+from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
-RUNNER_VERSION = 4
+RUNNER_VERSION = 5
 """Changes when the way programs are run changes (the launcher's environment, mounts, verdicts): every run's
 key includes it, so no run made the old way is reused."""
 
@@ -193,13 +193,15 @@ class Run:
     max_rss_kib: int | None
     kernel_launches: int | None
     args: tuple[str, ...] = ()
+    device_reads: str | None = None
+    """The digest of the run's device reads (:mod:`cass.execution.device_reads`); None: not observed."""
 
     @classmethod
     def of(cls, store: Store, outcome: Outcome, args: tuple[str, ...] = ()) -> Run:
         record = outcome.record
         facts = json.loads(store.get(record.outputs[RUN_FACTS]))
         return cls(facts["verdict"], record.exit_code, record.outputs["stdout"], record.stderr, facts["wall_s"],
-                   facts["max_rss_kib"], facts.get("kernel_launches"), args)
+                   facts["max_rss_kib"], facts.get("kernel_launches"), args, record.outputs.get(DEVICE_READS))
 
     @property
     def ok(self) -> bool:

@@ -13,9 +13,11 @@ fields are masked, the other fields that vary within the CUDA runs' range), ``ma
 ``kernel_count_differs`` where the HIP runs launched other numbers of kernels than the CUDA original's (:func:`
 kernel_problem`); ``no_signal`` where the CUDA original's output holds no computed value
 (:meth:`~cass.execution.compare.Calibration.computed_values`: only labels, self-check words, timings or echoed
-arguments), so that no output could tell a wrong program. A pair is verified (``exec_verified``) when every
-argument set matches, every run of both sides launched a counted kernel and the CUDA original's own self-check did
-not fail.
+arguments), so that no output could tell a wrong program. Where the runs were counted, what each program copied back
+from the GPU is compared too (:mod:`cass.execution.device_reads`): a match, ``no_signal`` or ``no_output`` whose
+device reads differ is ``device_mismatch``; ``no_signal`` or ``no_output`` whose steady device reads agree is
+``match_device``. A pair is verified (``exec_verified``) when every argument set matches, every run of both sides
+launched a counted kernel and the CUDA original's own self-check did not fail.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from cass.execution.compare import MIN_CALIBRATION_RUNS, Calibration, first_difference, prints_usage, self_check
+from cass.execution.device_reads import DeviceReads, DeviceReadsError, ReadsComparison, compare_reads
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
     SIDES,
@@ -41,13 +44,15 @@ from store import Store
 
 RUNS_DTYPE = pl.List(pl.Struct({"args": pl.List(pl.String), "verdict": pl.String, "exit_code": pl.Int64,
                                 "stdout": pl.String, "stderr": pl.String, "wall_s": pl.Float64,
-                                "max_rss_kib": pl.Int64, "kernel_launches": pl.Int64}))
+                                "max_rss_kib": pl.Int64, "kernel_launches": pl.Int64,
+                                "device_reads": pl.String}))
 COLUMNS = {"exec_status": pl.String, "exec_detail": pl.String, "exec_host": pl.String, "exec_verified": pl.Boolean,
            "exec_masked_fields": pl.Int64, "cuda_self_check": pl.String, "hip_self_check": pl.String,
            "exec_units": pl.List(pl.String), "run_spec_source": pl.String,
            "cuda_program": pl.String, "hip_program": pl.String, "cuda_runs": RUNS_DTYPE, "hip_runs": RUNS_DTYPE}
-MATCHES = ("match", "match_masked", "match_tolerant")
-"""The statuses of outputs that agree, weakest last."""
+MATCHES = ("match", "match_masked", "match_tolerant", "match_device")
+"""The statuses of outputs that agree, weakest last (``match_device``: the output told nothing, what the programs
+read back from the GPU agreed)."""
 
 
 @dataclass
@@ -82,6 +87,30 @@ def compare(store: Store, cuda: list[Run], hip: list[Run], tolerance: dict) -> V
                        "words, timings or its arguments echoed): no output could tell a wrong program",
                        weakest.masked)
     return Verdict(weakest.status, detail, weakest.masked)
+
+
+def reads_of(store: Store, run: Run) -> DeviceReads | None:
+    """A run's device reads, or None where they were not recorded or do not read (said on the verdict by
+    :func:`compare_reads`: the CUDA original's are then not compared, a translation's differ)."""
+    try:
+        return DeviceReads.parse(store.get(run.device_reads)) if run.device_reads else None
+    except DeviceReadsError:
+        return None
+
+
+def with_device_reads(store: Store, verdict: Verdict, cuda: list[Run], hip: list[Run], tolerance: dict) -> Verdict:
+    """An output verdict (a match, ``no_signal`` or ``no_output``) with what both programs read back from the GPU:
+    ``device_mismatch`` where the reads differ, ``match_device`` where the output told nothing and the reads agree;
+    else as it was."""
+    if verdict.status not in (*MATCHES, "no_signal", "no_output"):
+        return verdict
+    reads: ReadsComparison = compare_reads([reads_of(store, r) for r in cuda], [reads_of(store, r) for r in hip],
+                                           tolerance)
+    if reads.status == "differ":
+        return Verdict("device_mismatch", reads.detail, verdict.masked)
+    if reads.status == "agree" and verdict.status in ("no_signal", "no_output"):
+        return Verdict("match_device", reads.detail, verdict.masked)
+    return verdict
 
 
 def kernel_problem(cuda: list[Run], hip: list[Run]) -> tuple[str, str] | None:
@@ -123,7 +152,8 @@ def judge(store: Store, runs: dict[str, list[Run]], takes_arguments: bool, toler
     first = runs["cuda"][0]
     if prints_usage(store.get(first.stdout), store.get(first.stderr)):
         return Verdict("needs_input", "the CUDA original printed its usage")
-    verdict = compare(store, runs["cuda"], runs["hip"], tolerance)
+    verdict = with_device_reads(store, compare(store, runs["cuda"], runs["hip"], tolerance), runs["cuda"],
+                                runs["hip"], tolerance)
     checks = (self_check(store.get(first.stdout)),
               min((self_check(store.get(r.stdout)) or "~" for r in runs["hip"]), default=None))
     verdict.self_checks = (checks[0], None if checks[1] == "~" else checks[1])

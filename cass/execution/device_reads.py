@@ -1,0 +1,140 @@
+"""What a program read back from the GPU, and whether a translation read back the same.
+
+The kernel counter (``toolchains/launch_counter.c``) digests every copy from device to host memory a run makes: its
+bytes, a 64-bit digest, its non-zero bytes, and the sums of its finite values read as float32 and as float64 with
+the count of the others. A program that checks its own result and prints ``PASS``, or prints nothing but timings,
+still copies its result to the host; these digests are where a wrong kernel shows.
+
+Compared per argument set (:func:`compare_reads`), against the CUDA original's runs:
+
+- the CUDA runs must make the same copies (number and sizes), else the reads are not compared (``unobserved``);
+- each HIP run must make those copies too, else they ``differ``;
+- a copy whose bytes are the same in every CUDA run is **steady**: the HIP copy must have the same bytes, or be
+  **close**: its float32 and its float64 sums both within the tolerance and the same number of non-finite values
+  in both views (rounding that moved; one view alone would pass a changed float32 as a tiny change of a float64);
+- a copy whose bytes vary between the CUDA runs (timings, atomics in another order) is not compared.
+
+Reads that agree tell something only where a steady copy holds a non-zero byte (``agree``; else ``silent``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+FORMAT = b"device-reads 1"
+
+
+class DeviceReadsError(ValueError):
+    """A device reads file that does not read as the counter writes it."""
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One copy from device to host memory, digested."""
+
+    size: int
+    digest: str
+    nonzero: int
+    f32_sum: float
+    f32_other: int
+    f64_sum: float
+    f64_other: int
+
+    def close_to(self, expected: Copy, tolerance: dict) -> bool:
+        """The same size, both views' sums within the tolerance, and as many non-finite values in each view."""
+        def near(a: float, b: float) -> bool:
+            return abs(a - b) <= tolerance["atol"] + tolerance["rtol"] * abs(b)
+        return (self.size == expected.size and self.f32_other == expected.f32_other
+                and self.f64_other == expected.f64_other and near(self.f32_sum, expected.f32_sum)
+                and near(self.f64_sum, expected.f64_sum))
+
+
+@dataclass(frozen=True)
+class DeviceReads:
+    """A run's copies from device to host (``copies`` in all: those past the counter's limit are folded into the last
+    record), and the asynchronous ones still pending at exit (counted, never read)."""
+
+    copies: int
+    pending: int
+    records: tuple[Copy, ...]
+
+    @classmethod
+    def parse(cls, data: bytes) -> DeviceReads:
+        lines = data.decode("ascii", "replace").splitlines()
+        head = lines[0].split() if lines else []
+        if len(head) != 6 or " ".join(head[:2]).encode() != FORMAT or head[2] != "copies" or head[4] != "pending":
+            raise DeviceReadsError(f"not a device reads file (first line {lines[0][:80] if lines else ''!r})")
+        records = []
+        for n, line in enumerate(lines[1:], 2):
+            words = line.split()
+            try:
+                size, digest, nonzero, f32, f32_other, f64, f64_other = words
+                records.append(Copy(int(size), digest, int(nonzero), float(f32), int(f32_other), float(f64),
+                                    int(f64_other)))
+            except ValueError as error:
+                raise DeviceReadsError(f"line {n} of the device reads ({line[:80]!r}): {error}") from error
+        return cls(int(head[3]), int(head[5]), tuple(records))
+
+    def layout(self) -> tuple[int, tuple[int, ...]]:
+        return self.copies, tuple(c.size for c in self.records)
+
+
+@dataclass(frozen=True)
+class ReadsComparison:
+    """How a translation's device reads compare: ``agree``, ``silent`` (nothing steady to tell by), ``differ`` or
+    ``unobserved``; with the steady copies compared, those only close, and the copies not compared (varying)."""
+
+    status: str
+    detail: str = ""
+    compared: int = 0
+    close: int = 0
+    varying: int = 0
+
+
+def describe(reads: DeviceReads) -> str:
+    sizes = ", ".join(f"{c.size}" for c in reads.records[:6]) + (", ..." if len(reads.records) > 6 else "")
+    return f"{reads.copies} cop{'y' if reads.copies == 1 else 'ies'} ({sizes} bytes)" if reads.copies else "no copy"
+
+
+def compare_reads(cuda: list[DeviceReads | None], hip: list[DeviceReads | None], tolerance: dict,
+                  ) -> ReadsComparison:
+    """Each HIP run's device reads against the CUDA original's runs' (None: not observed)."""
+    if not cuda or any(r is None for r in cuda):
+        return ReadsComparison("unobserved", "the CUDA original's device reads were not recorded")
+    if len({r.layout() for r in cuda}) > 1:
+        return ReadsComparison("unobserved", "the CUDA original's runs copy different amounts from the GPU")
+    expected = cuda[0]
+    steady = [len({r.records[i].digest for r in cuda}) == 1 for i in range(len(expected.records))]
+    compared = close = 0
+    for n, run in enumerate(hip, 1):
+        if run is None:
+            return ReadsComparison("differ", f"HIP run {n}: no device reads recorded (the CUDA original's: "
+                                   f"{describe(expected)})")
+        if run.layout() != expected.layout():
+            return ReadsComparison("differ", f"HIP run {n} copied {describe(run)} from the GPU; the CUDA original "
+                                   f"copied {describe(expected)}")
+        for i, (got, want) in enumerate(zip(run.records, expected.records, strict=True)):
+            if not steady[i]:
+                continue
+            compared += 1
+            if got.digest == want.digest:
+                continue
+            if not got.close_to(want, tolerance):
+                return ReadsComparison("differ", f"HIP run {n}: copy {i + 1} of {len(run.records)} from the GPU "
+                                       f"({got.size} bytes) differs: float32 sum {_number(got.f32_sum)} for "
+                                       f"{_number(want.f32_sum)}, float64 sum {_number(got.f64_sum)} for "
+                                       f"{_number(want.f64_sum)}")
+            close += 1
+    varying = steady.count(False)
+    counts = dict(compared=compared, close=close, varying=varying)
+    if not any(s and c.nonzero for s, c in zip(steady, expected.records, strict=True)):
+        return ReadsComparison("silent", "no steady copy from the GPU holds a non-zero byte", **counts)
+    detail = (f"device reads agree: {sum(steady)} steady copies of {describe(expected)}"
+              + (f", {close} only within the tolerance" if close else "")
+              + (f", {varying} varying between the CUDA runs (not compared)" if varying else ""))
+    return ReadsComparison("agree", detail, **counts)
+
+
+def _number(value: float) -> str:
+    return "nan" if math.isnan(value) else f"{value:.9g}"

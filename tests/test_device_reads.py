@@ -1,0 +1,113 @@
+"""What programs read back from the GPU, as the oracle judges it (:mod:`cass.execution.device_reads`,
+:func:`cass.execution.verify.judge`): the wrong programs an output could not tell, rejected by their device reads;
+the right ones accepted. The reads here are written as the counter writes them (``toolchains/launch_counter.c``;
+its `gpu` test in tests/test_programs.py makes them on a GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cass.execution.device_reads import DeviceReads, DeviceReadsError, compare_reads
+from cass.execution.programs import Run
+from cass.execution.verify import judge, verified
+from store import Store
+from toolchains.gpu import reads_probe_copy
+
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-8}
+RESULT = "4096 a7f24a3a3d9637cf 3619 89348480 0 4.3907402378271219e+42 0"
+WRONG = "4096 bf28a78ad73663c0 3619 89349504 0 4.3909186675064078e+42 0"
+"""The probe-like program of the `gpu` test: its 1024 floats, and the same with 1 added to each."""
+ROUNDED = "4096 0123456789abcdef 3619 89348480.0004 0 4.3907402378271220e+42 0"
+"""The same sums within the tolerance, other bytes: a rounding that moved."""
+FLAG = "4 daa66d2c7ddf743f 1 9.8090892502737195e-45 0 0 0"
+
+
+def reads(*lines: str, pending: int = 0) -> bytes:
+    return "\n".join([f"device-reads 1 copies {len(lines)} pending {pending}", *lines, ""]).encode()
+
+
+@pytest.fixture
+def runs(store: Store):
+    """``runs(*device_reads, output=...)``: one exited run per device reads file (None: not recorded), 2 kernels."""
+
+    def make(*files: bytes | None, output: bytes = b"PASS\n") -> list[Run]:
+        return [Run("exited", 0, store.put(output), store.put(b""), 0.1, None, 2, (),
+                    store.put(f) if f is not None else None) for f in files]
+
+    return make
+
+
+def status(store: Store, cuda: list[Run], hip: list[Run]) -> str:
+    return judge(store, {"cuda": cuda, "hip": hip}, False, TOLERANCE).status
+
+
+def test_a_program_that_prints_only_pass_is_judged_by_what_it_read_back(store, runs):
+    """``PASS`` alone holds no computed value (``no_signal``, never verified). Its device reads do: the right
+    translation reads the same bytes (``match_device``, verified), a wrong kernel other bytes (``device_mismatch``),
+    a translation that computes on the host copies nothing back, or a flag alone (``device_mismatch``)."""
+    cuda = runs(*[reads(RESULT, FLAG)] * 3)
+    right = runs(reads(RESULT, FLAG))
+    verdict = judge(store, {"cuda": cuda, "hip": right}, False, TOLERANCE)
+    assert (verdict.status, verified(verdict, {"cuda": cuda, "hip": right})) == ("match_device", True)
+    assert status(store, cuda, runs(reads(WRONG, FLAG))) == "device_mismatch"
+    assert status(store, cuda, runs(reads(FLAG))) == "device_mismatch"
+    assert status(store, cuda, runs(reads())) == "device_mismatch"
+    assert status(store, cuda, runs(None)) == "device_mismatch"   # no reads recorded where the CUDA ones were
+    assert status(store, cuda, runs(b"not the counter's\n")) == "device_mismatch"
+
+
+def test_an_output_that_matches_still_fails_on_other_device_reads(store, runs):
+    """A mutant that prints what the original prints (a checksum of part of the result, a tolerant self-check) but
+    computes another result is no match any more."""
+    cuda = runs(*[reads(RESULT)] * 3, output=b"checksum 42\n")
+    assert status(store, cuda, runs(reads(RESULT), output=b"checksum 42\n")) == "match"
+    assert status(store, cuda, runs(reads(WRONG), output=b"checksum 42\n")) == "device_mismatch"
+
+
+def test_only_steady_copies_are_compared_and_only_non_zero_ones_tell(store, runs):
+    """A copy whose bytes vary between the CUDA runs (timings, atomics in another order) is not compared; where no
+    steady copy holds a non-zero byte the reads tell nothing, and ``no_signal`` stays."""
+    timer = [f"8 {digest} 8 1.5 0 2.5 0" for digest in ("1111111111111111", "2222222222222222", "3333333333333333")]
+    cuda = runs(*[reads(RESULT, t) for t in timer])
+    assert status(store, cuda, runs(reads(RESULT, "8 ffffffffffffffff 8 9 0 9 0"))) == "match_device"
+    assert status(store, cuda, runs(reads(WRONG, timer[0]))) == "device_mismatch"
+    zeros = "4096 0000000000000001 0 0 0 0 0"
+    assert status(store, runs(*[reads(zeros)] * 3), runs(reads(zeros))) == "no_signal"
+    assert status(store, runs(*[reads(t) for t in timer]), runs(reads(timer[0]))) == "no_signal"
+
+
+def test_reads_within_the_tolerance_in_both_views_are_close(store):
+    """Other bytes whose float32 and float64 sums both stay within the tolerance (rounding) are close; the
+    comparison says so. A change that only one view hides is not."""
+    cuda = [DeviceReads.parse(reads(RESULT))] * 3
+    found = compare_reads(cuda, [DeviceReads.parse(reads(ROUNDED))], TOLERANCE)
+    assert (found.status, found.close) == ("agree", 1)
+    f64_only = "4096 0123456789abcdef 3619 89348480 0 4.4e+42 0"
+    f32_only = "4096 0123456789abcdef 3619 89359480 0 4.3907402378271219e+42 0"
+    for line in (f64_only, f32_only):
+        assert compare_reads(cuda, [DeviceReads.parse(reads(line))], TOLERANCE).status == "differ"
+
+
+def test_reads_the_cuda_runs_disagree_on_or_never_made_are_not_compared(store, runs):
+    """CUDA runs that copy different amounts (a convergence loop) or whose reads were not recorded (runs made
+    before the counter read them) leave the output's verdict as it is."""
+    varying = runs(reads(RESULT), reads(RESULT, FLAG), reads(RESULT))
+    assert status(store, varying, runs(reads(WRONG))) == "no_signal"
+    unrecorded = runs(None, None, None, output=b"checksum 42\n")
+    assert status(store, unrecorded, runs(reads(WRONG), output=b"checksum 42\n")) == "match"
+
+
+def test_a_damaged_reads_file_names_its_line():
+    with pytest.raises(DeviceReadsError, match="line 2"):
+        DeviceReads.parse(reads("4096 a7f24a3a3d9637cf three 1 0 1 0"))
+    with pytest.raises(DeviceReadsError, match="not a device reads file"):
+        DeviceReads.parse(b"")
+
+
+def test_the_probe_reads_are_its_one_four_byte_copy():
+    """A GPU host refuses a batch whose counter does not digest the probe's one copy of its 4-byte result."""
+    assert reads_probe_copy(reads("4 1715609f7c746c69 1 0 0 0 0"))
+    assert not reads_probe_copy(None)
+    assert not reads_probe_copy(reads())
+    assert not reads_probe_copy(reads("4 1715609f7c746c69 0 0 0 0 0"))   # the kernel wrote nothing
+    assert not reads_probe_copy(reads("4 1715609f7c746c69 1 0 0 0 0", "4 1715609f7c746c69 1 0 0 0 0"))
