@@ -215,16 +215,17 @@ def judge(entries: list[dict], store_root: Path) -> list[dict]:
     store = Store(store_root)
     empty = store.put(b"")
 
-    def recorded(task_id: str, arg_set: str) -> list:
-        rows = references.filter((pl.col("task_id") == task_id) & (pl.col("arg_set") == arg_set)).sort("run")
-        return [Run(r["verdict"], r["exit_code"], store.put(r["stdout"]), empty, r["wall_s"], r["max_rss_kib"],
-                    r["kernel_launches"], tuple(r["args"])) for r in rows.iter_rows(named=True)]
-
     known = {f.name for f in fields(Run)}
 
     def run_of(row: dict) -> Run:
         """A run as this oracle's ``Run`` holds it (an older one records no device reads)."""
         return Run(**{**{k: v for k, v in row.items() if k in known}, "args": tuple(row["args"])})
+
+    def recorded(task_id: str, arg_set: str) -> list:
+        rows = references.filter((pl.col("task_id") == task_id) & (pl.col("arg_set") == arg_set)).sort("run")
+        return [run_of({**r, "stdout": store.put(r["stdout"]), "stderr": empty,
+                        "device_reads": store.put(r["device_reads"]) if r.get("device_reads") else None})
+                for r in rows.iter_rows(named=True)]
 
     judged = []
     for entry in entries:

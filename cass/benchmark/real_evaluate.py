@@ -57,11 +57,13 @@ def arg_sets(task: RealTask) -> tuple[str, ...]:
 
 
 def reference_runs(store: Store, references: pl.DataFrame, task: RealTask, arg_set: str) -> list[Run]:
-    """The CUDA original's recorded runs of one of the task's argument sets, as runs whose outputs are in ``store``."""
+    """The CUDA original's recorded runs of one of the task's argument sets, as runs whose outputs (and device reads,
+    where recorded) are in ``store``."""
     rows = references.filter((pl.col("task_id") == task.id) & (pl.col("arg_set") == arg_set)).sort("run")
     empty = store.put(b"")
     return [Run(r["verdict"], r["exit_code"], store.put(r["stdout"]), empty, r["wall_s"], r["max_rss_kib"],
-                r["kernel_launches"], tuple(r["args"])) for r in rows.iter_rows(named=True)]
+                r["kernel_launches"], tuple(r["args"]), store.put(r["device_reads"]) if r.get("device_reads") else None)
+            for r in rows.iter_rows(named=True)]
 
 
 def verdict_of(store: Store, task: RealTask, references: dict[str, list[Run]], runs: dict[str, list[Run]],

@@ -37,7 +37,7 @@ REFERENCES = REAL_DIR / "references.parquet"
 ARG_SETS = ("visible", "hidden")
 REFERENCE_SCHEMA = {"task_id": pl.String, "arg_set": pl.String, "args": pl.List(pl.String), "run": pl.Int64,
                     "verdict": pl.String, "exit_code": pl.Int64, "stdout": pl.Binary, "wall_s": pl.Float64,
-                    "max_rss_kib": pl.Int64, "kernel_launches": pl.Int64}
+                    "max_rss_kib": pl.Int64, "kernel_launches": pl.Int64, "device_reads": pl.Binary}
 
 
 def load_suite(store: Store, params: dict, root: Path = Path()) -> tuple[dict[str, RealTask], dict[str, str],
@@ -184,7 +184,8 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
                 rows.append({"task_id": task.id, "arg_set": arg_set, "args": list(run.args), "run": n,
                              "verdict": run.verdict, "exit_code": run.exit_code, "stdout": store.get(run.stdout),
                              "wall_s": run.wall_s, "max_rss_kib": run.max_rss_kib,
-                             "kernel_launches": run.kernel_launches})
+                             "kernel_launches": run.kernel_launches,
+                             "device_reads": store.get(run.device_reads) if run.device_reads else None})
     return kept, rows, left_out
 
 
