@@ -256,6 +256,7 @@ def bench_project(tmp_path_factory) -> Path:
     params["corpus"]["trees"] = [{"path": "corpus", "origin": "scraped"}, *params["corpus"]["trees"][1:]]
     params["execute"]["host"] = "none"
     params["benchmark"]["real"]["source"] = str(MIRROR)
+    params["dedup"]["real_tasks"] = True   # decontaminated against the small mirror's suite
     # the loop with the tiny random model (trained 3 steps): every step runs, not its skill; the tasks' SASS prompts
     # are longer than 4096 tokens
     params["train"].update(enabled=True, max_steps=3, save_steps=1, gradient_accumulation=1, max_length=4096)

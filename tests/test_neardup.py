@@ -23,7 +23,8 @@ from cass.dedup.minhash import (
     token_hashes,
 )
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import FILES_DTYPE, write_parquet
+from cass.pipeline.manifests import DROPPED_SCHEMA, FILES_DTYPE, write_parquet
+from cass.stages.dedup import NoSuiteMirrorError
 from cass.stages.dedup import run as run_dedup
 from cass.stages.real_tasks import SCHEMA as REAL_TASKS_SCHEMA
 from store import Store
@@ -76,7 +77,15 @@ def project(tmp_path, monkeypatch):
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(REPO / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["dedup"]["real_tasks"] = False   # no mirror here: the test below turns it on
+    Path("params.yaml").write_text(yaml.safe_dump(params))
     write_parquet(pl.DataFrame(schema=REAL_TASKS_SCHEMA), Path("data/real_tasks/manifest.parquet"))
+    write_parquet(pl.DataFrame([{"sample_id": "0" * 16, "origin": "hecbench", "path": "vecsum-cuda", "domain": "d",
+                                 "stage": "real_tasks", "reason": "mirror_missing",
+                                 "detail": "no mirror of https://github.com/zjin-lcf/HeCBench at /nowhere/hecbench "
+                                           "(params.yaml benchmark.real.source)"}], schema=DROPPED_SCHEMA),
+                  Path("data/real_tasks/dropped.parquet"))
     return tmp_path
 
 
@@ -132,6 +141,24 @@ def test_decontamination_drops_items_near_a_reference_and_never_the_benchmarks_o
     kept = pl.read_parquet("data/dedup/manifest.parquet")
     assert sorted(zip(kept["path"], kept["origin"], strict=True)) == [("a.cu", "test"), ("task1.cu", "bench")]
     assert json.loads(Path("metrics/dedup.json").read_text())["kept"] == 2
+
+
+def test_decontamination_against_a_suite_that_was_not_read_stops_and_names_the_mirror(project):
+    """With ``dedup.real_tasks`` on and no task of the real-program suite read (its mirror missing), the stage went
+    on and the card said "0 files": a build that believed itself decontaminated. It now stops, naming the mirror and
+    the parameter that turns decontamination off; off, it goes on."""
+    store = Store(project / ".cass" / "store")
+    write_filter_manifest(store, {"a.cu": KERNEL})
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["dedup"]["real_tasks"] = True
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(NoSuiteMirrorError, match=r"mirror_missing: no mirror of .* at /nowhere/hecbench .*"
+                                                 r"benchmark.real.source.* dedup.real_tasks: false"):
+        run_dedup(Stage("dedup"))
+    params["dedup"]["real_tasks"] = False
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    run_dedup(Stage("dedup"))
+    assert pl.read_parquet("data/dedup/manifest.parquet")["path"].to_list() == ["a.cu"]
 
 
 def test_a_document_without_tokens_gets_the_empty_signature():

@@ -7,6 +7,8 @@
 3. Decontamination: every item that is a near duplicate of a file under ``dedup.reference_trees``
    (by default the translation benchmark's own tasks) or, with ``dedup.real_tasks``, of a CUDA file of the
    real-program suite (stage ``real_tasks``) is dropped as ``contaminated``; the metrics count them per suite.
+   With ``dedup.real_tasks`` on and no task of the suite read (no mirror at ``benchmark.real.source``), the stage
+   stops (:class:`NoSuiteMirrorError`) rather than decontaminate against nothing.
 
 Items of ``dedup.exempt_origins`` (by default ``bench``, the benchmark's tasks themselves, which are the
 reference files) pass through untouched: no other item can make them drop, and they are never
@@ -33,6 +35,27 @@ from cass.dedup.minhash import MinHashParams, candidate_links, components, conte
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import manifest_path, write_parquet
 from store import digest_bytes
+
+
+class NoSuiteMirrorError(RuntimeError):
+    """``dedup.real_tasks`` asks for decontamination against the real-program suite, and stage ``real_tasks`` read
+    none of its tasks."""
+
+
+def suite_texts(stage: Stage) -> dict[str, str]:
+    """The real-program suite's CUDA files (``origin:path``: text), as stage ``real_tasks`` read them from the
+    mirror; :class:`NoSuiteMirrorError` where it read none."""
+    suite = stage.upstream("real_tasks")
+    if suite.is_empty():
+        dropped = pl.read_parquet(stage.upstream_path("real_tasks", "dropped"))
+        why = f"{dropped.height} tasks dropped, the first: {dropped['reason'][0]}: {dropped['detail'][0]}" \
+            if dropped.height else "the suite's manifest lists no task"
+        raise NoSuiteMirrorError(f"dedup.real_tasks is on, but stage real_tasks read no task of the real-program "
+                                 f"suite ({why}), so decontamination against it would remove nothing. Put the "
+                                 "suite's mirror at params.yaml benchmark.real.source, or turn this off: params.yaml "
+                                 "dedup.real_tasks: false")
+    return {f"{row['origin']}:{f['path']}": stage.store.get_text(f["digest"], "replace")
+            for row in suite.iter_rows(named=True) for f in row["files"]}
 
 
 def run(stage: Stage) -> None:
@@ -80,8 +103,7 @@ def run(stage: Stage) -> None:
 
     refs = reference_texts(dp["reference_trees"], params["corpus"]["extensions"])
     if dp["real_tasks"]:   # the real-program suite's CUDA programs
-        refs |= {f"{row['origin']}:{f['path']}": store.get_text(f["digest"], "replace")
-                 for row in stage.upstream("real_tasks").iter_rows(named=True) for f in row["files"]}
+        refs |= suite_texts(stage)
     if refs:
         ref_digests = {path: digest_bytes(text.encode()) for path, text in refs.items()}
         ref_sigs, _, ref_keys = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)

@@ -82,6 +82,11 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
             (tasks / path.parent.name).mkdir(exist_ok=True)
             shutil.copy2(path, tasks / path.parent.name / path.name)
     params = dest / "params.yaml"
+    # the real-program suite's mirror is not beside a copy: decontamination against it is tested where one is given
+    text = params.read_text()
+    if "\n  real_tasks: true " not in text:
+        raise ValueError(f"{params}: no dedup.real_tasks: true to turn off in a copy")
+    params.write_text(text.replace("\n  real_tasks: true ", "\n  real_tasks: false", 1))
     if not with_bundled_corpus:   # the bundled corpus's OpenCL tree goes with it
         params.write_text(re.sub(r"\n    - path: corpus/opencl\b.*(?:\n      .*)*", "", params.read_text()))
     if not bench_tasks:   # edited as text: the copy's params.yaml keeps its layout for the tests' own edits
