@@ -5,6 +5,8 @@ its `gpu` test in tests/test_programs.py makes them on a GPU)."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from cass.execution.device_reads import DeviceReads, DeviceReadsError, compare_reads
@@ -71,24 +73,35 @@ def test_only_steady_copies_are_compared_and_only_non_zero_ones_tell(store, runs
     cuda = runs(*[reads(RESULT, t) for t in timer])
     assert status(store, cuda, runs(reads(RESULT, "8 ffffffffffffffff 8 9 0 9 0"))) == "match_device"
     assert status(store, cuda, runs(reads(WRONG, timer[0]))) == "device_mismatch"
-    zeros = "4096 0000000000000001 0 0 0 0 0"
+    zeros = "4096 0000000000000000 0 0 0 0 0"
     assert status(store, runs(*[reads(zeros)] * 3), runs(reads(zeros))) == "no_signal"
     assert status(store, runs(*[reads(t) for t in timer]), runs(reads(timer[0]))) == "no_signal"
 
 
-def test_only_a_single_value_may_be_close_and_only_in_both_views(store):
+def test_only_a_single_floating_point_value_may_be_close(store):
     """A reduction's result whose last bits moved (its atomics in another order: HeCBench's ``aop``, ``jacobi``) is
-    close where its float32 and float64 sums both stay within the tolerance; a change that only one view hides is
-    not. A larger copy whose sums stay within the tolerance is no match: an array shifted by one element, or missing
-    its last block, keeps its sums that close (the tune half's surviving mutants)."""
-    value = "8 1111111111111111 8 1.2345678 0 3.0e+10 0"
-    moved = "8 2222222222222222 8 1.2345679 0 3.0000000000003e+10 0"
-    cuda = [DeviceReads.parse(reads(RESULT, value))] * 3
-    found = compare_reads(cuda, [DeviceReads.parse(reads(RESULT, moved))], TOLERANCE)
-    assert (found.status, found.close) == ("agree", 1)
-    for line in ("8 2222222222222222 8 1.2345679 0 3.1e+10 0", "8 2222222222222222 8 1.3 0 3.0e+10 0"):
-        assert compare_reads(cuda, [DeviceReads.parse(reads(RESULT, line))], TOLERANCE).status == "differ"
-    assert compare_reads(cuda, [DeviceReads.parse(reads(ROUNDED, value))], TOLERANCE).status == "differ"
+    close: a float32 (4 bytes) or float64 (8 bytes) within ``rtol``. A small integer is no float (its bit pattern
+    reads as a subnormal one, and any two such were close: a changed count or flag passed), nor is a NaN. A larger
+    copy whose sums stay within the tolerance is no match: an array shifted by one element, or missing its last
+    block, keeps its sums that close (the tune half's surviving mutants)."""
+    def close(expected: str, got: str) -> bool:
+        cuda = [DeviceReads.parse(reads(RESULT, expected))] * 3
+        found = compare_reads(cuda, [DeviceReads.parse(reads(RESULT, got))], TOLERANCE)
+        assert found.status in ("agree", "differ"), found
+        return found.status == "agree" and found.close == 1
+    double, moved_double = "8 1111111111111111 8 1.2345678 0 3.0e+10 0", "8 2222222222222222 8 1.3 0 3.0000000003e+10 0"
+    assert close(double, moved_double)
+    assert not close(double, "8 2222222222222222 8 1.2345678 0 3.1e+10 0")
+    single = f"4 3333333333333333 4 {struct.unpack('f', struct.pack('f', 1.5))[0]!r} 0 0 0"
+    assert close(single, "4 4444444444444444 4 1.5000001 0 0 0")
+    assert not close(single, "4 4444444444444444 4 1.6 0 0 0")
+    assert not close(single, "4 4444444444444444 4 0 1 0 0")   # NaN where 1.5 was
+    thousand, other = (f"4 {n:016x} 2 {struct.unpack('f', struct.pack('i', n))[0]!r} 0 0 0" for n in (1000, 1001))
+    assert not close(thousand, other)   # the integers 1000 and 1001, as the counter's float32 view reads them
+    thousand, other = (f"8 {n:016x} 2 0 0 {struct.unpack('d', struct.pack('q', n))[0]!r} 0" for n in (1000, 1001))
+    assert not close(thousand, other)
+    assert compare_reads([DeviceReads.parse(reads(RESULT))] * 3, [DeviceReads.parse(reads(ROUNDED))],
+                         TOLERANCE).status == "differ"
 
 
 def test_reads_the_cuda_runs_disagree_on_or_never_made_are_not_compared(store, runs):
@@ -100,11 +113,26 @@ def test_reads_the_cuda_runs_disagree_on_or_never_made_are_not_compared(store, r
     assert status(store, unrecorded, runs(reads(WRONG), output=b"checksum 42\n")) == "match"
 
 
+def test_a_program_that_prints_nothing_is_judged_by_its_reads_and_an_uncounted_run_by_its_output(store, runs):
+    """Two programs that print nothing (``no_output``) are ``match_device`` where they read back the same bytes and
+    ``device_mismatch`` where not. A translation run without the counter (no kernels counted, no reads) keeps its
+    output's verdict: it is never verified, but its output is not called wrong for reads it could not have."""
+    cuda = runs(*[reads(RESULT)] * 3, output=b"")
+    assert status(store, cuda, runs(reads(RESULT), output=b"")) == "match_device"
+    assert status(store, cuda, runs(reads(WRONG), output=b"")) == "device_mismatch"
+    uncounted = [Run("exited", 0, store.put(b"checksum 42\n"), store.put(b""), 0.1, None, None)]
+    counted = runs(*[reads(RESULT)] * 3, output=b"checksum 42\n")
+    verdict = judge(store, {"cuda": counted, "hip": uncounted}, False, TOLERANCE)
+    assert verdict.status == "match" and not verified(verdict, {"cuda": counted, "hip": uncounted})
+
+
 def test_a_damaged_reads_file_names_its_line():
     with pytest.raises(DeviceReadsError, match="line 2"):
         DeviceReads.parse(reads("4096 a7f24a3a3d9637cf three 1 0 1 0"))
     with pytest.raises(DeviceReadsError, match="not a device reads file"):
         DeviceReads.parse(b"")
+    with pytest.raises(DeviceReadsError, match="not a device reads file"):
+        DeviceReads.parse(b"device-reads 1 copies x pending 0\n")
 
 
 def test_the_probe_reads_are_its_one_four_byte_copy():

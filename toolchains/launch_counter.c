@@ -8,10 +8,13 @@
  * initialises CUDA and launches nothing writes 0.
  *
  * Device reads: every copy from device to host memory (cudaMemcpy, cudaMemcpy2D, cudaMemcpyFromSymbol, their Async
- * and per-thread-stream forms, cuMemcpyDtoH and cuMemcpy with a host destination, which HIP's NVIDIA back end calls) is
- * digested once its bytes are on the host: a synchronous copy when its call returns, an asynchronous one at the next
- * call that synchronises (a stream, an event, the device, a synchronous copy, freeing pinned memory); one still
- * pending at exit is counted, not read. Each copy's line in the file named by CASS_DEVICE_READS gives its bytes, a
+ * and per-thread-stream forms, cuMemcpyDtoH and cuMemcpy with a host destination; on HIP's NVIDIA back end hipMemcpy
+ * is cudaMemcpy and hipMemcpyDtoH is cuMemcpyDtoH; not followed: 3D copies, copies from arrays, cuMemcpy2D) is
+ * digested once its bytes are on the host: a synchronous copy, or an asynchronous one into pageable memory, when its
+ * call returns (and only where the call succeeded); an asynchronous one into pinned memory at the next call that
+ * waits for its stream (a synchronisation of that stream; of the device, the context or an event, and a synchronous
+ * copy, taken as waiting for every stream; freeing or unregistering pinned memory); one still pending at exit is
+ * counted, not read. Each copy's line in the file named by CASS_DEVICE_READS gives its bytes, a
  * 64-bit digest, its non-zero bytes, and the sums of its finite values read as float32 and as float64 with the
  * count of the others; copies past MAX_RECORDS are folded into the last line. Calls made by the CUDA runtime into
  * the driver are not counted again. */
@@ -58,10 +61,11 @@ typedef struct {
     unsigned tail_len;
 } Read;
 
-/* A region of host memory a copy wrote: ``rows`` rows of ``width`` bytes, ``pitch`` apart. */
+/* A region of host memory a copy wrote: ``rows`` rows of ``width`` bytes, ``pitch`` apart, by a copy on ``stream``. */
 typedef struct {
     const unsigned char *start;
     size_t width, rows, pitch;
+    const void *stream;
 } Region;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,11 +134,19 @@ static void record(Region region) {
     }
 }
 
-static void settle_pending(void) {
+/* Digest the pending copies of ``stream`` (all of them where it is ALL_STREAMS), in the order they were made. Called
+ * with the lock held. */
+#define ALL_STREAMS ((const void *)-1)
+static void settle_pending(const void *stream) {
+    size_t kept = 0;
     for (size_t i = 0; i < pending_count; i++) {
-        record(pending[i]);
+        if (stream == ALL_STREAMS || pending[i].stream == stream) {
+            record(pending[i]);
+        } else {
+            pending[kept++] = pending[i];
+        }
     }
-    pending_count = 0;
+    pending_count = kept;
 }
 
 static void add_pending(Region region) {
@@ -151,56 +163,68 @@ static void add_pending(Region region) {
     pending[pending_count++] = region;
 }
 
-/* Whether ``pointer`` is device memory (not host memory, pinned or pageable), as the driver says. */
-static int on_device(const void *pointer) {
+/* The driver's memory type of ``pointer``: CU_MEMORYTYPE_DEVICE, _ARRAY, _HOST (pinned), or 0 for memory the driver
+ * does not know (pageable host memory). cuPointerGetAttribute is not among the calls this library follows. */
+static unsigned int memory_type(const void *pointer) {
     unsigned int type = 0;
-    int result;
-    if (!pointer_attribute) {
+    if (!pointer_attribute ||
+        pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)pointer) != CUDA_SUCCESS) {
         return 0;
     }
-    in_runtime++;   /* the driver call below is ours: not a copy of the program's */
-    result = pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)pointer) == CUDA_SUCCESS &&
-             (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY);
-    in_runtime--;
-    return result;
+    return type;
+}
+
+static int on_device(const void *pointer) {
+    unsigned int type = memory_type(pointer);
+    return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY;
 }
 
 static int to_host(enum cudaMemcpyKind kind, const void *dst, const void *src) {
     return kind == cudaMemcpyDeviceToHost || (kind == cudaMemcpyDefault && !on_device(dst) && on_device(src));
 }
 
-/* The host region a copy call writes, where it copies device memory to the host; 0 where it does not. */
+/* The host region a copy call writes, where it copies device memory to the host (an asynchronous copy's region names
+ * its stream); 0 where it does not. */
 static int runtime_read(CUpti_CallbackId id, const void *params, Region *region, int *asynchronous) {
     *asynchronous = 0;
     switch (id) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
+        const cudaMemcpyAsync_v3020_params *p = params;   /* the _ptsz form's parameters are the same */
+        *region = (Region){p->dst, p->count, 1, p->count, p->stream};
         *asynchronous = 1;
-        /* fall through */
+        return to_host(p->kind, p->dst, p->src);
+    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
-        const cudaMemcpy_v3020_params *p = params;   /* the Async forms' parameters begin with the same fields */
-        *region = (Region){p->dst, p->count, 1, p->count};
+        const cudaMemcpy_v3020_params *p = params;
+        *region = (Region){p->dst, p->count, 1, p->count, NULL};
         return to_host(p->kind, p->dst, p->src);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000: {
+        const cudaMemcpy2DAsync_v3020_params *p = params;
+        *region = (Region){p->dst, p->width, p->height, p->dpitch, p->stream};
         *asynchronous = 1;
-        /* fall through */
+        return to_host(p->kind, p->dst, p->src);
+    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000: {
         const cudaMemcpy2D_v3020_params *p = params;
-        *region = (Region){p->dst, p->width, p->height, p->dpitch};
+        *region = (Region){p->dst, p->width, p->height, p->dpitch, NULL};
         return to_host(p->kind, p->dst, p->src);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000: {
+        const cudaMemcpyFromSymbolAsync_v3020_params *p = params;
+        *region = (Region){p->dst, p->count, 1, p->count, p->stream};
         *asynchronous = 1;
-        /* fall through */
+        return p->kind == cudaMemcpyDeviceToHost || (p->kind == cudaMemcpyDefault && !on_device(p->dst));
+    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000: {
         const cudaMemcpyFromSymbol_v3020_params *p = params;
-        *region = (Region){p->dst, p->count, 1, p->count};
+        *region = (Region){p->dst, p->count, 1, p->count, NULL};
         return p->kind == cudaMemcpyDeviceToHost || (p->kind == cudaMemcpyDefault && !on_device(p->dst));
     }
     default:
@@ -212,21 +236,27 @@ static int driver_read(CUpti_CallbackId id, const void *params, Region *region, 
     *asynchronous = 0;
     switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
+        const cuMemcpyDtoHAsync_v2_params *p = params;
+        *region = (Region){p->dstHost, p->ByteCount, 1, p->ByteCount, p->hStream};
         *asynchronous = 1;
-        /* fall through */
+        return 1;
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds: {
         const cuMemcpyDtoH_v2_params *p = params;
-        *region = (Region){p->dstHost, p->ByteCount, 1, p->ByteCount};
+        *region = (Region){p->dstHost, p->ByteCount, 1, p->ByteCount, NULL};
         return 1;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync: {
+        const cuMemcpyAsync_params *p = params;
+        *region = (Region){(const unsigned char *)p->dst, p->ByteCount, 1, p->ByteCount, p->hStream};
         *asynchronous = 1;
-        /* fall through */
+        return !on_device((const void *)p->dst) && on_device((const void *)p->src);
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy: {
         const cuMemcpy_params *p = params;
-        *region = (Region){(const unsigned char *)p->dst, p->ByteCount, 1, p->ByteCount};
+        *region = (Region){(const unsigned char *)p->dst, p->ByteCount, 1, p->ByteCount, NULL};
         return !on_device((const void *)p->dst) && on_device((const void *)p->src);
     }
     default:
@@ -234,48 +264,97 @@ static int driver_read(CUpti_CallbackId id, const void *params, Region *region, 
     }
 }
 
-static int synchronises(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+/* The pending copies a call waits for: one stream's (a stream synchronisation), every stream's (the device, the
+ * context, an event: taken as waiting for all, and the synchronous copies, which wait for the legacy default stream
+ * and so for the blocking streams), or none (NULL). */
+static const void *settles(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *params) {
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-        return id == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020 ||
-               id == CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020 ||
-               id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 ||
-               id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000 ||
-               id == CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020 ||
-               id == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020 || id == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000;
+        switch (id) {
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000: {
+            const void *stream = ((const cudaStreamSynchronize_v3020_params *)params)->stream;
+            return stream ? stream : ALL_STREAMS;
+        }
+        case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000:
+            return ALL_STREAMS;
+        default:
+            return NULL;
+        }
     }
-    return id == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize || id == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
-           id == CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize || id == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2;
+    switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz: {
+        const void *stream = ((const cuStreamSynchronize_params *)params)->hStream;
+        return stream ? stream : ALL_STREAMS;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+        return ALL_STREAMS;
+    default:
+        return NULL;
+    }
 }
 
-static int frees_pinned(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
-    return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? id == CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020
-                                                 : id == CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost;
+/* Calls after which host memory a copy may still land in is gone: freeing or unregistering pinned memory. */
+static int releases_pinned(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+    return domain == CUPTI_CB_DOMAIN_RUNTIME_API
+               ? id == CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020 || id == CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000
+               : id == CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost || id == CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister;
+}
+
+static int succeeded(CUpti_CallbackDomain domain, const CUpti_CallbackData *call) {
+    if (!call->functionReturnValue) {
+        return 0;
+    }
+    return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? *(const cudaError_t *)call->functionReturnValue == cudaSuccess
+                                                 : *(const CUresult *)call->functionReturnValue == CUDA_SUCCESS;
 }
 
 static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                              const CUpti_CallbackData *call) {
     Region region;
     int asynchronous, copies;
+    const void *stream;
     (void)userdata;
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && in_runtime) {
-        return;   /* the runtime's own driver call, or ours */
+        return;   /* the runtime's own driver call */
     }
     if (call->callbackSite == CUPTI_API_ENTER) {
         if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
             in_runtime++;
         }
-        if (frees_pinned(domain, id)) {
+        if (releases_pinned(domain, id)) {
             pthread_mutex_lock(&lock);
-            settle_pending();   /* a copy into the freed memory has landed or is lost with it */
+            settle_pending(ALL_STREAMS);   /* a copy into the released memory has landed or is lost with it */
             pthread_mutex_unlock(&lock);
         }
         return;
     }
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && in_runtime > 0) {
+        in_runtime--;   /* never below 0: the call that initialised CUDA (and loaded this library) had no ENTER */
+    }
+    if (!succeeded(domain, call)) {
+        return;   /* a failed call copied nothing, and waited for nothing */
+    }
     copies = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_read(id, call->functionParams, &region, &asynchronous)
                                                    : driver_read(id, call->functionParams, &region, &asynchronous);
+    /* a copy into pageable memory is done when its call returns, even an Async one: read it now, while the program
+     * cannot yet have reused or freed the buffer */
+    asynchronous = copies && asynchronous && memory_type(region.start) == CU_MEMORYTYPE_HOST;
     pthread_mutex_lock(&lock);
-    if (synchronises(domain, id)) {
-        settle_pending();
+    if ((stream = settles(domain, id, call->functionParams))) {
+        settle_pending(stream);
     }
     if (copies && region.width && region.rows) {
         if (asynchronous) {
@@ -285,9 +364,6 @@ static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain domain, CUpti_
         }
     }
     pthread_mutex_unlock(&lock);
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-        in_runtime--;
-    }
 }
 
 static void report_reads(const char *path) {
@@ -348,13 +424,15 @@ static const CUpti_CallbackId RUNTIME_CALLS[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000,
 };
 static const CUpti_CallbackId DRIVER_CALLS[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
     CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
     CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
-    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister,
 };
 
 static int failed(const char *call, CUptiResult result) {

@@ -5,8 +5,9 @@ CUDA driver loads into the program (``CUDA_INJECTION64_PATH``; source ``launch_c
 The counter is built once per machine with the C compiler against the CUPTI wheel (``nvidia-cuda-cupti-cu12``) and
 lives in a folder beside ``libcupti.so.12``; that folder travels to a GPU host in a run batch. A run with the
 counter gets ``kernel_launches``: the kernels that ran (0 for a program that never initialised CUDA); without it,
-None (not counted). Where the run names a file in ``CASS_DEVICE_READS``, the library also writes there one line per
-copy from device to host memory (:data:`DEVICE_READS_FILE`; read by :mod:`cass.execution.device_reads`).
+None (not counted). Where the run names a file in ``CASS_DEVICE_READS``, the library also writes there a header (the
+copies in all, those still pending at exit) and one line per copy from device to host memory, those past 4,096
+folded into the last (:data:`DEVICE_READS_FILE`; read by :mod:`cass.execution.device_reads`).
 """
 
 from __future__ import annotations

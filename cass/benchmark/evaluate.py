@@ -6,12 +6,13 @@ NVIDIA back end and run ``execute.hip_runs`` times on each argument set (the vis
 the task's seed, never shown in a prompt) on the run host (``execute.host``), in the program sandbox, beside the
 task's reference HIP. Each set is judged against the CUDA program's recorded output and kernel counts by the
 oracle the ``execute`` stage judges pairs with (:func:`judge_sets`, :func:`cass.execution.verify.judge`): ``pass``
-(the same bytes), ``pass_tolerant`` (numbers within ``execute.tolerance``, integers exact; reported apart),
-``wrong_output`` (with the first differing line), ``kernel_count_differs``, ``no_kernel``, ``run_failed``,
-``timeout``, ``nondeterministic`` and ``no_signal`` (the oracle's statuses where the references themselves cannot
-judge: never for a recorded task), ``build_failed`` (the NVIDIA back end rejects it), ``compile_failed`` (hipcc
-rejects it) and ``not_run:no_gpu_host``. A passing prediction's median wall time and peak resident memory (visible
-set) are divided by the reference translation's, run in the same evaluation.
+(the output matched, timings masked; or, where it tells nothing, what the program copied back from the GPU agreed),
+``pass_tolerant`` (numbers within ``execute.tolerance``, integers exact; reported apart), ``wrong_output`` (with the
+first differing line, or the first copy back from the GPU that differs), ``kernel_count_differs``, ``no_kernel``,
+``run_failed``, ``timeout``, ``nondeterministic`` and ``no_signal`` (the oracle's statuses where the references
+themselves cannot judge: never for a recorded task), ``build_failed`` (the NVIDIA back end rejects it),
+``compile_failed`` (hipcc rejects it) and ``not_run:no_gpu_host``. A passing prediction's median wall time and peak
+resident memory (visible set) are divided by the reference translation's, run in the same evaluation.
 
 Assembly task (RDNA3 device assembly): assembled for ``amd.archs[0]``, linked into a code object and
 into a program with the task's host code (the reference HIP's host side, whose launch stubs name the

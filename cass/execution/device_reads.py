@@ -10,11 +10,11 @@ Compared per argument set (:func:`compare_reads`), against the CUDA original's r
 - the CUDA runs must make the same copies (number and sizes), else the reads are not compared (``unobserved``);
 - each HIP run must make those copies too, else they ``differ``;
 - a copy whose bytes are the same in every CUDA run is **steady**: the HIP copy must have the same bytes, or, where
-  it is a single value (at most :data:`VALUE_BYTES`: a reduction's result, whose last bits move with the order of
-  its atomics), be **close**: its float32 and its float64 sums both within the tolerance and the same number of
-  non-finite values in both views (one view alone would pass a changed float32 as a tiny change of a float64). A
-  larger copy is never close: sums within the tolerance passed mutants that shift an array by one element or drop
-  a block of it (the tune half's survivors);
+  it is a single floating-point value (4 bytes read as a float32, 8 as a float64: a reduction's result, whose last
+  bits move with the order of its atomics), be **close**: within ``rtol`` of it, both values normal or zero (an
+  integer below 2**23, or 2**52, reads as a subnormal float, and any two such would be close). A larger copy is
+  never close: sums within the tolerance passed mutants that shift an array by one element or drop a block of it
+  (the tune half's survivors);
 - a copy whose bytes vary between the CUDA runs (timings, atomics in another order) is not compared.
 
 Reads that agree tell something only where a steady copy holds a non-zero byte (``agree``; else ``silent``).
@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass
 
 FORMAT = b"device-reads 1"
-VALUE_BYTES = 8
-"""The largest copy compared by value where its bytes differ (one float64, two float32): its sums are its values."""
+FLOAT32_MIN, FLOAT64_MIN = 1.1754943508222875e-38, 2.2250738585072014e-308
+"""The smallest normal float32 and float64."""
 
 
 class DeviceReadsError(ValueError):
@@ -46,23 +46,27 @@ class Copy:
     f64_sum: float
     f64_other: int
 
+    def value(self) -> float | None:
+        """The copy as one floating-point number (4 bytes: a float32, 8: a float64), or None: another size, a value
+        that is not finite, or a subnormal one (the bit pattern of an integer below 2**23, or 2**52, reads so)."""
+        if self.size not in (4, 8) or (self.f32_other if self.size == 4 else self.f64_other):
+            return None
+        number = self.f32_sum if self.size == 4 else self.f64_sum
+        return number if number == 0 or abs(number) >= (FLOAT32_MIN if self.size == 4 else FLOAT64_MIN) else None
+
     def close_to(self, expected: Copy, tolerance: dict) -> bool:
-        """A single value (at most :data:`VALUE_BYTES`) of the same size, both views' sums within the tolerance, and
-        as many non-finite values in each view."""
-        def near(a: float, b: float) -> bool:
-            return abs(a - b) <= tolerance["atol"] + tolerance["rtol"] * abs(b)
-        return (self.size == expected.size <= VALUE_BYTES and self.f32_other == expected.f32_other
-                and self.f64_other == expected.f64_other and near(self.f32_sum, expected.f32_sum)
-                and near(self.f64_sum, expected.f64_sum))
+        """Both single floating-point values of the same size (:meth:`value`), within ``rtol`` of each other."""
+        got, want = self.value(), expected.value()
+        return (self.size == expected.size and got is not None and want is not None
+                and abs(got - want) <= tolerance["rtol"] * abs(want))
 
 
 @dataclass(frozen=True)
 class DeviceReads:
     """A run's copies from device to host (``copies`` in all: those past the counter's limit are folded into the last
-    record), and the asynchronous ones still pending at exit (counted, never read)."""
+    record; the header's count of asynchronous copies still pending at exit, never read, is not compared)."""
 
     copies: int
-    pending: int
     records: tuple[Copy, ...]
 
     @classmethod
@@ -71,6 +75,8 @@ class DeviceReads:
         head = lines[0].split() if lines else []
         if len(head) != 6 or " ".join(head[:2]).encode() != FORMAT or head[2] != "copies" or head[4] != "pending":
             raise DeviceReadsError(f"not a device reads file (first line {lines[0][:80] if lines else ''!r})")
+        if not head[3].isdigit() or not head[5].isdigit():
+            raise DeviceReadsError(f"not a device reads file (first line {lines[0][:80]!r})")
         records = []
         for n, line in enumerate(lines[1:], 2):
             words = line.split()
@@ -80,7 +86,7 @@ class DeviceReads:
                                     int(f64_other)))
             except ValueError as error:
                 raise DeviceReadsError(f"line {n} of the device reads ({line[:80]!r}): {error}") from error
-        return cls(int(head[3]), int(head[5]), tuple(records))
+        return cls(int(head[3]), tuple(records))
 
     def layout(self) -> tuple[int, tuple[int, ...]]:
         return self.copies, tuple(c.size for c in self.records)
