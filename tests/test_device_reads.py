@@ -5,11 +5,12 @@ its `gpu` test in tests/test_programs.py makes them on a GPU)."""
 
 from __future__ import annotations
 
+import math
 import struct
 
 import pytest
 
-from cass.execution.device_reads import DeviceReads, DeviceReadsError, compare_reads
+from cass.execution.device_reads import Copy, DeviceReads, DeviceReadsError, compare_reads
 from cass.execution.programs import Run
 from cass.execution.verify import judge, verified
 from store import Store
@@ -142,3 +143,75 @@ def test_the_probe_reads_are_its_one_four_byte_copy():
     assert not reads_probe_copy(reads())
     assert not reads_probe_copy(reads("4 1715609f7c746c69 0 0 0 0 0"))   # the kernel wrote nothing
     assert not reads_probe_copy(reads("4 1715609f7c746c69 1 0 0 0 0", "4 1715609f7c746c69 1 0 0 0 0"))
+
+
+HARNESS = r"""#include "launch_counter.c"
+/* argv: FILE WIDTH PITCH. The file's rows of WIDTH bytes, PITCH apart, digested as one copy (a 2D copy; WIDTH ==
+ * PITCH: a plain one), its line printed as the reads file has it. */
+int main(int argc, char **argv) {
+    static unsigned char data[1 << 20];
+    FILE *in = fopen(argv[1], "rb");
+    size_t size = fread(data, 1, sizeof data, in), width = strtoul(argv[2], 0, 10), pitch = strtoul(argv[3], 0, 10);
+    Read read;
+    Digest digest;
+    (void)argc;
+    memset(&read, 0, sizeof read);
+    for (size_t start = 0; start + width <= size; start += pitch) {
+        digest_bytes(&read, data + start, width);
+    }
+    digest = finish(&read);
+    printf("%llu %016llx %llu %.17g %llu %.17g %llu\n", digest.bytes, digest.hash, digest.nonzero, digest.f32_sum,
+           digest.f32_other, digest.f64_sum, digest.f64_other);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def digest(tmp_path_factory):
+    """``digest(data, width=None, pitch=None)``: the counter's line for ``data`` copied as rows of ``width`` bytes
+    ``pitch`` apart (default: one row), by the counter's own C code built here against the CUPTI headers."""
+    import shutil
+    import subprocess
+
+    from toolchains.launches import COUNTER_FLAGS, CUPTI, SOURCE, wheel_root
+    from toolchains.nvidia import default_cuda_home
+    cupti = wheel_root() / "cuda_cupti"
+    if shutil.which("cc") is None or not (cupti / "lib" / CUPTI).is_file():
+        pytest.skip("no C compiler or no CUPTI wheel (`bash scripts/setup.sh` installs it)")
+    folder = tmp_path_factory.mktemp("digest")
+    (folder / "harness.c").write_text(HARNESS)
+    subprocess.run(["cc", *COUNTER_FLAGS, f"-I{SOURCE.parent}", f"-I{cupti / 'include'}",
+                    f"-I{default_cuda_home() / 'include'}", str(folder / "harness.c"), "-o", str(folder / "harness"),
+                    f"-L{cupti / 'lib'}", f"-l:{CUPTI}", f"-Wl,-rpath,{cupti / 'lib'}"], check=True)
+
+    def run(data: bytes, width: int | None = None, pitch: int | None = None) -> Copy:
+        (folder / "data").write_bytes(data)
+        width = width or len(data)
+        line = subprocess.run([str(folder / "harness"), str(folder / "data"), str(width), str(pitch or width)],
+                              capture_output=True, text=True, check=True).stdout
+        return DeviceReads.parse(f"device-reads 1 copies 1 pending 0\n{line}".encode()).records[0]
+
+    return run
+
+
+def test_the_counters_digest_is_of_the_bytes_alone_and_tells_every_change(digest):
+    """The counter's C digest (built here, run on the CPU): a copy's rows give the digest of their bytes however they
+    are split (a 2D copy's rows, any width and pitch), its non-zero bytes and both views' sums are exact, and one
+    changed byte, two swapped words or one more zero byte give another digest."""
+    data = bytes(range(1, 256)) * 40 + b"\x00\x00\x80\x7f" + struct.pack("<3f", 1.5, -2.25, 1e30) + b"\x07"
+    whole = digest(data)
+    assert whole.size == len(data) and whole.nonzero == sum(b != 0 for b in data)
+    for width in (1, 3, 8, 31, 32, 33, 100):
+        rows = [data[i:i + width] for i in range(0, len(data), width)]
+        if len(rows[-1]) == width:   # rows of one width: the file holds them PITCH apart, padding between
+            padded = b"".join(row + b"\xee" * 5 for row in rows)
+            assert digest(padded, width, width + 5) == whole, width
+    floats = [struct.unpack("<f", data[i:i + 4])[0] for i in range(0, len(data) - 3, 4)]
+    assert whole.f32_other == sum(not math.isfinite(f) for f in floats) > 0   # the +inf among them
+    assert whole.f32_sum == pytest.approx(sum(f for f in floats if math.isfinite(f)), rel=1e-12)
+    changed = [data[:100] + bytes([data[100] ^ 1]) + data[101:], data[8:16] + data[:8] + data[16:], data + b"\x00"]
+    assert len({whole.digest, *(digest(d).digest for d in changed)}) == 4
+    one = digest(struct.pack("<i", 1))
+    assert (one.size, one.nonzero, one.f32_sum, one.f64_sum) == (4, 1, struct.unpack("<f", b"\x01\0\0\0")[0], 0)
+    assert digest(bytes(4096)).nonzero == 0 and digest(bytes(4096)).digest != digest(bytes(4095) + b"\x01").digest

@@ -20,7 +20,6 @@
  * the driver are not counted again. */
 #include <cupti.h>
 #include <dlfcn.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,12 +51,16 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 
 #define MAX_RECORDS 4096
 #define HASH_PRIME 0x9E3779B97F4A7C15ull
+#define LANES 4
+#define LOW_BITS 0x7F7F7F7F7F7F7F7Full
 
-/* One copy's digest, built over its bytes as one stream (a 2D copy's rows in order). */
+/* One copy's digest, built over its bytes as one stream (a 2D copy's rows in order), 32 bytes at a time: four 64-bit
+ * words, each mixed into its own lane of the digest and summed into its own float32 and float64 accumulators (lanes
+ * that do not wait on each other), the lanes combined in a fixed order at the end. */
 typedef struct {
-    unsigned long long bytes, nonzero, hash, f32_other, f64_other;
-    double f32_sum, f64_sum;
-    unsigned char tail[8];
+    unsigned long long bytes, nonzero, lanes[LANES], f32_other, f64_other;
+    double f32_sums[2 * LANES], f64_sums[LANES];
+    unsigned char tail[8 * LANES];
     unsigned tail_len;
 } Read;
 
@@ -77,49 +80,112 @@ static __thread int in_runtime;
 typedef CUresult (*PointerAttribute)(void *, CUpointer_attribute, CUdeviceptr);
 static PointerAttribute pointer_attribute;
 
-static void mix_word(Read *read, unsigned long long word) {
-    float halves[2];
-    double whole;
-    read->hash = (read->hash ^ word) * HASH_PRIME;
-    read->hash ^= read->hash >> 31;
-    memcpy(halves, &word, sizeof halves);
-    memcpy(&whole, &word, sizeof whole);
-    for (int i = 0; i < 2; i++) {
-        if (isfinite(halves[i])) {
-            read->f32_sum += halves[i];
-        } else {
-            read->f32_other++;
-        }
+static unsigned long long mix(unsigned long long hash, unsigned long long word) {
+    hash = (hash ^ word) * HASH_PRIME;
+    return hash ^ (hash >> 31);
+}
+
+/* The zero bytes of a word: a byte's high bit is set in ``t`` exactly where the byte is 0. */
+static unsigned zero_bytes(unsigned long long word) {
+    unsigned long long t = (word & LOW_BITS) + LOW_BITS;
+    return (unsigned)__builtin_popcountll(~(t | word | LOW_BITS));
+}
+
+/* Sum a float32 bit pattern into ``*sum`` where it is finite, else count it. */
+static void add_float(unsigned bits, double *sum, unsigned long long *other) {
+    float value;
+    if ((bits & 0x7F800000u) == 0x7F800000u) {
+        (*other)++;
+        return;
     }
-    if (isfinite(whole)) {
-        read->f64_sum += whole;
-    } else {
+    memcpy(&value, &bits, sizeof value);
+    *sum += value;
+}
+
+static void add_word(Read *read, unsigned lane, unsigned long long word) {
+    double value;
+    read->lanes[lane] = mix(read->lanes[lane], word);
+    read->nonzero += 8 - zero_bytes(word);
+    add_float((unsigned)word, &read->f32_sums[2 * lane], &read->f32_other);
+    add_float((unsigned)(word >> 32), &read->f32_sums[2 * lane + 1], &read->f32_other);
+    if ((word & 0x7FF0000000000000ull) == 0x7FF0000000000000ull) {
         read->f64_other++;
+    } else {
+        memcpy(&value, &word, sizeof value);
+        read->f64_sums[lane] += value;
+    }
+}
+
+static void add_block(Read *read, const unsigned char *block) {
+    unsigned long long words[LANES];
+    memcpy(words, block, sizeof words);
+    for (unsigned lane = 0; lane < LANES; lane++) {
+        add_word(read, lane, words[lane]);
     }
 }
 
 static void digest_bytes(Read *read, const unsigned char *data, size_t size) {
-    unsigned long long word;
-    for (size_t i = 0; i < size; i++) {
-        read->nonzero += data[i] != 0;
-    }
+    size_t take;
     read->bytes += size;
-    while (size) {
-        if (read->tail_len || size < 8) {
-            read->tail[read->tail_len++] = *data++;
-            size--;
-            if (read->tail_len == 8) {
-                memcpy(&word, read->tail, 8);
-                mix_word(read, word);
-                read->tail_len = 0;
-            }
-            continue;
+    if (read->tail_len) {   /* complete the block an earlier row left */
+        take = size < sizeof read->tail - read->tail_len ? size : sizeof read->tail - read->tail_len;
+        memcpy(read->tail + read->tail_len, data, take);
+        read->tail_len += take;
+        data += take;
+        size -= take;
+        if (read->tail_len < sizeof read->tail) {
+            return;
         }
-        memcpy(&word, data, 8);
-        mix_word(read, word);
-        data += 8;
-        size -= 8;
+        add_block(read, read->tail);
+        read->tail_len = 0;
     }
+    for (; size >= sizeof read->tail; data += sizeof read->tail, size -= sizeof read->tail) {
+        add_block(read, data);
+    }
+    memcpy(read->tail, data, size);
+    read->tail_len = size;
+}
+
+/* A copy's line of the reads file. */
+typedef struct {
+    unsigned long long bytes, hash, nonzero, f32_other, f64_other;
+    double f32_sum, f64_sum;
+} Digest;
+
+/* The copy's digest and sums, its last partial block taken in: its whole words in their lanes, then its last bytes
+ * (a last float32 where there are 4 of them or more) into the digest with their number. */
+static Digest finish(const Read *read) {
+    Read last = *read;
+    unsigned words = last.tail_len / 8, rest = last.tail_len % 8;
+    unsigned long long word;
+    Digest digest = {last.bytes, LANES, 0, 0, 0, 0, 0};
+    for (unsigned lane = 0; lane < words; lane++) {
+        memcpy(&word, last.tail + 8 * lane, 8);
+        add_word(&last, lane, word);
+    }
+    for (unsigned lane = 0; lane < LANES; lane++) {
+        digest.hash = mix(digest.hash, last.lanes[lane] + lane);
+    }
+    if (rest) {
+        word = 0;
+        memcpy(&word, last.tail + 8 * words, rest);
+        digest.hash = mix(digest.hash, word ^ rest);
+        last.nonzero += 8 - zero_bytes(word);   /* the zero padding counts among the zero bytes */
+        if (rest >= 4) {
+            add_float((unsigned)word, &last.f32_sums[0], &last.f32_other);
+        }
+    }
+    digest.hash = mix(digest.hash, last.bytes);
+    for (unsigned i = 0; i < 2 * LANES; i++) {
+        digest.f32_sum += last.f32_sums[i];
+    }
+    for (unsigned lane = 0; lane < LANES; lane++) {
+        digest.f64_sum += last.f64_sums[lane];
+    }
+    digest.nonzero = last.nonzero;
+    digest.f32_other = last.f32_other;
+    digest.f64_other = last.f64_other;
+    return digest;
 }
 
 /* Digest a region into the next record (the last one, once MAX_RECORDS are taken). Called with the lock held. */
@@ -376,24 +442,9 @@ static void report_reads(const char *path) {
     kept = read_count < MAX_RECORDS ? read_count : MAX_RECORDS;
     fprintf(out, "device-reads 1 copies %llu pending %llu\n", read_count, pending_at_exit + pending_count);
     for (unsigned long long i = 0; i < kept; i++) {
-        Read *read = &reads[i];
-        if (read->tail_len) {   /* the last bytes of a copy whose size is not a multiple of 8 */
-            unsigned long long word = 0;
-            float last;
-            if (read->tail_len >= 4) {   /* a last float32 */
-                memcpy(&last, read->tail, sizeof last);
-                if (isfinite(last)) {
-                    read->f32_sum += last;
-                } else {
-                    read->f32_other++;
-                }
-            }
-            memcpy(&word, read->tail, read->tail_len);
-            read->hash = (read->hash ^ word ^ read->tail_len) * HASH_PRIME;
-            read->tail_len = 0;
-        }
-        fprintf(out, "%llu %016llx %llu %.17g %llu %.17g %llu\n", read->bytes, read->hash, read->nonzero,
-                read->f32_sum, read->f32_other, read->f64_sum, read->f64_other);
+        Digest digest = finish(&reads[i]);
+        fprintf(out, "%llu %016llx %llu %.17g %llu %.17g %llu\n", digest.bytes, digest.hash, digest.nonzero,
+                digest.f32_sum, digest.f32_other, digest.f64_sum, digest.f64_other);
     }
     pthread_mutex_unlock(&lock);
     fclose(out);

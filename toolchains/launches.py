@@ -40,6 +40,9 @@ int main() {
   return host == 1 ? 0 : 4;
 }
 """
+COUNTER_FLAGS = ("-O3", "-march=x86-64-v2")
+"""How the counter is optimised: its digest of the copies back from the GPU runs inside every counted program, on
+the copying thread (popcnt and SSE4.2, which every x86-64 GPU host of this decade has; bench/digest_speed.py)."""
 COUNT_FILE = ".cass-kernel-launches"
 """Where in the run's scratch directory the counter writes its count."""
 DEVICE_READS_FILE = ".cass-device-reads"
@@ -104,7 +107,8 @@ def build_counter(cc: str = "cc") -> LaunchCounter:
     compiler = shutil.which(cc)
     if compiler is None:
         raise CounterBuildError(f"no C compiler {cc!r} on PATH to build {SOURCE.name}")
-    key = blake3.blake3(SOURCE.read_bytes() + (cupti / "lib" / CUPTI).read_bytes()).hexdigest()[:16]
+    key = blake3.blake3(SOURCE.read_bytes() + " ".join(COUNTER_FLAGS).encode()
+                        + (cupti / "lib" / CUPTI).read_bytes()).hexdigest()[:16]
     counter = LaunchCounter(machine_cache("launch-counter") / key)
     if counter.found_in(counter.folder):
         return counter
@@ -112,7 +116,7 @@ def build_counter(cc: str = "cc") -> LaunchCounter:
     shutil.copyfile(cupti / "lib" / CUPTI, counter.folder / CUPTI)
     built = counter.folder / f".{LIBRARY}.tmp"
     cuda_h = default_cuda_home() / "include"   # cuda.h, which cupti.h includes
-    proc = subprocess.run([compiler, "-shared", "-fPIC", "-O2", f"-I{cupti / 'include'}", f"-I{cuda_h}",
+    proc = subprocess.run([compiler, "-shared", "-fPIC", *COUNTER_FLAGS, f"-I{cupti / 'include'}", f"-I{cuda_h}",
                            str(SOURCE), "-o", str(built), f"-L{counter.folder}", f"-l:{CUPTI}",
                            "-Wl,-rpath,$ORIGIN"], capture_output=True, text=True, check=False)
     if proc.returncode:
