@@ -25,6 +25,7 @@ def build(root: Path, debian_dir: Path, configure: bool) -> Path:
     starpu = next(p for p in params["debian_sources"]["packages"] if p["name"] == "starpu")
     starpu["paths"] = [f.removeprefix("starpu/") for f in FILES]
     params["corpus"]["trees"] = []
+    params["dedup"]["real_tasks"] = False   # no suite mirror beside the copy (as copy_pipeline sets it)
     params["configure"]["enabled"] = configure
     params["debian_sources"].update(enabled=True, dir=str(debian_dir), packages=[starpu])
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
