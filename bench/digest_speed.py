@@ -20,8 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO)]
 
-from toolchains.launches import COUNTER_FLAGS, CUPTI, SOURCE, wheel_root  # noqa: E402
-from toolchains.nvidia import default_cuda_home  # noqa: E402
+from toolchains.launches import COUNTER_FLAGS, SOURCE, counter_harness_command  # noqa: E402
 
 HARNESS = r"""#include "launch_counter.c"
 #include <time.h>
@@ -50,12 +49,9 @@ int main(int argc, char **argv) {
 
 def speed(source: Path, mib: int, repeats: int, folder: Path, flags: tuple[str, ...]) -> float:
     """GB/s of ``digest_bytes`` of ``source`` built with ``flags`` over ``mib`` MiB, the best of ``repeats``."""
-    cupti = wheel_root() / "cuda_cupti"
     (folder / "launch_counter.c").write_bytes(source.read_bytes())
     (folder / "harness.c").write_text(HARNESS)
-    subprocess.run(["cc", *flags, f"-I{folder}", f"-I{cupti / 'include'}", f"-I{default_cuda_home() / 'include'}",
-                    str(folder / "harness.c"), "-o", str(folder / "harness"), f"-L{cupti / 'lib'}", f"-l:{CUPTI}",
-                    f"-Wl,-rpath,{cupti / 'lib'}", "-lm"], check=True)
+    subprocess.run(counter_harness_command(folder / "harness.c", folder / "harness", folder, flags), check=True)
     out = subprocess.run([str(folder / "harness"), str(mib), str(repeats)], capture_output=True, text=True, check=True)
     return float(out.stdout)
 

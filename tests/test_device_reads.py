@@ -174,16 +174,13 @@ def digest(tmp_path_factory):
     import shutil
     import subprocess
 
-    from toolchains.launches import COUNTER_FLAGS, CUPTI, SOURCE, wheel_root
-    from toolchains.nvidia import default_cuda_home
+    from toolchains.launches import CUPTI, counter_harness_command, wheel_root
     cupti = wheel_root() / "cuda_cupti"
-    if shutil.which("cc") is None or not (cupti / "lib" / CUPTI).is_file():
-        pytest.skip("no C compiler or no CUPTI wheel (`bash scripts/setup.sh` installs it)")
+    assert shutil.which("cc") and (cupti / "lib" / CUPTI).is_file(), \
+        "no C compiler or no CUPTI wheel: `bash scripts/setup.sh` installs both"
     folder = tmp_path_factory.mktemp("digest")
     (folder / "harness.c").write_text(HARNESS)
-    subprocess.run(["cc", *COUNTER_FLAGS, f"-I{SOURCE.parent}", f"-I{cupti / 'include'}",
-                    f"-I{default_cuda_home() / 'include'}", str(folder / "harness.c"), "-o", str(folder / "harness"),
-                    f"-L{cupti / 'lib'}", f"-l:{CUPTI}", f"-Wl,-rpath,{cupti / 'lib'}"], check=True)
+    subprocess.run(counter_harness_command(folder / "harness.c", folder / "harness"), check=True)
 
     def run(data: bytes, width: int | None = None, pitch: int | None = None) -> Copy:
         (folder / "data").write_bytes(data)

@@ -125,6 +125,15 @@ def build_counter(cc: str = "cc") -> LaunchCounter:
     return counter
 
 
+def counter_harness_command(harness: Path, output: Path, source_dir: Path = SOURCE.parent,
+                            flags: tuple[str, ...] = COUNTER_FLAGS) -> list[str]:
+    """The ``cc`` command that builds ``harness``, a C program that ``#include``s ``launch_counter.c`` (found in
+    ``source_dir``) to call its digest on the CPU, against this environment's CUPTI wheel."""
+    cupti = wheel_root() / "cuda_cupti"
+    return ["cc", *flags, f"-I{source_dir}", f"-I{cupti / 'include'}", f"-I{default_cuda_home() / 'include'}",
+            str(harness), "-o", str(output), f"-L{cupti / 'lib'}", f"-l:{CUPTI}", f"-Wl,-rpath,{cupti / 'lib'}"]
+
+
 def build_probe(archs: list[str]) -> bytes:
     """The probe program (:data:`PROBE_SOURCE`) built by this environment's nvcc with SASS for ``archs`` and the
     static CUDA runtime, once per arch list into the machine cache."""
