@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -106,6 +107,16 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     again = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
     assert f"resuming: {RUNS_A_PAIR * RUNNABLE} of {RUNS_A_PAIR * RUNNABLE} runs done before" in again.stdout
     assert "] " not in again.stdout   # nothing ran again
+    # a call killed (kill -9) midway keeps each run it finished: the resumed call runs only the others
+    killed = subprocess.Popen(run_batch, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not list((batch / "results").glob("*.entry.json")) and killed.poll() is None:
+        time.sleep(0.05)
+    killed.kill()
+    killed.wait()
+    kept = len(list((batch / "results").glob("*.entry.json")))
+    resumed = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
+    assert kept >= 1 and f"resuming: {kept} of {RUNS_A_PAIR * RUNNABLE} runs done before" in resumed.stdout
+    assert resumed.stdout.count("] ") == RUNS_A_PAIR * RUNNABLE - kept   # only the runs the killed call had not
     run_in([*cass, "gpu-batch", "import", str(batch), "--name", "ci-cpu"], root)
     assert json.loads((root / "gpu_hosts" / "ci-cpu.json").read_text())["host"]["gpu"] == "none"
 

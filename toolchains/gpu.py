@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import platform
 import re
 import shutil
@@ -36,12 +37,17 @@ from pathlib import Path
 
 import blake3
 
+from toolchains.executor import Job
 from toolchains.launches import CounterBuildError, LaunchCounter, build_counter
 from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, program_job, run_program
 from toolchains.sandbox import detect
 
 BATCH_FILE = "batch.json"
 RESULTS_FILE = "results.json"
+HOST_FILE = "host.json"
+"""The facts of the host a batch's results folder holds runs of."""
+ENTRY_SUFFIX = ".entry.json"
+"""A finished run's entry in the results folder (``<name>.entry.json``), written once its outputs are."""
 COUNTER_DIR = "launch_counter"
 
 
@@ -187,14 +193,57 @@ def probe_counter(host: RunHost, counter: LaunchCounter | None, devices: list[in
                                     f"(counter {counter.folder}): {(run.device_reads or b'none')[:300]!r}")
 
 
+def batch_job(folder: Path, batch: dict, entry: dict) -> tuple[ProgramLimits, Invocation, Job]:
+    """One entry of the batch in ``folder`` (its ``batch.json``: ``batch``) as a program job: its limits, its
+    invocation, and the job with its binary and data files read and checked against their digests."""
+    limits = ProgramLimits(**entry.get("limits", batch["limits"]))
+    invocation = Invocation(tuple(entry.get("args", ())), entry.get("workdir", ""),
+                            tuple(map(tuple, entry.get("inputs", ()))))
+    inputs = {path: _read_checked(folder / "inputs" / digest) for path, digest in invocation.inputs}
+    return limits, invocation, program_job(_read_checked(folder / "binaries" / entry["binary"]), limits, invocation,
+                                           inputs)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """``text`` in ``path``, whole or not at all (a process killed while writing leaves no half file)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
+
+
+def start_results(out: Path, host: RunHost) -> dict[str, dict]:
+    """A batch's results folder ``out`` ready for a fresh run on ``host``: no run finished (an earlier run's
+    entries removed, so a later resume cannot take them), and the host's facts written."""
+    out.mkdir(exist_ok=True)
+    for entry in out.glob(f"*{ENTRY_SUFFIX}"):
+        entry.unlink()
+    write_atomic(out / HOST_FILE, json.dumps(asdict(host), sort_keys=True))
+    return {}
+
+
+def finished_runs(out: Path, host: RunHost) -> dict[str, dict]:
+    """The runs an earlier call finished in the results folder ``out``, by name: each run's entry is written after
+    its outputs, so a call stopped by its deadline or killed (even ``kill -9``) keeps every run it finished. Raises
+    ValueError where they were made on another host."""
+    if not (out / HOST_FILE).is_file():
+        return start_results(out, host)
+    before = json.loads((out / HOST_FILE).read_text())
+    if before != asdict(host):
+        raise ValueError(f"{out} holds runs of another host ({before['gpu']}, {before['driver']}): resume it there, "
+                         "or start afresh")
+    entries = (json.loads(path.read_text()) for path in out.glob(f"*{ENTRY_SUFFIX}"))
+    return {entry["name"]: entry for entry in entries}
+
+
 def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | None = None,
               gpus: int = 1, uncounted: bool = False, resume: bool = False) -> dict:
     """Run every entry of a batch directory on ``host`` (this machine), ``jobs`` at a time, spread over its first
     ``gpus`` GPUs (each run sees one); write and return the results. ``host`` gets the batch's kernel counter, where
     it carries one, once the counter has counted the batch's probe on every GPU (:func:`probe_counter`; a batch
     without a counter runs only with ``uncounted``). With ``deadline_s`` no run starts after that many seconds: the
-    results hold the runs that finished; ``resume`` then runs only the rest, keeping the runs the folder's results
-    already hold (made on the same host), for hosts whose commands have a time limit."""
+    results hold the runs that finished; ``resume`` then runs only the rest, keeping every run an earlier call on
+    the same host finished (:func:`finished_runs`: one stopped by its deadline, or killed), for hosts whose commands
+    have a time limit."""
     folder = folder.resolve()   # the counter is loaded by path from inside each run's own working directory
     stop_at = time.monotonic() + deadline_s if deadline_s else None
     batch = json.loads((folder / BATCH_FILE).read_text())
@@ -206,15 +255,9 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
     print(f"running on {host.describe()}, {len(devices)} GPU(s)"
           + (": the batch's counter counted the probe's kernel on each" if host.launch_counter else ""), flush=True)
     out = folder / "results"
-    out.mkdir(exist_ok=True)
     total = len(batch["runs"])
-    done: dict[str, dict] = {}
-    if resume and (folder / RESULTS_FILE).is_file():
-        before = json.loads((folder / RESULTS_FILE).read_text())
-        if before["host"] != asdict(host):
-            raise ValueError(f"{folder / RESULTS_FILE} holds runs of another host ({before['host']['gpu']}, "
-                             f"{before['host']['driver']}): resume it there, or start afresh")
-        done = {r["name"]: r for r in before["runs"]}
+    done = finished_runs(out, host) if resume else start_results(out, host)
+    if resume:
         print(f"resuming: {len(done)} of {total} runs done before", flush=True)
 
     def run(numbered: tuple[int, dict]) -> dict | None:
@@ -223,11 +266,7 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
             return done[f"{n:06d}"]
         if stop_at is not None and time.monotonic() > stop_at:
             return None
-        limits = ProgramLimits(**entry.get("limits", batch["limits"]))
-        invocation = Invocation(tuple(entry.get("args", ())), entry.get("workdir", ""),
-                                tuple(map(tuple, entry.get("inputs", ()))))
-        inputs = {path: _read_checked(folder / "inputs" / digest) for path, digest in invocation.inputs}
-        job = program_job(_read_checked(folder / "binaries" / entry["binary"]), limits, invocation, inputs)
+        limits, invocation, job = batch_job(folder, batch, entry)
         result = launcher_for(host, limits, counter, devices[n % len(devices)]).run_job(job)
         label = f"[{n}/{total}] {entry['binary'][:16]} {' '.join(invocation.args)[:60]} run {entry['run']}"
         if result.transient:   # not a result of the program: left out (the import then has no run for it)
@@ -239,7 +278,9 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
         facts = json.loads(result.outputs["run.json"])
         print(f"{label}: {facts['verdict']} exit {result.exit_code} in {facts['wall_s']:.2f} s, "
               f"{facts['kernel_launches']} kernels", flush=True)
-        return {**entry, "exit_code": result.exit_code, "name": name}
+        finished = {**entry, "exit_code": result.exit_code, "name": name}
+        write_atomic(out / f"{name}{ENTRY_SUFFIX}", json.dumps(finished, sort_keys=True))   # after its outputs
+        return finished
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         runs = [r for r in pool.map(run, enumerate(batch["runs"], 1)) if r is not None]
@@ -275,8 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                      "(default: all that nvidia-smi lists)")
     run.add_argument("--uncounted", action="store_true", help="run a batch that carries no kernel counter (nothing "
                      "it runs can be verified)")
-    run.add_argument("--resume", action="store_true", help="keep the runs the folder's results.json holds (an "
-                     "earlier call stopped by --deadline) and run the rest")
+    run.add_argument("--resume", action="store_true", help="keep the runs an earlier call finished (one "
+                     "stopped by --deadline, or killed) and run the rest")
     args = parser.parse_args(argv)
     host = cpu_host() if args.cpu else local_gpu_host(counted=False)
     if host is None:

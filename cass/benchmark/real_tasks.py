@@ -312,8 +312,9 @@ def card(manifest: dict) -> str:
         f"- {sum(len(t['units']) > 0 for t in tasks)} tasks are programs of several units (a prediction is the set "
         "of files).",
         f"- References recorded on {host.get('gpu', 'no GPU host yet')} ({host.get('sm', '-')}, driver "
-        f"{host.get('driver', '-')}): the CUDA original {manifest['references_runs']} times per argument "
-        "set; the human port agreed with it on both sets in every task kept.",
+        f"{host.get('driver', '-')}): the CUDA original {manifest['references_runs']} times per argument set"
+        + (", its kernels counted and what it copies back from the GPU digested" if host.get("launch_counter") else "")
+        + "; the human port agreed with it on both sets in every task kept.",
     ]
     lines += table("domain", "domain") + table("difficulty", "difficulty") + table("license", "license")
     lines += ["", "Benchmarks left out:", "", "| reason | benchmarks |", "|---|---:|",
