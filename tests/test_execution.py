@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -108,15 +109,18 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     assert f"resuming: {RUNS_A_PAIR * RUNNABLE} of {RUNS_A_PAIR * RUNNABLE} runs done before" in again.stdout
     assert "] " not in again.stdout   # nothing ran again
     # a call killed (kill -9) midway keeps each run it finished: the resumed call runs only the others
+    total = RUNS_A_PAIR * RUNNABLE
+    shutil.rmtree(batch / "results")   # so that the entries counted below are the killed call's
     killed = subprocess.Popen(run_batch, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not list((batch / "results").glob("*.entry.json")) and killed.poll() is None:
-        time.sleep(0.05)
+        time.sleep(0.02)
     killed.kill()
-    killed.wait()
+    assert killed.wait() == -signal.SIGKILL and not (batch / "results.json").exists()
     kept = len(list((batch / "results").glob("*.entry.json")))
     resumed = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
-    assert kept >= 1 and f"resuming: {kept} of {RUNS_A_PAIR * RUNNABLE} runs done before" in resumed.stdout
-    assert resumed.stdout.count("] ") == RUNS_A_PAIR * RUNNABLE - kept   # only the runs the killed call had not
+    assert 1 <= kept < total and f"resuming: {kept} of {total} runs done before" in resumed.stdout
+    assert resumed.stdout.count("] ") == total - kept   # only the runs the killed call had not finished
+    assert len(json.loads((batch / "results.json").read_text())["runs"]) == total
     run_in([*cass, "gpu-batch", "import", str(batch), "--name", "ci-cpu"], root)
     assert json.loads((root / "gpu_hosts" / "ci-cpu.json").read_text())["host"]["gpu"] == "none"
 

@@ -15,8 +15,9 @@ host, with only this package and ``blake3``::
 
 runs every binary in the program sandbox (as each run's entry says: arguments, working directory, the data files
 of ``DIR/inputs/<digest>`` around it, limits; kernels counted with ``DIR/launch_counter`` where the batch carries it)
-and writes ``DIR/results.json`` (the host's facts, each run's verdict, exit code, wall time) and the outputs under
-``DIR/results/``; ``cass gpu-batch import`` brings them into the store as cached runs.
+and writes the outputs under ``DIR/results/`` as each run finishes (then its entry, ``<run>.entry.json``, beside
+``host.json``: what ``--resume`` keeps), and at the end ``DIR/results.json`` (the host's facts, each run's verdict,
+exit code, wall time); ``cass gpu-batch import`` brings them into the store as cached runs.
 """
 
 from __future__ import annotations
@@ -211,27 +212,36 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(part, path)
 
 
-def start_results(out: Path, host: RunHost) -> dict[str, dict]:
-    """A batch's results folder ``out`` ready for a fresh run on ``host``: no run finished (an earlier run's
-    entries removed, so a later resume cannot take them), and the host's facts written."""
-    out.mkdir(exist_ok=True)
-    for entry in out.glob(f"*{ENTRY_SUFFIX}"):
-        entry.unlink()
+def start_results(folder: Path, host: RunHost) -> dict[str, dict]:
+    """The batch in ``folder`` ready for a fresh run on ``host``: its results folder emptied and its results file
+    removed (nothing of an earlier call can be taken for this one's), the host's facts written; no run finished."""
+    out = folder / "results"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir()
+    (folder / RESULTS_FILE).unlink(missing_ok=True)
     write_atomic(out / HOST_FILE, json.dumps(asdict(host), sort_keys=True))
     return {}
 
 
-def finished_runs(out: Path, host: RunHost) -> dict[str, dict]:
-    """The runs an earlier call finished in the results folder ``out``, by name: each run's entry is written after
-    its outputs, so a call stopped by its deadline or killed (even ``kill -9``) keeps every run it finished. Raises
-    ValueError where they were made on another host."""
-    if not (out / HOST_FILE).is_file():
-        return start_results(out, host)
-    before = json.loads((out / HOST_FILE).read_text())
+def finished_runs(folder: Path, host: RunHost) -> dict[str, dict]:
+    """The runs an earlier call on ``host`` finished in the batch in ``folder``, by name: each run's entry is written
+    after its outputs, so a call stopped by its deadline or killed (even ``kill -9``) keeps every run it finished
+    (a folder of a ``run-batch`` before entries were kept: the runs of its results file). Raises ValueError where
+    they were made on another host."""
+    out = folder / "results"
+    if (out / HOST_FILE).is_file():
+        before = json.loads((out / HOST_FILE).read_text())
+        entries = [json.loads(path.read_text()) for path in out.glob(f"*{ENTRY_SUFFIX}")]
+    elif (folder / RESULTS_FILE).is_file():
+        results = json.loads((folder / RESULTS_FILE).read_text())
+        before, entries = results["host"], results["runs"]
+    else:
+        return start_results(folder, host)
     if before != asdict(host):
-        raise ValueError(f"{out} holds runs of another host ({before['gpu']}, {before['driver']}): resume it there, "
-                         "or start afresh")
-    entries = (json.loads(path.read_text()) for path in out.glob(f"*{ENTRY_SUFFIX}"))
+        raise ValueError(f"{folder} holds runs of another host ({before['gpu']}, {before['driver']}): resume it "
+                         "there, or start afresh")
+    write_atomic(out / HOST_FILE, json.dumps(asdict(host), sort_keys=True))
     return {entry["name"]: entry for entry in entries}
 
 
@@ -256,14 +266,16 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
           + (": the batch's counter counted the probe's kernel on each" if host.launch_counter else ""), flush=True)
     out = folder / "results"
     total = len(batch["runs"])
-    done = finished_runs(out, host) if resume else start_results(out, host)
+    done = finished_runs(folder, host) if resume else start_results(folder, host)
     if resume:
         print(f"resuming: {len(done)} of {total} runs done before", flush=True)
 
     def run(numbered: tuple[int, dict]) -> dict | None:
         n, entry = numbered
-        if f"{n:06d}" in done:
-            return done[f"{n:06d}"]
+        name = f"{n:06d}"
+        before = done.get(name)
+        if before is not None and all(before.get(key) == value for key, value in entry.items()):
+            return before   # this very run (a batch written again into the folder numbers its runs afresh)
         if stop_at is not None and time.monotonic() > stop_at:
             return None
         limits, invocation, job = batch_job(folder, batch, entry)
@@ -272,7 +284,8 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
         if result.transient:   # not a result of the program: left out (the import then has no run for it)
             print(f"{label}: not run: {result.transient}: {result.stderr.decode(errors='replace')[:500]}", flush=True)
             return None
-        name = f"{n:06d}"
+        for stale in out.glob(f"{name}.*"):   # what an unfinished earlier attempt left
+            stale.unlink()
         for output, data in (*result.outputs.items(), ("stderr", result.stderr)):
             (out / f"{name}.{output}").write_bytes(data)
         facts = json.loads(result.outputs["run.json"])
@@ -288,7 +301,7 @@ def run_batch(folder: Path, host: RunHost, jobs: int = 1, deadline_s: float | No
         print(f"{total - len(runs)} of {total} runs have no result (not started before the deadline, or not run)",
               flush=True)
     results = {"host": asdict(host), "limits": batch["limits"], "runs": runs}
-    (folder / RESULTS_FILE).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    write_atomic(folder / RESULTS_FILE, json.dumps(results, indent=1, sort_keys=True) + "\n")
     return results
 
 
@@ -316,8 +329,8 @@ def main(argv: list[str] | None = None) -> int:
                      "(default: all that nvidia-smi lists)")
     run.add_argument("--uncounted", action="store_true", help="run a batch that carries no kernel counter (nothing "
                      "it runs can be verified)")
-    run.add_argument("--resume", action="store_true", help="keep the runs an earlier call finished (one "
-                     "stopped by --deadline, or killed) and run the rest")
+    run.add_argument("--resume", action="store_true", help="keep the runs an earlier call on this host "
+                     "finished (one stopped by --deadline, or killed) and run the rest")
     args = parser.parse_args(argv)
     host = cpu_host() if args.cpu else local_gpu_host(counted=False)
     if host is None:

@@ -259,14 +259,14 @@ def summarize(rows: list[dict], tasks: dict[str, Task]) -> dict:
         ratios = [r["runtime_ratio"] for r in rows_of if r["runtime_ratio"] is not None]
         memory = [r["memory_ratio"] for r in rows_of if r["memory_ratio"] is not None]
         chrf = [r["chrf"] for r in rows_of if r["chrf"] is not None]
-        out = {"n": n, "compile_rate": round(sum(r["amd_compiles"] for r in rows_of) / n, 4),
+        out = {"n": n, "compile_rate": round(sum(r["amd_compiles"] for r in rows_of) / n, 6),
                "mean_chrf": round(sum(chrf) / len(chrf), 2) if chrf else None,
                "verdicts": dict(sorted(Counter(r["verdict"] for r in rows_of).items()))}
         if kind == "source":
             out |= pass_at_k(rows_of)
             judged = not any(r["verdict"].startswith("not_run") for r in rows_of)   # else unknown, not 0
-            out |= {"accuracy": round(sum(r["verdict"] == "pass" for r in rows_of) / n, 4) if judged else None,
-                    "accuracy_tolerant": round(sum(r["verdict"].startswith("pass") for r in rows_of) / n, 4)
+            out |= {"accuracy": round(sum(r["verdict"] == "pass" for r in rows_of) / n, 6) if judged else None,
+                    "accuracy_tolerant": round(sum(r["verdict"].startswith("pass") for r in rows_of) / n, 6)
                     if judged else None,
                     "median_runtime_ratio": statistics.median(ratios) if ratios else None,
                     "median_memory_ratio": statistics.median(memory) if memory else None}
