@@ -4,6 +4,7 @@ host is left as it was."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
+import blake3
 import pytest
 from harness.project import REPO
 
@@ -23,6 +25,7 @@ from toolchains.gpu import (
     RunHost,
     cpu_host,
     probe_counter,
+    run_batch,
 )
 from toolchains.launches import CUPTI, LIBRARY, LaunchCounter
 from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, ProgramRun, program_job, run_program
@@ -363,3 +366,31 @@ def test_a_batch_whose_counter_cannot_count_the_probe_is_refused(tmp_path):
     with pytest.raises(CounterProbeError, match="no probe program"):
         probe_counter(gpu, LaunchCounter(folder), [None])
     probe_counter(cpu_host(), None, [None])   # nothing to count on a host without a GPU
+
+
+def write_run_batch(folder: Path, binary: bytes) -> None:
+    """A run batch of one run of ``binary``, as ``cass gpu-batch export`` writes one."""
+    digest = blake3.blake3(binary).hexdigest()
+    (folder / "binaries").mkdir(parents=True, exist_ok=True)
+    (folder / "binaries" / digest).write_bytes(binary)
+    (folder / "batch.json").write_text(json.dumps({"limits": LIMITS, "runs": [{"binary": digest, "run": 1}]}))
+
+
+def test_a_resumed_batch_takes_only_its_own_finished_runs_of_the_same_host(tmp_path):
+    """``run-batch --resume`` keeps the runs an earlier call finished; a batch written again into the same folder
+    (its runs numbered afresh) runs again, another host's runs are refused, and a fresh call leaves nothing of an
+    earlier call's outputs (a device reads file it did not write would be imported as its own)."""
+    folder = tmp_path / "batch"
+    write_run_batch(folder, build(tmp_path, 'int main() { puts("first"); return 0; }'))
+    run_batch(folder, cpu_host())
+    write_run_batch(folder, build(tmp_path, 'int main() { puts("second"); return 0; }'))
+    (folder / "results" / "000001.device_reads").write_bytes(b"another call's")
+    resumed = run_batch(folder, cpu_host(), resume=True)
+    assert (folder / "results" / "000001.stdout").read_bytes() == b"second\n"
+    assert resumed["runs"][0]["binary"] == json.loads((folder / "batch.json").read_text())["runs"][0]["binary"]
+    assert not (folder / "results" / "000001.device_reads").exists()
+    other = RunHost("NVIDIA H100 80GB HBM3", "580.159.04", "13.0", "sm_90", "bwrap", "glibc 2.36")
+    with pytest.raises(ValueError, match="runs of another host"):
+        run_batch(folder, other, resume=True, uncounted=True)
+    again = run_batch(folder, cpu_host(), resume=True)
+    assert again["runs"] == resumed["runs"] and (folder / "results" / "000001.stdout").read_bytes() == b"second\n"
