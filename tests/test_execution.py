@@ -100,26 +100,24 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     # project; a host whose commands have a time limit stops at a deadline, then resumes where it stopped
     run_batch = [sys.executable, "-m", "toolchains.gpu", "run-batch", "batch", "--cpu"]
     env = {**TOOL_ENV, "PYTHONPATH": str(REPO)}
+    total = RUNS_A_PAIR * RUNNABLE
     stopped = subprocess.run([*run_batch, "--deadline", "1e-9"], cwd=root, env=env, capture_output=True, text=True,
                              check=True)
-    assert f"{RUNS_A_PAIR * RUNNABLE} of {RUNS_A_PAIR * RUNNABLE} runs have no result" in stopped.stdout
-    runner = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
-    assert "resuming: 0 of" in runner.stdout and "run 3" in runner.stdout
-    again = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
-    assert f"resuming: {RUNS_A_PAIR * RUNNABLE} of {RUNS_A_PAIR * RUNNABLE} runs done before" in again.stdout
-    assert "] " not in again.stdout   # nothing ran again
-    # a call killed (kill -9) midway keeps each run it finished: the resumed call runs only the others
-    total = RUNS_A_PAIR * RUNNABLE
-    shutil.rmtree(batch / "results")   # so that the entries counted below are the killed call's
-    killed = subprocess.Popen(run_batch, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert f"{total} of {total} runs have no result" in stopped.stdout
+    # killed (kill -9) midway, a call keeps each run it finished: the resumed call runs only the others
+    killed = subprocess.Popen([*run_batch, "--resume"], cwd=root, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
     while not list((batch / "results").glob("*.entry.json")) and killed.poll() is None:
         time.sleep(0.02)
     killed.kill()
-    assert killed.wait() == -signal.SIGKILL and not (batch / "results.json").exists()
+    assert killed.wait() == -signal.SIGKILL
     kept = len(list((batch / "results").glob("*.entry.json")))
     resumed = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
     assert 1 <= kept < total and f"resuming: {kept} of {total} runs done before" in resumed.stdout
     assert resumed.stdout.count("] ") == total - kept   # only the runs the killed call had not finished
+    again = subprocess.run([*run_batch, "--resume"], cwd=root, env=env, capture_output=True, text=True, check=True)
+    assert f"resuming: {total} of {total} runs done before" in again.stdout
+    assert "] " not in again.stdout   # nothing ran again
     assert len(json.loads((batch / "results.json").read_text())["runs"]) == total
     run_in([*cass, "gpu-batch", "import", str(batch), "--name", "ci-cpu"], root)
     assert json.loads((root / "gpu_hosts" / "ci-cpu.json").read_text())["host"]["gpu"] == "none"
