@@ -241,7 +241,10 @@ def finished_runs(folder: Path, host: RunHost) -> dict[str, dict]:
     if before != asdict(host):
         raise ValueError(f"{folder} holds runs of another host ({before['gpu']}, {before['driver']}): resume it "
                          "there, or start afresh")
-    write_atomic(out / HOST_FILE, json.dumps(asdict(host), sort_keys=True))
+    if not (out / HOST_FILE).is_file():   # an older run-batch's folder: its runs kept as this one keeps them
+        for entry in entries:
+            write_atomic(out / f"{entry['name']}{ENTRY_SUFFIX}", json.dumps(entry, sort_keys=True))
+        write_atomic(out / HOST_FILE, json.dumps(asdict(host), sort_keys=True))
     return {entry["name"]: entry for entry in entries}
 
 
