@@ -21,7 +21,7 @@ import json
 import os
 import subprocess
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import date
 from pathlib import Path
 
@@ -33,7 +33,7 @@ sys.path[:0] = [str(REPO)]
 from bench.corpora import load_split  # noqa: E402
 from bench.results import replace_section  # noqa: E402
 from cass.benchmark import REAL_BASELINES  # noqa: E402
-from cass.benchmark.baselines import real_baseline  # noqa: E402
+from cass.benchmark.baselines import MUTANT_DRAWS, MutantChoice, choose_mutants, real_baseline  # noqa: E402
 from cass.benchmark.evaluate import summarize  # noqa: E402
 from cass.benchmark.real_evaluate import SOURCE_ERRORS, evaluate_real  # noqa: E402
 from cass.benchmark.real_programs import build_task_programs, load_suite  # noqa: E402
@@ -73,10 +73,15 @@ int main() {
 BASELINES = (*REAL_BASELINES, *CHEATS)
 
 
-def predictions_of(name: str, store, params: dict, tasks: dict, references: pl.DataFrame) -> list[Prediction]:
-    """A baseline's predictions, or a cheat's (:data:`CHEATS`)."""
+def predictions_of(name: str, store, params: dict, tasks: dict, references: pl.DataFrame,
+                   host) -> tuple[list[Prediction], MutantChoice | None]:
+    """A baseline's predictions, or a cheat's (:data:`CHEATS`); for ``mutant`` also its choice, made with the
+    selection runs ``host`` holds."""
+    if name == "mutant":
+        choice = choose_mutants(store, params, tasks, host)
+        return choice.predictions, choice
     if name not in CHEATS:
-        return real_baseline(name, store, params, tasks)
+        return real_baseline(name, store, params, tasks), None
     arg_set, counted = CHEATS[name]
     cheats = []
     for p in real_baseline("pipeline", store, params, tasks):
@@ -88,22 +93,30 @@ def predictions_of(name: str, store, params: dict, tasks: dict, references: pl.D
         kernels = visible["kernel_launches"][0] if counted else 1
         cheats.append(Prediction(task.id, "source", {**p.prediction, task.main: CHEAT % (
             ",".join(map(str, printed["stdout"][0])), kernels)}))
-    return cheats
+    return cheats, None
 
 
 def export(params: dict, batch: Path, name: str | None) -> None:
     store = open_store(params)
     tasks, references = suite(store, params)
-    planned = set()
+    planned, host = set(), name and resolve_host(f"recorded:{name}")
     for baseline in BASELINES:
-        _, report = evaluate_real(store, params, tasks, references,
-                                  predictions_of(baseline, store, params, tasks, references), None, build_programs=True)
-        planned |= {r for runs in report["planned"].values() for r in runs}
+        predictions, choice = predictions_of(baseline, store, params, tasks, references, host)
+        _, report = evaluate_real(store, params, tasks, references, predictions, None, build_programs=True)
+        planned |= {r for runs in report["planned"].values() for r in runs} | (choice.planned if choice else set())
         print(f"{baseline}: {len(report['binaries'])} programs built", flush=True)
+        if choice:
+            print(f"mutant: {len(choice.predictions)} tasks chosen; without: {left_reasons(choice)}", flush=True)
     if name:
         planned = not_recorded(store, planned, resolve_host(f"recorded:{name}"))
     runs = write_batch(store, batch, planned, params["execute"])
     print(f"{runs} runs of {len({r.binary for r in planned})} binaries in {batch}")
+
+
+def left_reasons(choice: MutantChoice) -> str:
+    """How many tasks have no mutant, per reason (a failing port's own detail aside)."""
+    counts = Counter(reason.split(":")[0] for reason in choice.left.values())
+    return ", ".join(f"{n} {reason}" for reason, n in counts.most_common()) or "none"
 
 
 def programs(store, params: dict, tasks: dict, predictions: list[Prediction]) -> dict[str, str | None]:
@@ -131,7 +144,7 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         import_results(store, params["execute"], batch, name)
     tasks, references = suite(store, params)
     host = resolve_host(f"recorded:{name}")
-    summaries, same_text, same_binary, passed, hard_pass = {}, {}, {}, {}, {}
+    summaries, same_text, same_binary, passed, hard_pass, mutants = {}, {}, {}, {}, {}, None
     halves = {half: set(names) for half, names in load_split()["hecbench"].items()}
     by_half: dict[str, dict[str, tuple[int, int]]] = {half: {} for half in halves}
     human = {p.task_id: p.prediction for p in real_baseline("reference", store, params, tasks)}
@@ -139,7 +152,8 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
     hipified = programs(store, params, tasks, real_baseline("hipify-perl", store, params, tasks))
     hard = {t for t, b in human_binaries.items() if b is None or hipified.get(t) != b}
     for baseline in BASELINES:
-        predictions = predictions_of(baseline, store, params, tasks, references)
+        predictions, choice = predictions_of(baseline, store, params, tasks, references, host)
+        mutants = choice or mutants
         same_text[baseline] = sum(all(p.prediction.get(path) == text for path, text in human[p.task_id].items())
                                   for p in predictions)
         binaries = programs(store, params, tasks, predictions)
@@ -176,8 +190,11 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         "held to their range, integers exact, the rest within the tolerance) and as many kernel launches as the CUDA "
         "original makes. `reference` is the human port, the suite's ceiling; `pipeline` is hipify-perl with the "
         "repair layer; `rocm-scribe` is the PyPI translator (1.0.3, gfx1100, wave32), measured as it is, not tuned "
-        "against; `identity` is the CUDA files unchanged; `mutant` is one mutant of each human port that builds to "
-        "another program (bench/mutation.py's operators; tasks with none have no prediction). Same text: tasks "
+        "against; `identity` is the CUDA files unchanged; `mutant` is per task the first of "
+        f"{MUTANT_DRAWS} mutants of the human port (bench/mutation.py's operators, the default seed) that builds to "
+        "another program and is shown to behave otherwise than the port on the selection arguments (the hidden set "
+        "halved, never judged), its one run there held to the port's runs with no tolerance; tasks without one: "
+        f"{left_reasons(mutants) if mutants else '-'}. Same text: tasks "
         "whose every file the human port gives is byte-identical in the baseline's translation; same program: tasks "
         "whose translation builds, through HIP's NVIDIA back end, to the very binary the human port builds to. "
         f"**Hard split**: the {len(hard)} tasks whose human port does not build to the very program hipify-perl's "

@@ -249,7 +249,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from cass.benchmark.baselines import baseline, real_baseline
+    from cass.benchmark.baselines import baseline, choose_mutants, real_baseline
     from cass.benchmark.evaluate import evaluate
     from cass.benchmark.real_evaluate import evaluate_real
     from cass.benchmark.real_programs import load_suite
@@ -279,7 +279,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except PredictionsError as exc:
         print(f"cass eval: {exc}", file=sys.stderr)
         return 2
-    if predictions is None:
+    host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
+    selection: set = set()   # the mutant baseline's selection runs, which a batch for it carries too
+    if predictions is None and real and args.baseline == "mutant":
+        choice = choose_mutants(store, params, tasks, host)
+        predictions, selection = choice.predictions, choice.planned
+    elif predictions is None:
         predictions = (real_baseline if real else baseline)(args.baseline, store, params, tasks)
     name = args.baseline or args.predictions.stem
     if args.export_batch:
@@ -288,13 +293,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             _, report = evaluate_real(store, params, tasks, references, predictions, None, build_programs=True)
         else:
             _, report = evaluate(store, params, tasks, predictions, None)
-        planned = {r for runs in report["planned"].values() for r in runs}
+        planned = {r for runs in report["planned"].values() for r in runs} | selection
         runs = write_batch(store, args.export_batch, planned, execute)
         print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "
               f"(python -m toolchains.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
               "--host recorded:<name>")
         return 0
-    host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
     out = args.out or Path("eval_results") / (f"{REAL_SUITE}/{name}" if real else name)
     _, report = score(store, params, tasks, name, predictions, host, out, references)
     made = ", ".join(f"{kind} {c['misses']} built, {c['hits']} from the store" for kind, c in report["builds"].items())

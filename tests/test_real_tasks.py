@@ -12,6 +12,7 @@ import pytest
 from harness.project import REPO
 from harness.real_suite import HIDDEN_OUTPUT, MIRROR, UPSTREAM, VISIBLE_OUTPUT, recorded
 
+from cass.benchmark.baselines import first_differing
 from cass.benchmark.real_evaluate import arg_sets, evaluate_real, reference_runs, verdict_of
 from cass.benchmark.real_programs import REFERENCES
 from cass.benchmark.real_tasks import MANIFEST, build_manifest, hidden_arguments, load_files, read_manifest
@@ -38,6 +39,33 @@ def test_hidden_arguments_halve_whole_numbers_and_keep_the_rest():
     assert hidden_arguments(["-n=100", "--iterations=3", "data/in.txt", "0.5", "1", "-v"]) == \
         ["-n=50", "--iterations=1", "data/in.txt", "0.5", "1", "-v"]
     assert hidden_arguments([]) == []
+
+
+def test_the_mutant_baseline_takes_the_first_mutant_shown_to_behave_otherwise_on_the_selection_arguments(
+        manifest, store):
+    """A mutant that prints what the human port prints (its timings aside) on arguments no verdict uses is not shown
+    to be wrong, and the ``mutant`` baseline passes it over: one that changes a value by its last digit, a device
+    read, the kernel count, or that crashes, is taken; a candidate not yet run stops the choice."""
+    task = tasks_of(manifest)["hecbench_vecsum"]
+    assert task.arguments("selection") == ["1024", "2"] and task.arguments("hidden") == ["2048", "5"]
+
+    def run(output: bytes, kernels: int = 5, code: int = 0, reads: bytes | None = None) -> Run:
+        return Run("exited", code, store.put(output), store.put(b"boom\n"), 0.1, 1000, kernels, ("1024", "2"),
+                   store.put(reads) if reads else None)
+
+    copy = b"device-reads 1 copies 1 pending 0\n4 daa66d2c7ddf743f 1 9.8090892502737195e-45 0 0 0\n"
+    port = [run(b"sum 1234.5\ntime 3.1 ms\n", reads=copy), run(b"sum 1234.5\ntime 2.9 ms\n", reads=copy),
+            run(b"sum 1234.5\ntime 3.4 ms\n", reads=copy)]
+    same = run(b"sum 1234.5\ntime 9.9 ms\n", reads=copy)
+    assert first_differing(store, port, [same, run(b"sum 1234.51\ntime 3 ms\n", reads=copy)], True) == 1
+    assert first_differing(store, port, [same, run(b"sum 1234.5\ntime 3 ms\n", reads=copy.replace(b"daa", b"dab"))],
+                           True) == 1
+    assert first_differing(store, port, [run(b"sum 1234.5\ntime 3 ms\n", kernels=4, reads=copy)], True) == 0
+    assert first_differing(store, port, [run(b"", code=139)], True) == 0
+    assert "candidate 2 is not recorded" in first_differing(store, port, [same, None, run(b"sum 1\n")], True)
+    assert first_differing(store, port, [same, same], True).startswith("none of 2 candidates")
+    silent = [run(b"PASS\n"), run(b"PASS\n"), run(b"PASS\n")]   # nothing computed shown, no device read recorded
+    assert first_differing(store, silent, [run(b"PASS\n")], True).startswith("none of 1 candidates")
 
 
 def test_each_benchmark_with_a_port_is_a_task_or_is_left_out_with_the_reason(manifest):

@@ -4,28 +4,40 @@ port, the suite's ceiling), ``identity`` (the input returned unchanged: the CUDA
 (the rule-based translator as it is; source task only), ``pipeline`` (hipify-perl and the pipeline's repair
 layer, as the pipeline translates a file; source task only), ``rocm-scribe`` (a peer translator from PyPI, its
 ``hipify`` for RDNA3's wave32, every file as it is; source task only) and, on the real-program suite, ``mutant`` (one
-mutant of each human port that builds on both platforms to another program than the port: the oracle must fail
-it, :mod:`cass.execution.mutation`)."""
+mutant of each human port that builds on both platforms to another program than the port and is shown to behave
+otherwise on arguments no verdict uses: the oracle must fail it, :mod:`cass.execution.mutation`,
+:func:`choose_mutants`)."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 
 from cass.benchmark import BASELINES, REAL_BASELINES
 from cass.benchmark.assembly import sass
 from cass.benchmark.evaluate import amd_compiles
 from cass.benchmark.real_evaluate import SOURCE_ERRORS
+from cass.benchmark.real_programs import task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction, Task
 from cass.engine.targets import TargetRun
-from cass.execution.programs import run_plans
+from cass.execution.compare import MIN_CALIBRATION_RUNS
+from cass.execution.hosts import ExecutionHost
+from cass.execution.programs import ProgramRun, Run, run_plans, run_programs
+from cass.execution.verify import MATCHES, judge
 from cass.text.amdgpu import normalize_amd
 from cass.translate.repair import pipeline_repairer
 from store import Store
 from toolchains import Target, load_toolchains
 
 MUTANT_DRAWS = 6
-"""Mutants drawn per human port for the ``mutant`` baseline; the first that builds to another program is taken."""
+"""Mutants drawn per human port for the ``mutant`` baseline; the first shown to behave otherwise is taken."""
+SELECTION = "selection"
+"""The argument set (:meth:`RealTask.arguments`) on which a mutant is shown to differ from the human port."""
+EXACT = {"rtol": 0.0, "atol": 0.0}
+"""How a mutant's selection run is held to the port's: no number may move (volatile fields aside)."""
+UNDECIDED = ("no_signal", "no_output", "nondeterministic", "needs_input")
+"""Verdicts of a mutant's selection run that show no difference: the port's output tells nothing there."""
 
 
 def rocm_scribe(text: str) -> str:
@@ -43,22 +55,75 @@ def mutant_predictions(store: Store, tasks: dict[str, RealTask], mutants: list) 
                                              for p in tasks[m.program].human}) for m in mutants]
 
 
-def mutant_baseline(store: Store, params: dict, tasks: dict[str, RealTask]) -> list[Prediction]:
-    """Per task the first of :data:`MUTANT_DRAWS` mutants of its human port (the default seed) that compiles for
-    AMD and builds through HIP's NVIDIA back end to another binary than the port's; a task with none has no
-    prediction."""
+@dataclass
+class MutantChoice:
+    """The ``mutant`` baseline's choice: per task the first candidate (a mutant of the human port that compiles for
+    AMD and builds through HIP's NVIDIA back end to another binary than the port's, in the order drawn) whose run on
+    the :data:`SELECTION` arguments, judged against the port's :data:`~cass.execution.compare.MIN_CALIBRATION_RUNS`
+    runs of them with no tolerance (:data:`EXACT`), does not match: another output, other device reads, another
+    kernel count, a failure. The judged sets (visible, hidden) never choose."""
+
+    predictions: list[Prediction] = field(default_factory=list)
+    planned: set[ProgramRun] = field(default_factory=set)
+    """The selection runs: the port's and each candidate's."""
+    left: dict[str, str] = field(default_factory=dict)
+    """Per task without a mutant, why."""
+
+
+def first_differing(store: Store, port: list[Run], candidates: list[Run | None],
+                    takes_arguments: bool) -> int | str:
+    """The index of the first candidate run that does not match the port's runs (:class:`MutantChoice`), or why
+    there is none: a candidate before it not run yet, or none differs."""
+    for i, run in enumerate(candidates):
+        if run is None:
+            return f"the selection run of candidate {i + 1} is not recorded"
+        verdict = judge(store, {"cuda": port, "hip": [run]}, takes_arguments, EXACT)
+        if verdict.status not in (*MATCHES, *UNDECIDED):
+            return i
+    return f"none of {len(candidates)} candidates behaves otherwise than the human port on the selection arguments"
+
+
+def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host: ExecutionHost | None) -> MutantChoice:
+    """The ``mutant`` baseline (:class:`MutantChoice`) from :data:`MUTANT_DRAWS` mutants of each human port (the
+    default seed), with the selection runs ``host`` gives (on a recorded host, those recorded; none without a host:
+    then ``planned`` says what to run)."""
     from cass.benchmark.real_evaluate import evaluate_real
     from cass.execution.mutation import DEFAULT_SEED, suite_mutants
 
+    execute = params["execute"]
     mutants = suite_mutants(store, tasks, {}, MUTANT_DRAWS, DEFAULT_SEED)
     predictions = mutant_predictions(store, tasks, mutants)
     rows, report = evaluate_real(store, params, tasks, None, predictions, None, build_programs=True)
-    programs, chosen = report["programs"], {}
+    programs, choice = report["programs"], MutantChoice()
+    candidates: dict[str, list[tuple[Prediction, ProgramRun]]] = {t: [] for t in tasks}
     for i, (mutant, row) in enumerate(zip(mutants, [r for r in rows if not r["baseline_reference"]], strict=True)):
-        binary = programs.get(str(i))
+        binary, task = programs.get(str(i)), tasks[mutant.program]
         if row["amd_compiles"] and binary and binary != programs.get(f"reference:{mutant.program}"):
-            chosen.setdefault(mutant.program, predictions[i])
-    return list(chosen.values())
+            candidates[task.id].append((predictions[i], task_runs(task, binary, SELECTION, 1, execute)[0]))
+    ports = {t: task_runs(tasks[t], programs[f"reference:{t}"], SELECTION, MIN_CALIBRATION_RUNS, execute)
+             for t, found in candidates.items() if found and programs.get(f"reference:{t}")}
+    choice.planned = {r for runs in ports.values() for r in runs} | {r for c in candidates.values() for _, r in c}
+    found = run_programs(store, host, choice.planned, execute["workers"], params["executor"]["host_wait_s"])[0] \
+        if host else {}
+    for task_id, task in tasks.items():
+        if not candidates[task_id] or task_id not in ports:
+            choice.left[task_id] = "no mutant of the human port builds to another program"
+            continue
+        port = [Run.of(store, found[r], r.invocation.args) if found.get(r) else None for r in ports[task_id]]
+        if None in port:
+            choice.left[task_id] = "the human port's selection runs are not recorded"
+            continue
+        if failed := next((n for n, r in enumerate(port, 1) if not r.ok), None):
+            choice.left[task_id] = ("the human port fails on the selection arguments: "
+                                    f"{port[failed - 1].failure(store, failed)}")
+            continue
+        runs = [Run.of(store, found[r], r.invocation.args) if found.get(r) else None for _, r in candidates[task_id]]
+        chosen = first_differing(store, port, runs, bool(task.visible_args))
+        if isinstance(chosen, int):
+            choice.predictions.append(candidates[task_id][chosen][0])
+        else:
+            choice.left[task_id] = chosen
+    return choice
 
 
 def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, str]], repair: bool,
@@ -86,9 +151,11 @@ def hipify(store: Store, params: dict, tasks: dict[str, Task], repair: bool, wor
     return {t: store.get_text(d) for t, d in hip.items()}
 
 
-def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTask]) -> list[Prediction]:
+def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTask],
+                  host: ExecutionHost | None = None) -> list[Prediction]:
     """The predictions of baseline ``name`` for every real-program task: its files by path (a file that is not
-    UTF-8 keeps its bytes: :data:`cass.benchmark.real_evaluate.SOURCE_ERRORS`)."""
+    UTF-8 keeps its bytes: :data:`cass.benchmark.real_evaluate.SOURCE_ERRORS`); ``mutant`` chooses with the runs
+    ``host`` gives (:func:`choose_mutants`)."""
     if name == "reference":
         return [Prediction(t, "source", {p: store.get_text(d, SOURCE_ERRORS) for p, d in task.human.items()})
                 for t, task in tasks.items()]
@@ -99,7 +166,7 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
         return [Prediction(t, "source", {p: rocm_scribe(store.get_text(d, SOURCE_ERRORS))
                                          for p, d in task.files.items()}) for t, task in tasks.items()]
     if name == "mutant":
-        return mutant_baseline(store, params, tasks)
+        return choose_mutants(store, params, tasks, host).predictions
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
         hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None,

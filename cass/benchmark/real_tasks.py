@@ -15,7 +15,9 @@ file, as upstream builds it); a file a translation does not give stays the CUDA 
 Argument sets: the visible one is the run spec's first (upstream's Makefile ``run:``), shown in the prompt; the
 hidden one (never shown; verification runs it) halves every whole number above 1 in it (``1024`` -> ``512``,
 ``-n=100`` -> ``-n=50``). Where that leaves nothing changed, or the CUDA original fails on it, the hidden set is
-the visible one, and the task says so (``hidden_differs``).
+the visible one, and the task says so (``hidden_differs``). A third set, **selection** (the hidden set halved once
+more), is never judged: the ``mutant`` baseline shows there that its mutants differ from the human port
+(:func:`cass.benchmark.baselines.choose_mutants`).
 """
 
 from __future__ import annotations
@@ -153,6 +155,9 @@ class RealTask:
         return "hidden" if self.hidden_differs else "visible"
 
     def arguments(self, which: str) -> list[str]:
+        """The arguments of set ``which``: ``visible``, ``hidden``, or ``selection`` (the hidden set halved)."""
+        if which == "selection":
+            return hidden_arguments(self.hidden_args)
         return self.visible_args if which == "visible" else self.hidden_args
 
     def overlay(self, translation: dict[str, str]) -> dict[str, str]:

@@ -73,7 +73,7 @@ def run(stage: Stage) -> None:
                 predictions = [p for p in entries[name] if p.task_id in suite_tasks]
             else:
                 predictions = (baseline(name, stage.store, params, suite_tasks) if references is None
-                               else real_baseline(name, stage.store, params, suite_tasks))
+                               else real_baseline(name, stage.store, params, suite_tasks, host))
             if not predictions:
                 continue
             summary, report = score(stage.store, params, suite_tasks, name, predictions, host, folder / name,
