@@ -159,8 +159,11 @@ def export(args: argparse.Namespace) -> None:
 
 def table(args: argparse.Namespace) -> list[dict]:
     """Every mutant with its runs, as plain data any checkout's oracle can judge."""
+    from cass.benchmark.real_evaluate import arg_sets
+    from cass.benchmark.real_programs import task_runs
     from cass.execution.batch import import_results
     from cass.execution.hosts import resolve_host
+    from cass.execution.mutation import silent
     from cass.execution.programs import Run, run_programs
 
     first = args.suite or args.pairs[0]
@@ -174,14 +177,25 @@ def table(args: argparse.Namespace) -> list[dict]:
                                                      args.origins)
     host = resolve_host(f"recorded:{args.name}")
     planned = planned_runs(mutants, rows, tasks, params)
-    found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs},
-                               1, 0)
+    ports = {m.program: [r for s in arg_sets(tasks[m.program])
+                         for r in task_runs(tasks[m.program], m.original_binary, s, params["benchmark"]["real"]["runs"],
+                                            params["execute"])]
+             for m in mutants if m.suite == "suite" and m.original_binary}   # the human ports' own runs
+    found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs}
+                               | {r for rs in ports.values() for r in rs}, 1, 0)
     entries = []
     for i, mutant in enumerate(mutants):
-        entry = {**mutant.describe(), "runs": None}
+        entry = {**mutant.describe(), "runs": None, "silent": None}
         if i in planned and all(found[r] is not None for rs in planned[i].values() for r in rs):
             entry["runs"] = {s: [asdict(Run.of(store, found[r], r.invocation.args)) for r in rs]
                              for s, rs in planned[i].items()}
+            runs = [Run.of(store, found[r], r.invocation.args) for rs in planned[i].values() for r in rs]
+            if mutant.suite == "pairs":
+                unmutated = [Run(**{**r, "args": tuple(r["args"])}) for r in rows[mutant.program]["hip_runs"]]
+            else:
+                unmutated = [Run.of(store, found[r], r.invocation.args) for r in ports.get(mutant.program, [])
+                             if found[r] is not None]
+            entry["silent"] = silent(store, runs, unmutated)
         if mutant.suite == "pairs":
             row = rows[mutant.program]
             entry |= {"cuda_runs": row["cuda_runs"], "main": row["files"][0]["digest"]}
@@ -261,7 +275,9 @@ def scores(judged: list[dict]) -> dict:
     def outcome(entry: dict) -> str:
         if entry["outcome"] in ("stillborn", "equivalent"):
             return entry["outcome"]
-        return "not_run" if entry["killed"] is None else "killed" if entry["killed"] else "survived"
+        if entry["killed"] is None:
+            return "not_run"
+        return "killed" if entry["killed"] else "silent" if entry.get("silent") else "survived"
 
     return {suite: score((e["group"], outcome(e)) for e in judged if e["suite"] == suite)
             for suite in sorted({e["suite"] for e in judged} - {"originals"})}
@@ -339,24 +355,30 @@ def report(after: list[dict], before: list[dict] | None, args: argparse.Namespac
              f"{host.driver}; kernels {'counted' if host.launch_counter else 'not counted'}). Sampling: "
              f"{args.count} mutants a program (seed `{args.seed}`: distinct operators in a random order, a site "
              "drawn uniformly within each), every mutant built as its program is and run once per argument set "
-             "with its program's limits. Score = killed / (killed + survived); equivalent (binary byte-identical "
-             "to the unmutated program's) and stillborn (does not build) mutants are not counted."
+             "with its program's limits. Score = killed / (killed + survived + silent); equivalent (binary "
+             "byte-identical to the unmutated program's) and stillborn (does not build) mutants are not counted. "
+             "Silent: a survivor whose every run shows what the unmutated program's run of the same arguments shows "
+             "(exit, kernel launches, device reads byte for byte, output with its timings and other volatile fields "
+             "blanked): the mutation reached no output on these inputs, so no oracle judging outputs could reject "
+             "it without rejecting the unmutated program; score (reached) = killed / (killed + survived), the oracle "
+             "apart from the reach of its inputs."
              + (f" Before: the oracle of commit {git('rev-parse', '--short', 'HEAD', cwd=args.before)} judging the "
                 "same runs (its first CUDA runs, as many as it calibrated on, and its own references)."
                 if before else ""), "",
-             "| oracle | programs of | mutants | equivalent | stillborn | killed | survived | not judged | score |"
-             + (" score before |" if before else ""),
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if before else "")]
+             "| oracle | programs of | mutants | equivalent | stillborn | killed | survived | silent | not judged "
+             "| score | score (reached) |" + (" score before | score (reached) before |" if before else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if before else "")]
     names = {"pairs": "stage (`execute`)", "suite": "benchmark (real suite)"}
     for suite, groups in now.items():
         if suite not in names:
             continue
         for group, c in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
-            total = sum(v for k, v in c.items() if k != "score")
-            old = then.get(suite, {}).get(group, {}).get("score")
+            total = sum(v for k, v in c.items() if not k.startswith("score"))
+            old = then.get(suite, {}).get(group, {})
             lines.append(f"| {names[suite]} | {group} | {total} | {c['equivalent']} | {c['stillborn']} | "
-                         f"{c['killed']} | {c['survived']} | {c['not_run']} | {percent(c['score'])} |"
-                         + (f" {percent(old)} |" if before else ""))
+                         f"{c['killed']} | {c['survived']} | {c['silent']} | {c['not_run']} | {percent(c['score'])} | "
+                         f"{percent(c['score_reached'])} |"
+                         + (f" {percent(old.get('score'))} | {percent(old.get('score_reached'))} |" if before else ""))
     operators = Counter((e["operator"], "killed" if e["killed"] else "survived") for e in after
                         if e["killed"] is not None and e["suite"] != "originals")
     lines += ["", "By operator (both oracles): " + ", ".join(

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from harness.project import REPO
 
-from cass.execution.mutation import MutantProgram, mutate_files, score
-from cass.execution.programs import build_program_targets
+from cass.execution.mutation import MutantProgram, mutate_files, score, silent
+from cass.execution.programs import Run, build_program_targets
 from cass.pipeline.context import load_params
 from cass.text.mutation import OPERATORS, sample_mutants, sites
 
@@ -98,8 +98,31 @@ def test_scores_count_only_mutants_that_built_and_differ():
     assert Counter(m.outcome for m in mutants) == {"killed": 2, "survived": 1, "equivalent": 1, "stillborn": 1}
     scores = score((m.group, m.outcome) for m in mutants)
     assert scores["all"]["score"] == round(2 / 3, 4) and scores["tune"]["score"] == 0.5
-    assert scores["check"] == {"killed": 1, "survived": 0, "equivalent": 0, "stillborn": 1, "not_run": 0,
-                               "score": 1.0}
+    assert scores["check"] == {"killed": 1, "survived": 0, "silent": 0, "equivalent": 0, "stillborn": 1,
+                               "not_run": 0, "score": 1.0, "score_reached": 1.0}
+    quiet = score([("tune", "killed"), ("tune", "silent"), ("tune", "survived"), ("tune", "killed")])["tune"]
+    assert quiet["score"] == 0.5 and quiet["score_reached"] == round(2 / 3, 4)   # silent: a survivor, apart
+
+
+def test_a_survivor_is_silent_only_where_every_run_shows_what_the_unmutated_program_shows(store):
+    """Silent (the mutation reached no output): the same exit, kernel launches, device reads and output, timings
+    aside. Any other difference, one the oracle let through, leaves it a plain survivor."""
+    copy = b"device-reads 1 copies 1 pending 0\n4 daa66d2c7ddf743f 1 9.8090892502737195e-45 0 0 0\n"
+
+    def run(output: bytes, kernels: int = 3, reads: bytes | None = copy, code: int = 0,
+            args: tuple[str, ...] = ("64",)) -> Run:
+        return Run("exited", code, store.put(output), store.put(b""), 0.1, None, kernels, args,
+                   store.put(reads) if reads else None)
+
+    unmutated = [run(b"sum 12.5\nkernel time 3.1 ms\n")]
+    assert silent(store, [run(b"sum 12.5\nkernel time 9.7 ms\n")], unmutated)
+    assert not silent(store, [run(b"sum 12.50001\nkernel time 3.1 ms\n")], unmutated)   # within the tolerance
+    assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n", reads=copy.replace(b"daa", b"dab"))], unmutated)
+    assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n", reads=None)], unmutated)
+    assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n", kernels=4)], unmutated)
+    assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n", code=1)], unmutated)
+    assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n", args=("32",))], unmutated)
+    assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n")], [])
 
 
 @pytest.mark.slow

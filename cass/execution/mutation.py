@@ -13,7 +13,11 @@ verified it:
 
 A mutant whose binary is byte-identical to the unmutated program's is **equivalent** (no output could tell it); one
 that does not build is **stillborn**; neither counts. Every other mutant is **killed** (the oracle rejected it) or a
-**survivor**. The mutation score is killed / (killed + survivors).
+**survivor**. The mutation score is killed / (killed + survivors). A survivor whose runs show exactly what the
+unmutated program's runs of the same arguments show (:func:`observed`: exit, kernel launches, device reads, output
+with its volatile fields blanked) is **silent**: the mutation never reached an output on these inputs, so no oracle
+that judges outputs could reject it without rejecting the unmutated program. It counts as a survivor in the score;
+the score over the mutants that are not silent measures the oracle apart from its inputs' reach.
 """
 
 from __future__ import annotations
@@ -21,13 +25,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from cass.execution.compare import text_of, volatile_fields
 from cass.execution.programs import (
     Build,
     ProgramRun,
+    Run,
     build_program_targets,
     program_sources,
     run_plan,
 )
+from cass.execution.verify import reads_of
 from cass.text.mutation import Mutant, sample_mutants
 from store import Store
 
@@ -35,7 +42,7 @@ TEXT_ERRORS = "surrogateescape"
 """How a source's bytes that are not UTF-8 survive a mutation: they go back byte for byte."""
 DEFAULT_SEED = "cass-mutants-1"
 """The seed mutants are drawn with unless another is given (the mutation analysis, the ``mutant`` baseline)."""
-OUTCOMES = ("killed", "survived", "equivalent", "stillborn", "not_run")
+OUTCOMES = ("killed", "survived", "silent", "equivalent", "stillborn", "not_run")
 
 
 @dataclass
@@ -166,15 +173,36 @@ def planned_pair_runs(rows: dict[str, dict], mutants: list[MutantProgram], param
     return planned
 
 
+def observed(store: Store, run: Run) -> tuple:
+    """What a run shows: how it ended, its kernel launches, its device reads, and its output line by line with the
+    words that are volatile by nature (:func:`cass.execution.compare.volatile_fields`) blanked."""
+    lines = tuple(tuple("~" if volatile else word for word, volatile in zip(words, volatile_fields(words), strict=True))
+                  for words in (line.split() for line in text_of(store.get(run.stdout)).splitlines()))
+    reads = reads_of(store, run)
+    return run.verdict, run.exit_code, run.kernel_launches, reads and reads.records, lines
+
+
+def silent(store: Store, runs: list[Run], unmutated: list[Run]) -> bool:
+    """Whether a mutant's runs show what the unmutated program's runs of the same arguments show (:func:`observed`),
+    run for run."""
+    mine, theirs = sorted(runs, key=lambda r: r.args), sorted(unmutated, key=lambda r: r.args)
+    return ([r.args for r in mine] == [r.args for r in theirs]
+            and all(observed(store, a) == observed(store, b) for a, b in zip(mine, theirs, strict=True)))
+
+
 def score(outcomes: Iterable[tuple[str, str]]) -> dict[str, dict]:
-    """Per group (and ``all``) of ``(group, outcome)`` pairs (outcomes of :attr:`MutantProgram.outcome`): the
-    count of each outcome and the mutation score, killed / (killed + survived) (None where none was judged)."""
+    """Per group (and ``all``) of ``(group, outcome)`` pairs (outcomes of :attr:`MutantProgram.outcome`, or
+    ``silent``): the count of each outcome, the mutation score, killed / (killed + survived + silent), and the score
+    over the mutants that reached an output, killed / (killed + survived) (``score_reached``; None where none was
+    judged)."""
     groups: dict[str, dict] = {}
     for group, outcome in outcomes:
         for name in ("all", group):
             counts = groups.setdefault(name, dict.fromkeys(OUTCOMES, 0))
             counts[outcome] += 1
     for counts in groups.values():
-        judged = counts["killed"] + counts["survived"]
+        reached = counts["killed"] + counts["survived"]
+        judged = reached + counts["silent"]
         counts["score"] = round(counts["killed"] / judged, 4) if judged else None
+        counts["score_reached"] = round(counts["killed"] / reached, 4) if reached else None
     return groups
