@@ -383,7 +383,8 @@ def report(after: list[dict], before: list[dict] | None, args: argparse.Namespac
                         if e["killed"] is not None and e["suite"] != "originals")
     lines += ["", "By operator (both oracles): " + ", ".join(
         f"`{op}` {operators[op, 'killed']}/{operators[op, 'killed'] + operators[op, 'survived']}"
-        for op in sorted({op for op, _ in operators})) + " killed.", "", *verified_share(after, before), "",
+        for op in sorted({op for op, _ in operators})) + " killed.", "",
+        *((*verified_share(after, before), "") if any(e["suite"] == "originals" for e in after) else ()),
         f"Made by `python bench/mutation.py export ...`, `python -m toolchains.gpu run-batch BATCH` on the GPU host, "
         f"`python bench/mutation.py score --name {args.name} ...`."]
     return "\n".join(lines)
@@ -415,6 +416,7 @@ def main() -> None:
     args.suite = args.suite and args.suite.resolve()
     args.batch = [b.resolve() for b in args.batch]
     args.out = args.out and args.out.resolve()
+    args.survivors = args.survivors and args.survivors.resolve()
     if args.phase != "judge" and not args.seed:
         from cass.execution.mutation import DEFAULT_SEED
         args.seed = DEFAULT_SEED

@@ -245,6 +245,7 @@ def main() -> None:
     parser.add_argument("--name", help="the GPU host (export: leave out what it ran before; import: record as)")
     parser.add_argument("--out", type=Path, help="a Markdown file to put the table in")
     args = parser.parse_args()
+    args.batch = [b.resolve() for b in args.batch]   # named from where the command runs
     os.chdir(args.project)
     params = load_params()
     if args.phase == "export":

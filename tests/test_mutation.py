@@ -123,6 +123,8 @@ def test_a_survivor_is_silent_only_where_every_run_shows_what_the_unmutated_prog
     assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n", code=1)], unmutated)
     assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n", args=("32",))], unmutated)
     assert not silent(store, [run(b"sum 12.5\nkernel time 3.1 ms\n")], [])
+    nan = b"device-reads 1 copies 1 pending 0\n8 0bad5eed0bad5eed 8 nan 2 nan 1\n"   # a copy whose sums are NaN
+    assert silent(store, [run(b"sum 12.5\n", reads=nan)], [run(b"sum 12.5\n", reads=nan)])
 
 
 @pytest.mark.slow

@@ -76,11 +76,12 @@ def first_differing(store: Store, port: list[Run], candidates: list[Run | None],
     there is none: a candidate before it not run yet, or none differs."""
     for i, run in enumerate(candidates):
         if run is None:
-            return f"the selection run of candidate {i + 1} is not recorded"
+            return f"a candidate's selection run is not recorded: candidate {i + 1}"
         verdict = judge(store, {"cuda": port, "hip": [run]}, takes_arguments, EXACT)
         if verdict.status not in (*MATCHES, *UNDECIDED):
             return i
-    return f"none of {len(candidates)} candidates behaves otherwise than the human port on the selection arguments"
+    return ("no candidate behaves otherwise than the human port on the selection arguments: "
+            f"{len(candidates)} candidates")
 
 
 def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host: ExecutionHost | None) -> MutantChoice:

@@ -178,8 +178,9 @@ def observed(store: Store, run: Run) -> tuple:
     words that are volatile by nature (:func:`cass.execution.compare.volatile_fields`) blanked."""
     lines = tuple(tuple("~" if volatile else word for word, volatile in zip(words, volatile_fields(words), strict=True))
                   for words in (line.split() for line in text_of(store.get(run.stdout)).splitlines()))
-    reads = reads_of(store, run)
-    return run.verdict, run.exit_code, run.kernel_launches, reads and reads.records, lines
+    reads = reads_of(store, run)   # by each copy's size and digest (its sums may be NaN, never equal to itself)
+    copies = reads and (reads.copies, tuple((copy.size, copy.digest) for copy in reads.records))
+    return run.verdict, run.exit_code, run.kernel_launches, copies, lines
 
 
 def silent(store: Store, runs: list[Run], unmutated: list[Run]) -> bool:
