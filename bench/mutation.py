@@ -180,22 +180,21 @@ def table(args: argparse.Namespace) -> list[dict]:
     ports = {m.program: [r for s in arg_sets(tasks[m.program])
                          for r in task_runs(tasks[m.program], m.original_binary, s, params["benchmark"]["real"]["runs"],
                                             params["execute"])]
-             for m in mutants if m.suite == "suite" and m.original_binary}   # the human ports' own runs
+             for m in mutants if m.suite == "suite" and m.original_binary}   # the human ports' own runs, once each
     found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs}
                                | {r for rs in ports.values() for r in rs}, 1, 0)
+    unmutated = {program: [Run.of(store, found[r], r.invocation.args) for r in runs]
+                 for program, runs in ports.items() if all(found[r] is not None for r in runs)}
+    unmutated |= {program: [Run(**{**r, "args": tuple(r["args"])}) for r in row["hip_runs"]]
+                  for program, row in rows.items() if row["hip_runs"]}
     entries = []
     for i, mutant in enumerate(mutants):
         entry = {**mutant.describe(), "runs": None, "silent": None}
         if i in planned and all(found[r] is not None for rs in planned[i].values() for r in rs):
-            entry["runs"] = {s: [asdict(Run.of(store, found[r], r.invocation.args)) for r in rs]
-                             for s, rs in planned[i].items()}
-            runs = [Run.of(store, found[r], r.invocation.args) for rs in planned[i].values() for r in rs]
-            if mutant.suite == "pairs":
-                unmutated = [Run(**{**r, "args": tuple(r["args"])}) for r in rows[mutant.program]["hip_runs"]]
-            else:
-                unmutated = [Run.of(store, found[r], r.invocation.args) for r in ports.get(mutant.program, [])
-                             if found[r] is not None]
-            entry["silent"] = silent(store, runs, unmutated)
+            runs = {s: [Run.of(store, found[r], r.invocation.args) for r in rs] for s, rs in planned[i].items()}
+            entry["runs"] = {s: [asdict(r) for r in rs] for s, rs in runs.items()}
+            if mutant.program in unmutated:   # else unknown: a survivor counts as reached
+                entry["silent"] = silent(store, [r for rs in runs.values() for r in rs], unmutated[mutant.program])
         if mutant.suite == "pairs":
             row = rows[mutant.program]
             entry |= {"cuda_runs": row["cuda_runs"], "main": row["files"][0]["digest"]}

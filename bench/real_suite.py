@@ -21,7 +21,7 @@ import json
 import os
 import subprocess
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from datetime import date
 from pathlib import Path
 
@@ -106,17 +106,11 @@ def export(params: dict, batch: Path, name: str | None) -> None:
         planned |= {r for runs in report["planned"].values() for r in runs} | (choice.planned if choice else set())
         print(f"{baseline}: {len(report['binaries'])} programs built", flush=True)
         if choice:
-            print(f"mutant: {len(choice.predictions)} tasks chosen; without: {left_reasons(choice)}", flush=True)
+            print(f"mutant: {len(choice.predictions)} tasks chosen; without: {choice.summary()}", flush=True)
     if name:
         planned = not_recorded(store, planned, resolve_host(f"recorded:{name}"))
     runs = write_batch(store, batch, planned, params["execute"])
     print(f"{runs} runs of {len({r.binary for r in planned})} binaries in {batch}")
-
-
-def left_reasons(choice: MutantChoice) -> str:
-    """How many tasks have no mutant, per reason (a failing port's own detail aside)."""
-    counts = Counter(reason.split(":")[0] for reason in choice.left.values())
-    return ", ".join(f"{n} {reason}" for reason, n in counts.most_common()) or "none"
 
 
 def programs(store, params: dict, tasks: dict, predictions: list[Prediction]) -> dict[str, str | None]:
@@ -194,7 +188,7 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         f"{MUTANT_DRAWS} mutants of the human port (bench/mutation.py's operators, the default seed) that builds to "
         "another program and is shown to behave otherwise than the port on the selection arguments (the hidden set "
         "halved, never judged), its one run there held to the port's runs with no tolerance; tasks without one: "
-        f"{left_reasons(mutants) if mutants else '-'}. Same text: tasks "
+        f"{mutants.summary() if mutants else '-'}. Same text: tasks "
         "whose every file the human port gives is byte-identical in the baseline's translation; same program: tasks "
         "whose translation builds, through HIP's NVIDIA back end, to the very binary the human port builds to. "
         f"**Hard split**: the {len(hard)} tasks whose human port does not build to the very program hipify-perl's "

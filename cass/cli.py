@@ -222,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--host", help="where programs run (default: params.yaml execute.host)")
     evaluation.add_argument("--out", type=Path, help="report folder (default: eval_results/<name>)")
     evaluation.add_argument("--export-batch", type=Path, metavar="DIR",
-                            help="build, then write the programs to run as a batch for a GPU host (runs nothing)")
+                            help="build, then write the programs to run as a batch for a GPU host (runs nothing; "
+                            "the mutant baseline chooses with the selection runs --host recorded:NAME holds)")
     evaluation.set_defaults(func=cmd_eval)
     return parser
 
@@ -279,11 +280,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except PredictionsError as exc:
         print(f"cass eval: {exc}", file=sys.stderr)
         return 2
-    host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
+    # an export runs nothing: only the mutant baseline's choice reads the runs a --host (recorded:NAME) has
+    host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"])) \
+        if not args.export_batch or (args.host and args.baseline == "mutant") else None
+    if args.export_batch and host is not None and host.live:
+        print(f"cass eval: --export-batch runs nothing; give the mutant baseline a recorded host (--host "
+              f"recorded:NAME), not {host.name}", file=sys.stderr)
+        return 2
     selection: set = set()   # the mutant baseline's selection runs, which a batch for it carries too
     if predictions is None and real and args.baseline == "mutant":
         choice = choose_mutants(store, params, tasks, host)
         predictions, selection = choice.predictions, choice.planned
+        print(f"mutant: {len(predictions)} of {len(tasks)} tasks have a mutant; the others: {choice.summary()}")
     elif predictions is None:
         predictions = (real_baseline if real else baseline)(args.baseline, store, params, tasks)
     name = args.baseline or args.predictions.stem

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import polars as pl
 import pytest
 from harness.project import REPO
 from harness.real_suite import HIDDEN_OUTPUT, MIRROR, UPSTREAM, VISIBLE_OUTPUT, recorded
 
-from cass.benchmark.baselines import first_differing
+from cass.benchmark.baselines import choose_for, first_differing
 from cass.benchmark.real_evaluate import arg_sets, evaluate_real, reference_runs, verdict_of
 from cass.benchmark.real_programs import REFERENCES
 from cass.benchmark.real_tasks import MANIFEST, build_manifest, hidden_arguments, load_files, read_manifest
@@ -66,6 +67,19 @@ def test_the_mutant_baseline_takes_the_first_mutant_shown_to_behave_otherwise_on
     assert first_differing(store, port, [same, same], True).endswith("on the selection arguments: 2 candidates")
     silent = [run(b"PASS\n"), run(b"PASS\n"), run(b"PASS\n")]   # nothing computed shown, no device read recorded
     assert first_differing(store, silent, [run(b"PASS\n")], True).endswith("arguments: 1 candidates")
+
+    # per task, nothing is chosen where the port cannot show a difference; every such task keeps its reason
+    differing = [same, run(b"sum 1234.51\ntime 3 ms\n", reads=copy)]
+    assert choose_for(store, task, port, differing) == 1
+    assert choose_for(store, task, port, []) == "no mutant of the human port builds to another program"
+    assert choose_for(store, task, None, differing) == "the human port does not build"
+    assert choose_for(store, task, [*port[:2], None], differing) == "the human port's selection runs are not recorded"
+    assert choose_for(store, task, [*port[:2], run(b"", code=1)], differing).startswith(
+        "the human port fails on the selection arguments: run 3: exited, exit 1: boom")
+    assert choose_for(store, task, [run(b"sum 1234.5\n", kernels=0)] * 3, differing) == \
+        "the human port launches no kernel on the selection arguments"
+    judged_only = replace(task, visible_args=["1", "x"], hidden_args=["1", "x"])   # halving changes nothing
+    assert choose_for(store, judged_only, port, differing) == "no selection arguments apart from the judged ones"
 
 
 def test_each_benchmark_with_a_port_is_a_task_or_is_left_out_with_the_reason(manifest):

@@ -10,6 +10,8 @@ otherwise on arguments no verdict uses: the oracle must fail it, :mod:`cass.exec
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
@@ -69,11 +71,18 @@ class MutantChoice:
     left: dict[str, str] = field(default_factory=dict)
     """Per task without a mutant, why."""
 
+    def summary(self) -> str:
+        """How many tasks have no mutant, per reason (a failing port's own detail aside)."""
+        counts = Counter(reason.split(":")[0] for reason in self.left.values())
+        return ", ".join(f"{n} {reason}" for reason, n in counts.most_common()) or "none"
+
 
 def first_differing(store: Store, port: list[Run], candidates: list[Run | None],
                     takes_arguments: bool) -> int | str:
     """The index of the first candidate run that does not match the port's runs (:class:`MutantChoice`), or why
-    there is none: a candidate before it not run yet, or none differs."""
+    there is none: a candidate before it not run yet, or none differs. A number that varies between the port's runs
+    is held to their range widened by their spread, so a candidate whose value of it merely falls outside counts as
+    differing: the choice errs towards taking a mutant."""
     for i, run in enumerate(candidates):
         if run is None:
             return f"a candidate's selection run is not recorded: candidate {i + 1}"
@@ -82,6 +91,24 @@ def first_differing(store: Store, port: list[Run], candidates: list[Run | None],
             return i
     return ("no candidate behaves otherwise than the human port on the selection arguments: "
             f"{len(candidates)} candidates")
+
+
+def choose_for(store: Store, task: RealTask, port: list[Run | None] | None, candidates: list[Run | None]) -> int | str:
+    """The index of ``task``'s chosen candidate, from the port's selection runs (None: the port does not build;
+    None in it: a run not recorded) and each candidate's (:class:`MutantChoice`), or why there is none."""
+    if not candidates:
+        return "no mutant of the human port builds to another program"
+    if port is None:
+        return "the human port does not build"
+    if task.arguments(SELECTION) in (task.visible_args, task.hidden_args):
+        return "no selection arguments apart from the judged ones"
+    if None in port:
+        return "the human port's selection runs are not recorded"
+    if failed := next((n for n, r in enumerate(port, 1) if not r.ok), None):
+        return f"the human port fails on the selection arguments: {port[failed - 1].failure(store, failed)}"
+    if any(r.kernel_launches == 0 for r in port):   # every candidate would "differ" by its kernel count
+        return "the human port launches no kernel on the selection arguments"
+    return first_differing(store, port, candidates, bool(task.visible_args))
 
 
 def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host: ExecutionHost | None) -> MutantChoice:
@@ -106,20 +133,13 @@ def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host:
     choice.planned = {r for runs in ports.values() for r in runs} | {r for c in candidates.values() for _, r in c}
     found = run_programs(store, host, choice.planned, execute["workers"], params["executor"]["host_wait_s"])[0] \
         if host else {}
+
+    def recorded(run: ProgramRun) -> Run | None:
+        return Run.of(store, found[run], run.invocation.args) if found.get(run) else None
+
     for task_id, task in tasks.items():
-        if not candidates[task_id] or task_id not in ports:
-            choice.left[task_id] = "no mutant of the human port builds to another program"
-            continue
-        port = [Run.of(store, found[r], r.invocation.args) if found.get(r) else None for r in ports[task_id]]
-        if None in port:
-            choice.left[task_id] = "the human port's selection runs are not recorded"
-            continue
-        if failed := next((n for n, r in enumerate(port, 1) if not r.ok), None):
-            choice.left[task_id] = ("the human port fails on the selection arguments: "
-                                    f"{port[failed - 1].failure(store, failed)}")
-            continue
-        runs = [Run.of(store, found[r], r.invocation.args) if found.get(r) else None for _, r in candidates[task_id]]
-        chosen = first_differing(store, port, runs, bool(task.visible_args))
+        port = [recorded(r) for r in ports[task_id]] if task_id in ports else None
+        chosen = choose_for(store, task, port, [recorded(r) for _, r in candidates[task_id]])
         if isinstance(chosen, int):
             choice.predictions.append(candidates[task_id][chosen][0])
         else:
@@ -167,7 +187,11 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
         return [Prediction(t, "source", {p: rocm_scribe(store.get_text(d, SOURCE_ERRORS))
                                          for p, d in task.files.items()}) for t, task in tasks.items()]
     if name == "mutant":
-        return choose_mutants(store, params, tasks, host).predictions
+        choice = choose_mutants(store, params, tasks, host)
+        if choice.left:   # said, never dropped silently: the evaluation goes on with the tasks that have one
+            print(f"mutant: {len(choice.predictions)} of {len(tasks)} tasks have a mutant; the others: "
+                  f"{choice.summary()}", file=sys.stderr)
+        return choice.predictions
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
         hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None,

@@ -184,10 +184,10 @@ def observed(store: Store, run: Run) -> tuple:
 
 
 def silent(store: Store, runs: list[Run], unmutated: list[Run]) -> bool:
-    """Whether a mutant's runs show what the unmutated program's runs of the same arguments show (:func:`observed`),
-    run for run."""
+    """Whether a mutant's runs (at least one) show what the unmutated program's runs of the same arguments show
+    (:func:`observed`), run for run."""
     mine, theirs = sorted(runs, key=lambda r: r.args), sorted(unmutated, key=lambda r: r.args)
-    return ([r.args for r in mine] == [r.args for r in theirs]
+    return (bool(mine) and [r.args for r in mine] == [r.args for r in theirs]
             and all(observed(store, a) == observed(store, b) for a, b in zip(mine, theirs, strict=True)))
 
 
