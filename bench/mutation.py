@@ -70,6 +70,7 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
     mutants, rows, originals, tasks, store = [], {}, [], {}, None
     for project in projects:
         params = read_yaml(project / "params.yaml")
+        params["store"]["dir"] = str(project / params["store"]["dir"])   # a relative one is the project's
         store = store or open_store(params)
         if Path(params["store"]["dir"]).resolve() != store.root.resolve():
             raise SystemExit(f"{project}: its store {params['store']['dir']} is not the others' ({store.root})")
@@ -146,6 +147,7 @@ def export(args: argparse.Namespace) -> None:
 
     if len(args.batch) != 1:
         raise SystemExit("export: name one --batch folder to write")
+    os.chdir(args.suite or args.pairs[0])   # its recorded hosts (gpu_hosts/), as score reads them
     store, mutants, rows, _, tasks = collect(args.pairs, args.suite, args.count, args.seed, args.workers, args.origins,
                                              args.candidates)
     params = read_yaml((args.suite or args.pairs[0]) / "params.yaml")
