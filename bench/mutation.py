@@ -179,10 +179,11 @@ def table(args: argparse.Namespace) -> list[dict]:
                                                      args.origins)
     host = resolve_host(f"recorded:{args.name}")
     planned = planned_runs(mutants, rows, tasks, params)
-    ports = {m.program: [r for s in arg_sets(tasks[m.program])
-                         for r in task_runs(tasks[m.program], m.original_binary, s, params["benchmark"]["real"]["runs"],
-                                            params["execute"])]
-             for m in mutants if m.suite == "suite" and m.original_binary}   # the human ports' own runs, once each
+    ported = {m.program: m.original_binary for m in mutants if m.suite == "suite" and m.original_binary}
+    ports = {program: [r for s in arg_sets(tasks[program])   # the human ports' own runs
+                       for r in task_runs(tasks[program], binary, s, params["benchmark"]["real"]["runs"],
+                                          params["execute"])]
+             for program, binary in ported.items()}
     found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs}
                                | {r for rs in ports.values() for r in rs}, 1, 0)
     unmutated = {program: [Run.of(store, found[r], r.invocation.args) for r in runs]

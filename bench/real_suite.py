@@ -106,9 +106,9 @@ def export(params: dict, batch: Path, name: str | None) -> None:
         planned |= {r for runs in report["planned"].values() for r in runs} | (choice.planned if choice else set())
         print(f"{baseline}: {len(report['binaries'])} programs built", flush=True)
         if choice:
-            print(f"mutant: {len(choice.predictions)} tasks chosen; without: {choice.summary()}", flush=True)
-    if name:
-        planned = not_recorded(store, planned, resolve_host(f"recorded:{name}"))
+            print(choice.said(), flush=True)
+    if host:
+        planned = not_recorded(store, planned, host)
     runs = write_batch(store, batch, planned, params["execute"])
     print(f"{runs} runs of {len({r.binary for r in planned})} binaries in {batch}")
 

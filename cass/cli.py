@@ -280,9 +280,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except PredictionsError as exc:
         print(f"cass eval: {exc}", file=sys.stderr)
         return 2
-    # an export runs nothing: only the mutant baseline's choice reads the runs a --host (recorded:NAME) has
-    host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"])) \
-        if not args.export_batch or (args.host and args.baseline == "mutant") else None
+    host = None   # an export runs nothing: only the mutant baseline's choice reads the runs a --host has
+    if not args.export_batch or (args.host and args.baseline == "mutant"):
+        host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
     if args.export_batch and host is not None and host.live:
         print(f"cass eval: --export-batch runs nothing; give the mutant baseline a recorded host (--host "
               f"recorded:NAME), not {host.name}", file=sys.stderr)
@@ -291,7 +291,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if predictions is None and real and args.baseline == "mutant":
         choice = choose_mutants(store, params, tasks, host)
         predictions, selection = choice.predictions, choice.planned
-        print(f"mutant: {len(predictions)} of {len(tasks)} tasks have a mutant; the others: {choice.summary()}")
+        print(choice.said())
     elif predictions is None:
         predictions = (real_baseline if real else baseline)(args.baseline, store, params, tasks)
     name = args.baseline or args.predictions.stem

@@ -76,6 +76,11 @@ class MutantChoice:
         counts = Counter(reason.split(":")[0] for reason in self.left.values())
         return ", ".join(f"{n} {reason}" for reason, n in counts.most_common()) or "none"
 
+    def said(self) -> str:
+        """The choice in a line: how many tasks have a mutant, and why the others have none."""
+        return (f"mutant: {len(self.predictions)} of {len(self.predictions) + len(self.left)} tasks have a mutant; "
+                f"the others: {self.summary()}")
+
 
 def first_differing(store: Store, port: list[Run], candidates: list[Run | None],
                     takes_arguments: bool) -> int | str:
@@ -189,8 +194,7 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
     if name == "mutant":
         choice = choose_mutants(store, params, tasks, host)
         if choice.left:   # said, never dropped silently: the evaluation goes on with the tasks that have one
-            print(f"mutant: {len(choice.predictions)} of {len(tasks)} tasks have a mutant; the others: "
-                  f"{choice.summary()}", file=sys.stderr)
+            print(choice.said(), file=sys.stderr)
         return choice.predictions
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
