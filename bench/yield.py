@@ -29,6 +29,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import date
 from pathlib import Path
 
@@ -76,12 +77,14 @@ def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeli
 
 
 COUNTS = ("files", "included_units", "out_of_scope", "nvidia_ok", "amd_ok", "both",
-          "nvidia_ok_with_configured_headers", "pairs_repaired")
+          "nvidia_ok_with_configured_headers", "pairs_repaired", "pairs_hip_nvidia_checked", "pairs_hip_nvidia_ok")
+TALLIES = ("files_by_build_context", "pairs_amd_only")
 
 
 def combined(corpora: list[dict]) -> dict:
     """The yield of several corpora together (their files are disjoint): counts summed, shares recomputed."""
     total = {key: sum(c[key] for c in corpora) for key in COUNTS}
+    total |= {key: dict(sum((Counter(c[key]) for c in corpora), Counter()).most_common()) for key in TALLIES}
     return {**total, "both_over_nvidia_ok": round(total["both"] / total["nvidia_ok"], 4) if total["nvidia_ok"]
             else None, "both_over_files": round(total["both"] / total["files"], 4) if total["files"] else None}
 

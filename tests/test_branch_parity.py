@@ -122,7 +122,8 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
     nvidia, amd = toolchains["nvidia"], toolchains["amd"]
     runner, cuda, hip_text = translated_sample(toolchains, store)
     rows = pl.DataFrame([{"sample_id": "s", "files": [{"path": "k.cu", "digest": cuda}],
-                          "hip_files": [{"path": "k.cu", "digest": store.put_text(hip_text)}], "include_dirs": ["."]}])
+                          "hip_files": [{"path": "k.cu", "digest": store.put_text(hip_text)}], "include_dirs": ["."],
+                          "build_flags": []}])
     flags = {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"], "opt": ["-Os"]}
     args = (str(store.root), {"nvidia": nvidia, "amd": amd}, {"nvidia": ("sm_89", flags), "amd": ("gfx1100", flags)})
 

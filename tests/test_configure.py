@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+from test_ingest import INGEST_PARAMS
 
 from cass.pipeline.manifests import StageOutput
 from cass.sources.configure import configure_text, configure_tree, configured_name
@@ -82,8 +83,8 @@ TREE = {
 
 def ingest_tree(tmp_path: Path, configure: dict | None) -> tuple[Ingest, Store]:
     store = Store(tmp_path / "store")
-    ingest = Ingest(store, {"filter": {"max_bytes": 10000, "decode_fallbacks": []},
-                            "domains": {"keywords_file": "cass/sources/domain_keywords.yaml"}}, StageOutput("ingest"))
+    ingest = Ingest(store, {**INGEST_PARAMS, "filter": {"max_bytes": 10000, "decode_fallbacks": []}},
+                    StageOutput("ingest"))
     ingest.tree(write(tmp_path / "tree", TREE), "lib", [".cu"], configure=configure)
     return ingest, store
 

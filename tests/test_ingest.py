@@ -15,6 +15,8 @@ from cass.sources.screen import Rejected, Screened, screen
 from store import Store
 
 SCREEN = {"max_bytes": 1000, "decode_fallbacks": []}
+INGEST_PARAMS = {"filter": SCREEN, "domains": {"keywords_file": "cass/sources/domain_keywords.yaml"},
+                 "build_context": {"cmake": True, "timeout_s": 300}}
 KERNEL = "__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n"
 
 
@@ -85,8 +87,7 @@ def test_a_symlink_out_of_the_tree_is_not_followed(tmp_path):
     assert index.outside_links == {"secret.h", "linked.cu"}
     assert resolve_includes(index, "k.cu").unresolved == ["secret.h"]
     out = StageOutput("ingest")
-    ingest = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {
-        "keywords_file": "cass/sources/domain_keywords.yaml"}}, out)
+    ingest = Ingest(Store(tmp_path / "store"), INGEST_PARAMS, out)
     ingest.tree(tree, "t", [".cu"])
     assert [r["path"] for r in ingest.rows] == ["k.cu"]
     assert [(d["path"], d["reason"]) for d in out.dropped] == [("linked.cu", "symlink_outside")]
@@ -121,8 +122,7 @@ def test_a_sample_whose_header_fails_screening_is_dropped_naming_the_header(tmp_
     tree = write(tmp_path / "d", {"k.cu": '#include "h.cuh"\n' + KERNEL, "h.cuh": b"// Fran\xe7ois\n",
                                   "ok.cu": KERNEL})
     out = StageOutput("ingest")
-    ingest = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {
-        "keywords_file": "cass/sources/domain_keywords.yaml"}}, out)
+    ingest = Ingest(Store(tmp_path / "store"), INGEST_PARAMS, out)
     ingest.tree(tree, "t", [".cu"])
     assert [r["path"] for r in ingest.rows] == ["ok.cu"]
     assert out.dropped[0]["reason"] == "undecodable" and "h.cuh" in out.dropped[0]["detail"]
@@ -142,8 +142,7 @@ def test_a_unit_another_file_includes_is_part_of_that_files_unit_not_a_sample(tm
                                   "host.cpp": '#include "dev/launch.cu"\nint main() {}\n', "dev/launch.cu": KERNEL,
                                   "lone.cu": KERNEL})
     out = StageOutput("ingest")
-    ingest = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {
-        "keywords_file": "cass/sources/domain_keywords.yaml"}}, out)
+    ingest = Ingest(Store(tmp_path / "store"), INGEST_PARAMS, out)
     ingest.tree(tree, "t", [".cu"])
     rows = {r["path"]: r for r in ingest.rows}
     assert sorted(rows) == ["lone.cu", "main.cu"]
@@ -152,7 +151,6 @@ def test_a_unit_another_file_includes_is_part_of_that_files_unit_not_a_sample(tm
                                                                ("dev/launch.cu", "included_unit")}
     assert "part of host.cpp" in next(d["detail"] for d in out.dropped if d["path"] == "dev/launch.cu")
     assert out.rows_in == 4
-    alone = Ingest(Store(tmp_path / "store"), {"filter": SCREEN, "domains": {   # main.cu left out: kernels.cu alone
-        "keywords_file": "cass/sources/domain_keywords.yaml"}}, StageOutput("ingest"))
+    alone = Ingest(Store(tmp_path / "store"), INGEST_PARAMS, StageOutput("ingest"))
     alone.tree(tree, "t", [".cu"], select=["kernels.cu", "lone.cu"])
     assert sorted(r["path"] for r in alone.rows) == ["kernels.cu", "lone.cu"]

@@ -58,7 +58,7 @@ def test_a_chunk_is_compiled_from_the_store_alone_on_a_worker(toolchains, store)
     names = ["ok.cu", "typo.cu", "mpi.cu"]
     rows = pl.DataFrame([{"sample_id": name, "origin": "test", "path": name, "domain": "test",
                           "files": [{"path": name, "digest": store.put(SAMPLES[name].encode())}],
-                          "include_dirs": ["."], "unresolved_includes": []} for name in names])
+                          "include_dirs": ["."], "unresolved_includes": [], "build_flags": []} for name in names])
     sent = pickle.loads(pickle.dumps(nvidia))
     assert type(sent).__name__ == "ReportedNvidiaToolchain"
     args = (str(store.root), sent, vparams, params["scope"], "files")

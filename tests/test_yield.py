@@ -33,7 +33,8 @@ def test_a_missing_project_header_is_a_generated_header_not_a_translation_gap():
 def test_counts_ratios_and_top_causes_per_corpus():
     ids = [f"s{i}" for i in range(7)]
     candidates = pl.DataFrame({"sample_id": ids, "origin": ["a"] * 4 + ["b"] * 3, "path": ids,
-                               "configured_headers": [["c.h"], [], ["c.h"], [], [], [], []]})
+                               "configured_headers": [["c.h"], [], ["c.h"], [], [], [], []],
+                               "build_context": ["makefile:a/Makefile"] * 3 + ["standalone"] * 2 + ["cmake:."] * 2})
     nvidia_ok, amd_ok = {"s0", "s1", "s2", "s4", "s6"}, {"s0", "s1", "s5"}
 
     def drop(sample, stage, reason, detail):
@@ -58,7 +59,9 @@ def test_counts_ratios_and_top_causes_per_corpus():
     assert failed.height == 6 and failed.filter(pl.col("nvidia_ok")).height == 3
     # s0 includes a graphics API's header: out of scope though it paired (neither NVIDIA ok nor a pair), as s6 is
     # for its failure counted out_of_scope: the shares are those of the samples in scope
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"}, included_units={"a": 2}, needs_api={"s0"})
+    hip_nvidia = pl.DataFrame({"sample_id": ["s0", "s1"], "hip_nvidia_build": ["ok", "undeclared"]})
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"}, included_units={"a": 2}, needs_api={"s0"},
+                    hip_nvidia=hip_nvidia)
     a = yields["corpora"]["a"]
     assert (a["files"], a["included_units"], a["out_of_scope"], a["nvidia_ok"], a["amd_ok"], a["both"],
             a["both_over_nvidia_ok"], a["both_over_files"]) == (4, 2, 1, 2, 2, 1, 0.5, 0.25)
@@ -72,8 +75,14 @@ def test_counts_ratios_and_top_causes_per_corpus():
         {"cause": "error: use of undeclared identifier '__ldg_x'", "files": 2}]
     assert yields["corpora"]["b"]["both_over_nvidia_ok"] == 0.0
     table = markdown(yields, {"a": "corpus A"})
-    assert "| corpus A | 4 | 2 | 1 | 2 | 2 | 1 | 50.0% | 25.0% | 1 | 1 |" in table
-    assert "| all | 7 | 2 | 2 | 3 | 3 | 1 | 33.3% | 14.3% | 1 | 1 |" in table
+    # s1, the one pair in scope, builds for AMD only; s0 built on both platforms but is out of scope
+    assert (a["pairs_hip_nvidia_checked"], a["pairs_hip_nvidia_ok"], a["pairs_amd_only"]) == (1, 0, {"undeclared": 1})
+    assert a["files_by_build_context"] == {"makefile": 3, "standalone": 1}
+    assert ("| corpus A | 4 | 2 | 1 | 2 | 2 | 1 | 50.0% | 25.0% | 1 | 1 | 0 / 1 (0.0%) | makefile 3, standalone 1 |"
+            in table)
+    assert ("| all | 7 | 2 | 2 | 3 | 3 | 1 | 33.3% | 14.3% | 1 | 1 | 0 / 1 (0.0%) | makefile 3, standalone 2, cmake 2 |"
+            in table)
+    assert "pairs that build for AMD only (not through HIP's NVIDIA back end): undeclared 1." in table
     assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -35,6 +36,19 @@ ENV_ALLOWLIST = (
 )
 """Environment variables that change what the compilers do; they are passed to tools and
 enter the fingerprint. Nothing else from the caller's environment reaches a tool."""
+
+
+NVCC_LANGUAGE_FLAGS = frozenset({"--extended-lambda", "-extended-lambda", "--expt-extended-lambda",
+                                 "-expt-extended-lambda", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr"})
+"""nvcc's switches of the CUDA language a build may pass (clang takes such code as it is): the NVIDIA side only."""
+_CXX_STANDARD = re.compile(r"^--?std[= ]?(?:c|gnu)\+\+([0-9a-z]+)$")
+_CXX_ORDER = ("98", "03", "0x", "11", "1y", "14", "1z", "17", "2a", "20", "2b", "23", "2c", "26")
+
+
+def cxx_standard_rank(flag: str) -> int:
+    """How new the C++ of a ``-std=`` flag is (-1: no C++ standard flag)."""
+    match = _CXX_STANDARD.match(flag)
+    return _CXX_ORDER.index(match.group(1)) if match and match.group(1) in _CXX_ORDER else -1
 
 
 def passed_env() -> dict[str, str]:
@@ -395,6 +409,16 @@ class Toolchain(ABC):
             h.update(f"sandbox={self.launcher.sandbox.mode}".encode())
             self._fingerprints[tool] = h.hexdigest()
         return self._fingerprints[tool]
+
+    def build_flags(self, common: Sequence[str], build: Sequence[str]) -> list[str]:
+        """``common`` (the pipeline's flags) with a file's own build flags after them (``-D``, ``-U``, nvcc's
+        language switches where this toolchain is nvcc, and a ``-std`` that asks for a newer C++, which then
+        replaces the pipeline's)."""
+        kept = [f for f in build if self.vendor != "amd" or f not in NVCC_LANGUAGE_FLAGS]
+        ours = max((cxx_standard_rank(f) for f in common), default=-1)
+        newer = [f for f in kept if cxx_standard_rank(f) > ours][-1:]
+        return [*(f for f in common if not (newer and cxx_standard_rank(f) >= 0)), *newer,
+                *(f for f in kept if cxx_standard_rank(f) < 0)]
 
     def targets(self, main: str, archs: list[str], flags: dict, include_dirs: Sequence[str] = (".",)) -> list[Target]:
         """Plans for the host assembly and the device assembly of every arch of one sample (an OpenCL

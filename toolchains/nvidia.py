@@ -241,14 +241,28 @@ class NvidiaToolchain(Toolchain):
         """What an executable build adds to the caller's flags (none: a CUDA program as it is)."""
         return ()
 
+    def _build_step(self, flags: list[str], include_dirs: Sequence[str], archs: list[str], rest: tuple[str, ...],
+                    outputs: tuple[str, ...]) -> Step:
+        """nvcc as a program's build runs it (``flags``, this platform's own, ``-I``, SASS for every arch in
+        ``archs``), then ``rest``, making ``outputs``."""
+        require_archs(archs, self.vendor)
+        codes = [f"-gencode=arch=compute_{a.removeprefix('sm_')},code={a}" for a in archs]
+        return Step("nvcc", (*flags, *self.program_flags(), *(f"-I{d}" for d in include_dirs), *codes, *rest),
+                    outputs)
+
+    def build_check_target(self, main: str, archs: list[str], flags: list[str],
+                           include_dirs: Sequence[str] = (".",)) -> Target:
+        """``main`` compiled, not linked, as :meth:`program_target` compiles it, keeping nothing but the outcome:
+        whether a translation unit builds on this platform at all."""
+        step = self._build_step(flags, include_dirs, archs, ("-c", main, "-o", "/dev/null"), ())
+        return Target(kind="build_check", arch="+".join(archs), steps=(step,), artifact="")
+
     def program_target(self, units: str | Sequence[str], archs: list[str], flags: list[str],
                        include_dirs: Sequence[str] = (".",)) -> Target:
         """An executable of ``units`` (one source, or the main file and the units it links with) with SASS for
         every arch in ``archs`` (``sm_XX``) and the CUDA runtime linked statically, so that only the binary travels
         to a GPU host."""
-        require_archs(archs, self.vendor)
         units = [units] if isinstance(units, str) else list(units)
-        codes = [f"-gencode=arch=compute_{a.removeprefix('sm_')},code={a}" for a in archs]
-        step = Step("nvcc", (*flags, *self.program_flags(), *(f"-I{d}" for d in include_dirs), *codes, *units,
-                             "-o", EXECUTABLE, "-cudart", "static"), (EXECUTABLE,))
+        step = self._build_step(flags, include_dirs, archs, (*units, "-o", EXECUTABLE, "-cudart", "static"),
+                                (EXECUTABLE,))
         return Target(kind="program", arch="+".join(archs), steps=(step,), artifact=EXECUTABLE)

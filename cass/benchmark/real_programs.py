@@ -28,7 +28,15 @@ import polars as pl
 from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card, load_files, read_manifest
 from cass.execution.compare import Calibration, prints_usage, self_check
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, ProgramRun, Run, build_program_targets, limits_for, run_programs
+from cass.execution.programs import (
+    Build,
+    ProgramRun,
+    ProgramSource,
+    Run,
+    build_program_targets,
+    limits_for,
+    run_programs,
+)
 from cass.execution.verify import judge, kernel_problem, verified
 from store import Store
 from toolchains.programs import Invocation
@@ -54,7 +62,7 @@ def build_task_programs(store: Store, params: dict, programs: dict[Hashable, tup
     """Every ``key: (side, task, files)`` built (``cuda``: nvcc; ``hip``: HIP's NVIDIA back end) from the task's
     main file and units, ``files`` (path: digest) laid out as the task's tree."""
     builds, counts, _ = build_program_targets(
-        store, params, {key: (side, [task.main, *task.units], task.include_dirs, files)
+        store, params, {key: ProgramSource(side, [task.main, *task.units], task.include_dirs, files)
                         for key, (side, task, files) in programs.items()}, workers)
     return builds, counts
 

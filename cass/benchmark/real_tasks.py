@@ -232,7 +232,7 @@ def build_manifest(mirror: Path, upstream: dict, progress: Callable = iter) -> d
     """The manifest of every benchmark of ``mirror`` with a CUDA and a HIP folder: its tasks, and the benchmarks
     left out with the reason (counted by reason)."""
     src = mirror / "src"
-    index = TreeIndex.scan(src)
+    index = TreeIndex.scan(src, projects=False)   # a benchmark that takes another's header is refused below
     names = sorted(p.name.removesuffix("-cuda") for p in src.glob("*-cuda") if (src / f"{p.name[:-5]}-hip").is_dir())
     meta = yaml.safe_load((mirror / "benchmarks.yaml").read_text()) if (mirror / "benchmarks.yaml").is_file() else {}
     labeler = DomainLabeler.load(Path(__file__).parents[1] / "sources" / "domain_keywords.yaml")

@@ -17,7 +17,15 @@ from pathlib import Path
 from cass.benchmark.evaluate import judge_sets
 from cass.benchmark.tasks import REFERENCES_FILE, Task
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, ProgramRun, Run, build_program_targets, limits_for, run_programs
+from cass.execution.programs import (
+    Build,
+    ProgramRun,
+    ProgramSource,
+    Run,
+    build_program_targets,
+    limits_for,
+    run_programs,
+)
 from store import Store
 from toolchains.programs import Invocation
 
@@ -28,7 +36,7 @@ def plan(store: Store, params: dict, tasks: dict[str, Task], workers: int | None
          ) -> tuple[dict[tuple[str, str], Build], dict[tuple[str, str, str], list[ProgramRun]]]:
     """Both programs of every task with hidden arguments built (``execute``'s builds, under the task's path), and
     their runs by (task, side, argument set): the CUDA program ``execute.runs`` times, the reference HIP once."""
-    programs = {(t, side): (side, [task.path], (".",), {task.path: store.put_text(text)})
+    programs = {(t, side): ProgramSource(side, [task.path], ["."], {task.path: store.put_text(text)})
                 for t, task in tasks.items() if task.hidden_args
                 for side, text in (("cuda", task.cuda), ("hip", task.reference_hip))}
     builds, _, _ = build_program_targets(store, params, programs, workers)

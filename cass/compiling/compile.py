@@ -105,7 +105,8 @@ def compiled_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, tool
     for row in rows.iter_rows(named=True):
         files = row[files_column]
         inputs = {f["path"]: f["digest"] for f in files}
-        targets = toolchain.targets(files[0]["path"], vparams["archs"], vparams["flags"], row["include_dirs"])
+        flags = {**vparams["flags"], "common": toolchain.build_flags(vparams["flags"]["common"], row["build_flags"])}
+        targets = toolchain.targets(files[0]["path"], vparams["archs"], flags, row["include_dirs"])
         by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
     run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
 

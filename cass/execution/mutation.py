@@ -29,6 +29,7 @@ from cass.execution.compare import text_of, volatile_fields
 from cass.execution.programs import (
     Build,
     ProgramRun,
+    ProgramSource,
     Run,
     build_program_targets,
     program_sources,
@@ -121,7 +122,7 @@ def pair_mutants(store: Store, params: dict, rows: list[dict], pairs: dict[tuple
         for mutant, files in mutate_files(store, hip, mutable, count, seed, row["sample_id"]):
             mutants.append(MutantProgram("pairs", row["sample_id"], row["origin"], mutant, files,
                                          original_binary=row["hip_program"]))
-            targets[len(mutants) - 1] = ("hip", units, row["include_dirs"], files)
+            targets[len(mutants) - 1] = ProgramSource("hip", units, row["include_dirs"], files, row["build_flags"])
     built, _, _ = build_program_targets(store, params, targets, workers)
     for key, build in built.items():
         _settle_build(mutants[key], build)

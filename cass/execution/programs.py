@@ -16,8 +16,9 @@ import json
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
 
 from cass.engine.actions import Action, ActionRunner, Outcome, cluster_at
 from cass.engine.cached import CachedMap
@@ -26,6 +27,7 @@ from cass.execution.hosts import ExecutionHost
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
 from toolchains.gpu import RunHost, launcher_for
+from toolchains.language import is_opencl
 from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
 RUNNER_VERSION = 5
@@ -63,8 +65,7 @@ def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[Tar
               workers: int | None) -> tuple[dict[Hashable, Build], Counter, set[str]]:
     """Every key's target runs, as cached actions on this machine: a key's :class:`Build` is its last target's
     artifact, or why its first failing target failed; with the action counts and keys."""
-    runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}, workers), timeout_s)
-    run_targets(toolchain, runner, [run for runs in plans.values() for run in runs])
+    counts, keys = run_locally(store, toolchain, [run for runs in plans.values() for run in runs], timeout_s, workers)
     builds = {}
     for key, runs in plans.items():
         if failed := next((run for run in runs if run.failure is not None), None):
@@ -72,8 +73,15 @@ def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[Tar
             builds[key] = Build(None, reason.removeprefix("compile_failed:"), detail)
         else:
             builds[key] = Build(runs[-1].inputs[runs[-1].target.artifact])
-    counts = Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
-    return builds, counts, runner.keys
+    return builds, counts, keys
+
+
+def run_locally(store: Store, toolchain: Toolchain, runs: list[TargetRun], timeout_s: float, workers: int | None,
+                ) -> tuple[Counter, set[str]]:
+    """Target runs as cached actions on this machine; the action counts and keys."""
+    runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}, workers), timeout_s)
+    run_targets(toolchain, runner, runs)
+    return Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)}), runner.keys
 
 
 def tree_path(row: dict, path: str) -> str:
@@ -99,6 +107,25 @@ def program_sources(store: Store, row: dict, pairs: dict[tuple[str, str], dict])
     return {"cuda": (cuda, None), "hip": (hip, problem)}
 
 
+def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], workers: int | None,
+                      ) -> tuple[dict[str, tuple[str, str]], Counter, set[str]]:
+    """The HIP side of every row (a pair: ``hip_files``, ``include_dirs``, ``build_flags``) compiled, not linked,
+    through HIP's NVIDIA back end as the execute stage builds it (``params``: ``execute``): by sample id, ``ok`` or
+    the failure's category, and its error; with the action counts and keys. Whether the translation builds on the
+    platform its programs run on; OpenCL pairs have no HIP side and are left out."""
+    toolchain = load_hip_nvidia()
+    runs = {row["sample_id"]: TargetRun(toolchain.build_check_target(
+        row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
+        row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})
+        for row in rows if not is_opencl(row["hip_files"][0]["path"])}
+    counts, keys = run_locally(store, toolchain, list(runs.values()), params["timeout_s"], workers)
+    verdicts = {}
+    for sample, run in runs.items():
+        reason, detail = ("ok", "") if run.failure is None else failure_reason(toolchain, run, store)
+        verdicts[sample] = (reason.removeprefix("compile_failed:"), detail)
+    return verdicts, counts, keys
+
+
 def build_programs(store: Store, params: dict, rows: list[dict], workers: int | None,
                    pairs: dict[tuple[str, str], dict] | None = None,
                    ) -> tuple[dict[tuple[str, str], Build], Counter, set[str]]:
@@ -112,24 +139,35 @@ def build_programs(store: Store, params: dict, rows: list[dict], workers: int | 
                 builds[row["sample_id"], side] = Build(None, "unit_untranslated", problem)
             else:
                 units = [row["files"][0]["path"], *(row["units"] or ())]
-                programs[row["sample_id"], side] = (side, units, row["include_dirs"], files)
+                programs[row["sample_id"], side] = ProgramSource(side, units, row["include_dirs"], files,
+                                                                 row["build_flags"])
     built, counts, keys = build_program_targets(store, params, programs, workers)
     return builds | built, counts, keys
 
 
-def build_program_targets(store: Store, params: dict,
-                          programs: dict[Hashable, tuple[str, list[str], list[str], dict[str, str]]],
+class ProgramSource(NamedTuple):
+    """What one program is built from: its side (``cuda``, ``hip``), ``units`` (the main file first), its include
+    folders, ``files`` (path: digest) laid out as its tree, and the flags of its own build (``build_flags``)."""
+
+    side: str
+    units: list[str]
+    include_dirs: list[str]
+    files: dict[str, str]
+    build_flags: Sequence[str] = ()
+
+
+def build_program_targets(store: Store, params: dict, programs: dict[Hashable, ProgramSource],
                           workers: int | None) -> tuple[dict[Hashable, Build], Counter, set[str]]:
-    """Every ``key: (side, units, include_dirs, files)`` built by its side's toolchain (``execute.archs``,
-    ``execute.flags``) from ``units`` (the main file first), ``files`` (path: digest) laid out as its tree; with the
-    builds' action counts and keys."""
+    """Every program built by its side's toolchain (``execute.archs``, ``execute.flags`` and its own build's); with
+    the builds' action counts and keys."""
     builds: dict = {}
     counts: Counter = Counter()
     keys: set[str] = set()
     for side, toolchain in build_toolchains().items():
-        plans = {key: [TargetRun(toolchain.program_target(units, params["archs"], params["flags"], include_dirs),
-                                 files)]
-                 for key, (s, units, include_dirs, files) in programs.items() if s == side}
+        plans = {key: [TargetRun(toolchain.program_target(p.units, params["archs"],
+                                                          toolchain.build_flags(params["flags"], p.build_flags),
+                                                          p.include_dirs), p.files)]
+                 for key, p in programs.items() if p.side == side}
         done, side_counts, side_keys = run_plans(store, toolchain, plans, params["timeout_s"], workers)
         builds |= done
         counts.update(side_counts)   # `+=` would drop the zero counts

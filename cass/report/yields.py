@@ -62,11 +62,12 @@ def _share(part: int, whole: int) -> float | None:
 
 def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
                  repaired: set[str], included_units: int = 0, parity: pl.DataFrame | None = None,
-                 needs_api: set[str] = frozenset()) -> dict:
+                 needs_api: set[str] = frozenset(), hip_nvidia: pl.DataFrame | None = None) -> dict:
     """The report of one corpus (or all): counts, ratios, failure categories and top causes. A sample out of
     scope (one of ``needs_api``, the samples that need an API the dataset leaves out, whether they compiled or
     not, or one whose failure was counted ``out_of_scope:<why>``) counts in neither NVIDIA ok nor pairs, so the
-    shares are those of the samples in scope."""
+    shares are those of the samples in scope. ``hip_nvidia``: the pair stage's ``hip_nvidia_build`` per sample
+    (the pairs whose HIP side was also compiled through HIP's NVIDIA back end, and how it went)."""
     ids = set(candidates["sample_id"])
     failed = failed.filter(pl.col("sample_id").is_in(ids))
     out_of_scope = (ids & needs_api) | set(failed.filter(pl.col("category").str.starts_with("out_of_scope"))
@@ -88,6 +89,8 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "both_over_files": _share(len(both), len(ids)),
         "nvidia_ok_with_configured_headers": len(nv & configured),
         "pairs_repaired": len(both & repaired),
+        "files_by_build_context": dict(Counter(c.split(":")[0] for c in candidates["build_context"]).most_common()),
+        **hip_nvidia_counts(hip_nvidia, both),
         "nvidia_failures": dict(Counter(nvidia_failed["category"]).most_common()),
         "amd_failures": dict(Counter(failed.filter(pl.col("vendor") == "amd")["category"]).most_common()),
         "amd_failures_of_nvidia_ok": dict(Counter(amd_gaps["category"]).most_common()),
@@ -95,6 +98,16 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "top_nvidia_causes": _top(Counter(nvidia_failed["cause"])),
         **divergence_counts(parity, ids),
     }
+
+
+def hip_nvidia_counts(hip_nvidia: pl.DataFrame | None, pairs: set[str]) -> dict:
+    """Of ``pairs``: how many had their HIP side compiled through HIP's NVIDIA back end, how many built, and the
+    failure categories of those that build for AMD only."""
+    rows = (hip_nvidia if hip_nvidia is not None else pl.DataFrame(schema={"sample_id": pl.String,
+                                                                           "hip_nvidia_build": pl.String}))
+    verdicts = rows.filter(pl.col("sample_id").is_in(list(pairs)))["hip_nvidia_build"].drop_nulls()
+    return {"pairs_hip_nvidia_checked": verdicts.len(), "pairs_hip_nvidia_ok": int((verdicts == "ok").sum()),
+            "pairs_amd_only": dict(Counter(v for v in verdicts if v != "ok").most_common())}
 
 
 def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
@@ -110,17 +123,18 @@ def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
 
 def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
            repaired: set[str], included_units: dict[str, int] | None = None,
-           parity: pl.DataFrame | None = None, needs_api: set[str] = frozenset()) -> dict:
+           parity: pl.DataFrame | None = None, needs_api: set[str] = frozenset(),
+           hip_nvidia: pl.DataFrame | None = None) -> dict:
     """Per corpus (origin) and over all of them; ``included_units``: per origin, the units ingest left to the
     files that include them; ``parity``: the branch_parity stage's rows; ``needs_api``: the samples out of scope
-    for the APIs they include."""
+    for the APIs they include; ``hip_nvidia``: the pair stage's verdicts of the HIP side on HIP's NVIDIA back end."""
     included_units = included_units or {}
     by_origin = {origin: corpus_yield(candidates.filter(pl.col("origin") == origin), nvidia_ok, amd_ok,
-                                      failed, repaired, included_units.get(origin, 0), parity, needs_api)
+                                      failed, repaired, included_units.get(origin, 0), parity, needs_api, hip_nvidia)
                  for origin in sorted(set(candidates["origin"]))}
     return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired,
                                                       sum(included_units.get(o, 0) for o in by_origin), parity,
-                                                      needs_api)}
+                                                      needs_api, hip_nvidia)}
 
 
 def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: set[str],
@@ -157,8 +171,9 @@ def template_markdown(templates: dict[str, dict]) -> list[str]:
 
 
 SUMMARY_HEADER = ("| corpus | files | included units | out of scope | NVIDIA ok | AMD ok | pairs | pairs / NVIDIA ok "
-                  "| pairs / files | NVIDIA ok with configured headers | pairs repaired |")
-SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                  "| pairs / files | NVIDIA ok with configured headers | pairs repaired | pairs built on HIP-NVIDIA "
+                  "| files by build context |")
+SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 
 
 def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> list[str]:
@@ -168,8 +183,16 @@ def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> lis
         rows.append(f"|{f' {first} |' if first else ''} {title_of.get(origin, origin)} | {y['files']} | "
                     f"{y['included_units']} | {y['out_of_scope']} | {y['nvidia_ok']} | {y['amd_ok']} | {y['both']} | "
                     f"{percent(y['both_over_nvidia_ok'])} | {percent(y['both_over_files'])} | "
-                    f"{y['nvidia_ok_with_configured_headers']} | {y['pairs_repaired']} |")
+                    f"{y['nvidia_ok_with_configured_headers']} | {y['pairs_repaired']} | {hip_nvidia_cell(y)} | "
+                    + (", ".join(f"{c} {n}" for c, n in y["files_by_build_context"].items()) or "-") + " |")
     return rows
+
+
+def hip_nvidia_cell(y: dict) -> str:
+    """``built / checked (share)`` of the pairs compiled through HIP's NVIDIA back end, or ``-`` where none was."""
+    checked = y["pairs_hip_nvidia_checked"]
+    return f"{y['pairs_hip_nvidia_ok']} / {checked} ({percent(_share(y['pairs_hip_nvidia_ok'], checked))})" \
+        if checked else "-"
 
 
 def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
@@ -181,7 +204,9 @@ def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
         lines += ["", f"**{title_of.get(origin, origin)}**: AMD failures of NVIDIA-compilable files by category: "
                   + (", ".join(f"{c} {n}" for c, n in y["amd_failures_of_nvidia_ok"].items()) or "none")
                   + "; NVIDIA failures by category: "
-                  + (", ".join(f"{c} {n}" for c, n in y["nvidia_failures"].items()) or "none") + "."]
+                  + (", ".join(f"{c} {n}" for c, n in y["nvidia_failures"].items()) or "none")
+                  + "; pairs that build for AMD only (not through HIP's NVIDIA back end): "
+                  + (", ".join(f"{c} {n}" for c, n in y["pairs_amd_only"].items()) or "none") + "."]
         if y.get("top_divergent_macros"):
             lines += ["", f"Conditionals that take another branch on AMD: {y['divergences']} in {y['diverged']} "
                       "files; macros: " + ", ".join(f"`{d['macro']}` {d['divergences']}"

@@ -7,10 +7,14 @@ ordered list of include directories (``-I``) under which the compilers find exac
 
 * a quoted include is looked up first in the including file's own folder (the compilers do the
   same, so that folder needs no ``-I``; a sibling ``common.h`` always wins);
-* otherwise, and for angle includes, among the tree's folders ``D`` with ``D/<name>`` a file; a
-  folder already chosen wins, then the folder nearest to the including file (longest common
-  path prefix), then the shorter, then the lexically smaller path;
-* the tree root (``.``) is always on the list: where it was first needed, else last.
+* otherwise, and for angle includes, in the folders the file's build names (``-I``, in their order:
+  :mod:`cass.sources.build_context`), then among the folders ``D`` of its project with ``D/<name>`` a
+  file; a folder already chosen wins, then the folder nearest to the including file (longest common
+  path prefix), then the shorter, then the lexically smaller path. The project is the whole tree
+  where the tree's root holds a build file, else the nearest folder above the file with a build file
+  of its own: one program of a collection (a benchmark of HeCBench) never takes another's headers;
+* the project's folder (the tree root, ``.``, for most trees) is always on the list: where it was
+  first needed, else last.
 
 The chosen list is then checked by replaying the compilers' search over the files that will be
 laid out: an include that would find a different file than the one meant is reported as a
@@ -30,6 +34,7 @@ import os
 import posixpath
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,11 +78,15 @@ class TreeIndex:
     template_outputs: set[str] = field(default_factory=set)
     """names of the headers the tree's configure-time templates make"""
     generated: dict[str, str] = field(default_factory=dict)
-    """configured headers: path -> the template they were made from"""
+    """configured headers: path -> the template they were made from (itself: written by a configure step)"""
+    build_folders: set[str] = field(default_factory=set)
+    """folders holding a build file of their own (:data:`PROJECT_BUILD_FILES`)"""
     _read: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def scan(cls, root: Path) -> TreeIndex:
+    def scan(cls, root: Path, projects: bool = True) -> TreeIndex:
+        """The tree at ``root``; ``projects``: folders with a build file of their own are projects apart
+        (:meth:`project_of`; off: the whole tree is one)."""
         real_root = root.resolve()
         files: dict[str, Path] = {}
         outside: set[str] = set()
@@ -95,7 +104,9 @@ class TreeIndex:
         for rel in sorted(files):
             by_name[posixpath.basename(rel)].append(rel)
         return cls(root, files, outside, dict(by_name), _header_folder_names(files),
-                   {posixpath.basename(out) for rel in files if (out := configured_name(rel))})
+                   {posixpath.basename(out) for rel in files if (out := configured_name(rel))},
+                   build_folders={posixpath.dirname(rel) or ROOT_DIR for rel in files
+                                  if projects and posixpath.basename(rel) in PROJECT_BUILD_FILES})
 
     def read(self, rel: str) -> bytes:
         """A file's bytes, read once per tree (headers are shared by many sources)."""
@@ -103,11 +114,25 @@ class TreeIndex:
             self._read[rel] = self.files[rel].read_bytes()
         return self._read[rel]
 
-    def add_generated(self, rel: str, data: bytes, template: str) -> None:
-        """A file made from another one of the tree (a configured header from its template): it
-        is a file of the tree from now on, with ``data`` as its bytes; on disk there is only its
-        template (``files`` maps it there, ``generated`` names the template)."""
-        self.files[rel] = self.files[template]
+    def project_of(self, rel: str) -> str:
+        """The folder whose files ``rel`` may include: the whole tree where its root holds a build file (a
+        project); else the nearest folder above ``rel`` with a build file of its own (one program of a
+        collection, such as a benchmark folder of HeCBench's ``src``); else the whole tree."""
+        if any(name in self.files for name in ROOT_BUILD_FILES):
+            return ROOT_DIR
+        folder = posixpath.dirname(rel)
+        while folder:
+            if folder in self.build_folders:
+                return folder
+            folder = posixpath.dirname(folder)
+        return ROOT_DIR
+
+    def add_generated(self, rel: str, data: bytes, template: str, origin: Path | None = None) -> None:
+        """A file made from another one of the tree (a configured header from its template), or one a build's
+        configure step wrote (``template`` is then ``rel`` itself, ``origin`` a path for messages): it is a file of
+        the tree from now on, with ``data`` as its bytes (``files`` maps it to its template or origin,
+        ``generated`` names the template)."""
+        self.files[rel] = origin or self.files[template]
         self._read[rel] = data
         self.generated[rel] = template
         self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
@@ -122,6 +147,17 @@ class TreeIndex:
             elif rel.endswith("/" + name):
                 found.append(rel[: -len(name) - 1])
         return found
+
+
+PROJECT_BUILD_FILES = ("CMakeLists.txt", "GNUmakefile", "makefile", "Makefile")
+"""Build files that make their folder a project of its own."""
+ROOT_BUILD_FILES = (*PROJECT_BUILD_FILES, "configure", "configure.ac", "meson.build", "setup.py")
+"""Build files that, at a tree's root, make the whole tree one project."""
+
+
+def within(folder: str, project: str) -> bool:
+    """Whether ``folder`` (a tree folder, ``.`` for the root) lies in ``project``'s."""
+    return project == ROOT_DIR or folder == project or folder.startswith(project + "/")
 
 
 def _header_folder_names(paths) -> set[str]:
@@ -177,9 +213,12 @@ def _search(laid_out: set[str], includer: str, quoted: bool, name: str, include_
     return None
 
 
-def resolve_includes(index: TreeIndex, main: str) -> Includes:
-    """The headers ``main`` reaches in its tree, and the include directories that find them."""
-    include_dirs: list[str] = []
+def resolve_includes(index: TreeIndex, main: str, build_dirs: Sequence[str] = ()) -> Includes:
+    """The headers ``main`` reaches in its tree, and the include directories that find them: the folders
+    ``build_dirs`` its build names first (searched in that order, wherever they lie in the tree), then folders
+    of its project (:meth:`TreeIndex.project_of`) as needed; the project's folder is always on the list."""
+    project = index.project_of(main)
+    include_dirs: list[str] = list(dict.fromkeys(build_dirs))
     wanted: list[tuple[str, bool, str, str]] = []  # (includer, quoted, name, intended file)
     unresolved: set[str] = set()
     seen = {main}
@@ -197,7 +236,7 @@ def resolve_includes(index: TreeIndex, main: str) -> Includes:
             elif not quoted and name in SYSTEM_HEADERS:
                 continue
             else:
-                folders = index.folders_with(name)
+                folders = [d for d in index.folders_with(name) if d in include_dirs or within(d, project)]
                 if folders:
                     folder = next((d for d in include_dirs if d in folders), None) or \
                         min(folders, key=lambda d: _nearness(d, here))
@@ -212,8 +251,8 @@ def resolve_includes(index: TreeIndex, main: str) -> Includes:
             if target not in seen:
                 seen.add(target)
                 queue.append(target)
-    if ROOT_DIR not in include_dirs:
-        include_dirs.append(ROOT_DIR)
+    if project not in include_dirs:
+        include_dirs.append(project)
     conflicts = sorted({   # replay the compilers' search over the files that will be laid out
         f"{includer}: #include {name!r} finds {found or 'nothing'}, meant {target}"
         for includer, quoted, name, target in wanted

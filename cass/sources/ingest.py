@@ -15,6 +15,7 @@ import yaml
 from tqdm import tqdm
 
 from cass.pipeline.manifests import CHUNK_ROWS, FILES_DTYPE, StageOutput, sample_id
+from cass.sources.build_context import BuildContext, BuildContexts
 from cass.sources.configure import configure_tree
 from cass.sources.copyright import Copyright, license_type
 from cass.sources.debian import COMPLETE_MARK, DebianArchive, FetchError
@@ -35,7 +36,8 @@ with and ``unit_files`` their files (the units and their headers that ``files`` 
 SCHEMA = {
     "sample_id": pl.String, "origin": pl.String, "path": pl.String, "domain": pl.String,
     "files": FILES_DTYPE, "include_dirs": pl.List(pl.String), "unresolved_includes": pl.List(pl.String),
-    "include_conflicts": pl.List(pl.String), "configured_headers": pl.List(pl.String), "bytes": pl.Int64,
+    "include_conflicts": pl.List(pl.String), "configured_headers": pl.List(pl.String),
+    "build_context": pl.String, "build_flags": pl.List(pl.String), "bytes": pl.Int64,
     "source_encoding": pl.String,
     "repository": pl.String, "revision": pl.String, "license_type": pl.String,
     "detected_licenses": pl.List(pl.String), "stars": pl.Int64,
@@ -47,6 +49,12 @@ CONFIGURED_SCHEMA = {
 }
 """``data/ingest/configured.parquet``: every configured header, its template and the variables
 it used (set by the parameters, or left off/empty)."""
+BUILD_CONTEXTS_SCHEMA = {
+    "tree": pl.String, "project": pl.String, "source": pl.String, "status": pl.String, "exit_code": pl.Int64,
+    "log": pl.String, "files": pl.Int64, "headers": pl.Int64,
+}
+"""``data/ingest/build_contexts.parquet``: every configure step a tree's build took (:mod:`cass.sources.build_context`),
+whether it succeeded, its log's digest, how many files it listed and headers it wrote."""
 PROVENANCE = ("repository", "revision", "license_type", "detected_licenses", "stars")
 
 
@@ -56,6 +64,8 @@ class Ingest:
     def __init__(self, store: Store, params: dict, out: StageOutput):
         self.store = store
         self.screen_params = params["filter"]
+        self.build_params = params["build_context"]
+        self.build_statuses: list[dict] = []
         self.labeler = DomainLabeler.load(Path(params["domains"]["keywords_file"]))
         self.out = out
         self.rows: list[dict] = []
@@ -64,7 +74,8 @@ class Ingest:
 
     def add(self, identity: dict, files: list[tuple[str, str, bytes]], provenance: dict,
             declared_encoding: str | None = None, includes: Includes | None = None,
-            configured: list[str] | tuple[str, ...] = (), run: dict | None = None) -> None:
+            configured: list[str] | tuple[str, ...] = (), run: dict | None = None,
+            build: BuildContext | None = None) -> None:
         """One sample: ``files`` are (layout path, name for messages, bytes), the main file first."""
         self.out.rows_in += 1
         try:
@@ -75,6 +86,7 @@ class Ingest:
         stored = [{"path": layout_path, "digest": self.store.put(text.data)}
                   for (layout_path, _, _), text in zip(files, texts, strict=True)]
         includes = includes or Includes(headers=[], include_dirs=["."], unresolved=[], conflicts=[])
+        build = build or BuildContext()
         self.rows.append({
             **identity, **dict.fromkeys(PROVENANCE), **provenance,
             "domain": self.labeler.label(texts[0].data.decode()),
@@ -83,6 +95,8 @@ class Ingest:
             "unresolved_includes": includes.unresolved,
             "include_conflicts": includes.conflicts,
             "configured_headers": list(configured),
+            "build_context": build.source,
+            "build_flags": list(build.flags),
             "bytes": len(texts[0].data),
             "source_encoding": texts[0].encoding,
             "run_spec": None, "run_inputs": [], "units": [], "unit_files": [], **(run or {}),
@@ -98,16 +112,19 @@ class Ingest:
         (from ``run_specs``, a YAML file, else the tree's build files)."""
         index = TreeIndex.scan(root)
         runs = ProgramTree(self.store, index, run_specs)
-        if configure is not None:
-            self._configure(index, origin, prefix, configure)
         for rel in sorted(index.outside_links):
             if Path(rel).suffix in extensions:
                 self.out.rows_in += 1
                 self.out.drop(self._identity(origin, prefix + rel), "symlink_outside",
                               f"{root / rel} points outside {root}; not followed")
-        candidates = sorted(r for r in index.files if Path(r).suffix in extensions and r not in index.generated)
+        candidates = sorted(r for r in index.files if Path(r).suffix in extensions)
         mains = [r for r in candidates if not select or any(fnmatch.fnmatchcase(r, g) for g in select)]
         mains = mains[:limit] if limit else mains
+        builds = BuildContexts(index, self.store, self.build_params, configure, f"{origin}:{prefix or root}")
+        builds.prepare(mains)
+        self.build_statuses += builds.statuses()
+        if configure is not None:   # the templates of projects a configure step did not make real headers for
+            self._configure(index, origin, prefix, configure, skip=builds.configured)
         if len(mains) < len(candidates):
             self.not_selected[origin] = self.not_selected.get(origin, 0) + len(candidates) - len(mains)
         left_out = set(candidates) - set(mains)   # a unit whose includer select/limit leaves out is compiled alone
@@ -121,7 +138,8 @@ class Ingest:
                 continue
             try:
                 check_size(index.files[rel].stat().st_size, str(root / rel), self.screen_params)
-                found = resolve_includes(index, rel)
+                build = builds.of(rel)
+                found = resolve_includes(index, rel, build.include_dirs)
                 files = [(path, str(root / index.generated.get(path, path)), index.read(path))
                          for path in (rel, *found.headers)]
             except Rejected as rejected:
@@ -133,13 +151,17 @@ class Ingest:
                 self.out.drop(identity, "unreadable", f"{exc.filename}: {exc.strerror}")
                 continue
             fixed = provenance(rel) if callable(provenance) else provenance or {}
-            configured = [h for h in found.headers if h in index.generated]
+            configured = [h for h in found.headers if index.generated.get(h, h) != h]   # made from a template
             self.add(identity, files, fixed, includes=found, configured=configured,
-                     run=runs.columns(rel, [path for path, _, _ in files]))
+                     run=runs.columns(rel, [path for path, _, _ in files], build.include_dirs), build=build)
 
-    def _configure(self, index: TreeIndex, origin: str, prefix: str, values: Mapping[str, object]) -> None:
-        """Add the tree's configured headers to ``index`` and record how each was made."""
+    def _configure(self, index: TreeIndex, origin: str, prefix: str, values: Mapping[str, object],
+                   skip: Callable[[str], bool]) -> None:
+        """Add the tree's configured headers to ``index`` (but those ``skip`` says a real configure step made) and
+        record how each was made."""
         for header, (template, made) in configure_tree(index.files.keys(), index.read, values).items():
+            if skip(template):
+                continue
             data = made.text.encode()
             index.add_generated(header, data, template)
             self.configured.append({
@@ -166,8 +188,9 @@ class ProgramTree:
     def has_main(self, rel: str) -> bool:
         return main_signature(self.index.read(rel).decode("utf-8", "replace")) is not None
 
-    def columns(self, rel: str, files: list[str]) -> dict:
-        """The run columns of ``rel`` (whose sample holds ``files``): empty unless it defines ``main``."""
+    def columns(self, rel: str, files: list[str], build_dirs: Sequence[str] = ()) -> dict:
+        """The run columns of ``rel`` (whose sample holds ``files``; its build's include folders ``build_dirs``):
+        empty unless it defines ``main``."""
         if not self.has_main(rel):
             return {}
         if self._sizes is None:
@@ -176,7 +199,7 @@ class ProgramTree:
             self._included = included_units(self.index, [p for p in self._sizes if p.endswith(UNIT_SUFFIXES)])
         spec: RunSpec = discover(self._sizes, self.index.read, rel, self.has_main, self._included, self.overrides,
                                  self.overrides_name)
-        unit_files = [p for unit in spec.units for p in (unit, *resolve_includes(self.index, unit).headers)]
+        unit_files = [p for unit in spec.units for p in (unit, *resolve_includes(self.index, unit, build_dirs).headers)]
         unit_files = list(dict.fromkeys(p for p in unit_files if p not in files))
         stored = {p: self.store.put(self.index.read(p)) for p in [*spec.inputs, *unit_files]}
         return {"run_spec": spec.row(), "units": spec.units,
@@ -367,20 +390,24 @@ def file_chunks(kind: type[StackRows | SynthesizedRows], rows: pl.DataFrame | No
 
 @dataclass
 class Ingested:
-    """What a worker made of one source: sample rows, configured headers (tables: made on the worker, where it is
-    cheaper than on the driver), drops, files seen, files not selected."""
+    """What a worker made of one source: sample rows, configured headers, configure steps (tables: made on the
+    worker, where it is cheaper than on the driver), drops, files seen, files not selected, the store's action keys
+    it used (its configure steps)."""
 
     rows: pl.DataFrame
     configured: pl.DataFrame
+    build_contexts: pl.DataFrame
     dropped: list[dict]
     rows_in: int
     not_selected: dict[str, int]
+    keys: set[str]
 
 
 def ingest_source(source: Source, store_root: str, params: dict, stage: str) -> Ingested:
-    """One source's samples, made by a worker (``params``: ``filter`` and ``domains``)."""
+    """One source's samples, made by a worker (``params``: ``filter``, ``domains`` and ``build_context``)."""
     out = StageOutput(stage)
     ingest = Ingest(Store(store_root), params, out)
     source.add_to(ingest)
     return Ingested(pl.DataFrame(ingest.rows, schema=SCHEMA), pl.DataFrame(ingest.configured, schema=CONFIGURED_SCHEMA),
-                    out.dropped, out.rows_in, ingest.not_selected)
+                    pl.DataFrame(ingest.build_statuses, schema=BUILD_CONTEXTS_SCHEMA), out.dropped, out.rows_in,
+                    ingest.not_selected, ingest.store.keys_used)

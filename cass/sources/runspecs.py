@@ -44,6 +44,7 @@ ASSIGNMENT = re.compile(r"^(?:override\s+|export\s+)?([A-Za-z_][\w.-]*)\s*(\+=|\
 RULE = re.compile(r"^([^\t#=:][^=:]*?)\s*::?\s*(?!=)(.*)$")
 REFERENCE = re.compile(r"\$[({]([A-Za-z_][\w.-]*)(?::([^=)}]*)=([^)}]*))?[)}]")
 FUNCTION = re.compile(r"\$[({](\w+)\s+([^()${}]*)[)}]")
+CONDITIONAL = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b\s*(.*)$")
 COMMAND_SPLIT = re.compile(r"\s*(?:&&|;|\|\|)\s*")
 
 
@@ -78,17 +79,26 @@ class Makefile:
     """``$(wildcard PATTERN)``: the files of the build file's folder the pattern matches."""
 
     @classmethod
-    def parse(cls, text: str, wildcard: Callable[[str], list[str]] | None = None) -> Makefile:
+    def parse(cls, text: str, wildcard: Callable[[str], list[str]] | None = None,
+              conditionals: bool = False) -> Makefile:
+        """The Makefile's variables and recipes; ``conditionals``: only the branches of ``ifeq``, ``ifneq``,
+        ``ifdef`` and ``ifndef`` that hold with the variables set so far and none given on make's command line
+        (else every branch is read, as the run specs always have)."""
         made = cls({}, {}, *([wildcard] if wildcard else []))
         variables, recipes = made.variables, made.recipes
         current: list[str] | None = None
+        taken: list[bool] = []   # per open conditional: whether its current branch is read
         for line in re.sub(r"\\\r?\n", " ", text).splitlines():
             if line.startswith("\t"):
-                if current is not None:
+                if current is not None and all(taken):
                     current.append(line.strip())
                 continue
             line = line.split("#", 1)[0].rstrip()
-            if not line.strip() or re.match(r"\s*(ifn?eq|ifn?def|else|endif|include|-include)\b", line):
+            if conditionals and (branch := CONDITIONAL.match(line)):
+                made._branch(taken, branch.group(1), branch.group(2) or "")
+                continue
+            if not line.strip() or re.match(r"\s*(ifn?eq|ifn?def|else|endif|include|-include)\b", line) \
+                    or not all(taken):
                 continue
             if match := ASSIGNMENT.match(line.strip()):
                 name, operator, value = match.groups()
@@ -106,6 +116,34 @@ class Makefile:
             else:
                 current = None
         return made
+
+    def _branch(self, taken: list[bool], keyword: str, condition: str) -> None:
+        """Follow one conditional line: open (``if...``), switch (``else [if...]``) or close (``endif``)."""
+        if keyword == "endif":
+            if taken:
+                taken.pop()
+        elif keyword == "else":
+            if taken:
+                was = taken.pop()
+                nested = CONDITIONAL.match(condition.strip())
+                taken.append(False if was else (self._holds(nested.group(1), nested.group(2) or "")
+                                                if nested else True))
+        else:
+            taken.append(self._holds(keyword, condition))
+
+    def _holds(self, keyword: str, condition: str) -> bool:
+        if keyword in ("ifdef", "ifndef"):
+            defined = bool(self.expand(self.variables.get(condition.strip(), "")).strip())
+            return defined == (keyword == "ifdef")
+        condition = condition.strip()
+        if condition.startswith("(") and condition.endswith(")"):
+            parts = condition[1:-1].split(",", 1)
+        else:
+            parts = [p.strip("\"'") for p in re.findall(r"\"[^\"]*\"|'[^']*'", condition)]
+        if len(parts) != 2:
+            return False
+        equal = self.expand(parts[0]).strip() == self.expand(parts[1]).strip()
+        return equal == (keyword == "ifeq")
 
     def expand(self, text: str, depth: int = 0) -> str:
         """``text`` with ``$(VAR)``, ``$(VAR:a=b)`` and ``$(wildcard ...)`` expanded; other functions are empty."""

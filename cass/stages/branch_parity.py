@@ -89,7 +89,8 @@ def checked_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root:
         if (sample := marked.get(row["sample_id"])) is not None:
             for vendor, tc in toolchains.items():
                 arch, flags = settings[vendor]
-                step = tc.preprocess_step(row["files"][0]["path"], arch, flags, row["include_dirs"])
+                own = {**flags, "common": tc.build_flags(flags["common"], row["build_flags"])}
+                step = tc.preprocess_step(row["files"][0]["path"], arch, own, row["include_dirs"])
                 sample[vendor] = plan(tc, step, sample["inputs"][vendor])
     outcomes: dict[str, Outcome] = {}
     for vendor, runner in runners.items():

@@ -10,9 +10,10 @@ Sources (all optional but the list of local trees):
 
 For a file of a tree, the headers it reaches and the include directories that find them are
 chosen by :mod:`cass.sources.includes` and recorded (``files``, ``include_dirs``, ``unresolved_includes``,
-``include_conflicts``). Every file, headers included, is screened by :mod:`cass.sources.screen` (size,
-binary, encoding); a sample whose main file or header fails is dropped with the reason. Each
-sample gets a domain label from :mod:`cass.sources.domains`.
+``include_conflicts``), with its compile context from its own build where it has one (``build_context``,
+``build_flags``: :mod:`cass.sources.build_context`; the configure steps in ``build_contexts.parquet``). Every
+file, headers included, is screened by :mod:`cass.sources.screen` (size, binary, encoding); a sample whose main
+file or header fails is dropped with the reason. Each sample gets a domain label from :mod:`cass.sources.domains`.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from pathlib import Path
 import polars as pl
 
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import manifest_path, write_parquet
+from cass.pipeline.manifests import manifest_path, write_action_keys, write_parquet
 from cass.sources.ingest import (
+    BUILD_CONTEXTS_SCHEMA,
     CONFIGURED_SCHEMA,
     SCHEMA,
     IngestError,
@@ -69,13 +71,17 @@ def run(stage: Stage) -> None:
     synthesized = stage.upstream_path("synthesize")
     sources += file_chunks(SynthesizedRows, pl.read_parquet(synthesized) if synthesized.exists() else None)
     worker_params = {"filter": {k: params["filter"][k] for k in ("max_bytes", "decode_fallbacks")},
-                     "domains": {"keywords_file": params["domains"]["keywords_file"]}}
+                     "domains": {"keywords_file": params["domains"]["keywords_file"]},
+                     "build_context": params["build_context"]}
     rows, configured, not_selected = [pl.DataFrame(schema=SCHEMA)], [pl.DataFrame(schema=CONFIGURED_SCHEMA)], Counter()
+    contexts, keys = [pl.DataFrame(schema=BUILD_CONTEXTS_SCHEMA)], set()
     try:   # every source on the stage's workers (a tree, or a chunk of single files, each)
         for part in stage.work.map(ingest_source, sources, str(stage.store.root), worker_params, stage.name,
                                    count=len(sources), label=lambda source: source.name):
             rows.append(part.rows)
             configured.append(part.configured)
+            contexts.append(part.build_contexts)
+            keys |= part.keys
             out.dropped += part.dropped
             out.rows_in += part.rows_in
             not_selected.update(part.not_selected)
@@ -89,6 +95,9 @@ def run(stage: Stage) -> None:
         sys.exit(f"ingest: two sources produce the same origin/path: {duplicate_ids['path'].to_list()[:5]}")
     configured = pl.concat(configured)
     write_parquet(configured, manifest_path(stage.name, "configured"), sort_by="path")
+    contexts = pl.concat(contexts)
+    write_parquet(contexts, manifest_path(stage.name, "build_contexts"), sort_by=["tree", "project"])
+    write_action_keys(stage.name, keys)   # the configure steps' records, which the packs carry
     out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
     out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
     out.extra_metrics["transcoded"] = kept.filter(pl.col("source_encoding") != "utf-8").height
@@ -98,4 +107,7 @@ def run(stage: Stage) -> None:
         kept.filter(pl.col("configured_headers").list.len() > 0)["origin"].value_counts().iter_rows()))
     out.extra_metrics["with_unresolved_includes"] = kept.filter(pl.col("unresolved_includes").list.len() > 0).height
     out.extra_metrics["not_selected"] = dict(sorted(not_selected.items()))
+    out.extra_metrics["by_build_context"] = dict(sorted(
+        kept["build_context"].str.replace(r":.*", "").value_counts().iter_rows()))
+    out.extra_metrics["configure_steps"] = dict(sorted(contexts["status"].value_counts().iter_rows()))
     print(out.write(kept))

@@ -3,11 +3,23 @@
 A deduplicated sample missing from a compile stage's output failed on that stack (for AMD, in
 hipify or in hipcc); it is dropped here with the reason ``not_paired:<which stack failed>``
 (the hipify and compile stages' own dropped manifests hold the tool's reason).
+
+Where ``pair.hip_nvidia`` is on, the HIP side of every pair is also compiled through HIP's NVIDIA back end, as the
+``execute`` stage builds it (:func:`cass.execution.programs.hip_nvidia_checks`, cached actions that keep no object):
+a pair that builds for AMD only stays a pair, but is counted apart (``hip_nvidia_build``: ``ok`` or the failure's
+category, with its error in ``hip_nvidia_error``; null for OpenCL pairs, which have no HIP side, and where the check
+is off).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
+import polars as pl
+
+from cass.execution.programs import hip_nvidia_checks
 from cass.pipeline.context import Stage
+from cass.pipeline.manifests import write_action_keys
 
 
 def run(stage: Stage) -> None:
@@ -25,4 +37,16 @@ def run(stage: Stage) -> None:
     parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
     kept = cuda.join(nvidia, on="sample_id", how="inner").join(amd, on="sample_id", how="inner") \
         .join(parity, on="sample_id", how="left")
+    verdicts, keys = {}, set()
+    if stage.params["pair"]["hip_nvidia"] and kept.height:
+        verdicts, counts, keys = hip_nvidia_checks(stage.store, stage.params["execute"], kept.to_dicts(),
+                                                   stage.params["executor"]["workers"] or None)
+        out.run["hip_nvidia_actions"] = dict(counts)
+    write_action_keys(stage.name, keys)
+    found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
+    kept = kept.with_columns(pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
+                             pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
+    verdicts = Counter(kept["hip_nvidia_build"].drop_nulls())
+    out.extra_metrics["hip_nvidia"] = {"checked": sum(verdicts.values()), "ok": verdicts.pop("ok", 0),
+                                       "amd_only": dict(sorted(verdicts.items()))}
     print(out.write(kept))

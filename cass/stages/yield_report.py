@@ -29,7 +29,8 @@ def run(stage: Stage) -> None:
     parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
     needs_api = {i for ids in stage.work.chunks(needing_api, candidates.select("sample_id", "files"),
                                                 str(stage.store.root), dict(stage.params["scope"])) for i in ids}
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api)
+    hip_nvidia = stage.upstream("pair").select("sample_id", "hip_nvidia_build")
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api, hip_nvidia)
     requests = stage.upstream_path("synthesize", "requests")
     if requests.exists():
         yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)

@@ -72,6 +72,7 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
         "hipify_warnings": store.get_text(row["hipify_warnings"]),
         "repair_rules": row["repair_rules"],
         "hip_repaired": row["hip_repaired"],
+        "hip_nvidia_build": row["hip_nvidia_build"],
         "hip_source_hipify": store.get_text(raw_main) if (raw_main := row["hip_files_hipify"][0]["digest"])
         != row["hip_files"][0]["digest"] else None,
         **{f"{name}_lines": None if text is None else line_count(text) for name, text in texts.items()},
@@ -84,9 +85,10 @@ def export_row(store: Store, row: dict, provenance: dict) -> dict:
 SOURCE_COLUMNS = {
     "repository": pl.String, "revision": pl.String, "license_type": pl.String,
     "detected_licenses": pl.List(pl.String), "stars": pl.Int64, "source_encoding": pl.String,
-    "include_dirs": pl.List(pl.String),
+    "include_dirs": pl.List(pl.String), "build_context": pl.String, "build_flags": pl.List(pl.String),
 }
-"""Provenance of the CUDA source (null where a source has none, e.g. a local tree's license)."""
+"""Provenance of the CUDA source and its compile context (null where a source has none, e.g. a local tree's
+license)."""
 HEADERS = pl.List(pl.Struct({"path": pl.String, "text": pl.String}))
 PROVENANCE_TOOLS = (("nvidia", "nvcc"), ("nvidia", "cuobjdump"), ("amd", "hipcc"), ("amd", "hipify-perl"))
 
@@ -108,7 +110,8 @@ def schema(params: dict) -> dict:
         **SOURCE_COLUMNS,
         **dict.fromkeys(texts, pl.String),
         "cuda_headers": HEADERS, "hip_headers": HEADERS, "hipify_warnings": pl.String,
-        "repair_rules": pl.List(pl.String), "hip_repaired": pl.Boolean, "hip_source_hipify": pl.String,
+        "repair_rules": pl.List(pl.String), "hip_repaired": pl.Boolean, "hip_nvidia_build": pl.String,
+        "hip_source_hipify": pl.String,
         **dict.fromkeys((f"{t}_lines" for t in texts), pl.Int64),
         "cuda_source_digest": pl.String, "hip_source_digest": pl.String,
         **{f"{t}_{kind}": pl.String for t in tools for kind in ("version", "fingerprint")},

@@ -1,0 +1,276 @@
+"""Each file's compile context as its own build gives it (``build_context`` of a sample): the defines, the
+language switches and the include folders its build passes, and the headers its configure step writes.
+
+* A Makefile (``GNUmakefile``, ``makefile``, ``Makefile``) in the file's folder or above it, inside its project
+  (:meth:`cass.sources.includes.TreeIndex.project_of`): the recipes that run nvcc, expanded as the run specs
+  expand them (:class:`cass.sources.runspecs.Makefile`, with its conditionals followed). Make itself is not run.
+* A CMake project (a ``CMakeLists.txt`` at the project's root, and no Makefile above the file): configured once
+  per project in the sandbox with the NVIDIA wheels' nvcc as the CUDA compiler and no network
+  (:mod:`toolchains.cmake`, a cached action); each file's entry of ``compile_commands.json`` gives its flags, and
+  the headers the configuration wrote become files of the tree under :data:`BUILD_DIR`. A file the configuration
+  compiles nowhere gets the include folders every configured CUDA file shares. A configure that fails leaves the
+  project's files stand-alone, its log in ``data/ingest/build_contexts.parquet``.
+* Otherwise the file is compiled stand-alone, as before.
+
+Taken from a build: ``-D``/``-U`` (both sides), ``-I`` that name a folder of the tree or of the configuration's
+output, ``-std`` where it asks for a newer C++ than the pipeline's flags, and nvcc's language switches
+(:data:`toolchains.base.NVCC_LANGUAGE_FLAGS`: the NVIDIA side only, clang needs none). Nothing else (arches,
+optimisation, warnings, host-compiler flags) is taken: the pipeline's flags decide those.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import re
+import shlex
+import tarfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from cass.sources.includes import ROOT_DIR, TreeIndex, within
+from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob
+from store import ActionRecord, Store, canonical_json, digest_bytes
+from toolchains import load_toolchains
+from toolchains.base import NVCC_LANGUAGE_FLAGS, cxx_standard_rank
+from toolchains.cmake import BUILD, HEADER_SUFFIXES, CMakeConfigure
+from toolchains.sandbox import detect
+
+STANDALONE = "standalone"
+BUILD_DIR = "_build"
+"""Where the headers a configure step wrote lie in a sample's layout (beside the tree's own folders)."""
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Where a file's context came from (``standalone``, ``makefile:<path>``, ``cmake:<project>``), the flags taken
+    from it, and its include folders (tree paths, searched before the resolver's own)."""
+
+    source: str = STANDALONE
+    flags: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()
+
+
+def taken_flags(words: Iterable[str], locate: Callable[[str], str | None]) -> tuple[list[str], list[str]]:
+    """(flags, include folders) of one compile command's ``words``: the defines, ``-std`` and nvcc language
+    switches, and the ``-I`` folders ``locate`` finds in the tree (as tree folders; None: not the tree's)."""
+    flags, dirs = [], []
+    words = list(words)
+    i = 0
+    while i < len(words):
+        word, option, value = words[i], "", None
+        for prefix in ("-D", "-U", "-I", "-isystem"):
+            if word == prefix and i + 1 < len(words):
+                option, value, i = prefix, words[i + 1], i + 1
+                break
+            if word.startswith(prefix) and len(word) > len(prefix):
+                option, value = prefix, word[len(prefix):]
+                break
+        if option in ("-D", "-U"):
+            flags.append(f"{option}{value}")
+        elif option and (folder := locate(value)) is not None:
+            dirs.append(folder)
+        elif not option and (word in NVCC_LANGUAGE_FLAGS or cxx_standard_rank(word) >= 0):
+            flags.append(word)
+        i += 1
+    return list(dict.fromkeys(flags)), list(dict.fromkeys(dirs))
+
+
+def makefile_context(index: TreeIndex, rel: str, folders: set[str]) -> BuildContext | None:
+    """``rel``'s context from the nearest Makefile in its folder or above it, inside its project: the flags of every
+    recipe line that runs nvcc (None without such a Makefile or line); ``folders``: the tree's
+    (:func:`tree_folders`)."""
+    project = index.project_of(rel)
+    folder = posixpath.dirname(rel)
+    while True:
+        here = folder or ROOT_DIR
+        build = next((f"{folder}/{b}" if folder else b for b in BUILD_FILES
+                      if (f"{folder}/{b}" if folder else b) in index.files), None)
+        if build:
+            names = {posixpath.relpath(p, here) for p in index.files if posixpath.dirname(p) == folder}
+            makefile = Makefile.parse(index.read(build).decode("utf-8", "replace"), folder_glob(names),
+                                      conditionals=True)
+            lines = [makefile.expand(line) for recipe in makefile.recipes.values() for r in recipe for line in r]
+            words = [w for line in lines for w in _nvcc_words(line)]
+            if not words:
+                return None
+
+            def locate(value: str, here: str = here, folders: set[str] = folders) -> str | None:
+                found = posixpath.normpath(posixpath.join(here, value))
+                return found if not value.startswith("/") and found in folders else None
+
+            flags, dirs = taken_flags(words, locate)
+            return BuildContext(f"makefile:{build}", tuple(flags), tuple(dirs))
+        if here == project or not folder:
+            return None
+        folder = posixpath.dirname(folder)
+
+
+def _nvcc_words(line: str) -> list[str]:
+    """The arguments of each command of a recipe line that runs nvcc."""
+    found = []
+    for command in re.split(r"\s*(?:&&|;|\|\|)\s*", line.lstrip("@-+ ")):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue
+        if words and posixpath.basename(words[0]) == "nvcc":
+            found += words[1:]
+    return found
+
+
+@dataclass
+class ConfiguredProject:
+    """What one CMake configure gave: each listed file's context, the headers it wrote (layout paths), and its
+    row of ``data/ingest/build_contexts.parquet``."""
+
+    contexts: dict[str, BuildContext]
+    headers: dict[str, bytes]
+    status: dict
+
+
+class BuildContexts:
+    """The build contexts of one tree's files (:func:`makefile_context`, else its CMake project configured once,
+    a cached action keyed by the project's files, CMake's and nvcc's fingerprints and the cache values)."""
+
+    def __init__(self, index: TreeIndex, store: Store, params: dict, cache_values: Mapping[str, object] | None,
+                 label: str):
+        self.index, self.store, self.params, self.label = index, store, params, label
+        self.cache_values = dict(cache_values or {})
+        self.projects: dict[str, ConfiguredProject | None] = {}
+        self._folders = tree_folders(index.files)
+        self._makefile: dict[str, BuildContext | None] = {}
+
+    def makefile(self, rel: str) -> BuildContext | None:
+        if rel not in self._makefile:
+            self._makefile[rel] = makefile_context(self.index, rel, self._folders)
+        return self._makefile[rel]
+
+    def prepare(self, mains: Iterable[str]) -> None:
+        """Configure the CMake projects of ``mains`` that no Makefile covers; their headers join the tree."""
+        for rel in mains:
+            project = self.index.project_of(rel)
+            if project not in self.projects and self._cmake_lists(project) \
+                    and self.makefile(rel) is None:
+                self.projects[project] = self._configure(project) if self.params["cmake"] else None
+
+    def configured(self, path: str) -> bool:
+        """Whether ``path`` lies in a project a configure step succeeded for (its templates are not needed)."""
+        return any(p is not None and p.status["status"] == "ok" and within(posixpath.dirname(path) or ROOT_DIR, f)
+                   for f, p in self.projects.items())
+
+    def of(self, rel: str) -> BuildContext:
+        if found := self.makefile(rel):
+            return found
+        configured = self.projects.get(self.index.project_of(rel))
+        if configured is None or configured.status["status"] != "ok":
+            return BuildContext()
+        return configured.contexts.get(rel) or BuildContext(f"cmake-headers:{configured.status['project']}")
+
+    def statuses(self) -> list[dict]:
+        return [p.status for p in self.projects.values() if p is not None]
+
+    def _cmake_lists(self, project: str) -> str | None:
+        path = "CMakeLists.txt" if project == ROOT_DIR else f"{project}/CMakeLists.txt"
+        return path if path in self.index.files else None
+
+    def _configure(self, project: str) -> ConfiguredProject:
+        index = self.index
+        prefix = "" if project == ROOT_DIR else project + "/"
+        nvidia = load_toolchains()["nvidia"]
+        tool = CMakeConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
+        status = {"tree": self.label, "project": project, "source": "cmake", "status": "failed", "exit_code": None,
+                  "log": None, "files": 0, "headers": 0}
+        fingerprint = tool.fingerprint()
+        if fingerprint is None:
+            return ConfiguredProject({}, {}, {**status, "status": "no cmake"})
+        tree = digest_bytes(canonical_json(sorted((p, digest_bytes(index.read(p))) for p in index.files
+                                                  if p.startswith(prefix) and p not in index.generated)))
+        key = Store.action_key({"action": "cmake-configure", "cmake": fingerprint, "nvcc": nvidia.fingerprint("nvcc"),
+                                "tree": tree, "cache": self.cache_values, "sandbox": detect().mode})
+        record = self.store.lookup(key)
+        if record is None:
+            result = tool.configure(index.root / prefix if prefix else index.root, self.cache_values,
+                                    self.params["timeout_s"])
+            log = result.outputs.get("configure.log", b"") + result.stderr
+            if result.transient:
+                return ConfiguredProject({}, {}, {**status, "status": f"transient: {result.transient}",
+                                                  "log": self.store.put(log)})
+            record = ActionRecord("ok" if result.ok else "failed", result.exit_code,
+                                  {"build.tar": self.store.put(result.outputs.get("build.tar", b"")),
+                                   "configure.log": self.store.put(log)}, "")
+            self.store.record(key, record)
+        status.update(exit_code=record.exit_code, log=record.outputs["configure.log"])
+        if record.status != "ok":
+            return ConfiguredProject({}, {}, status)
+        contexts, headers = _compile_database(index, project, self.store.get(record.outputs["build.tar"]))
+        for path, data in headers.items():
+            index.add_generated(path, data, path, index.root / path)
+        return ConfiguredProject(contexts, headers, {**status, "status": "ok", "files": len(contexts),
+                                                     "headers": len(headers)})
+
+
+def _compile_database(index: TreeIndex, project: str, archive: bytes) -> tuple[dict[str, BuildContext], dict]:
+    """Each CUDA file's context from a configure's ``build.tar``, and its headers at their layout paths."""
+    members = {}
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and (f := tar.extractfile(member)) is not None:
+                members[member.name] = f.read()
+    layout = BUILD_DIR if project == ROOT_DIR else f"{project}/{BUILD_DIR}"
+    headers = {f"{layout}/{name.removeprefix(BUILD + '/')}": data for name, data in members.items()
+               if name.endswith(HEADER_SUFFIXES)}
+    database = json.loads(members.get(f"{BUILD}/compile_commands.json", b"[]"))
+    source = str((index.root if project == ROOT_DIR else index.root / project).resolve())
+    built = next((e["directory"] for e in database if f"/{BUILD}" in e.get("directory", "")), "")
+    build_root = built[: built.index(f"/{BUILD}") + len(BUILD) + 1] if built else ""
+    folders = tree_folders([*index.files, *headers])
+
+    def tree_path(path: str) -> str | None:
+        """A path of the compile database as a tree path (its build folder laid out at ``layout``)."""
+        for root, laid in ((build_root, layout), (source, "" if project == ROOT_DIR else project)):
+            if root and (path == root or path.startswith(root + "/")):
+                return posixpath.normpath(posixpath.join(laid, path[len(root) + 1:])) if path != root else \
+                    (laid or ROOT_DIR)
+        return None
+
+    def member(path: str) -> bytes | None:
+        """A file of the build folder by its absolute path (a response file)."""
+        rel = tree_path(path)
+        return members.get(f"{BUILD}/{rel[len(layout) + 1:]}") if rel and rel.startswith(layout + "/") else None
+
+    contexts = {}
+    for entry in database:
+        directory = entry.get("directory", "")
+        rel = tree_path(posixpath.normpath(posixpath.join(directory, entry.get("file", ""))))
+        if rel is None or not rel.endswith(".cu"):
+            continue
+        words = entry["arguments"] if "arguments" in entry else shlex.split(entry.get("command", ""))
+        expanded: list[str] = []
+        for at, word in enumerate(words):
+            named = words[at + 1] if word == "--options-file" and at + 1 < len(words) else \
+                word[1:] if word.startswith("@") else None
+            if named is not None and (data := member(posixpath.join(directory, named))) is not None:
+                expanded += shlex.split(data.decode("utf-8", "replace"))
+            elif not (at and words[at - 1] == "--options-file"):
+                expanded.append(word)
+
+        def locate(value: str, directory: str = directory) -> str | None:
+            found = tree_path(posixpath.normpath(posixpath.join(directory, value)))
+            return found if found in folders else None
+
+        flags, dirs = taken_flags(expanded, locate)
+        contexts[rel] = BuildContext(f"cmake:{project}", tuple(flags), tuple(dirs))
+    return contexts, headers
+
+
+def tree_folders(paths: Iterable[str]) -> set[str]:
+    """Every folder the tree ``paths`` lie in, and the folders above them (``.``: the root)."""
+    found = {ROOT_DIR}
+    for path in paths:
+        folder = posixpath.dirname(path)
+        while folder and folder not in found:
+            found.add(folder)
+            folder = posixpath.dirname(folder)
+    return found

@@ -1,0 +1,178 @@
+"""Files compiled as their own build compiles them: Makefile flags, CMake's compile database and generated headers,
+and each program of a collection as its own include root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from harness.project import REPO
+from test_ingest import INGEST_PARAMS, KERNEL, write
+
+from cass.engine.actions import ActionRunner
+from cass.engine.targets import TargetRun, run_targets
+from cass.pipeline.manifests import StageOutput
+from cass.sources.build_context import BuildContext, BuildContexts, tree_folders
+from cass.sources.includes import TreeIndex, resolve_includes
+from cass.sources.ingest import Ingest
+from store import Store
+from toolchains import local_executor
+
+HECBENCH_LIKE = {
+    "include/common.h": "#define SHARED 1\n",
+    "aes-cuda/Makefile": (
+        "CC = nvcc\nDEBUG = no\nARCH = sm_60\n"
+        "CFLAGS := $(EXTRA_CFLAGS) -std=c++14 -Xcompiler -Wall -arch=$(ARCH) -I../include -I/opt/x/include \\\n"
+        "  -DBLOCK=256 --extended-lambda\n"
+        "ifeq ($(DEBUG),yes)\n  CFLAGS += -g -DDEBUG\nelse\n  CFLAGS += -DQUIET\nendif\n"
+        "program = main\n$(program): main.o\n\t$(CC) $(CFLAGS) main.o -o $@\n"
+        "%.o: %.cu Makefile\n\t$(CC) $(CFLAGS) -c $< -o $@\n"),
+    "aes-cuda/main.cu": '#include "common.h"\n#include "kernels.h"\n#include <helper.h>\n' + KERNEL,
+    "aes-cuda/kernels.h": "\n",
+    "bfs-cuda/Makefile": "main: main.cu\n\tnvcc -DOTHER main.cu -o main\n",
+    "bfs-cuda/helper.h": "#define NOT_OURS 1\n",
+    "bfs-cuda/main.cu": KERNEL,
+}
+
+
+def ingest(root: Path, store: Store, **tree) -> tuple[list[dict], Ingest]:
+    ingest = Ingest(store, INGEST_PARAMS, StageOutput("ingest"))
+    ingest.tree(root, "t", [".cu"], **tree)
+    return ingest.rows, ingest
+
+
+def test_a_makefile_gives_its_defines_switches_and_include_folders(tmp_path):
+    """The recipes that run nvcc give -D, nvcc's language switches, -std and the -I folders inside the tree, with
+    the Makefile's conditionals followed (DEBUG is no: -DQUIET, never -DDEBUG); arches, warnings, host flags and
+    folders outside the tree are not taken."""
+    rows, _ = ingest(write(tmp_path / "src", HECBENCH_LIKE), Store(tmp_path / "store"))
+    aes = next(r for r in rows if r["path"] == "aes-cuda/main.cu")
+    assert aes["build_context"] == "makefile:aes-cuda/Makefile"
+    assert aes["build_flags"] == ["-std=c++14", "-DBLOCK=256", "--extended-lambda", "-DQUIET"]
+    assert aes["include_dirs"] == ["include", "aes-cuda"]
+    assert [f["path"] for f in aes["files"]] == ["aes-cuda/main.cu", "aes-cuda/kernels.h", "include/common.h"]
+
+
+def test_each_program_of_a_collection_is_its_own_include_root(tmp_path):
+    """A benchmark never takes another benchmark's header (bfs-cuda/helper.h for aes-cuda's <helper.h>); a tree whose
+    root has a build file is one project, where the same include is found."""
+    root = write(tmp_path / "src", HECBENCH_LIKE)
+    aes = resolve_includes(TreeIndex.scan(root), "aes-cuda/main.cu")
+    assert aes.headers == ["aes-cuda/kernels.h"] and aes.unresolved == ["common.h"]   # <helper.h>: a system one
+    assert resolve_includes(TreeIndex.scan(root), "aes-cuda/main.cu", ["include"]).headers == [
+        "aes-cuda/kernels.h", "include/common.h"]   # the folder the build names (-I../include)
+    assert resolve_includes(TreeIndex.scan(root, projects=False), "aes-cuda/main.cu").headers == [
+        "aes-cuda/kernels.h", "bfs-cuda/helper.h", "include/common.h"]   # one project: the other's header taken
+    write(root, {"CMakeLists.txt": "project(all)\n"})
+    assert "bfs-cuda/helper.h" in resolve_includes(TreeIndex.scan(root), "aes-cuda/main.cu").headers
+
+
+def test_the_pipelines_flags_keep_their_standard_unless_the_build_asks_for_a_newer_one(toolchains):
+    nvidia, amd = toolchains["nvidia"], toolchains["amd"]
+    common = ["-std=c++17", "-DNDEBUG", "-w"]
+    assert nvidia.build_flags(common, ["-std=c++14", "-DB=1", "--extended-lambda"]) == [*common, "-DB=1",
+                                                                                       "--extended-lambda"]
+    assert amd.build_flags(common, ["-DB=1", "--expt-relaxed-constexpr"]) == [*common, "-DB=1"]
+    assert amd.build_flags(common, ["-std=c++20"]) == ["-DNDEBUG", "-w", "-std=c++20"]
+
+
+CMAKE_PROJECT = {
+    "CMakeLists.txt": (
+        "cmake_minimum_required(VERSION 3.18)\nproject(demo LANGUAGES CXX CUDA)\nset(SCALE 3)\n"
+        "configure_file(src/config.h.in ${CMAKE_BINARY_DIR}/generated/demo/config.h)\n"
+        "add_executable(demo src/scale.cu)\n"
+        "target_compile_definitions(demo PRIVATE BLOCK=128)\n"
+        "target_include_directories(demo PRIVATE ${CMAKE_BINARY_DIR}/generated include)\n"),
+    "src/config.h.in": "#define DEMO_SCALE @SCALE@\n",
+    "include/demo/util.h": "#define UTIL 1\n",
+    "src/scale.cu": ('#include <demo/config.h>\n#include <demo/util.h>\n'
+                     "__global__ void scale(float *x) { x[threadIdx.x] *= DEMO_SCALE * BLOCK * UTIL; }\n"),
+    "tools/loose.cu": '#include <demo/config.h>\n__global__ void loose(int *x) { x[0] = DEMO_SCALE; }\n',
+}
+
+
+@pytest.mark.slow
+def test_a_cmake_project_compiles_on_both_sides_with_its_generated_header_and_define(tmp_path, toolchains, store):
+    """CMake configures the tree in the sandbox: the file it compiles gets BLOCK=128 and the header configure_file
+    wrote (which exists nowhere in the tree); nvcc and hipcc, real ones, compile it; without the context it does not
+    compile. A file CMake compiles nowhere gets the written headers; the configure is a cached action."""
+    root = write(tmp_path / "demo", CMAKE_PROJECT)
+    rows, made = ingest(root, store)
+    by_path = {r["path"]: r for r in rows}
+    scale = by_path["src/scale.cu"]
+    assert scale["build_context"] == "cmake:."
+    assert scale["build_flags"] == ["-DBLOCK=128", "-std=c++17"]   # CMake's -std for CUDA 17
+    assert scale["include_dirs"] == ["_build/generated", "include", "."]
+
+    laid = {f["path"]: store.get_text(f["digest"]) for f in scale["files"]}
+    assert laid["_build/generated/demo/config.h"] == "#define DEMO_SCALE 3\n"
+    assert by_path["tools/loose.cu"]["build_context"] == "cmake-headers:."
+    assert "_build/generated/demo/config.h" in [f["path"] for f in by_path["tools/loose.cu"]["files"]]
+    assert [(s["status"], s["files"], s["headers"]) for s in made.build_statuses] == [("ok", 1, 1)]
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    inputs = {f["path"]: f["digest"] for f in scale["files"]}
+    for vendor in ("nvidia", "amd"):
+        tc = toolchains[vendor]
+        vflags = {**params[vendor]["flags"], "archs": None}
+        arch = params[vendor]["archs"][:1]
+        runs = []
+        for build_flags, dirs in ((scale["build_flags"], scale["include_dirs"]), ([], ["."])):
+            flags = {**vflags, "common": tc.build_flags(params[vendor]["flags"]["common"], build_flags)}
+            host = next(t for t in tc.targets("src/scale.cu", arch, flags, dirs) if t.kind == "host")
+            runs.append(TargetRun(host, inputs))
+        run_targets(tc, ActionRunner(store, local_executor({vendor: tc}), 300), runs)
+        assert runs[0].failure is None, (vendor, runs[0].failure)
+        assert runs[1].failure is not None   # stand-alone: demo/config.h is nowhere, BLOCK undefined
+
+    again = BuildContexts(TreeIndex.scan(root), store, INGEST_PARAMS["build_context"], {}, "again")
+    actions = set(store.iter_actions())
+    again.prepare(["src/scale.cu"])
+    assert again.of("src/scale.cu") == BuildContext("cmake:.", tuple(scale["build_flags"]),
+                                                    ("_build/generated", "include"))
+    assert set(store.iter_actions()) == actions   # the configure came from the store: nothing ran
+
+
+def test_a_configure_that_fails_leaves_its_files_stand_alone_with_its_log(tmp_path, store):
+    root = write(tmp_path / "broken", {"CMakeLists.txt": "project(x LANGUAGES CXX)\nmessage(FATAL_ERROR \"nope\")\n",
+                                       "k.cu": KERNEL})
+    rows, made = ingest(root, store)
+    assert [r["build_context"] for r in rows] == ["standalone"]
+    [status] = made.build_statuses
+    assert status["status"] == "failed" and status["exit_code"] != 0
+    assert "nope" in store.get_text(status["log"])
+
+
+def test_tree_folders_holds_every_parent():
+    assert tree_folders(["a/b/c.h", "d.h"]) == {".", "a", "a/b"}
+
+
+HIP_PAIRS = {
+    "portable.cu": ("#include <hip/hip_runtime.h>\n__global__ void k(float *x) { x[threadIdx.x] *= BLOCK; }\n"
+                    "int launch(float *x) { hipLaunchKernelGGL(k, dim3(1), dim3(32), 0, 0, x); "
+                    "return hipDeviceSynchronize(); }\n"),
+    "amd_only.cu": ("#include <hip/hip_runtime.h>\n"   # a macro only the AMD platform defines
+                    "__global__ void k(int *x) { x[threadIdx.x] = __AMDGCN_WAVEFRONT_SIZE; }\n"),
+    "kernel.cl": "__kernel void k(__global float *x) { x[get_global_id(0)] = 1.0f; }\n",
+}
+
+
+@pytest.mark.slow
+def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
+    """The HIP side compiled through HIP's NVIDIA back end as the execute stage builds it, with the pair's own build
+    flags (BLOCK comes from its Makefile): a translation using an AMD-only macro fails there with its error; an
+    OpenCL pair has no HIP side and is not checked."""
+    from cass.execution.programs import hip_nvidia_checks
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    rows = [{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}], "include_dirs": ["."],
+             "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else []} for name, text in HIP_PAIRS.items()]
+    verdicts, counts, keys = hip_nvidia_checks(store, params["execute"], rows, None)
+    assert set(verdicts) == {"portable.cu", "amd_only.cu"} and len(keys) == 2 and counts["misses"] == 2
+    assert verdicts["portable.cu"] == ("ok", "")
+    category, error = verdicts["amd_only.cu"]
+    assert category == "undeclared" and "__AMDGCN_WAVEFRONT_SIZE" in error
+    without = [{**row, "build_flags": []} for row in rows[:1]]   # the build's define is what makes it compile
+    assert hip_nvidia_checks(store, params["execute"], without, None)[0]["portable.cu"][0] != "ok"
+    assert hip_nvidia_checks(store, params["execute"], rows, None)[1]["hits"] == 2   # cached: nothing ran again
