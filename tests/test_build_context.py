@@ -13,11 +13,14 @@ from test_ingest import INGEST_PARAMS, KERNEL, write
 from cass.engine.actions import ActionRunner
 from cass.engine.targets import TargetRun, run_targets
 from cass.pipeline.manifests import StageOutput
+from cass.sources import build_context
 from cass.sources.build_context import BuildContext, BuildContexts, tree_folders
 from cass.sources.includes import TreeIndex, resolve_includes
 from cass.sources.ingest import Ingest
 from store import Store
 from toolchains import local_executor
+from toolchains.cmake import CMakeConfigure
+from toolchains.sandbox import Sandbox
 
 HECBENCH_LIKE = {
     "include/common.h": "#define SHARED 1\n",
@@ -93,7 +96,8 @@ CMAKE_PROJECT = {
 
 
 @pytest.mark.slow
-def test_a_cmake_project_compiles_on_both_sides_with_its_generated_header_and_define(tmp_path, toolchains, store):
+def test_a_cmake_project_compiles_on_both_sides_with_its_generated_header_and_define(tmp_path, toolchains, store,
+                                                                                     monkeypatch):
     """CMake configures the tree in the sandbox: the file it compiles gets BLOCK=128 and the header configure_file
     wrote (which exists nowhere in the tree); nvcc and hipcc, real ones, compile it; without the context it does not
     compile. A file CMake compiles nowhere gets the written headers; the configure is a cached action."""
@@ -103,12 +107,12 @@ def test_a_cmake_project_compiles_on_both_sides_with_its_generated_header_and_de
     scale = by_path["src/scale.cu"]
     assert scale["build_context"] == "cmake:."
     assert scale["build_flags"] == ["-DBLOCK=128", "-std=c++17"]   # CMake's -std for CUDA 17
-    assert scale["include_dirs"] == ["_build/generated", "include", "."]
+    assert scale["include_dirs"] == ["_cass_build/generated", "include", "."]
 
     laid = {f["path"]: store.get_text(f["digest"]) for f in scale["files"]}
-    assert laid["_build/generated/demo/config.h"] == "#define DEMO_SCALE 3\n"
+    assert laid["_cass_build/generated/demo/config.h"] == "#define DEMO_SCALE 3\n"
     assert by_path["tools/loose.cu"]["build_context"] == "cmake-headers:."
-    assert "_build/generated/demo/config.h" in [f["path"] for f in by_path["tools/loose.cu"]["files"]]
+    assert "_cass_build/generated/demo/config.h" in [f["path"] for f in by_path["tools/loose.cu"]["files"]]
     assert [(s["status"], s["files"], s["headers"]) for s in made.build_statuses] == [("ok", 1, 1)]
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -126,15 +130,37 @@ def test_a_cmake_project_compiles_on_both_sides_with_its_generated_header_and_de
         assert runs[0].failure is None, (vendor, runs[0].failure)
         assert runs[1].failure is not None   # stand-alone: demo/config.h is nowhere, BLOCK undefined
 
+    def refuse(*_):
+        raise AssertionError("configured again: the step's record was not taken from the store")
+
+    monkeypatch.setattr(CMakeConfigure, "configure", refuse)
     again = BuildContexts(TreeIndex.scan(root), store, INGEST_PARAMS["build_context"], {}, "again")
-    actions = set(store.iter_actions())
     again.prepare(["src/scale.cu"])
     assert again.of("src/scale.cu") == BuildContext("cmake:.", tuple(scale["build_flags"]),
-                                                    ("_build/generated", "include"))
-    assert set(store.iter_actions()) == actions   # the configure came from the store: nothing ran
+                                                    ("_cass_build/generated", "include"))
 
 
-def test_a_configure_that_fails_leaves_its_files_stand_alone_with_its_log(tmp_path, store):
+def test_a_program_of_a_cmake_project_gets_its_run_spec_and_a_subfolder_stays_in_the_project(tmp_path, store):
+    """A CMake project in a collection (no build file at the tree's root), with a subfolder of its own CMakeLists:
+    the project is the outermost folder (its headers are found from the subfolder), it is configured there, and a
+    file with a main gets its run spec beside the headers the configure wrote."""
+    root = write(tmp_path / "collection", {
+        "proj/CMakeLists.txt": "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX CUDA)\n"
+                               "configure_file(gen.h.in ${CMAKE_BINARY_DIR}/gen.h)\nadd_subdirectory(src)\n",
+        "proj/gen.h.in": "#define GEN 1\n", "proj/include/util.h": "#define UTIL 1\n",
+        "proj/src/CMakeLists.txt": "add_executable(app app.cu)\n",
+        "proj/src/app.cu": "#include <util.h>\n#include <gen.h>\n" + KERNEL + "int main() { return GEN - UTIL; }\n",
+        "other/Makefile": "all:\n\tnvcc -DOTHER k.cu\n", "other/k.cu": KERNEL})
+    rows, made = ingest(root, store)
+    app = next(r for r in rows if r["path"] == "proj/src/app.cu")
+    assert TreeIndex.scan(root).project_of("proj/src/app.cu") == "proj"
+    assert app["build_context"] == "cmake:proj"   # add_subdirectory's target, configured from the project's root
+    assert [f["path"] for f in app["files"]] == ["proj/src/app.cu", "proj/_cass_build/gen.h", "proj/include/util.h"]
+    assert app["include_dirs"] == ["proj/include", "proj/_cass_build", "proj"]   # found from src/, in the project
+    assert app["run_spec"] is not None and [s["status"] for s in made.build_statuses] == ["ok"]
+
+
+def test_a_configure_that_fails_leaves_its_files_stand_alone_with_its_log(tmp_path, store, monkeypatch):
     root = write(tmp_path / "broken", {"CMakeLists.txt": "project(x LANGUAGES CXX)\nmessage(FATAL_ERROR \"nope\")\n",
                                        "k.cu": KERNEL})
     rows, made = ingest(root, store)
@@ -142,6 +168,12 @@ def test_a_configure_that_fails_leaves_its_files_stand_alone_with_its_log(tmp_pa
     [status] = made.build_statuses
     assert status["status"] == "failed" and status["exit_code"] != 0
     assert "nope" in store.get_text(status["log"])
+
+    monkeypatch.setattr(build_context, "detect", Sandbox.weak)   # without bubblewrap the tree's CMake never runs
+    monkeypatch.setattr(CMakeConfigure, "configure", lambda *_: pytest.fail("CMake ran outside the sandbox"))
+    rows, made = ingest(write(tmp_path / "other", CMAKE_PROJECT), store)
+    assert {r["build_context"] for r in rows} == {"standalone"}
+    assert [s["status"] for s in made.build_statuses] == ["no sandbox"]
 
 
 def test_tree_folders_holds_every_parent():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cass.sources.runspecs import Makefile, discover, program_invocations
 
 HECBENCH = Path(__file__).resolve().parents[2] / "shared" / "hecbench" / "src"
@@ -119,3 +121,26 @@ def test_a_cmake_test_gives_the_arguments_and_its_executable_the_units():
     assert spec.arg_sets == [["64", "data/grid.txt"], ["4096"]]
     assert spec.units == ["c/stencil.cu"] and spec.units_source == "c/CMakeLists.txt:add_executable"
     assert spec.inputs == ["c/data/grid.txt"]
+
+
+def test_conditionals_keep_only_the_branches_that_hold_when_asked():
+    """ifeq/ifneq (both spellings), ifdef/ifndef, else ifeq chains, nesting, and recipes inside a branch; a variable
+    given on make's command line is unset. Without ``conditionals`` every branch is read (the run specs' reading)."""
+    text = ("GPU = 1\nDEBUG = no\nF = -DBASE\n"
+            "ifeq ($(GPU),1)\n  F += -DGPU\n  ifeq \"$(DEBUG)\" \"yes\"\n    F += -DDEBUG\n  endif\nendif\n"
+            "ifeq ($(ARCH),arm)\n  F += -DARM\nelse ifeq ($(ARCH),)\n  F += -DNOARCH\nelse\n  F += -DOTHER\nendif\n"
+            "ifdef DEBUG\n  F += -DHASDEBUG\nendif\nifndef UNSET\n  F += -DUNSET\nendif\n"
+            "ifneq ($(GPU),1)\nall:\n\tgcc -DCPU_ONLY x.c\nelse\nall:\n\tnvcc $(F) x.cu\nendif\n")
+    followed = Makefile.parse(text, conditionals=True)
+    assert followed.expand("$(F)").split() == ["-DBASE", "-DGPU", "-DNOARCH", "-DHASDEBUG", "-DUNSET"]
+    assert followed.recipes["all"] == [["nvcc $(F) x.cu"]]
+    assert "-DDEBUG" in Makefile.parse(text).expand("$(F)").split()   # every branch read
+    chain = Makefile.parse("A = 1\nifeq ($(A),1)\n F = one\nelse ifeq ($(A),1)\n F = two\nelse\n F = three\nendif\n"
+                           "E = $(NOTHING)\nifdef E\n G = set\nendif\n", conditionals=True)
+    assert chain.expand("$(F) $(G)") == "one set"   # the first branch that holds, only; ifdef does not expand
+
+
+def test_a_makefile_value_that_explodes_is_refused():
+    text = "A0 = x\n" + "".join(f"A{i} = " + " ".join([f"$(A{i - 1})"] * 8) + "\n" for i in range(1, 12))
+    with pytest.raises(ValueError, match="expands to over"):
+        Makefile.parse(text).expand("$(A11)")

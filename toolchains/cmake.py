@@ -2,13 +2,14 @@
 
 The tree is seen read-only at its own path; CMake configures into the job's scratch directory with the NVIDIA
 wheels' nvcc as the CUDA compiler, ``compile_commands.json`` exported, no network and nothing else of the host
-but the system's compiler trees. What comes back: ``configure.log`` (CMake's output) and ``build.tar``: the
-compile database, the response files its commands read (``--options-file``) and every header the
-configuration wrote under the build folder.
+but the system's compiler trees. What comes back: ``configure.log`` (CMake's output), ``build.root`` (where the
+build folder was) and ``build.tar``: the compile database, the response files its commands read
+(``--options-file``) and every header the configuration wrote under the build folder.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -17,19 +18,21 @@ from pathlib import Path
 import blake3
 
 from toolchains.executor import Job, JobResult, run_in_scratch
+from toolchains.language import HEADER_SUFFIXES
 from toolchains.launchers import HostLauncher
 
 BUILD = "build"
-"""The build folder, relative to the job's scratch directory (the compile database names it absolutely)."""
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl")
-_SCRIPT = (
-    'src=$1; nvcc=$2; shift 2; '
+"""The build folder, relative to the job's scratch directory (the compile database names it absolutely: its
+absolute path comes back as ``build.root``)."""
+SCRIPT = (
+    'src=$1; nvcc=$2; shift 2; echo "$PWD/' + BUILD + '" >build.root; '
     'cmake -S "$src" -B ' + BUILD + ' -G "Unix Makefiles" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON '
     '-DCMAKE_CUDA_COMPILER="$nvcc" "$@" >configure.log 2>&1; status=$?; '
     'find ' + BUILD + ' -type f \\( -name compile_commands.json -o -name "*.rsp" '
     + " ".join(f'-o -name "*{s}"' for s in HEADER_SUFFIXES) + ' \\) | sort | tar -cf build.tar -T - '
     '2>>configure.log; exit $status'
 )
+"""The configure step, run by ``sh`` in the sandbox (part of its action key)."""
 
 
 class CMakeConfigure:
@@ -40,6 +43,7 @@ class CMakeConfigure:
         self.nvcc = nvcc
         self.cuda_home = cuda_home
 
+    @functools.cached_property
     def version(self) -> str | None:
         """``cmake --version``'s first line, or None where CMake is not installed."""
         if self.cmake is None:
@@ -47,17 +51,17 @@ class CMakeConfigure:
         out = subprocess.run([self.cmake, "--version"], capture_output=True, text=True, check=False).stdout
         return out.splitlines()[0].strip() if out else None
 
+    @functools.cached_property
     def fingerprint(self) -> str | None:
         """CMake's version and the digest of its executable (its modules come with its version)."""
-        version = self.version()
-        if version is None:
+        if self.version is None:
             return None
-        return blake3.blake3(version.encode() + Path(self.cmake).read_bytes()).hexdigest()
+        return blake3.blake3(self.version.encode() + Path(self.cmake).read_bytes()).hexdigest()
 
     def configure(self, source: Path, cache: Mapping[str, object], timeout_s: float) -> JobResult:
         """Configure the CMake project at ``source`` (``cache``: ``-D`` values) in a fresh scratch directory."""
         source = source.resolve()
         launcher = HostLauncher([Path(self.cmake).parent], trees=[self.cuda_home, source])
-        args = ("-c", _SCRIPT, "sh", str(source), str(self.nvcc), *(f"-D{k}={v}" for k, v in sorted(cache.items())))
-        job = Job("cmake", "sh", args, {}, ("build.tar", "configure.log"), timeout_s)
+        args = ("-c", SCRIPT, "sh", str(source), str(self.nvcc), *(f"-D{k}={v}" for k, v in sorted(cache.items())))
+        job = Job("cmake", "sh", args, {}, ("build.tar", "build.root", "configure.log"), timeout_s)
         return run_in_scratch(launcher, job)

@@ -112,7 +112,8 @@ def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], workers: int
     """The HIP side of every row (a pair: ``hip_files``, ``include_dirs``, ``build_flags``) compiled, not linked,
     through HIP's NVIDIA back end as the execute stage builds it (``params``: ``execute``): by sample id, ``ok`` or
     the failure's category, and its error; with the action counts and keys. Whether the translation builds on the
-    platform its programs run on; OpenCL pairs have no HIP side and are left out."""
+    platform its programs run on; OpenCL pairs have no HIP side and are left out, and so is a run that was stopped
+    (a timeout, a killed compiler: counted in the action counts, tried again next run)."""
     toolchain = load_hip_nvidia()
     runs = {row["sample_id"]: TargetRun(toolchain.build_check_target(
         row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
@@ -122,7 +123,8 @@ def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], workers: int
     verdicts = {}
     for sample, run in runs.items():
         reason, detail = ("ok", "") if run.failure is None else failure_reason(toolchain, run, store)
-        verdicts[sample] = (reason.removeprefix("compile_failed:"), detail)
+        if reason not in ("timeout", "transient"):   # a run stopped says nothing of the pair: no verdict, not cached
+            verdicts[sample] = (reason.removeprefix("compile_failed:"), detail)
     return verdicts, counts, keys
 
 

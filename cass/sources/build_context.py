@@ -2,14 +2,17 @@
 language switches and the include folders its build passes, and the headers its configure step writes.
 
 * A Makefile (``GNUmakefile``, ``makefile``, ``Makefile``) in the file's folder or above it, inside its project
-  (:meth:`cass.sources.includes.TreeIndex.project_of`): the recipes that run nvcc, expanded as the run specs
-  expand them (:class:`cass.sources.runspecs.Makefile`, with its conditionals followed). Make itself is not run.
-* A CMake project (a ``CMakeLists.txt`` at the project's root, and no Makefile above the file): configured once
+  (:meth:`cass.sources.includes.TreeIndex.project_of`): the flags of every recipe in it that runs nvcc (their union,
+  in order: a Makefile's targets rarely differ in them), expanded as the run specs expand them
+  (:class:`cass.sources.runspecs.Makefile`, with its conditionals followed). Make itself is not run.
+* A CMake project (a ``CMakeLists.txt`` at the project's root, and no Makefile with an nvcc recipe above the file):
+  configured once
   per project in the sandbox with the NVIDIA wheels' nvcc as the CUDA compiler and no network
   (:mod:`toolchains.cmake`, a cached action); each file's entry of ``compile_commands.json`` gives its flags, and
-  the headers the configuration wrote become files of the tree under :data:`BUILD_DIR`. A file the configuration
-  compiles nowhere gets the include folders every configured CUDA file shares. A configure that fails leaves the
-  project's files stand-alone, its log in ``data/ingest/build_contexts.parquet``.
+  the headers the configuration wrote become files of the tree under :data:`BUILD_DIR` (a file the configuration
+  compiles nowhere finds them there by name, as any header of its tree). CMake runs only in bubblewrap's sandbox:
+  without it (the rlimits mode) no project is configured. A configure that fails, or stops, leaves the project's
+  files stand-alone, its log in ``data/ingest/build_contexts.parquet``.
 * Otherwise the file is compiled stand-alone, as before.
 
 Taken from a build: ``-D``/``-U`` (both sides), ``-I`` that name a folder of the tree or of the configuration's
@@ -20,6 +23,7 @@ optimisation, warnings, host-compiler flags) is taken: the pipeline's flags deci
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import posixpath
@@ -34,12 +38,16 @@ from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob
 from store import ActionRecord, Store, canonical_json, digest_bytes
 from toolchains import load_toolchains
 from toolchains.base import NVCC_LANGUAGE_FLAGS, cxx_standard_rank
-from toolchains.cmake import BUILD, HEADER_SUFFIXES, CMakeConfigure
+from toolchains.cmake import BUILD, SCRIPT, CMakeConfigure
+from toolchains.language import HEADER_SUFFIXES
 from toolchains.sandbox import detect
 
 STANDALONE = "standalone"
-BUILD_DIR = "_build"
-"""Where the headers a configure step wrote lie in a sample's layout (beside the tree's own folders)."""
+BUILD_DIR = "_cass_build"
+"""Where the headers a configure step wrote lie in a sample's layout (beside the project's own folders; a name no
+tree uses)."""
+MAX_BUILD_ARCHIVE = 256 << 20
+"""A configure step's headers and compile database larger than this are refused (the step counts as failed)."""
 
 
 @dataclass(frozen=True)
@@ -77,34 +85,39 @@ def taken_flags(words: Iterable[str], locate: Callable[[str], str | None]) -> tu
     return list(dict.fromkeys(flags)), list(dict.fromkeys(dirs))
 
 
-def makefile_context(index: TreeIndex, rel: str, folders: set[str]) -> BuildContext | None:
-    """``rel``'s context from the nearest Makefile in its folder or above it, inside its project: the flags of every
-    recipe line that runs nvcc (None without such a Makefile or line); ``folders``: the tree's
-    (:func:`tree_folders`)."""
+def nearest_makefile(index: TreeIndex, rel: str) -> str | None:
+    """The Makefile in ``rel``'s folder, or the nearest one above it inside its project."""
     project = index.project_of(rel)
     folder = posixpath.dirname(rel)
     while True:
-        here = folder or ROOT_DIR
-        build = next((f"{folder}/{b}" if folder else b for b in BUILD_FILES
-                      if (f"{folder}/{b}" if folder else b) in index.files), None)
-        if build:
-            names = {posixpath.relpath(p, here) for p in index.files if posixpath.dirname(p) == folder}
-            makefile = Makefile.parse(index.read(build).decode("utf-8", "replace"), folder_glob(names),
-                                      conditionals=True)
-            lines = [makefile.expand(line) for recipe in makefile.recipes.values() for r in recipe for line in r]
-            words = [w for line in lines for w in _nvcc_words(line)]
-            if not words:
-                return None
-
-            def locate(value: str, here: str = here, folders: set[str] = folders) -> str | None:
-                found = posixpath.normpath(posixpath.join(here, value))
-                return found if not value.startswith("/") and found in folders else None
-
-            flags, dirs = taken_flags(words, locate)
-            return BuildContext(f"makefile:{build}", tuple(flags), tuple(dirs))
-        if here == project or not folder:
+        for name in BUILD_FILES:
+            if (path := f"{folder}/{name}" if folder else name) in index.files:
+                return path
+        if (folder or ROOT_DIR) == project or not folder:
             return None
         folder = posixpath.dirname(folder)
+
+
+def makefile_context(index: TreeIndex, build: str, folders: set[str]) -> BuildContext | None:
+    """The flags of every recipe line of the Makefile ``build`` that runs nvcc (None without such a line, or for a
+    Makefile whose values cannot be expanded); ``folders``: the tree's (:func:`tree_folders`)."""
+    here = posixpath.dirname(build) or ROOT_DIR
+    names = {posixpath.relpath(p, here) for p in index.files if (posixpath.dirname(p) or ROOT_DIR) == here}
+    try:
+        makefile = Makefile.parse(index.read(build).decode("utf-8", "replace"), folder_glob(names), conditionals=True)
+        lines = [makefile.expand(line) for recipe in makefile.recipes.values() for r in recipe for line in r]
+    except ValueError:   # a value that expands without end: the Makefile says nothing usable
+        return None
+    words = [w for line in lines for w in _nvcc_words(line)]
+    if not words:
+        return None
+
+    def locate(value: str) -> str | None:
+        found = posixpath.normpath(posixpath.join(here, value))
+        return found if not value.startswith("/") and found in folders else None
+
+    flags, dirs = taken_flags(words, locate)
+    return BuildContext(f"makefile:{build}", tuple(flags), tuple(dirs))
 
 
 def _nvcc_words(line: str) -> list[str]:
@@ -122,17 +135,22 @@ def _nvcc_words(line: str) -> list[str]:
 
 @dataclass
 class ConfiguredProject:
-    """What one CMake configure gave: each listed file's context, the headers it wrote (layout paths), and its
-    row of ``data/ingest/build_contexts.parquet``."""
+    """What one CMake configure gave: each listed file's context, and its row of
+    ``data/ingest/build_contexts.parquet`` (``status``: ``ok``, ``failed``, ``no cmake``, ``no sandbox``, or
+    ``stopped: <why>`` for a run that timed out or was killed, which is not cached)."""
 
     contexts: dict[str, BuildContext]
-    headers: dict[str, bytes]
     status: dict
+
+    @property
+    def ok(self) -> bool:
+        return self.status["status"] == "ok"
 
 
 class BuildContexts:
     """The build contexts of one tree's files (:func:`makefile_context`, else its CMake project configured once,
-    a cached action keyed by the project's files, CMake's and nvcc's fingerprints and the cache values)."""
+    a cached action keyed by the project's files, CMake's and nvcc's fingerprints, the step's script and the cache
+    values)."""
 
     def __init__(self, index: TreeIndex, store: Store, params: dict, cache_values: Mapping[str, object] | None,
                  label: str):
@@ -140,31 +158,33 @@ class BuildContexts:
         self.cache_values = dict(cache_values or {})
         self.projects: dict[str, ConfiguredProject | None] = {}
         self._folders = tree_folders(index.files)
-        self._makefile: dict[str, BuildContext | None] = {}
+        self._makefiles: dict[str, BuildContext | None] = {}
 
     def makefile(self, rel: str) -> BuildContext | None:
-        if rel not in self._makefile:
-            self._makefile[rel] = makefile_context(self.index, rel, self._folders)
-        return self._makefile[rel]
+        """``rel``'s context from its nearest Makefile (each Makefile read once)."""
+        build = nearest_makefile(self.index, rel)
+        if build is not None and build not in self._makefiles:
+            self._makefiles[build] = makefile_context(self.index, build, self._folders)
+        return self._makefiles.get(build) if build else None
 
     def prepare(self, mains: Iterable[str]) -> None:
         """Configure the CMake projects of ``mains`` that no Makefile covers; their headers join the tree."""
         for rel in mains:
             project = self.index.project_of(rel)
-            if project not in self.projects and self._cmake_lists(project) \
-                    and self.makefile(rel) is None:
+            if project not in self.projects and self._cmake_lists(project) and self.makefile(rel) is None:
                 self.projects[project] = self._configure(project) if self.params["cmake"] else None
 
     def configured(self, path: str) -> bool:
         """Whether ``path`` lies in a project a configure step succeeded for (its templates are not needed)."""
-        return any(p is not None and p.status["status"] == "ok" and within(posixpath.dirname(path) or ROOT_DIR, f)
+        return any(p is not None and p.ok and within(posixpath.dirname(path) or ROOT_DIR, f)
                    for f, p in self.projects.items())
 
     def of(self, rel: str) -> BuildContext:
+        """``rel``'s context: its Makefile's, else its configured CMake project's, else stand-alone."""
         if found := self.makefile(rel):
             return found
         configured = self.projects.get(self.index.project_of(rel))
-        if configured is None or configured.status["status"] != "ok":
+        if configured is None or not configured.ok:
             return BuildContext()
         return configured.contexts.get(rel) or BuildContext(f"cmake-headers:{configured.status['project']}")
 
@@ -178,41 +198,50 @@ class BuildContexts:
     def _configure(self, project: str) -> ConfiguredProject:
         index = self.index
         prefix = "" if project == ROOT_DIR else project + "/"
-        nvidia = load_toolchains()["nvidia"]
-        tool = CMakeConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
         status = {"tree": self.label, "project": project, "source": "cmake", "status": "failed", "exit_code": None,
                   "log": None, "files": 0, "headers": 0}
-        fingerprint = tool.fingerprint()
-        if fingerprint is None:
-            return ConfiguredProject({}, {}, {**status, "status": "no cmake"})
+        if detect().mode != "bwrap":   # CMake runs the tree's own code: never with the user's rights and network
+            return ConfiguredProject({}, {**status, "status": "no sandbox"})
+        nvidia = load_toolchains()["nvidia"]
+        tool = CMakeConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
+        if tool.fingerprint is None:
+            return ConfiguredProject({}, {**status, "status": "no cmake"})
         tree = digest_bytes(canonical_json(sorted((p, digest_bytes(index.read(p))) for p in index.files
                                                   if p.startswith(prefix) and p not in index.generated)))
-        key = Store.action_key({"action": "cmake-configure", "cmake": fingerprint, "nvcc": nvidia.fingerprint("nvcc"),
-                                "tree": tree, "cache": self.cache_values, "sandbox": detect().mode})
+        key = Store.action_key({"action": "cmake-configure", "cmake": tool.fingerprint, "script": SCRIPT,
+                                "nvcc": nvidia.fingerprint("nvcc"), "tree": tree, "cache": self.cache_values,
+                                "sandbox": detect().mode})
         record = self.store.lookup(key)
         if record is None:
             result = tool.configure(index.root / prefix if prefix else index.root, self.cache_values,
                                     self.params["timeout_s"])
             log = result.outputs.get("configure.log", b"") + result.stderr
-            if result.transient:
-                return ConfiguredProject({}, {}, {**status, "status": f"transient: {result.transient}",
-                                                  "log": self.store.put(log)})
-            record = ActionRecord("ok" if result.ok else "failed", result.exit_code,
-                                  {"build.tar": self.store.put(result.outputs.get("build.tar", b"")),
+            if result.transient:   # says nothing about the tree: not cached, tried again next run
+                return ConfiguredProject({}, {**status, "status": f"stopped: {result.transient}",
+                                              "log": self.store.put(log)})
+            archive = result.outputs.get("build.tar", b"")
+            if len(archive) > MAX_BUILD_ARCHIVE:
+                log += f"\ncass: the step wrote {len(archive)} bytes of headers, over {MAX_BUILD_ARCHIVE}\n".encode()
+            ok = result.ok and len(archive) <= MAX_BUILD_ARCHIVE
+            record = ActionRecord("ok" if ok else "failed", result.exit_code,
+                                  {"build.tar": self.store.put(archive if ok else b""),
+                                   "build.root": self.store.put(result.outputs.get("build.root", b"")),
                                    "configure.log": self.store.put(log)}, "")
             self.store.record(key, record)
         status.update(exit_code=record.exit_code, log=record.outputs["configure.log"])
         if record.status != "ok":
-            return ConfiguredProject({}, {}, status)
-        contexts, headers = _compile_database(index, project, self.store.get(record.outputs["build.tar"]))
+            return ConfiguredProject({}, status)
+        build_root = self.store.get_text(record.outputs["build.root"]).strip()
+        contexts, headers = _compile_database(index, project, self.store.get(record.outputs["build.tar"]), build_root)
         for path, data in headers.items():
             index.add_generated(path, data, path, index.root / path)
-        return ConfiguredProject(contexts, headers, {**status, "status": "ok", "files": len(contexts),
-                                                     "headers": len(headers)})
+        return ConfiguredProject(contexts, {**status, "status": "ok", "files": len(contexts), "headers": len(headers)})
 
 
-def _compile_database(index: TreeIndex, project: str, archive: bytes) -> tuple[dict[str, BuildContext], dict]:
-    """Each CUDA file's context from a configure's ``build.tar``, and its headers at their layout paths."""
+def _compile_database(index: TreeIndex, project: str, archive: bytes, build_root: str,
+                      ) -> tuple[dict[str, BuildContext], dict[str, bytes]]:
+    """Each CUDA file's context from a configure's ``build.tar`` (its build folder was ``build_root``), and the
+    headers it wrote at their layout paths."""
     members = {}
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         for member in tar.getmembers():
@@ -221,10 +250,11 @@ def _compile_database(index: TreeIndex, project: str, archive: bytes) -> tuple[d
     layout = BUILD_DIR if project == ROOT_DIR else f"{project}/{BUILD_DIR}"
     headers = {f"{layout}/{name.removeprefix(BUILD + '/')}": data for name, data in members.items()
                if name.endswith(HEADER_SUFFIXES)}
-    database = json.loads(members.get(f"{BUILD}/compile_commands.json", b"[]"))
+    try:
+        database = json.loads(members.get(f"{BUILD}/compile_commands.json", b"[]"))
+    except ValueError:   # a database CMake did not write as JSON: no file's flags
+        database = []
     source = str((index.root if project == ROOT_DIR else index.root / project).resolve())
-    built = next((e["directory"] for e in database if f"/{BUILD}" in e.get("directory", "")), "")
-    build_root = built[: built.index(f"/{BUILD}") + len(BUILD) + 1] if built else ""
     folders = tree_folders([*index.files, *headers])
 
     def tree_path(path: str) -> str | None:
@@ -241,7 +271,9 @@ def _compile_database(index: TreeIndex, project: str, archive: bytes) -> tuple[d
         return members.get(f"{BUILD}/{rel[len(layout) + 1:]}") if rel and rel.startswith(layout + "/") else None
 
     contexts = {}
-    for entry in database:
+    for entry in database if isinstance(database, list) else []:
+        if not isinstance(entry, dict):
+            continue
         directory = entry.get("directory", "")
         rel = tree_path(posixpath.normpath(posixpath.join(directory, entry.get("file", ""))))
         if rel is None or not rel.endswith(".cu"):
@@ -252,7 +284,8 @@ def _compile_database(index: TreeIndex, project: str, archive: bytes) -> tuple[d
             named = words[at + 1] if word == "--options-file" and at + 1 < len(words) else \
                 word[1:] if word.startswith("@") else None
             if named is not None and (data := member(posixpath.join(directory, named))) is not None:
-                expanded += shlex.split(data.decode("utf-8", "replace"))
+                with contextlib.suppress(ValueError):   # an unbalanced quote: the response file gives nothing
+                    expanded += shlex.split(data.decode("utf-8", "replace"))
             elif not (at and words[at - 1] == "--options-file"):
                 expanded.append(word)
 

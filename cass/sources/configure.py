@@ -22,8 +22,9 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
+from toolchains.language import HEADER_SUFFIXES
+
 TEMPLATE_SUFFIXES = (".cmakein", ".in")
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl")
 
 CONFIGURE_VERSION = 1
 """Bumped when the rules change what a template configures to."""

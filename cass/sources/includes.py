@@ -11,7 +11,7 @@ ordered list of include directories (``-I``) under which the compilers find exac
   :mod:`cass.sources.build_context`), then among the folders ``D`` of its project with ``D/<name>`` a
   file; a folder already chosen wins, then the folder nearest to the including file (longest common
   path prefix), then the shorter, then the lexically smaller path. The project is the whole tree
-  where the tree's root holds a build file, else the nearest folder above the file with a build file
+  where the tree's root holds a build file, else the outermost folder above the file with a build file
   of its own: one program of a collection (a benchmark of HeCBench) never takes another's headers;
 * the project's folder (the tree root, ``.``, for most trees) is always on the list: where it was
   first needed, else last.
@@ -38,7 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cass.sources.configure import HEADER_SUFFIXES, configured_name
+from cass.sources.configure import configured_name
+from toolchains.language import HEADER_SUFFIXES
 
 _C_HEADERS = """assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign
 stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath threads time uchar wchar wctype"""
@@ -116,16 +117,17 @@ class TreeIndex:
 
     def project_of(self, rel: str) -> str:
         """The folder whose files ``rel`` may include: the whole tree where its root holds a build file (a
-        project); else the nearest folder above ``rel`` with a build file of its own (one program of a
-        collection, such as a benchmark folder of HeCBench's ``src``); else the whole tree."""
+        project); else the outermost folder above ``rel`` with a build file of its own (one program of a
+        collection, such as a benchmark folder of HeCBench's ``src``, with its subfolders' build files inside
+        it); else the whole tree."""
         if any(name in self.files for name in ROOT_BUILD_FILES):
             return ROOT_DIR
-        folder = posixpath.dirname(rel)
+        project, folder = ROOT_DIR, posixpath.dirname(rel)
         while folder:
             if folder in self.build_folders:
-                return folder
+                project = folder
             folder = posixpath.dirname(folder)
-        return ROOT_DIR
+        return project
 
     def add_generated(self, rel: str, data: bytes, template: str, origin: Path | None = None) -> None:
         """A file made from another one of the tree (a configured header from its template), or one a build's

@@ -194,8 +194,8 @@ class ProgramTree:
         if not self.has_main(rel):
             return {}
         if self._sizes is None:
-            self._sizes = {**{p: f.stat().st_size for p, f in self.index.files.items()},
-                           **{p: len(self.index.read(p)) for p in self.index.generated}}
+            self._sizes = {p: len(self.index.read(p)) if p in self.index.generated else f.stat().st_size
+                           for p, f in self.index.files.items()}
             self._included = included_units(self.index, [p for p in self._sizes if p.endswith(UNIT_SUFFIXES)])
         spec: RunSpec = discover(self._sizes, self.index.read, rel, self.has_main, self._included, self.overrides,
                                  self.overrides_name)

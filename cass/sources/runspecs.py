@@ -44,6 +44,8 @@ ASSIGNMENT = re.compile(r"^(?:override\s+|export\s+)?([A-Za-z_][\w.-]*)\s*(\+=|\
 RULE = re.compile(r"^([^\t#=:][^=:]*?)\s*::?\s*(?!=)(.*)$")
 REFERENCE = re.compile(r"\$[({]([A-Za-z_][\w.-]*)(?::([^=)}]*)=([^)}]*))?[)}]")
 FUNCTION = re.compile(r"\$[({](\w+)\s+([^()${}]*)[)}]")
+MAX_EXPANSION = 1 << 20
+"""No Makefile value may expand to more (a hostile Makefile's nested references grow exponentially)."""
 CONDITIONAL = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b\s*(.*)$")
 COMMAND_SPLIT = re.compile(r"\s*(?:&&|;|\|\|)\s*")
 
@@ -87,10 +89,10 @@ class Makefile:
         made = cls({}, {}, *([wildcard] if wildcard else []))
         variables, recipes = made.variables, made.recipes
         current: list[str] | None = None
-        taken: list[bool] = []   # per open conditional: whether its current branch is read
+        taken: list[list[bool]] = []   # per open conditional: [its current branch is read, a branch was read]
         for line in re.sub(r"\\\r?\n", " ", text).splitlines():
             if line.startswith("\t"):
-                if current is not None and all(taken):
+                if current is not None and all(t for t, _ in taken):
                     current.append(line.strip())
                 continue
             line = line.split("#", 1)[0].rstrip()
@@ -98,7 +100,7 @@ class Makefile:
                 made._branch(taken, branch.group(1), branch.group(2) or "")
                 continue
             if not line.strip() or re.match(r"\s*(ifn?eq|ifn?def|else|endif|include|-include)\b", line) \
-                    or not all(taken):
+                    or not all(t for t, _ in taken):
                 continue
             if match := ASSIGNMENT.match(line.strip()):
                 name, operator, value = match.groups()
@@ -117,23 +119,24 @@ class Makefile:
                 current = None
         return made
 
-    def _branch(self, taken: list[bool], keyword: str, condition: str) -> None:
+    def _branch(self, taken: list[list[bool]], keyword: str, condition: str) -> None:
         """Follow one conditional line: open (``if...``), switch (``else [if...]``) or close (``endif``)."""
         if keyword == "endif":
             if taken:
                 taken.pop()
         elif keyword == "else":
             if taken:
-                was = taken.pop()
+                branch = taken[-1]
                 nested = CONDITIONAL.match(condition.strip())
-                taken.append(False if was else (self._holds(nested.group(1), nested.group(2) or "")
-                                                if nested else True))
+                holds = not branch[1] and (self._holds(nested.group(1), nested.group(2) or "") if nested else True)
+                taken[-1] = [holds, branch[1] or holds]
         else:
-            taken.append(self._holds(keyword, condition))
+            holds = self._holds(keyword, condition)
+            taken.append([holds, holds])
 
     def _holds(self, keyword: str, condition: str) -> bool:
         if keyword in ("ifdef", "ifndef"):
-            defined = bool(self.expand(self.variables.get(condition.strip(), "")).strip())
+            defined = bool(self.variables.get(condition.strip(), "").strip())   # make does not expand it
             return defined == (keyword == "ifdef")
         condition = condition.strip()
         if condition.startswith("(") and condition.endswith(")"):
@@ -164,6 +167,8 @@ class Makefile:
             return ""
 
         expanded = FUNCTION.sub(function, REFERENCE.sub(reference, text))
+        if len(expanded) > MAX_EXPANSION:
+            raise ValueError(f"a Makefile value expands to over {MAX_EXPANSION} characters")
         return self.expand(expanded, depth + 1) if expanded != text else expanded.replace("$$", "$")
 
     def run_commands(self) -> tuple[str, list[str]]:
@@ -313,16 +318,19 @@ def discover(files: Mapping[str, int], read: Callable[[str], bytes], main: str, 
     build = next((b for b in BUILD_FILES if b in in_folder), None)
     listed = None
     if build:
-        makefile = Makefile.parse(read(join(build)).decode("utf-8", "replace"), folder_glob(in_folder))
-        target, lines = makefile.run_commands()
-        programs = makefile.program_names() | {posixpath.splitext(posixpath.basename(main))[0]}
+        try:
+            makefile = Makefile.parse(read(join(build)).decode("utf-8", "replace"), folder_glob(in_folder))
+            target, lines = makefile.run_commands()
+            programs = makefile.program_names() | {posixpath.splitext(posixpath.basename(main))[0]}
+            listed = _main_units(makefile, in_folder, posixpath.basename(main))
+        except ValueError:   # a value that expands without end: the Makefile gives no run and no units
+            target, lines, programs = "", [], set()
         inside = [(join(where), args) for where, args in program_invocations(lines, programs)
                   if not join(where).startswith(("/", ".."))]   # a working directory outside the tree: not ours
         if inside:
             spec.source = f"{join(build)}:{target}"
             spec.workdir = "" if inside[0][0] == "." else inside[0][0]
             spec.arg_sets = [args for where, args in inside if where == inside[0][0]]
-        listed = _main_units(makefile, in_folder, posixpath.basename(main))
         if listed is not None:
             spec.units = [join(u) for u in listed if join(u) != main]
             spec.units_source = f"{join(build)}:sources"

@@ -7,8 +7,8 @@ hipify or in hipcc); it is dropped here with the reason ``not_paired:<which stac
 Where ``pair.hip_nvidia`` is on, the HIP side of every pair is also compiled through HIP's NVIDIA back end, as the
 ``execute`` stage builds it (:func:`cass.execution.programs.hip_nvidia_checks`, cached actions that keep no object):
 a pair that builds for AMD only stays a pair, but is counted apart (``hip_nvidia_build``: ``ok`` or the failure's
-category, with its error in ``hip_nvidia_error``; null for OpenCL pairs, which have no HIP side, and where the check
-is off).
+category, with its error in ``hip_nvidia_error``; null for OpenCL pairs, which have no HIP side, where the check is
+off, and for a check that was stopped, a timeout or a killed compiler, which the next run tries again).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def run(stage: Stage) -> None:
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
     kept = kept.with_columns(pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
                              pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
-    verdicts = Counter(kept["hip_nvidia_build"].drop_nulls())
-    out.extra_metrics["hip_nvidia"] = {"checked": sum(verdicts.values()), "ok": verdicts.pop("ok", 0),
-                                       "amd_only": dict(sorted(verdicts.items()))}
+    built = Counter(kept["hip_nvidia_build"].drop_nulls())
+    out.extra_metrics["hip_nvidia"] = {"checked": sum(built.values()), "ok": built.pop("ok", 0),
+                                       "amd_only": dict(sorted(built.items()))}
     print(out.write(kept))
