@@ -84,13 +84,14 @@ CMAKE_PROJECT = {
     "CMakeLists.txt": (
         "cmake_minimum_required(VERSION 3.18)\nproject(demo LANGUAGES CXX CUDA)\nset(SCALE 3)\n"
         "configure_file(src/config.h.in ${CMAKE_BINARY_DIR}/generated/demo/config.h)\n"
+        "configure_file(include/demo/version.h.in ${CMAKE_SOURCE_DIR}/include/demo/version.h)\n"
         "add_executable(demo src/scale.cu)\n"
         "target_compile_definitions(demo PRIVATE BLOCK=128)\n"
         "target_include_directories(demo PRIVATE ${CMAKE_BINARY_DIR}/generated include)\n"),
     "src/config.h.in": "#define DEMO_SCALE @SCALE@\n",
-    "include/demo/util.h": "#define UTIL 1\n",
-    "src/scale.cu": ('#include <demo/config.h>\n#include <demo/util.h>\n'
-                     "__global__ void scale(float *x) { x[threadIdx.x] *= DEMO_SCALE * BLOCK * UTIL; }\n"),
+    "include/demo/util.h": "#define UTIL 1\n", "include/demo/version.h.in": "#define VERSION @SCALE@\n",
+    "src/scale.cu": ('#include <demo/config.h>\n#include <demo/util.h>\n#include <demo/version.h>\n'
+                     "__global__ void scale(float *x) { x[threadIdx.x] *= DEMO_SCALE * BLOCK * UTIL * VERSION; }\n"),
     "tools/loose.cu": '#include <demo/config.h>\n__global__ void loose(int *x) { x[0] = DEMO_SCALE; }\n',
 }
 
@@ -111,9 +112,11 @@ def test_a_cmake_project_compiles_on_both_sides_with_its_generated_header_and_de
 
     laid = {f["path"]: store.get_text(f["digest"]) for f in scale["files"]}
     assert laid["_cass_build/generated/demo/config.h"] == "#define DEMO_SCALE 3\n"
+    assert laid["include/demo/version.h"] == "#define VERSION 3\n"   # written beside its template, in the copy
+    assert not (root / "include/demo/version.h").exists()   # the tree itself is never written
     assert by_path["tools/loose.cu"]["build_context"] == "cmake-headers:."
     assert "_cass_build/generated/demo/config.h" in [f["path"] for f in by_path["tools/loose.cu"]["files"]]
-    assert [(s["status"], s["files"], s["headers"]) for s in made.build_statuses] == [("ok", 1, 1)]
+    assert [(s["status"], s["files"], s["headers"]) for s in made.build_statuses] == [("ok", 1, 2)]
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     inputs = {f["path"]: f["digest"] for f in scale["files"]}

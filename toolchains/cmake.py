@@ -1,10 +1,11 @@
 """CMake's configure step of an untrusted tree, in the sandbox: how its build would compile each CUDA file.
 
-The tree is seen read-only at its own path; CMake configures into the job's scratch directory with the NVIDIA
-wheels' nvcc as the CUDA compiler, ``compile_commands.json`` exported, no network and nothing else of the host
-but the system's compiler trees. What comes back: ``configure.log`` (CMake's output), ``build.root`` (where the
-build folder was) and ``build.tar``: the compile database, the response files its commands read
-(``--options-file``) and every header the configuration wrote under the build folder.
+The tree is seen read-only at its own path and copied into the job's scratch directory (``src``), where CMake
+configures it into ``build`` with the NVIDIA wheels' nvcc as the CUDA compiler, ``compile_commands.json`` exported,
+no network and nothing else of the host but the system's compiler trees. What comes back: ``configure.log``
+(CMake's output), ``scratch.root`` (where the scratch directory was: the compile database names its paths) and
+``build.tar``: the compile database, the response files its commands read (``--options-file``) and every header
+the step wrote, in the build folder or in the copy.
 """
 
 from __future__ import annotations
@@ -22,17 +23,23 @@ from toolchains.language import HEADER_SUFFIXES
 from toolchains.launchers import HostLauncher
 
 BUILD = "build"
-"""The build folder, relative to the job's scratch directory (the compile database names it absolutely: its
-absolute path comes back as ``build.root``)."""
+"""The build folder, relative to the job's scratch directory."""
+SOURCE = "src"
+"""The project's copy the step configures, relative to the job's scratch directory: CMake may write into its source
+folder (``configure_file`` beside a template), which the tree itself never is."""
+_HEADER_NAMES = " -o ".join(f'-name "*{s}"' for s in HEADER_SUFFIXES)
 SCRIPT = (
-    'src=$1; nvcc=$2; shift 2; echo "$PWD/' + BUILD + '" >build.root; '
-    'cmake -S "$src" -B ' + BUILD + ' -G "Unix Makefiles" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON '
+    'tree=$1; nvcc=$2; shift 2; echo "$PWD" >scratch.root; cp -a "$tree" ' + SOURCE + ' && touch .copied && '
+    'cmake -S ' + SOURCE + ' -B ' + BUILD + ' -G "Unix Makefiles" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON '
     '-DCMAKE_CUDA_COMPILER="$nvcc" "$@" >configure.log 2>&1; status=$?; '
-    'find ' + BUILD + ' -type f \\( -name compile_commands.json -o -name "*.rsp" '
-    + " ".join(f'-o -name "*{s}"' for s in HEADER_SUFFIXES) + ' \\) | sort | tar -cf build.tar -T - '
-    '2>>configure.log; exit $status'
+    '{ find ' + BUILD + ' -type f \\( -name compile_commands.json -o -name "*.rsp" -o ' + _HEADER_NAMES + ' \\); '
+    'find ' + SOURCE + ' -type f -newer .copied \\( ' + _HEADER_NAMES + ' \\); } | sort | tar -cf build.tar -T - '
+    '2>>configure.log; '
+    'exit $status'
 )
-"""The configure step, run by ``sh`` in the sandbox (part of its action key)."""
+"""The configure step, run by ``sh`` in the sandbox (part of its action key): the project copied, configured, and
+the compile database, its response files and every header the step wrote (in the build folder, or in the copy)
+archived."""
 
 
 class CMakeConfigure:
@@ -63,5 +70,5 @@ class CMakeConfigure:
         source = source.resolve()
         launcher = HostLauncher([Path(self.cmake).parent], trees=[self.cuda_home, source])
         args = ("-c", SCRIPT, "sh", str(source), str(self.nvcc), *(f"-D{k}={v}" for k, v in sorted(cache.items())))
-        job = Job("cmake", "sh", args, {}, ("build.tar", "build.root", "configure.log"), timeout_s)
+        job = Job("cmake", "sh", args, {}, ("build.tar", "scratch.root", "configure.log"), timeout_s)
         return run_in_scratch(launcher, job)

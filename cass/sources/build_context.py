@@ -38,7 +38,7 @@ from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob
 from store import ActionRecord, Store, canonical_json, digest_bytes
 from toolchains import load_toolchains
 from toolchains.base import NVCC_LANGUAGE_FLAGS, cxx_standard_rank
-from toolchains.cmake import BUILD, SCRIPT, CMakeConfigure
+from toolchains.cmake import BUILD, SCRIPT, SOURCE, CMakeConfigure
 from toolchains.language import HEADER_SUFFIXES
 from toolchains.sandbox import detect
 
@@ -225,36 +225,44 @@ class BuildContexts:
             ok = result.ok and len(archive) <= MAX_BUILD_ARCHIVE
             record = ActionRecord("ok" if ok else "failed", result.exit_code,
                                   {"build.tar": self.store.put(archive if ok else b""),
-                                   "build.root": self.store.put(result.outputs.get("build.root", b"")),
+                                   "scratch.root": self.store.put(result.outputs.get("scratch.root", b"")),
                                    "configure.log": self.store.put(log)}, "")
             self.store.record(key, record)
         status.update(exit_code=record.exit_code, log=record.outputs["configure.log"])
         if record.status != "ok":
             return ConfiguredProject({}, status)
-        build_root = self.store.get_text(record.outputs["build.root"]).strip()
-        contexts, headers = _compile_database(index, project, self.store.get(record.outputs["build.tar"]), build_root)
+        scratch = self.store.get_text(record.outputs["scratch.root"]).strip()
+        contexts, headers = _compile_database(index, project, self.store.get(record.outputs["build.tar"]), scratch)
         for path, data in headers.items():
             index.add_generated(path, data, path, index.root / path)
         return ConfiguredProject(contexts, {**status, "status": "ok", "files": len(contexts), "headers": len(headers)})
 
 
-def _compile_database(index: TreeIndex, project: str, archive: bytes, build_root: str,
+def _compile_database(index: TreeIndex, project: str, archive: bytes, scratch: str,
                       ) -> tuple[dict[str, BuildContext], dict[str, bytes]]:
-    """Each CUDA file's context from a configure's ``build.tar`` (its build folder was ``build_root``), and the
-    headers it wrote at their layout paths."""
+    """Each CUDA file's context from a configure's ``build.tar`` (the step ran in ``scratch``), and the headers it
+    wrote at their layout paths: the build folder's under :data:`BUILD_DIR`, those it wrote into the project's copy
+    at their own paths (where they differ from the tree's)."""
     members = {}
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         for member in tar.getmembers():
             if member.isfile() and (f := tar.extractfile(member)) is not None:
                 members[member.name] = f.read()
-    layout = BUILD_DIR if project == ROOT_DIR else f"{project}/{BUILD_DIR}"
-    headers = {f"{layout}/{name.removeprefix(BUILD + '/')}": data for name, data in members.items()
-               if name.endswith(HEADER_SUFFIXES)}
+    prefix = "" if project == ROOT_DIR else f"{project}/"
+    layout = f"{prefix}{BUILD_DIR}"
+    headers = {}
+    for name, data in members.items():
+        if not name.endswith(HEADER_SUFFIXES):
+            continue
+        if name.startswith(f"{BUILD}/"):
+            headers[f"{layout}/{name.removeprefix(BUILD + '/')}"] = data
+        elif (path := prefix + name.removeprefix(SOURCE + "/")) not in index.files or index.read(path) != data:
+            headers[path] = data
     try:
         database = json.loads(members.get(f"{BUILD}/compile_commands.json", b"[]"))
     except ValueError:   # a database CMake did not write as JSON: no file's flags
         database = []
-    source = str((index.root if project == ROOT_DIR else index.root / project).resolve())
+    build_root, source = f"{scratch}/{BUILD}", f"{scratch}/{SOURCE}"
     folders = tree_folders([*index.files, *headers])
 
     def tree_path(path: str) -> str | None:

@@ -134,10 +134,12 @@ class TreeIndex:
         configure step wrote (``template`` is then ``rel`` itself, ``origin`` a path for messages): it is a file of
         the tree from now on, with ``data`` as its bytes (``files`` maps it to its template or origin,
         ``generated`` names the template)."""
+        known = rel in self.files
         self.files[rel] = origin or self.files[template]
         self._read[rel] = data
         self.generated[rel] = template
-        self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
+        if not known:
+            self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
         self.header_folder_names |= _header_folder_names([rel])
 
     def folders_with(self, name: str) -> list[str]:
