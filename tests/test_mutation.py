@@ -10,7 +10,7 @@ import pytest
 from harness.project import REPO
 
 from cass.execution.mutation import MutantProgram, mutate_files, score, silent
-from cass.execution.programs import Run, build_program_targets
+from cass.execution.programs import ProgramSource, Run, build_program_targets
 from cass.pipeline.context import load_params
 from cass.text.mutation import OPERATORS, sample_mutants, sites
 
@@ -140,7 +140,8 @@ def test_a_mutant_that_builds_to_the_same_binary_is_equivalent(store, toolchains
     programs = {"original": files}
     for name, mutant in (("dead", dead), ("live", live)):
         programs[name] = {"k.hip": store.put_text(mutant.apply(KERNEL))}
-    built, _, _ = build_program_targets(store, params, {k: ("hip", ["k.hip"], ["."], f) for k, f in programs.items()},
+    built, _, _ = build_program_targets(store, params, {k: ProgramSource("hip", ["k.hip"], ["."], f)
+                                                        for k, f in programs.items()},
                                         None)
     assert all(b.binary for b in built.values()), built
     assert built["dead"].binary == built["original"].binary

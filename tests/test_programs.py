@@ -17,7 +17,7 @@ import pytest
 from harness.project import REPO
 
 from cass.execution.programs import ProgramRun as PlannedRun
-from cass.execution.programs import Run, build_program_targets, run_programs
+from cass.execution.programs import ProgramSource, Run, build_program_targets, run_programs
 from cass.pipeline.context import load_params
 from toolchains.gpu import (
     COUNTER_DIR,
@@ -230,7 +230,8 @@ def test_the_kernels_a_program_runs_on_the_gpu_are_counted(store, gpu):
     params = load_params(REPO / "params.yaml")
     sources = {name: store.put((PRELUDE + source).encode()) for name, source in (("gpu", kernels), ("cpu", cpu))}
     builds, _, _ = build_program_targets(store, params["execute"], {
-        name: ("cuda", [f"{name}.cu"], [], {f"{name}.cu": digest}) for name, digest in sources.items()}, 1)
+        name: ProgramSource("cuda", [f"{name}.cu"], [], {f"{name}.cu": digest}) for name, digest in sources.items()},
+        1)
     assert all(b.binary for b in builds.values()), builds
     # built as the execute stage builds (in the tool sandbox): the same bytes on every machine, as a recorded run needs
     planned = {name: PlannedRun(b.binary, Invocation(), ProgramLimits(**LIMITS), 1) for name, b in builds.items()}
@@ -319,7 +320,7 @@ def test_what_a_program_reads_back_from_the_gpu_tells_a_wrong_translation(store,
     for name, (side, source, offset) in programs.items():
         path = f"{name}.{'cu' if side == 'cuda' else 'hip.cu'}"
         text = PRELUDE + source.replace("OFFSET", offset).replace("DRIVER_COPY", DRIVER_COPY)
-        targets[name] = (side, [path], [], {path: store.put(text.encode())})
+        targets[name] = ProgramSource(side, [path], [], {path: store.put(text.encode())})
     builds, _, _ = build_program_targets(store, params["execute"], targets, 1)
     assert all(b.binary for b in builds.values()), builds
     limits = ProgramLimits(**LIMITS)
