@@ -103,11 +103,10 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
 def hip_nvidia_counts(hip_nvidia: pl.DataFrame | None, pairs: set[str]) -> dict:
     """Of ``pairs``: how many had their HIP side compiled through HIP's NVIDIA back end, how many built, and the
     failure categories of those that build for AMD only."""
-    rows = (hip_nvidia if hip_nvidia is not None else pl.DataFrame(schema={"sample_id": pl.String,
-                                                                           "hip_nvidia_build": pl.String}))
-    verdicts = rows.filter(pl.col("sample_id").is_in(list(pairs)))["hip_nvidia_build"].drop_nulls()
-    return {"pairs_hip_nvidia_checked": verdicts.len(), "pairs_hip_nvidia_ok": int((verdicts == "ok").sum()),
-            "pairs_amd_only": dict(Counter(v for v in verdicts if v != "ok").most_common())}
+    verdicts = Counter() if hip_nvidia is None else Counter(
+        hip_nvidia.filter(pl.col("sample_id").is_in(list(pairs)))["hip_nvidia_build"].drop_nulls())
+    return {"pairs_hip_nvidia_checked": verdicts.total(), "pairs_hip_nvidia_ok": verdicts.pop("ok", 0),
+            "pairs_amd_only": dict(verdicts.most_common())}
 
 
 def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:

@@ -27,14 +27,13 @@ import contextlib
 import io
 import json
 import posixpath
-import re
 import shlex
 import tarfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from cass.sources.includes import ROOT_DIR, TreeIndex, within
-from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob
+from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob, recipe_commands
 from store import ActionRecord, Store, canonical_json, digest_bytes
 from toolchains import load_toolchains
 from toolchains.base import NVCC_LANGUAGE_FLAGS, cxx_standard_rank
@@ -122,15 +121,8 @@ def makefile_context(index: TreeIndex, build: str, folders: set[str]) -> BuildCo
 
 def _nvcc_words(line: str) -> list[str]:
     """The arguments of each command of a recipe line that runs nvcc."""
-    found = []
-    for command in re.split(r"\s*(?:&&|;|\|\|)\s*", line.lstrip("@-+ ")):
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            continue
-        if words and posixpath.basename(words[0]) == "nvcc":
-            found += words[1:]
-    return found
+    return [w for words in recipe_commands(line) if words and posixpath.basename(words[0]) == "nvcc"
+            for w in words[1:]]
 
 
 @dataclass

@@ -189,19 +189,28 @@ OUTPUT_OPTIONS = ("-o", "--output", "-out", "--out")
 """Options whose value is a file the program writes, not one it reads."""
 
 
+def recipe_commands(line: str) -> list[list[str]]:
+    """The words of each command of an (expanded) recipe line, without its ``@-+`` prefix and the ``VAR=value``
+    assignments before a command; a command that does not split as the shell would is left out."""
+    commands = []
+    for command in COMMAND_SPLIT.split(line.lstrip("@-+ ")):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue
+        while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):   # VAR=value ./program
+            words.pop(0)
+        commands.append(words)
+    return commands
+
+
 def program_invocations(lines: list[str], programs: set[str] | None = None) -> list[tuple[str, list[str]]]:
     """(working directory relative to the build file, arguments) of every ``./<program>`` command of a recipe
     (``programs``: the names that count; None: any ``./name``)."""
     found = []
     for line in lines:
         workdir = "."
-        for command in COMMAND_SPLIT.split(line.lstrip("@-+ ")):
-            try:
-                words = shlex.split(command)
-            except ValueError:
-                continue
-            while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):   # VAR=value ./program
-                words.pop(0)
+        for words in recipe_commands(line):
             if words[:1] == ["cd"] and len(words) == 2:
                 workdir = posixpath.normpath(posixpath.join(workdir, words[1]))
             elif words and words[0].startswith("./") and (programs is None or words[0][2:] in programs):
