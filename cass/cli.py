@@ -2,6 +2,7 @@
 
     cass toolchains           what toolchains were found, their versions, and why a piece is missing
     cass toolchains --cluster the Dask cluster's hosts: resources, tools and fingerprints
+    cass amd-root seal|pin|pull   the AMD root as a stored tree: seal it, pin it for DVC, pull the pinned one
     cass store stats          object and action counts and sizes
     cass store verify         re-hash every stored object; report (and set aside) corrupt ones
     cass store gc             remove objects and actions no current manifest needs
@@ -19,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -27,8 +29,12 @@ from cass.pipeline.context import load_params, open_store
 from cass.pipeline.manifests import live_set
 from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
+from cass.toolchain_root import RootPullError, pin_root, pull_root, root_state, seal_root
 from cass.translate.names import toolchain_names
-from toolchains import AMD_SUITES, Toolchain, load_toolchains
+from store import Store
+from store.tree import tree_blobs
+from toolchains import AMD_SUITES, Toolchain, amd_root_path, load_toolchains
+from toolchains.amd_root import read_seal
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
 from toolchains.sandbox import detect as detect_sandbox
 from toolchains.system import header_parity
@@ -76,8 +82,12 @@ def print_header_parity(toolchains: dict[str, Toolchain]) -> int:
 def cmd_toolchains(args: argparse.Namespace) -> int:
     if args.cluster is not None:
         return cluster_toolchains(args.cluster or scheduler_address(load_params()["executor"]))
-    toolchains = load_toolchains(args.amd_suite or load_params()["amd"]["toolchain"])
+    params = load_params()
+    suite = args.amd_suite or params["amd"]["toolchain"]
+    toolchains = load_toolchains(suite)
     missing = sum(print_toolchain(vendor, tc) for vendor, tc in toolchains.items())
+    if not os.environ.get("CASS_ROCM_PATH"):
+        print(root_state(suite, params["amd"].get("root") if suite == params["amd"]["toolchain"] else None))
     if not missing:
         print_header_parity(toolchains)
         print(f"CUDA->HIP names derived: {toolchain_names(toolchains['nvidia'], toolchains['amd']).summary()}")
@@ -133,12 +143,41 @@ def cmd_store_verify(_: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def cmd_amd_root(args: argparse.Namespace) -> int:
+    params = load_params()
+    suite, store = args.suite or params["amd"]["toolchain"], open_store(params)
+    pin = params["amd"].get("root") if suite == params["amd"]["toolchain"] else None
+    if args.root_command == "pull":
+        try:
+            sealed = pull_root(store, suite, pin)
+        except RootPullError as exc:
+            print(f"amd-root: not pulled: {exc}", file=sys.stderr)
+            return 3
+        print(f"amd-root: {amd_root_path(suite)} is the pinned root {sealed.root} ({sealed.origin})")
+    elif args.root_command == "pin":
+        pin_root(store, suite, Path("params.yaml"))
+    else:
+        sealed = seal_root(store, suite)
+        print(f"amd-root: {amd_root_path(suite)} sealed as tree {sealed.root} ({sealed.origin}, {sealed.sealed})")
+    return 0
+
+
+def kept_roots(store: Store, params: dict) -> set[str]:
+    """The blobs of the pinned AMD root and of this machine's sealed root, where the store holds their trees."""
+    seal = read_seal(amd_root_path(params["amd"]["toolchain"]))
+    roots = {params["amd"].get("root"), seal.root if seal else None} - {None}
+    return {blob for digest in roots if store.has(digest) for blob in tree_blobs(store, digest)}
+
+
 def cmd_store_gc(args: argparse.Namespace) -> int:
-    store = open_store(load_params())
+    params = load_params()
+    store = open_store(params)
     live = live_set(store)
-    result = store.gc(live.objects, live.actions)
+    roots = kept_roots(store, params)
+    result = store.gc(live.objects | roots, live.actions)
     print(f"gc {store.root}: kept {len(live.objects)} objects and {len(live.actions)} actions named by the current "
-          f"manifests; removed {result.objects} objects ({result.object_bytes / 2**20:.1f} MiB), "
+          f"manifests and {len(roots)} blobs of AMD roots; removed {result.objects} objects "
+          f"({result.object_bytes / 2**20:.1f} MiB), "
           f"{result.actions} actions, {result.temp_files} stale temporary files")
     return 0
 
@@ -163,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     toolchains.add_argument("--cluster", nargs="?", const="", metavar="ADDRESS",
                             help="list the hosts of a Dask cluster (default: CASS_SCHEDULER / executor.scheduler)")
     toolchains.set_defaults(func=cmd_toolchains)
+    root = sub.add_parser("amd-root", help="the AMD root as a stored tree (docs/setup.md)")
+    root.add_argument("root_command", choices=("seal", "pin", "pull"),
+                      help="seal: prune and store this machine's root; pin: write its packs to amd_root/ and "
+                           "pin it in params.yaml; pull: check out the pinned root from the DVC remote")
+    root.add_argument("--suite", choices=sorted(AMD_SUITES), help="the root's suite (default: amd.toolchain)")
+    root.set_defaults(func=cmd_amd_root)
     store = sub.add_parser("store", help="inspect the artifact store").add_subparsers(dest="store_command",
                                                                                         required=True)
     store.add_parser("stats", help="counts and sizes").set_defaults(func=cmd_store_stats)

@@ -2,7 +2,8 @@
 # Set up everything on a fresh Debian 12 machine (as root): the Python environment with the
 # pinned NVIDIA compiler wheels, the system library headers real CUDA code includes (on this
 # machine and in the AMD root: toolchains/system.py), and the AMD toolchain root of params.yaml
-# amd.toolchain (Debian trixie + ROCm 5.7, or Debian sid + ROCm 6.4), entered per tool call.
+# amd.toolchain (Debian experimental + ROCm 7.2 by default; trixie + ROCm 5.7 or sid + ROCm 6.4), entered per
+# tool call: pulled from the DVC remote where it holds the root params.yaml pins (amd.root), else built from Debian.
 # CASS_AMD_SUITES="trixie sid" builds both roots. Safe to run again: finished pieces are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,7 +75,14 @@ for suite in $SUITES; do
   root=${CASS_AMD_ROOT:-$(suite_field "$suite" default_root)}
   apt_options=$(suite_field "$suite" apt_options)
   base=$(suite_field "$suite" base); base=${base:-$suite}
-  amd_complete "$root" "$suite" && continue
+  if amd_complete "$root" "$suite"; then
+    .venv/bin/cass amd-root seal --suite "$suite"   # prunes and stores a root built before roots were sealed
+    continue
+  fi
+  # The root params.yaml pins (amd.root), from the DVC remote's packs where it holds them; else built from Debian.
+  if [ ! -e "$root" ] && .venv/bin/cass amd-root pull --suite "$suite"; then
+    continue
+  fi
   if [ ! -x "$root/usr/bin/apt-get" ]; then
     if [ -e "$root" ] && [ -n "$(find "$root" ! -type d -print -quit)" ]; then
       echo "setup: $root exists but is no Debian root (no usr/bin/apt-get); move it away first" >&2
@@ -99,6 +107,15 @@ for suite in $SUITES; do
   echo "setup: installing the system library headers of the AMD side inside $root: $system"
   chroot "$root" sh -c "DEBIAN_FRONTEND=noninteractive apt-get $apt_options install -y -qq --no-install-recommends \
     $system >/dev/null"
+  echo "setup: sealing $root: what compiles never read is removed, the rest stored as a tree (toolchains/amd_root.py)"
+  .venv/bin/cass amd-root seal --suite "$suite"
 done
+
+# HIP's NVIDIA back end (the execution route) takes ROCm 5.7's HIP headers, whichever root builds the dataset.
+if [ -z "${CASS_HIP_HEADERS:-}" ] && [ ! -d /opt/cass-hip-nvidia/hip/nvidia_detail ]; then
+  echo "setup: installing ROCm 5.7's HIP headers for HIP's NVIDIA back end into /opt/cass-hip-nvidia"
+  py 'import sys; from pathlib import Path; from toolchains.hip_nvidia import HIP_HEADERS_DIR, install_hip_headers
+print("setup: libamdhip64-dev", install_hip_headers(HIP_HEADERS_DIR, sys.argv[1]))' "$MIRROR"
+fi
 
 .venv/bin/cass toolchains

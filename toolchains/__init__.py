@@ -29,9 +29,13 @@ def load_toolchains(amd_suite: str | None = None) -> dict[str, Toolchain]:
     if os.environ.get("CASS_ROCM_PATH"):
         amd = AmdToolchain.native(Path(os.environ["CASS_ROCM_PATH"]))
     else:
-        suite = amd_suite_named(amd_suite or os.environ.get("CASS_AMD_SUITE") or "trixie")
-        amd = AmdToolchain.in_root(Path(os.environ.get("CASS_AMD_ROOT") or suite.default_root))
+        amd = AmdToolchain.in_root(amd_root_path(amd_suite or os.environ.get("CASS_AMD_SUITE") or "trixie"))
     return {"nvidia": NvidiaToolchain(cuda_home), "amd": amd}
+
+
+def amd_root_path(suite: str) -> Path:
+    """Where this machine's AMD root of ``suite`` is: ``CASS_AMD_ROOT``, else the suite's default."""
+    return Path(os.environ.get("CASS_AMD_ROOT") or amd_suite_named(suite).default_root)
 
 
 def load_hip_nvidia() -> HipNvidiaToolchain:
@@ -61,6 +65,7 @@ __all__ = [
     "Toolchain",
     "ToolchainMissingError",
     "ToolchainReport",
+    "amd_root_path",
     "load_hip_nvidia",
     "load_toolchains",
     "local_executor",

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolchains.amd_root import RootSeal, valid_seal
 from toolchains.base import EXECUTABLE, Step, Target, Toolchain, ToolchainMissingError
 from toolchains.headers import index_headers
 from toolchains.hipify_script import header_map, name_map, warning_tables
@@ -120,6 +121,8 @@ class AmdToolchain(Toolchain):
     optional_library_headers = tuple(dict.fromkeys(h for suite in AMD_SUITES.values() for h in suite.library_headers))
     """Libraries some suites add (hipBLASLt, rocWMMA): reported, not required."""
 
+    _seal: tuple[RootSeal | None] | None = None
+
     @classmethod
     def in_root(cls, root: Path) -> AmdToolchain:
         return cls(ChrootLauncher(root, extra_env=AMD_ENV))
@@ -184,6 +187,14 @@ class AmdToolchain(Toolchain):
         if isinstance(self.launcher, ChrootLauncher):
             return self.launcher.host_path(inner)
         return Path(inner)
+
+    def installation_digest(self) -> str | None:
+        """The digest of the root's stored tree while its seal holds (:mod:`toolchains.amd_root`), checked once."""
+        if not isinstance(self.launcher, ChrootLauncher):
+            return None
+        if self._seal is None:
+            self._seal = (valid_seal(self.launcher.root),) if self.launcher.root.is_dir() else (None,)
+        return self._seal[0].root if self._seal[0] else None
 
     def tool_path(self, tool: str) -> Path | None:
         if isinstance(self.launcher, ChrootLauncher):

@@ -394,17 +394,24 @@ class Toolchain(ABC):
         """Other tools that ``tool`` runs and whose versions enter its fingerprint."""
         return ()
 
+    def installation_digest(self) -> str | None:
+        """The digest of the whole installation as a stored tree, where it is one (default: none)."""
+        return None
+
     def fingerprint(self, tool: str) -> str:
-        """Digest of the tool's version (and its companions'), identity files, passed environment and the
-        sandbox mode it runs in."""
+        """Digest of the tool's version (and its companions'), the installation (its stored tree's digest, else the
+        tool's identity files and listings), passed environment and the sandbox mode it runs in."""
         if tool not in self._fingerprints:
             h = blake3.blake3()
             for name in (tool, *self.companions(tool)):
                 self.require(name)
                 h.update(self.version(name).encode())
-            h.update(digest_paths(self.identity_files(tool)).encode())
-            if listings := self.identity_listings(tool):
-                h.update(digest_listing(listings).encode())
+            if installation := self.installation_digest():
+                h.update(f"tree={installation}".encode())
+            else:
+                h.update(digest_paths(self.identity_files(tool)).encode())
+                if listings := self.identity_listings(tool):
+                    h.update(digest_listing(listings).encode())
             h.update(repr(sorted(passed_env().items())).encode())
             h.update(f"sandbox={self.launcher.sandbox.mode}".encode())
             self._fingerprints[tool] = h.hexdigest()

@@ -1,11 +1,11 @@
 """HIP on NVIDIA: HIP sources built for the NVIDIA platform, so a translation runs on an NVIDIA GPU.
 
 HIP's headers map every ``hip*`` call to CUDA when ``__HIP_PLATFORM_NVIDIA__`` is defined
-(``hip/nvidia_detail``). The headers come from the AMD toolchain's packages: ROCm 5.7's (the trixie
-root; ROCm 6.4's Debian packages ship no ``nvidia_detail``). They are written against CUDA 12 (CUDA 13
-removed fields and calls they use), so the CUDA runtime headers, static runtime and CCCL are CUDA
-12.9's PyPI wheels, compiled by the pipeline's nvcc. The binary links the runtime statically: only
-the binary travels to a GPU host.
+(``hip/nvidia_detail``). The headers are ROCm 5.7's, from Debian trixie's ``libamdhip64-dev`` (later Debian
+packages ship no ``nvidia_detail``), installed by ``scripts/setup.sh`` whichever AMD root builds the dataset.
+They are written against CUDA 12 (CUDA 13 removed fields and calls they use), so the CUDA runtime headers, static
+runtime and CCCL are CUDA 12.9's PyPI wheels, compiled by the pipeline's nvcc. The binary links the runtime
+statically: only the binary travels to a GPU host.
 
 nvcc sees the HIP headers through a directory that holds nothing but a ``hip`` link to them
 (:func:`hip_include_dir`): adding the AMD root's ``/usr/include`` itself would put that OS's C
@@ -14,13 +14,18 @@ library headers before this machine's.
 
 from __future__ import annotations
 
+import hashlib
+import lzma
 import os
+import shutil
+import subprocess
 import sysconfig
+import tempfile
+import urllib.request
 from pathlib import Path
 
 from store.machine_cache import machine_cache
-from toolchains.amd import AMD_SUITES
-from toolchains.base import ToolStatus
+from toolchains.base import ToolchainMissingError, ToolStatus
 from toolchains.launchers import HostLauncher
 from toolchains.nvidia import NvidiaToolchain
 
@@ -30,9 +35,37 @@ CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api")
 """The CUDA 12 wheels' folders under ``site-packages/nvidia``, each with an ``include``."""
 
 
+HIP_HEADERS_PACKAGE = ("trixie", "libamdhip64-dev")
+"""The Debian suite and package whose ``/usr/include/hip`` holds ROCm 5.7's HIP headers with ``nvidia_detail``."""
+HIP_HEADERS_DIR = Path("/opt/cass-hip-nvidia/hip")
+
+
 def default_hip_headers() -> Path:
-    """ROCm 5.7's HIP headers in the trixie AMD root (``CASS_HIP_HEADERS`` wins)."""
-    return Path(os.environ.get("CASS_HIP_HEADERS") or AMD_SUITES["trixie"].default_root / "usr" / "include" / "hip")
+    """ROCm 5.7's HIP headers as ``scripts/setup.sh`` installs them (``CASS_HIP_HEADERS`` wins)."""
+    return Path(os.environ.get("CASS_HIP_HEADERS") or HIP_HEADERS_DIR)
+
+
+def install_hip_headers(dest: Path, mirror: str) -> str:
+    """Put the ``hip`` headers of :data:`HIP_HEADERS_PACKAGE` at ``dest``: the package named by the suite's package
+    index, checked against the index's SHA-256, unpacked by dpkg-deb. Returns the package's version."""
+    suite, package = HIP_HEADERS_PACKAGE
+    with urllib.request.urlopen(f"{mirror}/dists/{suite}/main/binary-amd64/Packages.xz", timeout=120) as resp:
+        index = lzma.decompress(resp.read()).decode()
+    stanza = next((s for s in index.split("\n\n") if s.startswith(f"Package: {package}\n")), None)
+    if stanza is None:
+        raise ToolchainMissingError(f"{mirror}: Debian {suite} lists no {package}")
+    fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line.startswith(" "))
+    with tempfile.TemporaryDirectory() as tmp:
+        deb = Path(tmp) / "package.deb"
+        with urllib.request.urlopen(f"{mirror}/{fields['Filename']}", timeout=120) as resp:
+            deb.write_bytes(resp.read())
+        if (got := hashlib.sha256(deb.read_bytes()).hexdigest()) != fields["SHA256"]:
+            raise ToolchainMissingError(f"{fields['Filename']}: SHA-256 {got}, the index says {fields['SHA256']}")
+        subprocess.run(["dpkg-deb", "-x", str(deb), f"{tmp}/tree"], check=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.move(f"{tmp}/tree/usr/include/hip", dest)
+    return fields["Version"]
 
 
 def default_cuda12_root() -> Path:

@@ -1,0 +1,139 @@
+"""Whole folder trees in the store, as git stores them: every file a blob (chunked), one manifest naming them.
+
+A tree's manifest lists, sorted by path, each folder (mode), file (mode, size, chunk digests) and symbolic link
+(target); its digest is the tree's identity. Only content and permission bits enter it: no times, no owners, so
+the same files give the same manifest and the same digest on any machine, whatever order they were written in.
+Files are read and written in chunks of :data:`CHUNK_BYTES`, never whole, so a tree of gigabytes passes through
+the store in bounded memory.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import blake3
+
+from store.cas import Store, canonical_json
+
+FORMAT = "cass-tree/1"
+CHUNK_BYTES = 1 << 26
+"""64 MiB: a large file is stored as consecutive blobs of this size."""
+
+
+class TreeError(ValueError):
+    """A tree holds something a manifest cannot describe, or a manifest is not a tree's."""
+
+
+def excluded(rel: str, patterns: Sequence[str]) -> bool:
+    """Whether the relative path ``rel`` matches one of the glob ``patterns`` (``*`` stops at no ``/``)."""
+    return any(fnmatch.fnmatchcase(rel, p) for p in patterns)
+
+
+def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of every entry under ``root``, sorted by path, without what ``exclude`` matches (an
+    excluded folder is not entered); symbolic links are not followed."""
+    def entries(folder: Path, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it)
+        for name in names:
+            rel = f"{prefix}{name}"
+            if excluded(rel, exclude):
+                continue
+            st = os.lstat(folder / name)
+            yield rel, st
+            if stat.S_ISDIR(st.st_mode):
+                yield from entries(folder / name, f"{rel}/")
+    yield from entries(Path(root), "")
+
+
+def listing_digest(root: Path, exclude: Sequence[str] = ()) -> str:
+    """BLAKE3 over every entry's path, type, permission bits, and a file's or link's size and modification time
+    (seconds): a cheap check that a tree on disk is still the one it was when a manifest was made from it. A folder's
+    own time is left out: it changes with what an excluded entry inside it does."""
+    h = blake3.blake3()
+    for rel, st in walk(root, exclude):
+        when = (0, 0) if stat.S_ISDIR(st.st_mode) else (st.st_size, int(st.st_mtime))
+        h.update(f"{rel}\0{st.st_mode:o}\0{when[0]}\0{when[1]}\n".encode())
+    return h.hexdigest()
+
+
+def put_tree(store: Store, root: Path, exclude: Sequence[str] = (),
+             progress: Callable[[int], None] | None = None) -> str:
+    """Store every file of ``root`` (but what ``exclude`` matches) and its manifest; return the manifest's digest.
+    ``progress`` is called with the bytes of each file stored. A device, socket or pipe raises TreeError."""
+    entries: list[list] = []
+    for rel, st in walk(root, exclude):
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISDIR(st.st_mode):
+            entries.append([rel, "d", mode])
+        elif stat.S_ISLNK(st.st_mode):
+            entries.append([rel, "l", os.readlink(Path(root) / rel)])
+        elif stat.S_ISREG(st.st_mode):
+            chunks = []
+            with open(Path(root) / rel, "rb") as f:
+                while data := f.read(CHUNK_BYTES):
+                    chunks.append(store.put(data))
+            entries.append([rel, "f", mode, st.st_size, chunks])
+            if progress:
+                progress(st.st_size)
+        else:
+            raise TreeError(f"{Path(root) / rel}: a device, socket or pipe has no place in a stored tree; "
+                            "exclude it")
+    return store.put(canonical_json({"format": FORMAT, "entries": entries}))
+
+
+def manifest(store: Store, digest: str) -> list[list]:
+    """The entries of the tree ``digest`` (see :func:`put_tree`)."""
+    data = json.loads(store.get(digest))
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise TreeError(f"store object {digest} is not a {FORMAT} manifest")
+    return data["entries"]
+
+
+def tree_blobs(store: Store, digest: str) -> set[str]:
+    """The manifest and every chunk the tree ``digest`` names: what a pack must carry to give the whole tree."""
+    return {digest, *(c for e in manifest(store, digest) if e[1] == "f" for c in e[4])}
+
+
+def tree_bytes(store: Store, digest: str) -> int:
+    """The total size of the tree's files."""
+    return sum(e[3] for e in manifest(store, digest) if e[1] == "f")
+
+
+def check_out(store: Store, digest: str, dest: Path, progress: Callable[[int], None] | None = None) -> None:
+    """Write the tree ``digest`` to ``dest`` (which must not exist), each chunk verified against its digest.
+    The tree is written beside ``dest`` and renamed into place when whole, so an interrupted check-out leaves no
+    partial tree at ``dest`` (the next one starts over)."""
+    dest = Path(dest)
+    if dest.exists() or dest.is_symlink():
+        raise FileExistsError(f"{dest} exists; a tree is checked out only into a new folder")
+    entries = manifest(store, digest)
+    partial = dest.with_name(f"{dest.name}.partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True)
+    folders = []
+    for entry in entries:
+        path = partial / entry[0]
+        if entry[1] == "d":
+            path.mkdir()
+            folders.append((path, entry[2]))
+        elif entry[1] == "l":
+            os.symlink(entry[2], path)
+        else:
+            with open(path, "wb") as f:
+                for chunk in entry[4]:
+                    f.write(store.get(chunk))
+            os.chmod(path, entry[2])
+            if progress:
+                progress(entry[3])
+    for path, mode in reversed(folders):   # last: a read-only folder is filled first
+        os.chmod(path, mode)
+    os.chmod(partial, 0o755)
+    os.rename(partial, dest)

@@ -1,0 +1,186 @@
+"""The AMD root as a content-addressed artifact: trees in the store (store/tree.py), the root's seal and its digest as
+the toolchain's identity (toolchains/amd_root.py), and a second setup that pulls the pinned root through DVC instead
+of building it, with the same action keys and the same compiler output (cass/toolchain_root.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from harness.project import REPO, TOOL_ENV, run_in
+
+import store.tree as tree
+from cass.engine.actions import ActionRunner, plan
+from store import Store
+from toolchains import AmdToolchain, local_executor
+from toolchains.amd_root import PRUNED, SEAL_NAME, read_seal, seal, valid_seal
+
+
+def make_tree(root: Path, order: list[str]) -> None:
+    """A small tree, its files written in ``order``: an executable, a read-only folder, a link, an empty folder."""
+    files = {"bin/tool": (b"#!/bin/sh\necho hi\n", 0o755), "ro/data.txt": (b"data\n", 0o644),
+             "big.bin": (bytes(range(256)) * 40, 0o600)}
+    for name in order:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(files[name][0])
+        os.chmod(path, files[name][1])
+    os.chmod(root / "ro", 0o555)
+    (root / "empty").mkdir()
+    (root / "link").symlink_to("bin/tool")
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(tree, "CHUNK_BYTES", 1000)   # big.bin (10,240 bytes) becomes 11 chunks
+
+
+def test_a_tree_stores_by_content_and_mode_alone_and_checks_out_the_same(tmp_path, small_chunks):
+    store = Store(tmp_path / "store")
+    make_tree(tmp_path / "a", ["bin/tool", "ro/data.txt", "big.bin"])
+    make_tree(tmp_path / "b", ["big.bin", "ro/data.txt", "bin/tool"])
+    os.utime(tmp_path / "b" / "big.bin", (1, 1))
+    digest = tree.put_tree(store, tmp_path / "a")
+    assert tree.put_tree(store, tmp_path / "b") == digest   # other write order and times: the same tree
+    big = next(e for e in tree.manifest(store, digest) if e[0] == "big.bin")
+    assert len(big[4]) == 11 and big[2] == 0o600
+
+    tree.check_out(store, digest, tmp_path / "out")
+    out = tmp_path / "out"
+    assert (out / "big.bin").read_bytes() == (tmp_path / "a" / "big.bin").read_bytes()
+    assert os.access(out / "bin" / "tool", os.X_OK) and os.readlink(out / "link") == "bin/tool"
+    assert (out / "ro").stat().st_mode & 0o777 == 0o555 and (out / "empty").is_dir()
+    assert tree.put_tree(store, out) == digest
+    with pytest.raises(FileExistsError):
+        tree.check_out(store, digest, out)
+
+    os.chmod(tmp_path / "b" / "bin" / "tool", 0o644)   # a mode is content
+    assert tree.put_tree(store, tmp_path / "b") != digest
+    assert tree.put_tree(store, tmp_path / "a", exclude=("big.bin",)) != digest
+
+
+def test_a_check_out_verifies_every_chunk_and_leaves_nothing_half_written(tmp_path, small_chunks):
+    store = Store(tmp_path / "store")
+    make_tree(tmp_path / "a", ["bin/tool", "ro/data.txt", "big.bin"])
+    digest = tree.put_tree(store, tmp_path / "a")
+    chunk = next(e for e in tree.manifest(store, digest) if e[0] == "big.bin")[4][3]
+    path = store.root / "objects" / chunk[:2] / chunk[2:]
+    path.write_bytes(b"damaged")
+    with pytest.raises(Exception, match="corrupt"):
+        tree.check_out(store, digest, tmp_path / "out")
+    assert not (tmp_path / "out").exists()   # the partial tree is beside it, replaced by the next check-out
+    with pytest.raises(tree.TreeError, match="not a cass-tree"):
+        tree.manifest(store, store.put(b"{}"))
+
+
+def test_a_pipe_in_a_tree_is_an_error_naming_it(tmp_path):
+    (tmp_path / "a").mkdir()
+    os.mkfifo(tmp_path / "a" / "fifo")
+    with pytest.raises(tree.TreeError, match="fifo"):
+        tree.put_tree(Store(tmp_path / "store"), tmp_path / "a")
+    assert tree.put_tree(Store(tmp_path / "store"), tmp_path / "a", exclude=("fifo",))
+
+
+def test_sealing_prunes_what_compiles_never_read_and_a_changed_root_loses_its_seal(tmp_path):
+    root = tmp_path / "root"
+    kept = ["usr/bin/hipcc", "usr/include/hipblas/hipblas.h", "dev/null-stand-in"]
+    pruned = ["var/cache/apt/archives/hipcc.deb", "usr/lib/x86_64-linux-gnu/rocblas/library/kernels.co",
+              "usr/lib/x86_64-linux-gnu/librocblas.so.4.4"]
+    for name in kept + pruned:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    (root / "var/tmp").mkdir()
+    store = Store(tmp_path / "store")
+    sealed = seal(store, root, "experimental", "built")
+    assert all((root / n).exists() for n in kept) and not any((root / n).exists() for n in pruned)
+    assert (root / "var/cache/apt").is_dir()   # the folder stays, its downloads go
+    assert [e[0] for e in tree.manifest(store, sealed.root) if e[1] == "f"] == ["usr/bin/hipcc",
+                                                                                "usr/include/hipblas/hipblas.h"]
+    assert valid_seal(root) == sealed == read_seal(root) and (root / SEAL_NAME).is_file()
+    assert AmdToolchain.in_root(root).installation_digest() == sealed.root
+    (root / "var/tmp/job.o").write_text("scratch")   # scratch does not break the seal
+    assert valid_seal(root) == sealed
+    (root / "usr/include/hipblas/hipblas.h").write_text("another hipBLAS")
+    assert valid_seal(root) is None and AmdToolchain.in_root(root).installation_digest() is None
+    assert seal(store, root, "experimental", "built").root != sealed.root
+    assert any(p.startswith("usr/lib/x86_64-linux-gnu/librocsolver") for p in PRUNED)
+
+
+def dvc_project(path: Path, remote: Path) -> Path:
+    """A git + DVC project with this checkout's params.yaml and .gitignore, and ``remote`` as its default remote."""
+    path.mkdir()
+    for name in ("params.yaml", ".gitignore"):
+        shutil.copy(REPO / name, path / name)
+    run_in(["git", "init", "-q"], path)
+    run_in(["dvc", "init", "-q"], path)
+    run_in(["dvc", "remote", "add", "-d", "shared", str(remote)], path)
+    run_in(["dvc", "config", "cache.type", "hardlink,copy"], path)
+    return path
+
+
+def cass(args: list[str], cwd: Path, root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["cass", *args], cwd=cwd, env={**TOOL_ENV, "CASS_AMD_ROOT": str(root)},
+                          capture_output=True, text=True, check=False)
+
+
+def test_pull_needs_a_pin_and_never_overwrites_a_root(tmp_path):
+    project = dvc_project(tmp_path / "p", tmp_path / "remote")
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "etc").mkdir()
+    params = project / "params.yaml"
+    params.write_text(params.read_text().replace("\n  root: ", "\n  root: null  # "))
+    refused = cass(["amd-root", "pull"], project, tmp_path / "root")
+    assert refused.returncode == 3 and "pins no AMD root" in refused.stderr
+    shutil.copy(REPO / "params.yaml", params)
+    refused = cass(["amd-root", "pull"], project, tmp_path / "root")
+    assert refused.returncode == 3 and "move it away" in refused.stderr
+    unpulled = cass(["amd-root", "pull"], project, tmp_path / "new-root")
+    assert unpulled.returncode == 3 and "dvc pull of the pinned AMD root failed" in unpulled.stderr
+    assert not (tmp_path / "new-root").exists()
+
+
+@pytest.mark.slow
+def test_a_second_setup_pulls_the_pinned_root_and_keys_and_compiles_as_the_first(tmp_path, toolchains):
+    amd = toolchains["amd"]
+    built = amd.launcher.root
+    if valid_seal(built) is None:
+        pytest.fail(f"{built} is not sealed: `bash scripts/setup.sh` seals it", pytrace=False)
+    remote = tmp_path / "remote"
+    first = dvc_project(tmp_path / "first", remote)
+    pinned = cass(["amd-root", "pin"], first, built)
+    assert pinned.returncode == 0, pinned.stderr
+    digest = read_seal(built).root
+    assert f"  root: {digest}\n" in (first / "params.yaml").read_text()
+    run_in(["dvc", "push", "-q"], first)
+    run_in(["git", "add", "-A"], first)
+    run_in(["git", "commit", "-qm", "pin the AMD root"], first)
+    shutil.rmtree(first / ".cass")   # only the remote holds the root now
+    shutil.rmtree(first / ".dvc" / "cache")
+    shutil.rmtree(first / "amd_root")
+
+    second = tmp_path / "second"
+    run_in(["git", "clone", "-q", str(first), str(second)], tmp_path)
+    pulled_root = tmp_path / "pulled-root"
+    pulled = cass(["amd-root", "pull"], second, pulled_root)
+    assert pulled.returncode == 0, pulled.stderr
+    assert read_seal(pulled_root).origin == "pulled" and valid_seal(pulled_root).root == digest
+    shutil.rmtree(second / ".cass")
+    shutil.rmtree(second / ".dvc" / "cache")
+
+    again = AmdToolchain.in_root(pulled_root)
+    assert again.installation_digest() == amd.installation_digest() == digest
+    assert {t: again.fingerprint(t) for t in amd.tools()} == {t: amd.fingerprint(t) for t in amd.tools()}
+    kernel = b"__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }\n"
+    outputs = []
+    for tc in (amd, again):
+        store = Store(tmp_path / f"store-{len(outputs)}")
+        [device] = [t for t in tc.targets("k.cu", ["gfx1100"], {"common": ["-std=c++17"], "opt": ["-O1"]})
+                    if t.kind == "device"]
+        action = plan(tc, device.steps[0], {"k.cu": store.put(kernel)})
+        outcome = ActionRunner(store, local_executor({"amd": tc}), 300).run([action], desc="hipcc")[action.key]
+        assert outcome.ok, store.get_text(outcome.record.stderr)
+        outputs.append((action.key, outcome.record.outputs["device.s"]))
+    assert outputs[0] == outputs[1]   # the same key, the same assembly
