@@ -39,7 +39,7 @@ def seal_root(store: Store, suite: str) -> RootSeal:
     root = amd_root_path(suite)
     if not root.is_dir():
         raise FileNotFoundError(f"no AMD root at {root}: scripts/setup.sh builds it")
-    return seal(store, root, suite, origin=(read_seal(root).origin if read_seal(root) else "built"))
+    return seal(store, root, suite, origin="built")
 
 
 def pin_root(store: Store, suite: str, params_file: Path) -> RootSeal:
@@ -65,6 +65,8 @@ def pull_root(store: Store, suite: str, pin: str | None) -> RootSeal:
         return current
     if root.exists() and any(root.iterdir()):
         raise RootPullError(f"{root} exists and is not the pinned root; move it away to pull")
+    if root.exists():
+        root.rmdir()   # an empty folder: the check-out puts the whole tree in its place
     if not stored(store, pin):
         run_dvc(["pull", f"{ROOT_PACKS}.dvc"], "dvc pull of the pinned AMD root", RootPullError)
         info = json.loads((ROOT_PACKS / INFO_NAME).read_text())

@@ -14,8 +14,10 @@ from harness.project import REPO, TOOL_ENV, run_in
 
 import store.tree as tree
 from cass.engine.actions import ActionRunner, plan
+from cass.pipeline.context import load_params
 from store import Store
 from toolchains import AmdToolchain, local_executor
+from toolchains.amd import DEFAULT_AMD_SUITE
 from toolchains.amd_root import PRUNED, SEAL_NAME, read_seal, seal, valid_seal
 
 
@@ -192,3 +194,8 @@ def test_a_second_setup_pulls_the_pinned_root_and_keys_and_compiles_as_the_first
         assert outcome.ok, store.get_text(outcome.record.stderr)
         outputs.append((action.key, outcome.record.outputs["device.s"]))
     assert outputs[0] == outputs[1]   # the same key, the same assembly
+
+
+def test_the_default_suite_is_the_one_params_yaml_pins():
+    params = load_params(REPO / "params.yaml")["amd"]
+    assert params["toolchain"] == DEFAULT_AMD_SUITE and len(params["root"]) == 64

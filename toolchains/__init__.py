@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toolchains.amd import AMD_SUITES, AmdToolchain
+from toolchains.amd import AMD_SUITES, DEFAULT_AMD_SUITE, AmdToolchain
 from toolchains.amd import amd_suite as amd_suite_named
 from toolchains.base import Step, Target, Toolchain, ToolchainMissingError, ToolchainReport, ToolStatus
 from toolchains.executor import Executor, Job, JobResult, LocalExecutor
@@ -24,12 +24,13 @@ TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd
 
 def load_toolchains(amd_suite: str | None = None) -> dict[str, Toolchain]:
     """The NVIDIA and AMD toolchains of this machine, the AMD one for ``amd_suite`` (params.yaml
-    ``amd.toolchain``; a vendor host without the parameters takes ``CASS_AMD_SUITE``, else trixie)."""
+    ``amd.toolchain``; a vendor host without the parameters takes ``CASS_AMD_SUITE``, else
+    :data:`DEFAULT_AMD_SUITE`)."""
     cuda_home = Path(os.environ.get("CASS_CUDA_HOME") or default_cuda_home())
     if os.environ.get("CASS_ROCM_PATH"):
         amd = AmdToolchain.native(Path(os.environ["CASS_ROCM_PATH"]))
     else:
-        amd = AmdToolchain.in_root(amd_root_path(amd_suite or os.environ.get("CASS_AMD_SUITE") or "trixie"))
+        amd = AmdToolchain.in_root(amd_root_path(amd_suite or os.environ.get("CASS_AMD_SUITE") or DEFAULT_AMD_SUITE))
     return {"nvidia": NvidiaToolchain(cuda_home), "amd": amd}
 
 

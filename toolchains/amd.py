@@ -66,6 +66,10 @@ AMD_SUITES = {
 experimental (sid with experimental's ROCm, 7.2 when last built)."""
 
 
+DEFAULT_AMD_SUITE = "experimental"
+"""params.yaml's default ``amd.toolchain``, also what a vendor host started without it enters."""
+
+
 def amd_suite(name: str) -> AmdSuite:
     if name not in AMD_SUITES:
         raise ValueError(f"params.yaml amd.toolchain is {name!r}; choose one of {sorted(AMD_SUITES)}")

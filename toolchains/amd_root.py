@@ -93,8 +93,8 @@ def stored(store: Store, digest: str) -> bool:
 
 
 def seal(store: Store, root: Path, suite: str, origin: str) -> RootSeal:
-    """Prune ``root``, store it as a tree and seal it. A root whose seal still holds is left as it is (and not
-    stored again: :func:`store_sealed` does that where the tree is needed)."""
+    """Prune ``root``, store it as a tree and seal it as ``origin``. A root whose seal still holds is left as it is,
+    its origin too (and not stored again: :func:`store_sealed` does that where the tree is needed)."""
     current = valid_seal(root)
     if current and current.suite == suite:
         return current
