@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from harness.project import TOOL_ENV, run_in  # noqa: E402
+from harness.project import TOOL_ENV, dvc_project, run_in  # noqa: E402
 
 from bench.results import replace_section  # noqa: E402
 from cass.pipeline.context import load_params  # noqa: E402
@@ -55,12 +55,7 @@ def main() -> None:
         raise SystemExit(f"{root} is not sealed: bash scripts/setup.sh")
     shutil.rmtree(args.scratch, ignore_errors=True)
     first, second, remote = args.scratch / "first", args.scratch / "second", args.scratch / "remote"
-    first.mkdir(parents=True)
-    for name in ("params.yaml", ".gitignore"):
-        shutil.copy(REPO / name, first / name)
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "remote", "add", "-d", "shared", str(remote)],
-                ["dvc", "config", "cache.type", "hardlink,copy"]):
-        run_in(cmd, first)
+    dvc_project(first, remote)
     times: dict[str, float] = {}
     start = time.perf_counter()
     listing_digest(root, EXCLUDED)

@@ -21,7 +21,7 @@ from tqdm import tqdm
 from store.cas import Store
 from store.tree import check_out, tree_blobs, tree_bytes
 from toolchains import amd_root_path
-from toolchains.amd_root import RootSeal, read_seal, seal, store_sealed, stored, valid_seal, write_seal
+from toolchains.amd_root import RootSeal, make_devices, read_seal, seal, store_sealed, stored, valid_seal, write_seal
 
 ROOT_PACKS = Path("amd_root")
 """The pinned root's packs (``amd_root.dvc`` tracks them)."""
@@ -69,7 +69,10 @@ def pull_root(store: Store, suite: str, pin: str | None) -> RootSeal:
         root.rmdir()   # an empty folder: the check-out puts the whole tree in its place
     if not stored(store, pin):
         run_dvc(["pull", f"{ROOT_PACKS}.dvc"], "dvc pull of the pinned AMD root", RootPullError)
-        info = json.loads((ROOT_PACKS / INFO_NAME).read_text())
+        try:
+            info = json.loads((ROOT_PACKS / INFO_NAME).read_text())
+        except (OSError, ValueError) as exc:
+            raise RootPullError(f"the pulled {ROOT_PACKS} has no readable {INFO_NAME}: {exc}") from None
         if (info.get("suite"), info.get("root")) != (suite, pin):
             raise RootPullError(f"{ROOT_PACKS} holds root {info.get('root')} of {info.get('suite')}, "
                                 f"params.yaml pins {pin} of {suite}")
@@ -78,6 +81,7 @@ def pull_root(store: Store, suite: str, pin: str | None) -> RootSeal:
             raise RootPullError(f"the packs in {ROOT_PACKS} lack parts of root {pin}")
     with tqdm(total=tree_bytes(store, pin), unit="B", unit_scale=True, desc=f"AMD root {suite}") as bar:
         check_out(store, pin, root, bar.update)
+    make_devices(root)
     return write_seal(root, pin, suite, "pulled")
 
 
@@ -96,9 +100,10 @@ def set_root_pin(params_file: Path, suite: str, digest: str) -> None:
         raise ValueError(f"{params_file}: no amd: section")
     section = block.group(0)
     for key, value in (("toolchain", suite), ("root", digest)):
-        if not re.search(rf"^  {key}:", section, re.M):
+        section, found = re.subn(rf"^(  {key}:)[ \t]*[^\s#]*", lambda m, v=value: f"{m.group(1)} {v}", section,
+                                 count=1, flags=re.M)
+        if not found:
             raise ValueError(f"{params_file}: amd.{key} is missing; add it under amd:")
-        section = re.sub(rf"^(  {key}: *)\S+", lambda m, v=value: m.group(1) + v, section, count=1, flags=re.M)
     params_file.write_text(text[:block.start()] + section + text[block.end():])
 
 

@@ -80,8 +80,10 @@ for suite in $SUITES; do
     continue
   fi
   # The root params.yaml pins (amd.root), from the DVC remote's packs where it holds them; else built from Debian.
-  if [ ! -e "$root" ] && .venv/bin/cass amd-root pull --suite "$suite"; then
-    continue
+  if [ ! -e "$root" ]; then
+    pulled=0; .venv/bin/cass amd-root pull --suite "$suite" || pulled=$?
+    [ "$pulled" -eq 0 ] && continue
+    [ "$pulled" -eq 3 ] || exit "$pulled"   # 3: not there to pull (it says why); anything else is an error
   fi
   if [ ! -x "$root/usr/bin/apt-get" ]; then
     if [ -e "$root" ] && [ -n "$(find "$root" ! -type d -print -quit)" ]; then
@@ -112,9 +114,10 @@ for suite in $SUITES; do
 done
 
 # HIP's NVIDIA back end (the execution route) takes ROCm 5.7's HIP headers, whichever root builds the dataset.
-if [ -z "${CASS_HIP_HEADERS:-}" ] && [ ! -d /opt/cass-hip-nvidia/hip/nvidia_detail ]; then
-  echo "setup: installing ROCm 5.7's HIP headers for HIP's NVIDIA back end into /opt/cass-hip-nvidia"
-  py 'import sys; from pathlib import Path; from toolchains.hip_nvidia import HIP_HEADERS_DIR, install_hip_headers
+HIP_HEADERS=$(py 'from toolchains.hip_nvidia import HIP_HEADERS_DIR; print(HIP_HEADERS_DIR)')
+if [ -z "${CASS_HIP_HEADERS:-}" ] && [ ! -d "$HIP_HEADERS/nvidia_detail" ]; then
+  echo "setup: installing ROCm 5.7's HIP headers for HIP's NVIDIA back end into $HIP_HEADERS"
+  py 'import sys; from toolchains.hip_nvidia import HIP_HEADERS_DIR, install_hip_headers
 print("setup: libamdhip64-dev", install_hip_headers(HIP_HEADERS_DIR, sys.argv[1]))' "$MIRROR"
 fi
 

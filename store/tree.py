@@ -1,10 +1,10 @@
 """Whole folder trees in the store, as git stores them: every file a blob (chunked), one manifest naming them.
 
-A tree's manifest lists, sorted by path, each folder (mode), file (mode, size, chunk digests) and symbolic link
-(target); its digest is the tree's identity. Only content and permission bits enter it: no times, no owners, so
-the same files give the same manifest and the same digest on any machine, whatever order they were written in.
-Files are read and written in chunks of :data:`CHUNK_BYTES`, never whole, so a tree of gigabytes passes through
-the store in bounded memory.
+A tree's manifest lists, depth first with the names in each folder sorted, each folder (mode), file (mode, size,
+chunk digests) and symbolic link (target); its digest is the tree's identity. Only content and permission bits enter
+it: no times, no owners, so the same files give the same manifest and the same digest on any machine, whatever order
+they were written in. Files are read and written in chunks of :data:`CHUNK_BYTES`, never whole, so a tree of
+gigabytes passes through the store in bounded memory.
 """
 
 from __future__ import annotations
@@ -53,13 +53,14 @@ def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[str, os.stat
 
 
 def listing_digest(root: Path, exclude: Sequence[str] = ()) -> str:
-    """BLAKE3 over every entry's path, type, permission bits, and a file's or link's size and modification time
-    (seconds): a cheap check that a tree on disk is still the one it was when a manifest was made from it. A folder's
-    own time is left out: it changes with what an excluded entry inside it does."""
+    """BLAKE3 over every entry's path, type and permission bits, and a file's or link's size, inode, and modification
+    and change times (nanoseconds): a cheap check that a tree on disk is still the one it was when a manifest was made
+    from it (any write, copy or ``touch`` changes the change time). A folder's own times are left out: they change
+    with what an excluded entry inside it does."""
     h = blake3.blake3()
     for rel, st in walk(root, exclude):
-        when = (0, 0) if stat.S_ISDIR(st.st_mode) else (st.st_size, int(st.st_mtime))
-        h.update(f"{rel}\0{st.st_mode:o}\0{when[0]}\0{when[1]}\n".encode())
+        own = "" if stat.S_ISDIR(st.st_mode) else f"{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+        h.update(f"{rel}\0{st.st_mode:o}\0{own}\n".encode())
     return h.hexdigest()
 
 
@@ -116,10 +117,12 @@ def check_out(store: Store, digest: str, dest: Path, progress: Callable[[int], N
     entries = manifest(store, digest)
     partial = dest.with_name(f"{dest.name}.partial")
     if partial.exists():
-        shutil.rmtree(partial)
+        remove_tree(partial)
     partial.mkdir(parents=True)
     folders = []
     for entry in entries:
+        if entry[0].startswith("/") or ".." in entry[0].split("/"):
+            raise TreeError(f"tree {digest}: entry {entry[0]!r} points outside the tree")
         path = partial / entry[0]
         if entry[1] == "d":
             path.mkdir()
@@ -137,3 +140,10 @@ def check_out(store: Store, digest: str, dest: Path, progress: Callable[[int], N
         os.chmod(path, mode)
     os.chmod(partial, 0o755)
     os.rename(partial, dest)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a folder tree, read-only folders in it too (a check-out killed after it made some read-only)."""
+    for folder, _, _ in os.walk(path):
+        os.chmod(folder, 0o755)
+    shutil.rmtree(path)

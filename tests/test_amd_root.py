@@ -10,15 +10,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness.project import REPO, TOOL_ENV, run_in
+from harness.project import REPO, TOOL_ENV, dvc_project, run_in
 
 import store.tree as tree
 from cass.engine.actions import ActionRunner, plan
 from cass.pipeline.context import load_params
-from store import Store
-from toolchains import AmdToolchain, local_executor
+from cass.toolchain_root import set_root_pin
+from store import CorruptObjectError, Store, canonical_json
+from toolchains import AmdToolchain, ToolchainMissingError, local_executor
 from toolchains.amd import DEFAULT_AMD_SUITE
-from toolchains.amd_root import PRUNED, SEAL_NAME, read_seal, seal, valid_seal
+from toolchains.amd_root import SEAL_NAME, read_seal, seal, valid_seal
+from toolchains.hip_nvidia import HIP_HEADERS_PACKAGE, fetch, sha256_listed, verified_release
 
 
 def make_tree(root: Path, order: list[str]) -> None:
@@ -33,6 +35,7 @@ def make_tree(root: Path, order: list[str]) -> None:
     os.chmod(root / "ro", 0o555)
     (root / "empty").mkdir()
     (root / "link").symlink_to("bin/tool")
+    (root / "usr").symlink_to("bin")   # a link to a folder (usrmerge's bin -> usr/bin) is a link, not entered
 
 
 @pytest.fixture
@@ -54,6 +57,7 @@ def test_a_tree_stores_by_content_and_mode_alone_and_checks_out_the_same(tmp_pat
     out = tmp_path / "out"
     assert (out / "big.bin").read_bytes() == (tmp_path / "a" / "big.bin").read_bytes()
     assert os.access(out / "bin" / "tool", os.X_OK) and os.readlink(out / "link") == "bin/tool"
+    assert os.readlink(out / "usr") == "bin" and not any(e[0].startswith("usr/") for e in tree.manifest(store, digest))
     assert (out / "ro").stat().st_mode & 0o777 == 0o555 and (out / "empty").is_dir()
     assert tree.put_tree(store, out) == digest
     with pytest.raises(FileExistsError):
@@ -70,12 +74,25 @@ def test_a_check_out_verifies_every_chunk_and_leaves_nothing_half_written(tmp_pa
     digest = tree.put_tree(store, tmp_path / "a")
     chunk = next(e for e in tree.manifest(store, digest) if e[0] == "big.bin")[4][3]
     path = store.root / "objects" / chunk[:2] / chunk[2:]
+    good = path.read_bytes()
     path.write_bytes(b"damaged")
-    with pytest.raises(Exception, match="corrupt"):
+    with pytest.raises(CorruptObjectError):
         tree.check_out(store, digest, tmp_path / "out")
-    assert not (tmp_path / "out").exists()   # the partial tree is beside it, replaced by the next check-out
+    assert not (tmp_path / "out").exists() and (tmp_path / "out.partial").is_dir()
+    stale = tmp_path / "out.partial" / "stale"   # as a check-out killed while it set the folders' modes
+    stale.mkdir()
+    (stale / "file").write_text("left")
+    os.chmod(stale, 0o555)
+    store.put(good)
+    tree.check_out(store, digest, tmp_path / "out")   # the next one replaces the partial tree
+    assert tree.put_tree(store, tmp_path / "out") == digest and not (tmp_path / "out.partial").exists()
+
     with pytest.raises(tree.TreeError, match="not a cass-tree"):
         tree.manifest(store, store.put(b"{}"))
+    escaping = store.put(canonical_json({"format": tree.FORMAT, "entries": [["../outside", "d", 0o755]]}))
+    with pytest.raises(tree.TreeError, match="outside the tree"):
+        tree.check_out(store, escaping, tmp_path / "evil")
+    assert not (tmp_path / "outside").exists()
 
 
 def test_a_pipe_in_a_tree_is_an_error_naming_it(tmp_path):
@@ -104,23 +121,21 @@ def test_sealing_prunes_what_compiles_never_read_and_a_changed_root_loses_its_se
     assert valid_seal(root) == sealed == read_seal(root) and (root / SEAL_NAME).is_file()
     assert AmdToolchain.in_root(root).installation_digest() == sealed.root
     (root / "var/tmp/job.o").write_text("scratch")   # scratch does not break the seal
-    assert valid_seal(root) == sealed
-    (root / "usr/include/hipblas/hipblas.h").write_text("another hipBLAS")
+    (root / "var/cache/apt/archives").mkdir()
+    (root / "var/cache/apt/archives/later.deb").write_text("a download after the seal")
+    assert seal(store, root, "experimental", "built") == sealed   # a seal that holds: nothing pruned or stored
+    assert (root / "var/cache/apt/archives/later.deb").exists()
+
+    header = root / "usr/include/hipblas/hipblas.h"
+    before = header.stat()
+    header.write_text(header.read_text().upper())   # the same size, the same second
+    os.utime(header, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert valid_seal(root) is None and AmdToolchain.in_root(root).installation_digest() is None
-    assert seal(store, root, "experimental", "built").root != sealed.root
-    assert any(p.startswith("usr/lib/x86_64-linux-gnu/librocsolver") for p in PRUNED)
+    resealed = seal(store, root, "experimental", "built")
+    assert resealed.root != sealed.root and valid_seal(root) == resealed
 
 
-def dvc_project(path: Path, remote: Path) -> Path:
-    """A git + DVC project with this checkout's params.yaml and .gitignore, and ``remote`` as its default remote."""
-    path.mkdir()
-    for name in ("params.yaml", ".gitignore"):
-        shutil.copy(REPO / name, path / name)
-    run_in(["git", "init", "-q"], path)
-    run_in(["dvc", "init", "-q"], path)
-    run_in(["dvc", "remote", "add", "-d", "shared", str(remote)], path)
-    run_in(["dvc", "config", "cache.type", "hardlink,copy"], path)
-    return path
+MIRROR = os.environ.get("CASS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
 def cass(args: list[str], cwd: Path, root: Path) -> subprocess.CompletedProcess:
@@ -128,8 +143,20 @@ def cass(args: list[str], cwd: Path, root: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, check=False)
 
 
-def test_pull_needs_a_pin_and_never_overwrites_a_root(tmp_path):
+def test_pin_sets_the_suite_and_root_and_keeps_every_other_line(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("amd:\n  toolchain: trixie   # the suite\n  root:\n  archs: [gfx1100]\npair:\n  root: x\n")
+    set_root_pin(params, "sid", "ab" * 32)
+    assert params.read_text() == (f"amd:\n  toolchain: sid   # the suite\n  root: {'ab' * 32}\n  archs: [gfx1100]\n"
+                                  "pair:\n  root: x\n")
+    params.write_text("amd:\n  toolchain: sid\n")
+    with pytest.raises(ValueError, match=r"amd\.root is missing"):
+        set_root_pin(params, "sid", "ab" * 32)
+
+
+def test_pull_needs_a_pin_and_the_remote_and_never_overwrites_a_root(tmp_path):
     project = dvc_project(tmp_path / "p", tmp_path / "remote")
+    shutil.copy(REPO / "amd_root.dvc", project / "amd_root.dvc")
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "etc").mkdir()
     params = project / "params.yaml"
@@ -139,9 +166,9 @@ def test_pull_needs_a_pin_and_never_overwrites_a_root(tmp_path):
     shutil.copy(REPO / "params.yaml", params)
     refused = cass(["amd-root", "pull"], project, tmp_path / "root")
     assert refused.returncode == 3 and "move it away" in refused.stderr
-    unpulled = cass(["amd-root", "pull"], project, tmp_path / "new-root")
+    unpulled = cass(["amd-root", "pull"], project, tmp_path / "new-root")   # the remote lacks the packs
     assert unpulled.returncode == 3 and "dvc pull of the pinned AMD root failed" in unpulled.stderr
-    assert not (tmp_path / "new-root").exists()
+    assert "Missing cache files" in unpulled.stderr
 
 
 @pytest.fixture
@@ -164,6 +191,7 @@ def test_a_second_setup_pulls_the_pinned_root_and_keys_and_compiles_as_the_first
     assert pinned.returncode == 0, pinned.stderr
     digest = read_seal(built).root
     assert f"  root: {digest}\n" in (first / "params.yaml").read_text()
+    assert sorted(p.name for p in (first / "amd_root").iterdir()) == [*(f"{d:x}.pack" for d in range(16)), "root.json"]
     run_in(["dvc", "push", "-q"], first)
     run_in(["git", "add", "-A"], first)
     run_in(["git", "commit", "-qm", "pin the AMD root"], first)
@@ -177,6 +205,7 @@ def test_a_second_setup_pulls_the_pinned_root_and_keys_and_compiles_as_the_first
     pulled = cass(["amd-root", "pull"], second, pulled_root)
     assert pulled.returncode == 0, pulled.stderr
     assert read_seal(pulled_root).origin == "pulled" and valid_seal(pulled_root).root == digest
+    assert (pulled_root / "dev" / "null").is_char_device()   # what debootstrap makes and a tree cannot hold
     shutil.rmtree(second / ".cass")
     shutil.rmtree(second / ".dvc" / "cache")
 
@@ -199,3 +228,12 @@ def test_a_second_setup_pulls_the_pinned_root_and_keys_and_compiles_as_the_first
 def test_the_default_suite_is_the_one_params_yaml_pins():
     params = load_params(REPO / "params.yaml")["amd"]
     assert params["toolchain"] == DEFAULT_AMD_SUITE and len(params["root"]) == 64
+
+
+def test_the_hip_headers_come_only_through_debians_signature():
+    signed = fetch(f"{MIRROR}/dists/{HIP_HEADERS_PACKAGE[0]}/InRelease")
+    release = verified_release(signed, "trixie")
+    assert len(sha256_listed(release, "main/binary-amd64/Packages.xz")) == 64
+    forged = signed.replace(b"main/binary-amd64/Packages.xz", b"main/binary-amd64/Packages.xy", 1)
+    with pytest.raises(ToolchainMissingError, match="no good signature"):
+        verified_release(forged, "trixie")

@@ -4,7 +4,7 @@ Which AMD toolchain builds the dataset is a parameter (``amd.toolchain``: a suit
 :data:`toolchains.amd.AMD_SUITES`); where the toolchains are is configuration of this machine:
 ``CASS_CUDA_HOME`` (default: the PyPI CUDA wheels of this Python environment), ``CASS_ROCM_PATH``
 (a native ROCm tree) or ``CASS_AMD_ROOT`` (the OS root of the chosen suite; default its
-``/opt/cass-amd-root[-sid]``). Which compiler was used is recorded through its fingerprint.
+``/opt/cass-amd-root[-sid|-experimental]``). Which compiler was used is recorded through its fingerprint.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ sees nvcc on PATH).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,10 +110,11 @@ class AmdToolchain(Toolchain):
 
     vendor = "amd"
     install_hint = (
-        "Build the AMD toolchain root of params.yaml amd.toolchain with `bash scripts/setup.sh` (debootstrap "
-        "of that Debian suite into CASS_AMD_ROOT, default /opt/cass-amd-root for trixie and /opt/cass-amd-root-sid "
-        f"for sid, then apt-get install {AMD_PACKAGES} inside it; needs root; CASS_AMD_SUITES='trixie sid' "
-        "builds both), or set CASS_ROCM_PATH to a ROCm install on an AMD host."
+        "Get the AMD toolchain root of params.yaml amd.toolchain with `bash scripts/setup.sh` (the pinned root "
+        "pulled through DVC, or debootstrap of that Debian suite into CASS_AMD_ROOT, default "
+        "/opt/cass-amd-root-experimental, /opt/cass-amd-root for trixie, /opt/cass-amd-root-sid for sid, then "
+        f"apt-get install {AMD_PACKAGES} inside it; needs root; CASS_AMD_SUITES='trixie sid' builds both), or set "
+        "CASS_ROCM_PATH to a ROCm install on an AMD host."
     )
 
     library_headers = (
@@ -124,8 +126,6 @@ class AmdToolchain(Toolchain):
 
     optional_library_headers = tuple(dict.fromkeys(h for suite in AMD_SUITES.values() for h in suite.library_headers))
     """Libraries some suites add (hipBLASLt, rocWMMA): reported, not required."""
-
-    _seal: tuple[RootSeal | None] | None = None
 
     @classmethod
     def in_root(cls, root: Path) -> AmdToolchain:
@@ -193,12 +193,15 @@ class AmdToolchain(Toolchain):
         return Path(inner)
 
     def installation_digest(self) -> str | None:
-        """The digest of the root's stored tree while its seal holds (:mod:`toolchains.amd_root`), checked once."""
-        if not isinstance(self.launcher, ChrootLauncher):
+        """The digest of the root's stored tree while its seal holds (:mod:`toolchains.amd_root`)."""
+        return self.seal.root if self.seal else None
+
+    @functools.cached_property
+    def seal(self) -> RootSeal | None:
+        """The root's seal if it still holds, checked once (none for a native ROCm install)."""
+        if not isinstance(self.launcher, ChrootLauncher) or not self.launcher.root.is_dir():
             return None
-        if self._seal is None:
-            self._seal = (valid_seal(self.launcher.root),) if self.launcher.root.is_dir() else (None,)
-        return self._seal[0].root if self._seal[0] else None
+        return valid_seal(self.launcher.root)
 
     def tool_path(self, tool: str) -> Path | None:
         if isinstance(self.launcher, ChrootLauncher):

@@ -12,7 +12,9 @@ changed after its seal (a package installed into it) falls back to per-tool fing
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,17 +24,24 @@ from store.tree import listing_digest, put_tree, tree_blobs
 
 SEAL_NAME = ".cass-root.json"
 
-SKIPPED = ("dev/*", "proc/*", "sys/*", "run/*", "tmp/*", "var/tmp/*", "var/log/*", SEAL_NAME)
-"""Kept out of the stored tree, left in the root: mount points' contents, scratch, logs, the seal itself (the
-folders stay, as mount points)."""
+SKIPPED = ("dev/*", "proc/*", "sys/*", "run/*", "tmp/*", "var/tmp/*", "var/log/*", f"{SEAL_NAME}*",
+           "etc/hostname", "etc/hosts", "etc/resolv.conf", "etc/shadow*", "etc/gshadow*", "var/cache/ldconfig/*",
+           "var/lib/dpkg/*-old", "var/cache/debconf/*-old")
+"""Kept out of the stored tree, left in the root: mount points' contents (the folders stay, as mount points),
+scratch, logs, the seal itself, what debootstrap copies from the building machine (its host name and name
+servers), password dates, and caches and backups that record when they were written."""
 
 _LIBS = "usr/lib/x86_64-linux-gnu"
+DEVICES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9), "tty": (5, 0)}
+"""The device files debootstrap makes in ``dev/`` (major, minor): a tree holds none, so a check-out makes them, for
+the modes that enter the root without mounting ``/dev`` (unshare, chroot)."""
+
 PRUNED = ("var/cache/apt/*", "var/lib/apt/lists/*", f"{_LIBS}/rocblas", f"{_LIBS}/hipblaslt",
           f"{_LIBS}/librocblas.so*", f"{_LIBS}/librocsparse.so*", f"{_LIBS}/librocsolver.so*",
           f"{_LIBS}/libhipblaslt.so*")
-"""Removed from the root when it is sealed: apt's downloads and package lists (1.3-1.9 GB), and the runtime
-libraries with their GPU kernels (4-7 GB) of rocBLAS, rocSPARSE, rocSOLVER and hipBLASLt. Compiles read their
-headers, never these; the pipeline links no program against them."""
+"""Removed from the root when it is sealed: apt's downloads and package lists, and the runtime libraries with
+their GPU kernels of rocBLAS, rocSPARSE, rocSOLVER and hipBLASLt (sizes per suite: bench/RESULTS.md, "The AMD root as
+an artifact"). Compiles read their headers, never these; the pipeline links no program against them."""
 
 EXCLUDED = (*SKIPPED, *PRUNED)
 
@@ -111,3 +120,13 @@ def store_sealed(store: Store, root: Path) -> RootSeal:
     if not stored(store, current.root) and (digest := put_tree(store, root, EXCLUDED)) != current.root:
         raise ValueError(f"{root}: its files store as tree {digest}, its seal says {current.root}; seal it again")
     return current
+
+
+def make_devices(root: Path) -> None:
+    """Make :data:`DEVICES` in the root's ``dev/`` where missing (needs root privileges, as setup has)."""
+    dev = Path(root) / "dev"
+    dev.mkdir(exist_ok=True)
+    for name, (major, minor) in DEVICES.items():
+        if not (dev / name).exists():
+            os.mknod(dev / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+            os.chmod(dev / name, 0o666)

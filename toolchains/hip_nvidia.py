@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
-import shutil
 import subprocess
 import sysconfig
 import tempfile
@@ -46,26 +45,63 @@ def default_hip_headers() -> Path:
 
 
 def install_hip_headers(dest: Path, mirror: str) -> str:
-    """Put the ``hip`` headers of :data:`HIP_HEADERS_PACKAGE` at ``dest``: the package named by the suite's package
-    index, checked against the index's SHA-256, unpacked by dpkg-deb. Returns the package's version."""
+    """Put the ``hip`` headers of :data:`HIP_HEADERS_PACKAGE` at ``dest``, as apt would check them: the suite's
+    ``InRelease`` verified by gpgv against Debian's archive keyring, the package index against its SHA-256 there, the
+    package against the index's; unpacked by dpkg-deb. Returns the package's version."""
     suite, package = HIP_HEADERS_PACKAGE
-    with urllib.request.urlopen(f"{mirror}/dists/{suite}/main/binary-amd64/Packages.xz", timeout=120) as resp:
-        index = lzma.decompress(resp.read()).decode()
+    release = verified_release(fetch(f"{mirror}/dists/{suite}/InRelease"), f"{mirror} {suite}")
+    index_name = "main/binary-amd64/Packages.xz"
+    packed = fetch(f"{mirror}/dists/{suite}/{index_name}")
+    check_sha256(packed, sha256_listed(release, index_name), index_name)
+    index = lzma.decompress(packed).decode()
     stanza = next((s for s in index.split("\n\n") if s.startswith(f"Package: {package}\n")), None)
     if stanza is None:
         raise ToolchainMissingError(f"{mirror}: Debian {suite} lists no {package}")
     fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line.startswith(" "))
-    with tempfile.TemporaryDirectory() as tmp:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:   # beside dest: the headers arrive by one rename
         deb = Path(tmp) / "package.deb"
-        with urllib.request.urlopen(f"{mirror}/{fields['Filename']}", timeout=120) as resp:
-            deb.write_bytes(resp.read())
-        if (got := hashlib.sha256(deb.read_bytes()).hexdigest()) != fields["SHA256"]:
-            raise ToolchainMissingError(f"{fields['Filename']}: SHA-256 {got}, the index says {fields['SHA256']}")
+        deb.write_bytes(fetch(f"{mirror}/{fields['Filename']}"))
+        check_sha256(deb.read_bytes(), fields["SHA256"], fields["Filename"])
         subprocess.run(["dpkg-deb", "-x", str(deb), f"{tmp}/tree"], check=True)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(dest, ignore_errors=True)
-        shutil.move(f"{tmp}/tree/usr/include/hip", dest)
+        if dest.exists():
+            os.rename(dest, f"{tmp}/old")
+        os.rename(f"{tmp}/tree/usr/include/hip", dest)
     return fields["Version"]
+
+
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+
+
+def fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=120) as resp:
+        return resp.read()
+
+
+def verified_release(signed: bytes, what: str) -> str:
+    """The text of a clear-signed ``InRelease`` whose signature gpgv accepts with :data:`DEBIAN_KEYRING`."""
+    proc = subprocess.run(["gpgv", "--keyring", str(DEBIAN_KEYRING), "--output", "-", "-"], input=signed,
+                          capture_output=True, check=False)
+    if proc.returncode:
+        raise ToolchainMissingError(f"{what}: InRelease has no good signature: {proc.stderr.decode()[-400:]}")
+    return proc.stdout.decode()
+
+
+def sha256_listed(release: str, name: str) -> str:
+    """The SHA-256 a Release file lists for ``name``."""
+    section = release.partition("\nSHA256:\n")[2]
+    for line in section.splitlines():
+        if not line.startswith(" "):
+            break
+        digest, _, listed = line.split()
+        if listed == name:
+            return digest
+    raise ToolchainMissingError(f"the Release file lists no SHA-256 for {name}")
+
+
+def check_sha256(data: bytes, expected: str, what: str) -> None:
+    if (got := hashlib.sha256(data).hexdigest()) != expected:
+        raise ToolchainMissingError(f"{what}: SHA-256 {got}, the signed index says {expected}")
 
 
 def default_cuda12_root() -> Path:
@@ -93,8 +129,8 @@ class HipNvidiaToolchain(NvidiaToolchain):
     vendor = "hip-nvidia"
     install_hint = (
         "HIP on NVIDIA needs the CUDA 12 runtime wheels (pip install "
-        f"{CUDA12_PACKAGES}; `bash scripts/setup.sh` does) and ROCm 5.7's HIP headers from the trixie AMD root "
-        "(`bash scripts/setup.sh`, or CASS_HIP_HEADERS=<a ROCm 5.x include/hip>)."
+        f"{CUDA12_PACKAGES}; `bash scripts/setup.sh` does) and ROCm 5.7's HIP headers from Debian trixie's "
+        f"libamdhip64-dev in {HIP_HEADERS_DIR} (`bash scripts/setup.sh`, or CASS_HIP_HEADERS=<a ROCm 5.x include/hip>)."
     )
 
     def __init__(self, cuda_home: Path, hip_headers: Path, cuda12_root: Path):

@@ -3,7 +3,7 @@
 
 ``HostLauncher`` runs binaries from directories of this machine (the PyPI CUDA wheels, a
 system CUDA, a ROCm install in /opt/rocm). ``ChrootLauncher`` runs tools inside a separate OS
-root (the Debian trixie root that carries ROCm 5.7), which models a vendor host with its own
+root (a Debian root that carries ROCm: :data:`toolchains.amd.AMD_SUITES`), which models a vendor host with its own
 toolchain; scratch directories are created inside that root so the tools can see them.
 """
 

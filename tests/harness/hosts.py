@@ -5,7 +5,7 @@ Every process is the real `dask` command line of this Python environment, in its
 group, its own working directory (no project files: hosts share no filesystem with the driver)
 and with its log in a file. An NVIDIA host sees no AMD toolchain and an AMD host no CUDA
 (``CASS_AMD_ROOT`` / ``CASS_CUDA_HOME`` point nowhere), so a job that reached the wrong host
-could not run there. The AMD host's tools run inside the Debian trixie root (ChrootLauncher):
+could not run there. The AMD host's tools run inside the Debian root of params.yaml's suite (ChrootLauncher):
 the worker stays outside and enters the root per call.
 """
 

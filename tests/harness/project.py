@@ -55,6 +55,18 @@ def run_in(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     return proc.stdout + proc.stderr
 
 
+def dvc_project(path: Path, remote: Path) -> Path:
+    """A git + DVC project at ``path`` with this checkout's params.yaml and .gitignore, ``remote`` (a folder) as its
+    default remote and a cache that hard-links."""
+    path.mkdir(parents=True)
+    for name in ("params.yaml", ".gitignore"):
+        shutil.copy(REPO / name, path / name)
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "remote", "add", "-d", "shared", str(remote)],
+                ["dvc", "config", "cache.type", "hardlink,copy"]):
+        run_in(cmd, path)
+    return path
+
+
 def _copy(name: str, dest: Path) -> None:
     src, target = REPO / name, dest / name
     target.parent.mkdir(parents=True, exist_ok=True)
