@@ -150,7 +150,7 @@ def test_rebuilt_warnings_equal_the_default_modes(toolchains, tmp_path):
     files = {p.rsplit("/", 1)[-1]: (REPO / p).read_text() for p in REAL_FILES} | {"glext_part.h": glext_part(),
                                                                                  "substrings.cu": SUBSTRINGS,
                                                                                  "leftovers.cu": LEFTOVERS}
-    plans = {}
+    plans, silent = {}, set()
     for name, text in files.items():
         digest = store.put(text.encode())
         check = warning_check(text, tables)
@@ -164,7 +164,12 @@ def test_rebuilt_warnings_equal_the_default_modes(toolchains, tmp_path):
         rebuilt = map_line_numbers(store.get_text(outcomes[check.key].record.stderr), name, origins) + \
             translated_text_warnings(name, files[name], store.get_text(default.outputs["hip"]), tables)
         assert rebuilt == store.get_text(default.stderr), name
-        assert rebuilt or name == "check.cuh"
+        silent |= {name} if not rebuilt else set()
         if name == "glext_part.h":
             assert len(origins) < 10 and rebuilt.count("texture") > 100   # a few lines checked for 150
-    assert "cudaMyOwnHelper" in rebuilt and "cudaThreadSynchronize" in rebuilt and "__umul24" in rebuilt
+    # the files written to warn do; of the real ones only check.cuh has nothing to warn of with hipify-perl 6.0
+    # (their warp-sync calls and texture fetches warn there), and none does with hipify-perl 7.2
+    assert not silent & {"glext_part.h", "substrings.cu", "leftovers.cu"}, silent
+    assert "cudaMyOwnHelper" in rebuilt and "cudaThreadSynchronize" in rebuilt
+    if amd.hip_version() < (6, 0):   # hipify-perl 6.0 does not translate __umul24; 7.2 does
+        assert silent == {"check.cuh"} and "__umul24" in rebuilt

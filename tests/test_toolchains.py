@@ -330,7 +330,7 @@ def test_opencl_kernels_compile_to_device_assembly_on_both_vendors(store, toolch
 def test_opencl_compile_failures_are_categorised_like_cuda_ones(store, toolchains, vendor):
     tc = toolchains[vendor]
     archs = ["sm_89"] if vendor == "nvidia" else ["gfx1100"]
-    broken = b"__kernel void k(__global float *y) {\n    y[get_global_id(0)] = undeclared_value\n}\n"
+    broken = b"__kernel void k(__global float *y) {\n    y[get_global_id(0)] = 1.0f\n}\n"
     missing = b'#include "gone.h"\n__kernel void k(__global float *y) { y[0] = 1.0f; }\n'
     [syntax] = build(store, tc, {"k/broken.cl": broken}, archs)
     [header] = build(store, tc, {"k/missing.cl": missing}, archs)

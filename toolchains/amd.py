@@ -90,6 +90,11 @@ CUDA_DIALECT = ("-Wno-register",)
 in C++17 (g++ and nvcc's front end warn; clang errors unless told not to). A switch, not a rewrite: the code means
 the same without it."""
 
+NO_CUID = ("-fuse-cuid=none",)
+"""No compilation-unit ID: from clang 18 every HIP object defines ``__hip_cuid_<hash of the file's name and the
+options>``, so one kernel under two file names would compile to two assemblies. A program that is not linked with
+``-fgpu-rdc`` does not use it."""
+
 AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 """hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
 of some warnings) is fixed."""
@@ -283,7 +288,7 @@ class AmdToolchain(Toolchain):
         compile (the host stubs launch the kernels of that code object by name) and linked. The HIP file passes
         through the device steps (a step sees only the outputs of the step before it)."""
         assembler, linker, bundler = self.llvm_tools()
-        bundle = f"-targets=host-x86_64-unknown-linux,hipv4-amdgcn-amd-amdhsa--{arch}"
+        bundle = f"-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--{arch}"   # clang 22: with "-gnu"
         return (
             Step(assembler, ("-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-filetype=obj", assembly, "-o",
                              "device.o"), ("device.o", host_source)),
@@ -335,8 +340,9 @@ class AmdToolchain(Toolchain):
 
     def _common_flags(self, flags: dict, include_dirs: Sequence[str] = (".",)) -> tuple[str, ...]:
         """hipcc's flags for a HIP source: ``amd.flags``, what CUDA's compilers accept that clang refuses by default
-        (:data:`CUDA_DIALECT`), the platform's defines, include folders, what nvcc includes first."""
-        return (*flags["common"], *flags["opt"], *CUDA_DIALECT, *self.platform_defines(),
+        (:data:`CUDA_DIALECT`), no compilation-unit ID (:data:`NO_CUID`), the platform's defines, include folders,
+        what nvcc includes first."""
+        return (*flags["common"], *flags["opt"], *CUDA_DIALECT, *NO_CUID, *self.platform_defines(),
                 *(f"-I{d}" for d in include_dirs),
                 *(f"-isystem{d}" for d in self.library_include_dirs()), *self.preinclude(), "-x", "hip")
 

@@ -24,7 +24,9 @@ _UNDECLARED = re.compile(
     r"(?:use of undeclared identifier|unknown type name|no member named|identifier) "
     r"['\"]?([A-Za-z_][\w:]*)['\"]?(?: is undefined)?")
 _CUDA_NAME = re.compile(r"^(?:cuda|cu[A-Z]|CU|__shfl|__ballot|__any_sync|__all_sync|__activemask|"
-                        r"__syncwarp|__match|__reduce|nvcuda|wmma|__nv|__ldg|atomic\w*_system)")
+                        r"__syncwarp|__match|__reduce|nvcuda|wmma|__nv|__ld(?:g|cg|ca|cs|lu|cv)\b|__st(?:wt|wb|cs|cg)\b|"
+                        r"atomic\w*_system)")
+"""CUDA's names (runtime, driver, warp-level and cache-hinted load/store intrinsics, WMMA) that no HIP declares."""
 _UNSUPPORTED = re.compile(r"not supported|unsupported|is not allowed|requires .* (?:arch|target)", re.I)
 _SYNTAX = re.compile(r"error: expected|syntax error|expected a ['\"]", re.I)
 
