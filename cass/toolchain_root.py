@@ -26,7 +26,7 @@ from toolchains.amd_root import RootSeal, make_devices, read_seal, seal, store_s
 ROOT_PACKS = Path("amd_root")
 """The pinned root's packs (``amd_root.dvc`` tracks them)."""
 ROOT_PACK_PREFIX = 1
-"""Pack files bucketed by one hex digit (16 packs of about 100 MB for a 1.5 GB root)."""
+"""Pack files bucketed by one hex digit: 16 packs."""
 INFO_NAME = "root.json"
 
 
