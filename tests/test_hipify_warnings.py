@@ -168,7 +168,7 @@ def test_rebuilt_warnings_equal_the_default_modes(toolchains, tmp_path):
         if name == "glext_part.h":
             assert len(origins) < 10 and rebuilt.count("texture") > 100   # a few lines checked for 150
     # the files written to warn do; of the real ones only check.cuh has nothing to warn of with hipify-perl 6.0
-    # (their warp-sync calls and texture fetches warn there), and none does with hipify-perl 7.2
+    # (their warp-sync calls and cuSPARSE generic API names warn there), and none does with hipify-perl 7.2
     assert not silent & {"glext_part.h", "substrings.cu", "leftovers.cu"}, silent
     assert "cudaMyOwnHelper" in rebuilt and "cudaThreadSynchronize" in rebuilt
     if amd.hip_version() < (6, 0):   # hipify-perl 6.0 does not translate __umul24; 7.2 does
