@@ -52,6 +52,7 @@ def test_the_package_is_fetched_and_its_files_keep_their_license(project):
     fetched = pl.read_parquet(project / "data" / "fetch_debian" / "manifest.parquet")
     assert fetched.select("name", "version", "flavour").rows() == [("starpu", "1.3.10+dfsg-2", "runtime")]
     assert fetched["license_source"][0] == "starpu_1.3.10+dfsg-2.debian.tar.xz:debian/copyright"
+    assert fetched["build_deps"][0] == "not needed"   # autotools: no configure step needs the build root
     ingest = metrics(project, "ingest")
     assert ingest["by_origin"] == {"debian_starpu": 2} and ingest["not_selected"] == {"debian_starpu": 37}
     assert ingest["with_configured_headers"] == {"debian_starpu": 2}

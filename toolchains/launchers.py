@@ -22,11 +22,14 @@ BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/
 
 class HostLauncher(Launcher):
     """Runs tools found in ``bin_dirs`` of this machine, with a clean environment; in the sandbox
-    they see ``trees`` (default: ``bin_dirs``) and the system's compiler trees, read-only."""
+    they see ``trees`` (default: ``bin_dirs``) and the system's compiler trees, read-only: this machine's, or
+    those of ``system_root`` (a Debian root, such as the Debian packages' build root)."""
 
     def __init__(self, bin_dirs: list[Path], extra_env: dict[str, str] | None = None,
-                 scratch: Path | None = None, trees: list[Path] | None = None, sandbox: Sandbox | None = None):
+                 scratch: Path | None = None, trees: list[Path] | None = None, sandbox: Sandbox | None = None,
+                 system_root: Path | None = None):
         self.bin_dirs = [Path(d) for d in bin_dirs]
+        self.system_root = system_root
         self.trees = [Path(d) for d in trees] if trees is not None else self.bin_dirs
         self.extra_env = dict(extra_env or {})
         self._scratch = scratch or Path(tempfile.gettempdir()) / "cass-jobs"
@@ -44,7 +47,7 @@ class HostLauncher(Launcher):
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
         path = self.resolve(tool)
-        return self.sandbox.host([str(path or tool), *args], scratch, self.trees)
+        return self.sandbox.host([str(path or tool), *args], scratch, self.trees, self.system_root)
 
     def env(self) -> dict[str, str]:
         path = ":".join([*map(str, self.bin_dirs), "/usr/bin", "/bin"])

@@ -75,23 +75,33 @@ class Sandbox:
         return ["--bind", str(scratch), inner, "--chdir", inner]
 
     @staticmethod
-    def system_view(trees: list[Path]) -> list[str]:
+    def system_view(trees: list[Path], system_root: Path | None = None) -> list[str]:
         """Read-only mounts of the system's trees and of ``trees`` (each at its real path, with a link
-        where the given path is a symlink, such as ``/opt/rocm``), and the merged-/usr links."""
+        where the given path is a symlink, such as ``/opt/rocm``), and the merged-/usr links. With a
+        ``system_root`` (another Debian root of this machine) its system trees stand in for the host's, and a tree of
+        ``trees`` inside the host's ``/usr`` is the root's."""
         real = {str(t): os.path.realpath(t) for t in trees}
-        binds = [arg for tree in _outermost([*SYSTEM_TREES, *real.values()]) for arg in ("--ro-bind", tree, tree)]
+
+        def source(tree: str) -> str:
+            return f"{system_root}{tree}" if system_root is not None and tree in SYSTEM_TREES else tree
+
+        binds = [arg for tree in _outermost([*SYSTEM_TREES, *real.values()])
+                 for arg in ("--ro-bind", source(tree), tree)]
         aliases = [arg for given, target in real.items() if given != target and os.path.lexists(target)
                    for arg in ("--symlink", target, given)]
         links = [arg for target, link in MERGED_USR_LINKS if os.path.islink(link)
                  for arg in ("--symlink", target, link)]
         return [*binds, *aliases, *links]
 
-    def host(self, argv: list[str], scratch: Path, trees: list[Path]) -> list[str]:
-        """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory."""
+    def host(self, argv: list[str], scratch: Path, trees: list[Path], system_root: Path | None = None) -> list[str]:
+        """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory (and
+        ``system_root``'s system trees for the host's: bwrap mode only)."""
         if self.mode != "bwrap":
+            if system_root is not None:
+                raise ValueError(f"a system root ({system_root}) needs the bwrap sandbox, not {self.mode}")
             return [*self.limits(), *argv]
-        return [*self.limits(), *self.command(self.system_view(trees)), *self.workdir(scratch, str(scratch)),
-                "--", *argv]
+        return [*self.limits(), *self.command(self.system_view(trees, system_root)),
+                *self.workdir(scratch, str(scratch)), "--", *argv]
 
     def chroot(self, root: Path, argv: list[str], scratch: Path, scratch_parent: str) -> list[str]:
         """``argv`` inside the OS root ``root``, read-only, with ``scratch`` (a directory under the root's

@@ -31,11 +31,12 @@ import shlex
 import tarfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from cass.sources.includes import ROOT_DIR, TreeIndex, within
 from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob, recipe_commands
 from store import ActionRecord, Store, canonical_json, digest_bytes
-from toolchains import load_toolchains
+from toolchains import build_root, load_toolchains
 from toolchains.base import NVCC_LANGUAGE_FLAGS, cxx_standard_rank
 from toolchains.cmake import BUILD, SCRIPT, SOURCE, CMakeConfigure
 from toolchains.language import HEADER_SUFFIXES
@@ -128,8 +129,9 @@ def _nvcc_words(line: str) -> list[str]:
 @dataclass
 class ConfiguredProject:
     """What one CMake configure gave: each listed file's context, and its row of
-    ``data/ingest/build_contexts.parquet`` (``status``: ``ok``, ``failed``, ``no cmake``, ``no sandbox``, or
-    ``stopped: <why>`` for a run that timed out or was killed, which is not cached)."""
+    ``data/ingest/build_contexts.parquet`` (``status``: ``ok``, ``failed``, ``no cmake``, ``no sandbox``,
+    ``no build root`` (``debian_sources.build_root`` names no Debian root), or ``stopped: <why>`` for a run that
+    timed out or was killed, which is not cached)."""
 
     contexts: dict[str, BuildContext]
     status: dict
@@ -145,8 +147,9 @@ class BuildContexts:
     values)."""
 
     def __init__(self, index: TreeIndex, store: Store, params: dict, cache_values: Mapping[str, object] | None,
-                 label: str):
+                 label: str, system_root: Path | None = None):
         self.index, self.store, self.params, self.label = index, store, params, label
+        self.system_root = system_root
         self.cache_values = dict(cache_values or {})
         self.projects: dict[str, ConfiguredProject | None] = {}
         self._folders = tree_folders(index.files)
@@ -190,10 +193,14 @@ class BuildContexts:
     def _configure(self, project: str) -> ConfiguredProject:
         index = self.index
         prefix = "" if project == ROOT_DIR else project + "/"
+        system = build_root.identity(self.system_root) if self.system_root is not None else None
         status = {"tree": self.label, "project": project, "source": "cmake", "status": "failed", "exit_code": None,
-                  "log": None, "files": 0, "headers": 0}
+                  "log": None, "files": 0, "headers": 0,
+                  "system": f"{self.system_root}@{system}" if self.system_root is not None else "this machine"}
         if detect().mode != "bwrap":   # CMake runs the tree's own code: never with the user's rights and network
             return ConfiguredProject({}, {**status, "status": "no sandbox"})
+        if self.system_root is not None and system is None:
+            return ConfiguredProject({}, {**status, "status": "no build root"})
         nvidia = load_toolchains()["nvidia"]
         tool = CMakeConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
         if tool.fingerprint is None:
@@ -202,11 +209,11 @@ class BuildContexts:
                                                   if p.startswith(prefix) and p not in index.generated)))
         key = Store.action_key({"action": "cmake-configure", "cmake": tool.fingerprint, "script": SCRIPT,
                                 "nvcc": nvidia.fingerprint("nvcc"), "tree": tree, "cache": self.cache_values,
-                                "sandbox": detect().mode})
+                                "sandbox": detect().mode, **({"system": system} if system else {})})
         record = self.store.lookup(key)
         if record is None:
             result = tool.configure(index.root / prefix if prefix else index.root, self.cache_values,
-                                    self.params["timeout_s"])
+                                    self.params["timeout_s"], self.system_root)
             log = result.outputs.get("configure.log", b"") + result.stderr
             if result.transient:   # says nothing about the tree: not cached, tried again next run
                 return ConfiguredProject({}, {**status, "status": f"stopped: {result.transient}",

@@ -300,4 +300,8 @@ SCHEMA = {
     "dsc_url": pl.String, "files": pl.List(pl.Struct({"name": pl.String, "sha256": pl.String})),
     "copyright": pl.String, "license_source": pl.String, "machine_readable_copyright": pl.Boolean,
     "paths": pl.List(pl.String), "limit": pl.Int64, "configure": pl.String,
+    "build_deps": pl.String, "build_root": pl.String,
 }
+"""``data/fetch_debian/manifest.parquet``; ``build_deps``: ``installed``, ``not needed`` (no CMake project at the
+tree's root: nothing configures it), ``no build root`` (``debian_sources.build_root`` is empty) or ``failed: <why>``;
+``build_root``: the root's identity once every package's dependencies were installed (:mod:`toolchains.build_root`)."""

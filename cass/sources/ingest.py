@@ -51,7 +51,7 @@ CONFIGURED_SCHEMA = {
 it used (set by the parameters, or left off/empty)."""
 BUILD_CONTEXTS_SCHEMA = {
     "tree": pl.String, "project": pl.String, "source": pl.String, "status": pl.String, "exit_code": pl.Int64,
-    "log": pl.String, "files": pl.Int64, "headers": pl.Int64,
+    "log": pl.String, "files": pl.Int64, "headers": pl.Int64, "system": pl.String,
 }
 """``data/ingest/build_contexts.parquet``: every configure step a tree's build took (:mod:`cass.sources.build_context`),
 whether it succeeded, its log's digest, how many files it listed and headers it wrote."""
@@ -104,12 +104,14 @@ class Ingest:
 
     def tree(self, root: Path, origin: str, extensions: list[str], prefix: str = "",
              provenance: dict | Callable[[str], dict] | None = None, select: Sequence[str] = (), limit: int = 0,
-             configure: Mapping[str, object] | None = None, run_specs: Path | None = None) -> None:
+             configure: Mapping[str, object] | None = None, run_specs: Path | None = None,
+             system_root: Path | None = None) -> None:
         """Every file of a tree with one of ``extensions`` (those matching a ``select`` glob, the
         first ``limit`` by path when set), with its headers and include dirs; ``provenance`` is
         fixed or a function of the file's path; the tree's configure-time headers are made from
         their templates with ``configure`` values (None: no configuring); a file with a ``main`` gets its run spec
-        (from ``run_specs``, a YAML file, else the tree's build files)."""
+        (from ``run_specs``, a YAML file, else the tree's build files); its configure steps see ``system_root``'s
+        system where given (:mod:`toolchains.build_root`)."""
         index = TreeIndex.scan(root)
         runs = ProgramTree(self.store, index, run_specs)
         for rel in sorted(index.outside_links):
@@ -120,7 +122,8 @@ class Ingest:
         candidates = sorted(r for r in index.files if Path(r).suffix in extensions)
         mains = [r for r in candidates if not select or any(fnmatch.fnmatchcase(r, g) for g in select)]
         mains = mains[:limit] if limit else mains
-        builds = BuildContexts(index, self.store, self.build_params, configure, f"{origin}:{prefix or root}")
+        builds = BuildContexts(index, self.store, self.build_params, configure, f"{origin}:{prefix or root}",
+                               system_root)
         builds.prepare(mains)
         self.build_statuses += builds.statuses()
         if configure is not None:   # the templates of projects a configure step did not make real headers for
@@ -308,7 +311,8 @@ class PackageSource(Source):
                     "detected_licenses": [name]}
 
         ingest.tree(tree, pkg["origin"], list(self.extensions), prefix=f"{pkg['name']}/", provenance=provenance,
-                    select=pkg["paths"], limit=pkg["limit"], configure=self.configure)
+                    select=pkg["paths"], limit=pkg["limit"], configure=self.configure,
+                    system_root=Path(self.archive["build_root"]) if self.archive["build_root"] else None)
 
 
 @dataclass(frozen=True)

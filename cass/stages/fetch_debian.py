@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 from tqdm import tqdm
@@ -11,6 +12,34 @@ from tqdm import tqdm
 from cass.pipeline.context import Stage
 from cass.sources.copyright import Copyright
 from cass.sources.debian import SCHEMA, DebianArchive, FetchError, package_origin
+from toolchains import build_root
+
+BUILD_ROOT_TIMEOUT_S = 3600
+"""For making the build root, and for each package's dependencies (a large package installs some 300 packages)."""
+
+
+def install_build_dependencies(rows: list[dict], downloads: Path, dparams: dict) -> None:
+    """Install the build dependencies of each package a configure step builds (a CMake project at its tree's root)
+    in the build root (``debian_sources.build_root``, made first where missing; ``downloads``: where the ``.dsc``
+    files are); each row says how that went."""
+    root = Path(dparams["build_root"]) if dparams["build_root"] else None
+    for row in tqdm(rows, desc="build dependencies", unit="package", disable=root is None or not rows):
+        if root is None:
+            row["build_deps"] = "no build root"
+        elif not (Path(row["tree"]) / "CMakeLists.txt").is_file():
+            row["build_deps"] = "not needed"
+        else:
+            try:
+                build_root.ensure(root, dparams["suite"], dparams["archive"], BUILD_ROOT_TIMEOUT_S)
+                dsc = next(f["name"] for f in row["files"] if f["name"].endswith(".dsc"))
+                needs = build_root.build_dependencies((downloads / dsc).read_text(errors="replace"))
+                build_root.satisfy(root, needs, f"{row['name']} {row['version']}", BUILD_ROOT_TIMEOUT_S)
+                row["build_deps"] = "installed"
+            except build_root.BuildRootError as exc:
+                row["build_deps"] = f"failed: {exc}"
+    state = build_root.identity(root) if root is not None else None
+    for row in rows:
+        row["build_root"] = state
 
 
 def run(stage: Stage) -> None:
@@ -39,7 +68,11 @@ def run(stage: Stage) -> None:
             "copyright": store.put_text(fetched.copyright_text), "license_source": fetched.license_source,
             "machine_readable_copyright": Copyright.parse(fetched.copyright_text).machine_readable,
             "paths": list(pkg["paths"]), "limit": int(pkg["limit"]),
-            "configure": json.dumps(pkg["configure"], sort_keys=True),
+            "configure": json.dumps(pkg["configure"], sort_keys=True)
         })
+    if archive is not None:
+        install_build_dependencies(rows, archive.downloads, dparams)
     out.run["files_downloaded"] = downloaded
+    out.run["build_deps"] = {state: sum(r["build_deps"].split(":")[0] == state for r in rows)
+                             for state in sorted({r["build_deps"].split(":")[0] for r in rows})}
     print(out.write(pl.DataFrame(rows, schema=SCHEMA).sort("name")))

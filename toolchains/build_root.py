@@ -1,0 +1,95 @@
+"""The build root of Debian source packages: a Debian root of the packages' own suite in which their build
+dependencies are installed from Debian, so that their configure step (:mod:`toolchains.cmake`) finds the libraries
+their build looks for (BLAS, Ceres, FFTW, ...) without changing this machine's own system.
+
+The root is made by ``debootstrap`` (minbase, then ``build-essential`` and ``cmake``); each package's
+``Build-Depends`` and ``Build-Depends-Arch`` (from its ``.dsc``) are installed by ``apt-get satisfy`` inside it.
+Configure steps see its system trees in place of this machine's (read-only, in the sandbox, with no network). Its
+identity is the digest of dpkg's status file: the installed packages and their versions, which is what a configure
+step can find there.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import blake3
+
+BASE_PACKAGES = ("build-essential", "cmake")
+"""What every build root holds: Debian's implicit build dependencies, and the CMake that configures."""
+DEPENDENCY_FIELDS = ("Build-Depends", "Build-Depends-Arch")
+"""The fields of a ``.dsc`` that name what building its architecture-dependent packages needs."""
+STATUS = "var/lib/dpkg/status"
+_APT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8"}
+
+
+class BuildRootError(Exception):
+    """The root could not be made, or a package's build dependencies could not be installed (with apt's words)."""
+
+
+def build_dependencies(dsc: str) -> str:
+    """The build dependencies a ``.dsc`` names for an architecture-dependent build (empty when it names none)."""
+    found = []
+    for field in DEPENDENCY_FIELDS:
+        match = re.search(rf"^{field}:(.*(?:\n[ \t].*)*)", dsc, re.M)
+        if match and (value := " ".join(match.group(1).split())):
+            found.append(value.rstrip(","))
+    return ", ".join(found)
+
+
+def identity(root: Path) -> str | None:
+    """The digest of ``root``'s installed packages (dpkg's status file), or None where ``root`` is no Debian root."""
+    status = root / STATUS
+    return blake3.blake3(status.read_bytes()).hexdigest() if status.is_file() else None
+
+
+def _run(argv: list[str], what: str, timeout_s: float) -> None:
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s,
+                              env=_APT_ENV, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise BuildRootError(f"{what}: no answer after {timeout_s:.0f} s") from exc
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        words = [line for line in lines if line.startswith(("E:", "W:", "satisfy:"))] or lines[-12:]   # apt's why
+        raise BuildRootError(f"{what}: exit {done.returncode}: " + " / ".join(words))
+
+
+def _apt(root: Path, args: str, what: str, timeout_s: float) -> None:
+    shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")   # the root's apt reaches the archive as we do
+    _run(["chroot", str(root), "sh", "-c", f"dpkg --configure -a && apt-get -q {args}"], what, timeout_s)
+
+
+def ensure(root: Path, suite: str, mirror: str, timeout_s: float) -> bool:
+    """Make ``root`` (``suite`` from ``mirror``, with :data:`BASE_PACKAGES`) unless it is there; True if made. A root
+    is made in ``<root>.partial`` and renamed into place, so a killed run leaves none half made."""
+    if identity(root) is not None:
+        return False
+    if root.exists():
+        raise BuildRootError(f"{root} exists but is no Debian root (no {STATUS}); move it away first")
+    partial = root.with_name(root.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    _run(["debootstrap", "--variant=minbase", suite, str(partial), mirror], f"debootstrap {suite} into {partial}",
+         timeout_s)
+    _apt(partial, "update", f"apt-get update in {partial}", timeout_s)
+    _apt(partial, "install -y --no-install-recommends " + " ".join(BASE_PACKAGES),
+         f"installing {', '.join(BASE_PACKAGES)} in {partial}", timeout_s)
+    partial.rename(root)
+    return True
+
+
+def satisfy(root: Path, dependencies: str, what: str, timeout_s: float) -> None:
+    """Install ``dependencies`` (a Debian dependency field) inside ``root``; the package lists are updated once
+    more where the first try fails (an index older than the archive)."""
+    args = "satisfy -y --no-install-recommends " + shlex.quote(dependencies)
+    try:
+        _apt(root, args, f"build dependencies of {what}", timeout_s)
+    except BuildRootError:
+        _apt(root, "update", f"apt-get update in {root}", timeout_s)
+        _apt(root, args, f"build dependencies of {what}", timeout_s)
+
+
