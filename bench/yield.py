@@ -33,6 +33,7 @@ from collections import Counter
 from datetime import date
 from pathlib import Path
 
+import polars as pl
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,6 +136,21 @@ def amd_cost_row(project: Path, name: str, built_s: float) -> str:
     return f"| {name} | {built_s:.0f} s | {misses} | {run['actions']['hits']} | {cpu:.0f} | {per_miss} |"
 
 
+def configure_steps(project: Path) -> list[str]:
+    """A variant's configure steps (``data/ingest/build_contexts.parquet``), with each Debian package's build
+    dependencies (``data/fetch_debian/manifest.parquet``), as a Markdown table."""
+    steps = pl.read_parquet(project / "data" / "ingest" / "build_contexts.parquet")
+    fetched = pl.read_parquet(project / "data" / "fetch_debian" / "manifest.parquet")
+    deps = {f"{r['origin']}:{r['name']}/": r["build_deps"].split(":")[0] for r in fetched.iter_rows(named=True)}
+    lines = ["| tree | project | build dependencies | system | status | files listed | headers written |",
+             "|---|---|---|---|---|---:|---:|"]
+    for r in steps.sort("tree", "project").iter_rows(named=True):
+        system = r["system"].split("@")[0]
+        lines.append(f"| {r['tree']} | {r['project']} | {deps.get(r['tree'], '-')} | {system} | {r['status']} | "
+                     f"{r['files']} | {r['headers']} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suites", nargs="+", default=["trixie", "sid"], help="AMD suites of the stock variants")
@@ -205,6 +221,8 @@ def main() -> None:
             lines += summary_rows(half_yields(yields, split, half), titles, first=name)
         lines += ["", f"NVIDIA-side failures of the {half} set (`{shown}`):"]
         lines += nvidia_causes(half_yields(results[shown], split, half), titles)
+    lines += ["", f"Configure steps (`{shown}`; build dependencies: `data/fetch_debian/manifest.parquet`, system: "
+              "what the step saw as its system):", "", *configure_steps(args.work / shown)]
     if "tune" in halves:
         for name in dict.fromkeys((f"stock-{shown.removeprefix('pipeline-')}", shown)):
             if name in results:

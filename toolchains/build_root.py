@@ -61,7 +61,10 @@ def _run(argv: list[str], what: str, timeout_s: float) -> None:
 
 def _apt(root: Path, args: str, what: str, timeout_s: float) -> None:
     shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")   # the root's apt reaches the archive as we do
-    _run(["chroot", str(root), "sh", "-c", f"dpkg --configure -a && apt-get -q {args}"], what, timeout_s)
+    # a private mount namespace with its own /proc: some maintainer scripts (Java's) need one; the machine's
+    # mounts are never touched
+    _run(["unshare", "--mount", "--mount-proc", f"--root={root}", "sh", "-c",
+          f"dpkg --configure -a && apt-get -q {args}"], what, timeout_s)
 
 
 def ensure(root: Path, suite: str, mirror: str, timeout_s: float) -> bool:
