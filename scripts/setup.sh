@@ -113,12 +113,12 @@ for suite in $SUITES; do
   .venv/bin/cass amd-root seal --suite "$suite"
 done
 
-# HIP's NVIDIA back end (the execution route) takes ROCm 5.7's HIP headers, whichever root builds the dataset.
-HIP_HEADERS=$(py 'from toolchains.hip_nvidia import HIP_HEADERS_DIR; print(HIP_HEADERS_DIR)')
-if [ -z "${CASS_HIP_HEADERS:-}" ] && [ ! -d "$HIP_HEADERS/nvidia_detail" ]; then
-  echo "setup: installing ROCm 5.7's HIP headers for HIP's NVIDIA back end into $HIP_HEADERS"
+# HIP's NVIDIA back end (the execution route) takes ROCm 5.7's HIP headers and the hip* libraries' headers beside
+# them (toolchains/hip_nvidia.py), whichever root builds the dataset; those missing are installed.
+if [ -z "${CASS_HIP_HEADERS:-}" ]; then
   py 'import sys; from toolchains.hip_nvidia import HIP_HEADERS_DIR, install_hip_headers
-print("setup: libamdhip64-dev", install_hip_headers(HIP_HEADERS_DIR, sys.argv[1]))' "$MIRROR"
+for package, version in install_hip_headers(HIP_HEADERS_DIR, sys.argv[1]).items():
+    print(f"setup: {package} {version} for HIP on NVIDIA, beside {HIP_HEADERS_DIR}")' "$MIRROR"
 fi
 
 .venv/bin/cass toolchains

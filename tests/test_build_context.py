@@ -190,13 +190,22 @@ HIP_PAIRS = {
     "amd_only.cu": ("#include <hip/hip_runtime.h>\n"   # a macro only the AMD platform defines
                     "__global__ void k(int *x) { x[threadIdx.x] = __AMDGCN_WAVEFRONT_SIZE; }\n"),
     "kernel.cl": "__kernel void k(__global float *x) { x[get_global_id(0)] = 1.0f; }\n",
+    "libraries.cu": ("#include <hip/hip_runtime.h>\n#include <hipblas.h>\n#include <hipsparse.h>\n"   # hipify's names
+                     "#include <hipfft/hipfft.h>\n#include <hipcub/hipcub.hpp>\n"
+                     "__global__ void k(float *x) { typedef hipcub::BlockReduce<float, 32> R;\n"
+                     "  __shared__ typename R::TempStorage t; float s = R(t).Sum(x[threadIdx.x]);\n"
+                     "  if (threadIdx.x == 0) x[0] = s; }\n"
+                     "int use(float *x) { hipblasHandle_t b; hipsparseHandle_t s; hipfftHandle f;\n"
+                     "  return hipblasCreate(&b) + hipsparseCreate(&s) + hipfftPlan1d(&f, 8, HIPFFT_C2C, 1)"
+                     " + hipblasSscal(b, 4, x, 1); }\n"),   # one argument short: wrong
 }
 
 
 @pytest.mark.slow
 def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     """The HIP side compiled through HIP's NVIDIA back end as the execute stage builds it, with the pair's own build
-    flags (BLOCK comes from its Makefile): a translation using an AMD-only macro fails there with its error; an
+    flags (BLOCK comes from its Makefile): a translation using an AMD-only macro fails there with its error; one
+    using hipBLAS, hipSPARSE, hipFFT and hipCUB finds their headers there, and fails only on a wrong call; an
     OpenCL pair has no HIP side and is not checked."""
     from cass.execution.programs import hip_nvidia_checks
 
@@ -204,10 +213,17 @@ def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     rows = [{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}], "include_dirs": ["."],
              "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else []} for name, text in HIP_PAIRS.items()]
     verdicts, counts, keys = hip_nvidia_checks(store, params["execute"], rows, None)
-    assert set(verdicts) == {"portable.cu", "amd_only.cu"} and len(keys) == 2 and counts["misses"] == 2
+    assert set(verdicts) == {"portable.cu", "amd_only.cu", "libraries.cu"} and len(keys) == 3
+    assert counts["misses"] == 3
     assert verdicts["portable.cu"] == ("ok", "")
+    category, error = verdicts["libraries.cu"]   # the libraries' headers are there: only the one wrong call fails
+    assert "hipblasSscal" in error and "No such file" not in error, error
     category, error = verdicts["amd_only.cu"]
     assert category == "undeclared" and "__AMDGCN_WAVEFRONT_SIZE" in error
     without = [{**row, "build_flags": []} for row in rows[:1]]   # the build's define is what makes it compile
     assert hip_nvidia_checks(store, params["execute"], without, None)[0]["portable.cu"][0] != "ok"
-    assert hip_nvidia_checks(store, params["execute"], rows, None)[1]["hits"] == 2   # cached: nothing ran again
+    assert hip_nvidia_checks(store, params["execute"], rows, None)[1]["hits"] == 3   # cached: nothing ran again
+    fixed = [{**row, "hip_files": [{"path": "libraries.cu", "digest": store.put_text(
+        HIP_PAIRS["libraries.cu"].replace("hipblasSscal(b, 4, x, 1)", "hipblasSscal(b, 4, x, x, 1)"))}]}
+        for row in rows if row["sample_id"] == "libraries.cu"]
+    assert hip_nvidia_checks(store, params["execute"], fixed, None)[0]["libraries.cu"] == ("ok", "")

@@ -37,6 +37,16 @@ CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api")
 HIP_HEADERS_PACKAGE = ("trixie", "libamdhip64-dev")
 """The Debian suite and package whose ``/usr/include/hip`` holds ROCm 5.7's HIP headers with ``nvidia_detail``."""
 HIP_HEADERS_DIR = Path("/opt/cass-hip-nvidia/hip")
+LIBRARY_PACKAGES = (("trixie", "libhipblas-dev", "hipblas"), ("trixie", "libhipsparse-dev", "hipsparse"),
+                    ("trixie", "libhipfft-dev", "hipfft"), ("experimental", "libhipcub-dev", "hipcub"))
+"""The hip* libraries' headers for the NVIDIA platform (suite, package, its folder under ``/usr/include``), beside
+the HIP headers: hipBLAS, hipSPARSE and hipFFT of the same Debian suite (ROCm 5.5 to 6.1 there, written for HIP
+5.x); hipCUB of the default AMD root's suite, whose
+CUB back end builds with CUDA 12.9's CCCL (5.7's includes CUB iterators CCCL 2 removed). hipRAND is not among them:
+its NVIDIA back end takes cuRAND's headers, which no CUDA 12 wheel here carries."""
+FLAT_LIBRARIES = ("hipblas", "hipsparse", "hipfft")
+"""Libraries whose headers a HIP source names flat (``<hipblas.h>``, as hipify-perl writes them): their folders go on
+the system include path too."""
 
 
 def default_hip_headers() -> Path:
@@ -44,11 +54,18 @@ def default_hip_headers() -> Path:
     return Path(os.environ.get("CASS_HIP_HEADERS") or HIP_HEADERS_DIR)
 
 
-def install_hip_headers(dest: Path, mirror: str) -> str:
-    """Put the ``hip`` headers of :data:`HIP_HEADERS_PACKAGE` at ``dest``, as apt would check them: the suite's
+def install_hip_headers(dest: Path, mirror: str) -> dict[str, str]:
+    """Put the ``hip`` headers of :data:`HIP_HEADERS_PACKAGE` at ``dest`` and each library's of
+    :data:`LIBRARY_PACKAGES` beside it (those missing); the packages' versions."""
+    wanted = [(*HIP_HEADERS_PACKAGE, "hip", dest), *((s, p, f, dest.parent / f) for s, p, f in LIBRARY_PACKAGES)]
+    return {package: install_headers(suite, package, folder, path, mirror)
+            for suite, package, folder, path in wanted if not path.is_dir()}
+
+
+def install_headers(suite: str, package: str, folder: str, dest: Path, mirror: str) -> str:
+    """Put ``/usr/include/<folder>`` of Debian ``suite``'s ``package`` at ``dest``, as apt would check it: the suite's
     ``InRelease`` verified by gpgv against Debian's archive keyring, the package index against its SHA-256 there, the
     package against the index's; unpacked by dpkg-deb. Returns the package's version."""
-    suite, package = HIP_HEADERS_PACKAGE
     release = verified_release(fetch(f"{mirror}/dists/{suite}/InRelease"), f"{mirror} {suite}")
     index_name = "main/binary-amd64/Packages.xz"
     packed = fetch(f"{mirror}/dists/{suite}/{index_name}")
@@ -66,7 +83,7 @@ def install_hip_headers(dest: Path, mirror: str) -> str:
         subprocess.run(["dpkg-deb", "-x", str(deb), f"{tmp}/tree"], check=True)
         if dest.exists():
             os.rename(dest, f"{tmp}/old")
-        os.rename(f"{tmp}/tree/usr/include/hip", dest)
+        os.rename(f"{tmp}/tree/usr/include/{folder}", dest)
     return fields["Version"]
 
 
@@ -109,17 +126,25 @@ def default_cuda12_root() -> Path:
     return Path(sysconfig.get_paths()["purelib"]) / "nvidia"
 
 
+def library_headers(hip_headers: Path) -> list[Path]:
+    """The library header folders of :data:`LIBRARY_PACKAGES` present beside ``hip_headers``."""
+    return [hip_headers.parent / f for _, _, f in LIBRARY_PACKAGES if (hip_headers.parent / f).is_dir()]
+
+
 def hip_include_dir(hip_headers: Path) -> Path:
-    """A directory holding only ``hip`` -> ``hip_headers`` (made once per headers path, in the cache)."""
-    real = Path(os.path.realpath(hip_headers))
-    folder = machine_cache("hip-include") / str(real).strip("/").replace("/", "_")
-    link = folder / "hip"
-    if not link.is_symlink():
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".hip-{os.getpid()}"
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(real)
-        tmp.replace(link)
+    """A directory holding only ``hip`` -> ``hip_headers`` and a link to each of :func:`library_headers` (made once
+    per headers path and set of libraries, in the cache)."""
+    targets = [Path(os.path.realpath(t)) for t in (hip_headers, *library_headers(hip_headers))]
+    names = ["hip", *(t.name for t in library_headers(hip_headers))]
+    folder = machine_cache("hip-include") / "_".join([str(targets[0]).strip("/").replace("/", "_"), *names[1:]])
+    for name, target in zip(names, targets, strict=True):
+        link = folder / name
+        if not link.is_symlink():
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{name}-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(target)
+            tmp.replace(link)
     return folder
 
 
@@ -138,10 +163,14 @@ class HipNvidiaToolchain(NvidiaToolchain):
         self.cuda12 = [Path(cuda12_root) / part for part in CUDA12_PARTS]
         self.hip_include = hip_include_dir(self.hip_headers) if self.hip_headers.is_dir() else None
         super().__init__(cuda_home)
-        trees = [self.cuda_home, *self.cuda12, self.hip_headers, *([self.hip_include] if self.hip_include else [])]
+        self.libraries = library_headers(self.hip_headers)
+        trees = [self.cuda_home, *self.cuda12, self.hip_headers, *self.libraries,
+                 *([self.hip_include] if self.hip_include else [])]
         # the folders' paths differ between machines: they reach nvcc through its environment, never the
         # arguments of an action key (the files themselves enter the fingerprint)
-        paths = [f"-I{self.hip_include}", *(f"-I{p / 'include'}" for p in self.cuda12), f"-L{self.cuda12[0] / 'lib'}"]
+        flat = [f"-isystem={self.hip_include / p.name}" for p in self.libraries if p.name in FLAT_LIBRARIES]
+        paths = [f"-I{self.hip_include}", *(f"-I{p / 'include'}" for p in self.cuda12), *flat,
+                 f"-L{self.cuda12[0] / 'lib'}"]
         prepend = " ".join([os.environ.get("NVCC_PREPEND_FLAGS", ""), *paths]).strip()
         self.launcher = HostLauncher([self.cuda_home / "bin"], trees=trees, extra_env={"NVCC_PREPEND_FLAGS": prepend})
 
@@ -156,7 +185,7 @@ class HipNvidiaToolchain(NvidiaToolchain):
         return super().status(tool)
 
     def identity_files(self, tool: str) -> list[Path]:
-        return [*super().identity_files(tool), self.hip_headers, *(p / "include" for p in self.cuda12),
+        return [*super().identity_files(tool), self.hip_headers, *self.libraries, *(p / "include" for p in self.cuda12),
                 self.cuda12[0] / "lib"]
 
     def program_flags(self) -> tuple[str, ...]:
