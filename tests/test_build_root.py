@@ -3,6 +3,7 @@ their configure step sees as its system (toolchains/build_root.py), and the CUDA
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -62,8 +63,8 @@ def test_a_system_root_stands_in_for_the_machines_system_trees(tmp_path):
 def blas_root(tmp_path_factory) -> tuple[Path, list[dict]]:
     """A bookworm build root made by the stage's own step, from three packages: one needing libblas-dev, one with no
     CMake project, one naming a package Debian does not have."""
-    if shutil.which("debootstrap") is None or detect().mode != "bwrap":
-        pytest.skip("needs debootstrap and bubblewrap (scripts/setup.sh installs both)")
+    if shutil.which("debootstrap") is None or detect().mode != "bwrap" or os.geteuid() != 0:
+        pytest.skip("needs root, debootstrap and bubblewrap (scripts/setup.sh installs both)")
     base = tmp_path_factory.mktemp("build-root")
     downloads = base / "downloads"
     rows = []

@@ -11,9 +11,11 @@ step can find there.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -47,20 +49,32 @@ def identity(root: Path) -> str | None:
     return blake3.blake3(status.read_bytes()).hexdigest() if status.is_file() else None
 
 
+class BuildRootTimeout(BuildRootError):
+    """A step got no answer in its time (it and everything it started were killed)."""
+
+
 def _run(argv: list[str], what: str, timeout_s: float) -> None:
+    """Run ``argv`` in its own session; on timeout the whole session is killed (apt, dpkg and their scripts)."""
     try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s,
-                              env=_APT_ENV, check=False)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_APT_ENV,
+                                start_new_session=True)
+    except OSError as exc:   # debootstrap or unshare missing
+        raise BuildRootError(f"{what}: cannot run {argv[0]}: {exc}") from exc
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
-        raise BuildRootError(f"{what}: no answer after {timeout_s:.0f} s") from exc
-    if done.returncode != 0:
-        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise BuildRootTimeout(f"{what}: no answer after {timeout_s:.0f} s") from exc
+    if proc.returncode != 0:
+        lines = [line.strip() for line in out.splitlines() if line.strip()]
         words = [line for line in lines if line.startswith(("E:", "W:", "satisfy:"))] or lines[-12:]   # apt's why
-        raise BuildRootError(f"{what}: exit {done.returncode}: " + " / ".join(words))
+        raise BuildRootError(f"{what}: exit {proc.returncode}: " + " / ".join(words))
 
 
 def _apt(root: Path, args: str, what: str, timeout_s: float) -> None:
-    shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")   # the root's apt reaches the archive as we do
+    if Path("/etc/resolv.conf").is_file():   # the root's apt reaches the archive as we do
+        shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")
     # a private mount namespace with its own /proc: some maintainer scripts (Java's) need one; the machine's
     # mounts are never touched
     _run(["unshare", "--mount", "--mount-proc", f"--root={root}", "sh", "-c",
@@ -86,11 +100,15 @@ def ensure(root: Path, suite: str, mirror: str, timeout_s: float) -> bool:
 
 
 def satisfy(root: Path, dependencies: str, what: str, timeout_s: float) -> None:
-    """Install ``dependencies`` (a Debian dependency field) inside ``root``; the package lists are updated once
-    more where the first try fails (an index older than the archive)."""
-    args = "satisfy -y --no-install-recommends " + shlex.quote(dependencies)
+    """Install ``dependencies`` (a Debian dependency field) inside ``root``, with the ``nocheck`` build profile (the
+    configure step builds no tests) and never removing a package another one installed (a conflict is this
+    package's failure); the package lists are updated once more where the first try fails (an index older than the
+    archive)."""
+    args = "satisfy -y --no-install-recommends --no-remove -P nocheck " + shlex.quote(dependencies)
     try:
         _apt(root, args, f"build dependencies of {what}", timeout_s)
+    except BuildRootTimeout:
+        raise
     except BuildRootError:
         _apt(root, "update", f"apt-get update in {root}", timeout_s)
         _apt(root, args, f"build dependencies of {what}", timeout_s)

@@ -261,12 +261,12 @@ def _compile_database(index: TreeIndex, project: str, archive: bytes, scratch: s
         database = json.loads(members.get(f"{BUILD}/compile_commands.json", b"[]"))
     except ValueError:   # a database CMake did not write as JSON: no file's flags
         database = []
-    build_root, source = f"{scratch}/{BUILD}", f"{scratch}/{SOURCE}"
+    build_folder, source = f"{scratch}/{BUILD}", f"{scratch}/{SOURCE}"
     folders = tree_folders([*index.files, *headers])
 
     def tree_path(path: str) -> str | None:
         """A path of the compile database as a tree path (its build folder laid out at ``layout``)."""
-        for root, laid in ((build_root, layout), (source, "" if project == ROOT_DIR else project)):
+        for root, laid in ((build_folder, layout), (source, "" if project == ROOT_DIR else project)):
             if root and (path == root or path.startswith(root + "/")):
                 return posixpath.normpath(posixpath.join(laid, path[len(root) + 1:])) if path != root else \
                     (laid or ROOT_DIR)

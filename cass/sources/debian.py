@@ -303,5 +303,5 @@ SCHEMA = {
     "build_deps": pl.String, "build_root": pl.String,
 }
 """``data/fetch_debian/manifest.parquet``; ``build_deps``: ``installed``, ``not needed`` (no CMake project at the
-tree's root: nothing configures it), ``no build root`` (``debian_sources.build_root`` is empty) or ``failed: <why>``;
+tree's root: nothing configures it), ``off`` (``debian_sources.build_root`` is empty) or ``failed: <why>``;
 ``build_root``: the root's identity once every package's dependencies were installed (:mod:`toolchains.build_root`)."""

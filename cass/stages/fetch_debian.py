@@ -23,14 +23,22 @@ def install_build_dependencies(rows: list[dict], downloads: Path, dparams: dict)
     in the build root (``debian_sources.build_root``, made first where missing; ``downloads``: where the ``.dsc``
     files are); each row says how that went."""
     root = Path(dparams["build_root"]) if dparams["build_root"] else None
+    unmade = None   # why the root could not be made: every package that needs it fails with that, tried once
     for row in tqdm(rows, desc="build dependencies", unit="package", disable=root is None or not rows):
         if root is None:
-            row["build_deps"] = "no build root"
+            row["build_deps"] = "off"
         elif not (Path(row["tree"]) / "CMakeLists.txt").is_file():
             row["build_deps"] = "not needed"
+        elif unmade is not None:
+            row["build_deps"] = f"failed: {unmade}"
         else:
             try:
                 build_root.ensure(root, dparams["suite"], dparams["archive"], BUILD_ROOT_TIMEOUT_S)
+            except build_root.BuildRootError as exc:
+                unmade = exc
+                row["build_deps"] = f"failed: {exc}"
+                continue
+            try:
                 dsc = next(f["name"] for f in row["files"] if f["name"].endswith(".dsc"))
                 needs = build_root.build_dependencies((downloads / dsc).read_text(errors="replace"))
                 build_root.satisfy(root, needs, f"{row['name']} {row['version']}", BUILD_ROOT_TIMEOUT_S)
