@@ -11,6 +11,7 @@ step can find there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -63,7 +64,8 @@ def _run(argv: list[str], what: str, timeout_s: float) -> None:
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
-        os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):   # the session may have ended on its own meanwhile
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise BuildRootTimeout(f"{what}: no answer after {timeout_s:.0f} s") from exc
     if proc.returncode != 0:

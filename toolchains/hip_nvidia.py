@@ -131,11 +131,11 @@ def library_headers(hip_headers: Path) -> list[Path]:
     return [hip_headers.parent / f for _, _, f in LIBRARY_PACKAGES if (hip_headers.parent / f).is_dir()]
 
 
-def hip_include_dir(hip_headers: Path) -> Path:
-    """A directory holding only ``hip`` -> ``hip_headers`` and a link to each of :func:`library_headers` (made once
+def hip_include_dir(hip_headers: Path, libraries: list[Path]) -> Path:
+    """A directory holding only ``hip`` -> ``hip_headers`` and a link to each folder of ``libraries`` (made once
     per headers path and set of libraries, in the cache)."""
-    targets = [Path(os.path.realpath(t)) for t in (hip_headers, *library_headers(hip_headers))]
-    names = ["hip", *(t.name for t in library_headers(hip_headers))]
+    targets = [Path(os.path.realpath(t)) for t in (hip_headers, *libraries)]
+    names = ["hip", *(t.name for t in libraries)]
     folder = machine_cache("hip-include") / "_".join([str(targets[0]).strip("/").replace("/", "_"), *names[1:]])
     for name, target in zip(names, targets, strict=True):
         link = folder / name
@@ -161,9 +161,9 @@ class HipNvidiaToolchain(NvidiaToolchain):
     def __init__(self, cuda_home: Path, hip_headers: Path, cuda12_root: Path):
         self.hip_headers = Path(hip_headers)
         self.cuda12 = [Path(cuda12_root) / part for part in CUDA12_PARTS]
-        self.hip_include = hip_include_dir(self.hip_headers) if self.hip_headers.is_dir() else None
-        super().__init__(cuda_home)
         self.libraries = library_headers(self.hip_headers)
+        self.hip_include = hip_include_dir(self.hip_headers, self.libraries) if self.hip_headers.is_dir() else None
+        super().__init__(cuda_home)
         trees = [self.cuda_home, *self.cuda12, self.hip_headers, *self.libraries,
                  *([self.hip_include] if self.hip_include else [])]
         # the folders' paths differ between machines: they reach nvcc through its environment, never the

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -23,24 +24,24 @@ def install_build_dependencies(rows: list[dict], downloads: Path, dparams: dict)
     in the build root (``debian_sources.build_root``, made first where missing; ``downloads``: where the ``.dsc``
     files are); each row says how that went."""
     root = Path(dparams["build_root"]) if dparams["build_root"] else None
-    unmade = None   # why the root could not be made: every package that needs it fails with that, tried once
+    configured = [r for r in rows if (Path(r["tree"]) / "CMakeLists.txt").is_file()]
+    unmade = None   # why the root could not be made (tried once): every package that needs it fails with that
+    if root is not None and configured:
+        try:
+            build_root.ensure(root, dparams["suite"], dparams["archive"], BUILD_ROOT_TIMEOUT_S)
+        except build_root.BuildRootError as exc:
+            unmade = f"failed: {exc}"
     for row in tqdm(rows, desc="build dependencies", unit="package", disable=root is None or not rows):
         if root is None:
             row["build_deps"] = "off"
-        elif not (Path(row["tree"]) / "CMakeLists.txt").is_file():
+        elif row not in configured:
             row["build_deps"] = "not needed"
         elif unmade is not None:
-            row["build_deps"] = f"failed: {unmade}"
+            row["build_deps"] = unmade
         else:
+            dsc = next(f["name"] for f in row["files"] if f["name"].endswith(".dsc"))
+            needs = build_root.build_dependencies((downloads / dsc).read_text(errors="replace"))
             try:
-                build_root.ensure(root, dparams["suite"], dparams["archive"], BUILD_ROOT_TIMEOUT_S)
-            except build_root.BuildRootError as exc:
-                unmade = exc
-                row["build_deps"] = f"failed: {exc}"
-                continue
-            try:
-                dsc = next(f["name"] for f in row["files"] if f["name"].endswith(".dsc"))
-                needs = build_root.build_dependencies((downloads / dsc).read_text(errors="replace"))
                 build_root.satisfy(root, needs, f"{row['name']} {row['version']}", BUILD_ROOT_TIMEOUT_S)
                 row["build_deps"] = "installed"
             except build_root.BuildRootError as exc:
@@ -81,6 +82,5 @@ def run(stage: Stage) -> None:
     if archive is not None:
         install_build_dependencies(rows, archive.downloads, dparams)
     out.run["files_downloaded"] = downloaded
-    out.run["build_deps"] = {state: sum(r["build_deps"].split(":")[0] == state for r in rows)
-                             for state in sorted({r["build_deps"].split(":")[0] for r in rows})}
+    out.run["build_deps"] = dict(sorted(Counter(r["build_deps"].split(":")[0] for r in rows).items()))
     print(out.write(pl.DataFrame(rows, schema=SCHEMA).sort("name")))
