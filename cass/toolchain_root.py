@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from tqdm import tqdm
@@ -86,7 +87,8 @@ def pull_root(store: Store, suite: str, pin: str | None) -> RootSeal:
 
 
 def run_dvc(args: list[str], what: str, error: type[Exception] = RuntimeError) -> None:
-    proc = subprocess.run(["dvc", *args], capture_output=True, text=True, check=False)
+    """Run this environment's DVC (``python -m dvc``: setup calls it before the venv is on PATH)."""
+    proc = subprocess.run([sys.executable, "-m", "dvc", *args], capture_output=True, text=True, check=False)
     if proc.returncode:
         raise error(f"{what} failed (dvc {' '.join(args)}, exit {proc.returncode}): "
                     f"{(proc.stderr or proc.stdout).strip()[-600:]}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,8 +139,14 @@ def test_sealing_prunes_what_compiles_never_read_and_a_changed_root_loses_its_se
 MIRROR = os.environ.get("CASS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
+VENV_BIN = Path(sys.executable).parent
+SETUP_PATH = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != VENV_BIN)
+"""PATH as scripts/setup.sh calls ``.venv/bin/cass``: the environment's own tools are not on it."""
+
+
 def cass(args: list[str], cwd: Path, root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["cass", *args], cwd=cwd, env={**TOOL_ENV, "CASS_AMD_ROOT": str(root)},
+    return subprocess.run([str(VENV_BIN / "cass"), *args], cwd=cwd,
+                          env={**TOOL_ENV, "PATH": SETUP_PATH, "CASS_AMD_ROOT": str(root)},
                           capture_output=True, text=True, check=False)
 
 
