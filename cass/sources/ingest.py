@@ -24,7 +24,7 @@ from cass.sources.includes import Includes, TreeIndex, included_units, resolve_i
 from cass.sources.repositories import CloneError, checkout
 from cass.sources.runspecs import UNIT_SUFFIXES, RunSpec, discover
 from cass.sources.screen import Rejected, check_size, screen
-from cass.text.cuda import main_signature
+from cass.text.cuda import main_parameters, strip_comments_and_strings
 from store import Store
 
 RUN_SPEC_DTYPE = pl.Struct({"source": pl.String, "workdir": pl.String, "arg_sets": pl.List(pl.List(pl.String)),
@@ -187,9 +187,19 @@ class ProgramTree:
         self.overrides_name = str(run_specs or "")
         self._sizes: dict[str, int] | None = None
         self._included: dict[str, str] = {}
+        self._code: dict[str, str] = {}
+        self._has_main: dict[str, bool] = {}
+
+    def code(self, rel: str) -> str:
+        """``rel``'s source without comments and strings, kept: every program of a folder reads the folder's units."""
+        if rel not in self._code:
+            self._code[rel] = strip_comments_and_strings(self.index.read(rel).decode("utf-8", "replace"))
+        return self._code[rel]
 
     def has_main(self, rel: str) -> bool:
-        return main_signature(self.index.read(rel).decode("utf-8", "replace")) is not None
+        if rel not in self._has_main:
+            self._has_main[rel] = main_parameters(self.code(rel)) is not None
+        return self._has_main[rel]
 
     def columns(self, rel: str, files: list[str], build_dirs: Sequence[str] = ()) -> dict:
         """The run columns of ``rel`` (whose sample holds ``files``; its build's include folders ``build_dirs``):
@@ -201,7 +211,7 @@ class ProgramTree:
                            for p, f in self.index.files.items()}
             self._included = included_units(self.index, [p for p in self._sizes if p.endswith(UNIT_SUFFIXES)])
         spec: RunSpec = discover(self._sizes, self.index.read, rel, self.has_main, self._included, self.overrides,
-                                 self.overrides_name)
+                                 self.overrides_name, self.code)
         unit_files = [p for unit in spec.units for p in (unit, *resolve_includes(self.index, unit, build_dirs).headers)]
         unit_files = list(dict.fromkeys(p for p in unit_files if p not in files))
         stored = {p: self.store.put(self.index.read(p)) for p in [*spec.inputs, *unit_files]}

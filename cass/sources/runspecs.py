@@ -23,6 +23,7 @@ The YAML file maps globs of main files (tree paths) to ``args`` (a list of argum
 from __future__ import annotations
 
 import fnmatch
+import functools
 import posixpath
 import re
 import shlex
@@ -300,24 +301,34 @@ DEFINITION = re.compile(r"^[A-Za-z_][\w:<>,*&\s]*?[\s*&]([A-Za-z_]\w*)\s*\([^;{}
 CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<<<[^;]*?>>>\s*)?\(")
 
 
+@functools.lru_cache(maxsize=8192)
+def _symbols(code: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The functions ``code`` (a unit without comments and strings) defines, and those it calls: every program of a
+    folder asks this of the folder's units."""
+    return frozenset(DEFINITION.findall(code)), frozenset(CALL.findall(code))
+
+
 def resolve_units(main: str, candidates: list[str], text: Callable[[str], str]) -> list[str]:
-    """The ``candidates`` that define functions ``main`` (or a unit taken) calls and does not define itself."""
-    defined = {unit: set(DEFINITION.findall(text(unit))) for unit in candidates}
+    """The ``candidates`` that define functions ``main`` (or a unit taken) calls and does not define itself
+    (``text``: a unit's source without comments and strings)."""
+    defined = {unit: _symbols(text(unit))[0] for unit in candidates}
     taken: list[str] = []
-    wanted = set(CALL.findall(text(main))) - set(DEFINITION.findall(text(main)))
+    main_defines, main_calls = _symbols(text(main))
+    wanted = set(main_calls - main_defines)
     while found := [u for u in candidates if u not in taken and defined[u] & wanted]:
         taken += found
         for unit in found:
-            wanted |= set(CALL.findall(text(unit))) - defined[unit]
+            wanted |= _symbols(text(unit))[1] - defined[unit]
         wanted -= {name for unit in taken for name in defined[unit]}
     return sorted(taken)
 
 
 def discover(files: Mapping[str, int], read: Callable[[str], bytes], main: str, has_main: Callable[[str], bool],
              included: Mapping[str, str], overrides: Mapping[str, dict] | None = None,
-             overrides_name: str = "") -> RunSpec:
+             overrides_name: str = "", code: Callable[[str], str] | None = None) -> RunSpec:
     """The run spec of ``main`` (a tree path) in a tree of ``files`` (path: size): ``included`` maps units to the
-    file that ``#include``s them, ``has_main`` says whether a unit defines ``main``."""
+    file that ``#include``s them, ``has_main`` says whether a unit defines ``main``, ``code`` gives a unit's source
+    without comments and strings (default: ``read`` and strip; a caller that asks of many programs keeps them)."""
     folder = posixpath.dirname(main)
 
     def join(rel: str) -> str:
@@ -363,8 +374,8 @@ def discover(files: Mapping[str, int], read: Callable[[str], bytes], main: str, 
     if listed is None:
         candidates = sorted(p for p in files if posixpath.dirname(p) == folder and p != main
                             and p.endswith(UNIT_SUFFIXES) and p not in included and not has_main(p))
-        spec.units = resolve_units(main, candidates,
-                                   lambda p: strip_comments_and_strings(read(p).decode("utf-8", "replace")))
+        spec.units = resolve_units(main, candidates, code or (
+            lambda p: strip_comments_and_strings(read(p).decode("utf-8", "replace"))))
         spec.units_source = "symbols"
     override = next((o for pattern, o in (overrides or {}).items() if fnmatch.fnmatchcase(main, pattern)), None)
     if override:

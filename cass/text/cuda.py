@@ -32,5 +32,10 @@ _MAIN = re.compile(r"\bint\s+main\s*\(([^)]*)\)")
 
 def main_signature(source: str) -> str | None:
     """The parameter list of the file's ``int main(...)``, or None when it defines no ``main``."""
-    found = _MAIN.search(strip_comments_and_strings(source))
+    return main_parameters(strip_comments_and_strings(source))
+
+
+def main_parameters(code: str) -> str | None:
+    """:func:`main_signature` of source already stripped of comments and strings."""
+    found = _MAIN.search(code)
     return found.group(1).strip() if found else None
