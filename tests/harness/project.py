@@ -13,6 +13,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
+
+from store import Store
+
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
                   "analysis", "gpu_hosts", "predictions", "translation_bench/real")
@@ -112,6 +116,24 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
         run_in(cmd, dest)
     return dest
+
+
+def seed_actions(dest: Path, source: Path, stages: Sequence[str]) -> int:
+    """Copy into ``dest``'s store the action records (and the blobs they name) that ``source``'s ``stages`` used
+    (``data/<stage>/actions.parquet``), as a `dvc pull` of ``source``'s packs would: in ``dest`` those actions are
+    store hits. For a test whose subject is not those stages' tool runs; returns how many records were copied."""
+    built, seeded = Store(source / ".cass" / "store"), Store(dest / ".cass" / "store")
+    copied = 0
+    for stage in stages:
+        for key in pl.read_parquet(source / "data" / stage / "actions.parquet")["key"]:
+            record = built.lookup(key)
+            if record is None:
+                raise ValueError(f"{source}: stage {stage} used action {key}, which its store does not hold")
+            for digest in record.digests():
+                seeded.put(built.get(digest))
+            seeded.record(key, record)
+            copied += 1
+    return copied
 
 
 def update_pipeline(dest: Path) -> Path:
