@@ -260,7 +260,7 @@ def bench_project(tmp_path_factory) -> Path:
     # the loop with the tiny random model (trained 3 steps): every step runs, not its skill. Trained on the one
     # example within 1024 tokens (the source task's, 558): the two SASS examples (1,396 and 2,554 tokens) are left
     # out and counted, and a step over Qwen's 151,665-token vocabulary costs seconds per thousand tokens on a CPU.
-    # The tasks' SASS prompts are longer than 4096 tokens
+    # Generation: the tasks' SASS prompts are longer than its 4096 tokens.
     params["train"].update(enabled=True, max_steps=3, save_steps=1, gradient_accumulation=1, max_length=1024)
     params["generate"].update(enabled=True, model="trained", max_new_tokens=8, max_prompt_tokens=4096)
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

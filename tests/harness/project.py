@@ -125,7 +125,10 @@ def seed_actions(dest: Path, source: Path, stages: Sequence[str]) -> int:
     built, seeded = Store(source / ".cass" / "store"), Store(dest / ".cass" / "store")
     copied = 0
     for stage in stages:
-        for key in pl.read_parquet(source / "data" / stage / "actions.parquet")["key"]:
+        keys = pl.read_parquet(source / "data" / stage / "actions.parquet")["key"]
+        if keys.is_empty():
+            raise ValueError(f"{source}: stage {stage} used no action: nothing to seed")
+        for key in keys:
             record = built.lookup(key)
             if record is None:
                 raise ValueError(f"{source}: stage {stage} used action {key}, which its store does not hold")
