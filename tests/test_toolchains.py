@@ -12,6 +12,7 @@ import pytest
 
 from cass.engine.actions import ActionRunner, plan
 from cass.engine.targets import TargetRun, failure_reason, run_targets
+from cass.execution.programs import run_plans
 from cass.text.host_asm import strip_host_registration
 from toolchains import AmdToolchain, NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor
 from toolchains.diagnostics import categorize
@@ -185,6 +186,27 @@ def test_second_build_is_all_store_hits(store, toolchains):
     # one nvcc (host assembly + the arch's kept cubin, shared by both targets) and one cuobjdump
     assert runner.counts.as_dict() == {"hits": 2, "misses": 0, "transient_failures": 0, "corrupt_recomputed": 0,
                                        "jobs_sent": 0, "jobs_by_host": {}, "jobs_by_sandbox": {}}
+
+
+def test_a_programs_targets_stop_at_the_first_that_fails(store, toolchains):
+    """A program's units build one target after another (the benchmark's compiles): where its first unit fails, the
+    targets after it never run, and its build names that failure."""
+    amd = toolchains["amd"]
+    files = {"broken.hip": store.put(b"__global__ void k(float *v) { v[0] = ; }\n"),
+             "saxpy.hip": store.put(SAXPY.replace(b'#include "scale.cuh"', HEADER.strip()).replace(b"cuda", b"hip"))}
+
+    def targets(units: list[str], inputs: dict[str, str]) -> list[TargetRun]:
+        return [TargetRun(t, dict(inputs)) for u in units for t in amd.targets(u, ["gfx1100"], FLAGS["amd"])]
+
+    plans = {"broken first": targets(["broken.hip", "saxpy.hip"], files),
+             "whole": targets(["saxpy.hip"], {"saxpy.hip": files["saxpy.hip"]})}
+    builds, counts, _ = run_plans(store, amd, plans, timeout_s=300, workers=2)
+    assert builds["whole"].binary is not None and builds["broken first"].binary is None
+    assert builds["broken first"].reason == "syntax" and "broken.hip" in builds["broken first"].detail
+    first, *never = plans["broken first"]
+    assert first.failure is not None and all(r.skipped and r.failure is None for r in never) and len(never) == 3
+    assert all(store.lookup(plan(amd, r.target.steps[0], r.inputs).key) is None for r in never)
+    assert counts["misses"] == counts["jobs_sent"] == 1 + 2   # the broken unit's host compile; both of the other's
 
 
 @pytest.mark.parametrize("main", ["cryptography/aes128_ctr.cu", "graph/pagerank_pull.cu",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection
+from itertools import pairwise
 
 from cass.engine.actions import Action, ActionRunner, Outcome, plan
 from toolchains import Target, Toolchain
@@ -15,22 +16,41 @@ from toolchains.diagnostics import categorize, first_error_line
 
 
 class TargetRun:
-    """Progress of one target of one sample through its steps."""
+    """Progress of one target of one sample through its steps; ``then``, the target run that starts once this one
+    succeeded (never, where it fails: it is then ``skipped``, as are the runs after it)."""
 
-    def __init__(self, target: Target, inputs: dict[str, str]):
+    def __init__(self, target: Target, inputs: dict[str, str], then: TargetRun | None = None):
         self.target = target
         self.inputs = inputs
+        self.then = then
         self.next_step = 0
         self.failure: Outcome | None = None
+        self.skipped = False
 
     @property
     def pending(self) -> bool:
-        return self.failure is None and self.next_step < len(self.target.steps)
+        return self.failure is None and not self.skipped and self.next_step < len(self.target.steps)
+
+    def fail(self, outcome: Outcome) -> None:
+        """This run failed with ``outcome``: the runs chained after it are skipped."""
+        self.failure = outcome
+        after = self.then
+        while after is not None:
+            after.skipped = True
+            after = after.then
+
+
+def chain(runs: list[TargetRun]) -> list[TargetRun]:
+    """``runs`` run one after another, up to the first that fails; returns them."""
+    for run, after in pairwise(runs):
+        run.then = after
+    return runs
 
 
 def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun]) -> None:
-    """Advance every target run through all its steps (or to its first failure); with a runner that only reads
-    the store (no executor), as far as the store's records go (a run left ``pending`` needs an action run)."""
+    """Advance every target run through all its steps (or to its first failure), a chained run once the run before
+    it succeeded; with a runner that only reads the store (no executor), as far as the store's records go (a run
+    left ``pending`` needs an action run)."""
     waiting: dict[str, list[TargetRun]] = defaultdict(list)
 
     def next_action(run: TargetRun) -> Action:
@@ -42,7 +62,7 @@ def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun
         unblocked = []
         for run in waiting.pop(action.key, []):
             if not outcome.ok:
-                run.failure = outcome
+                run.fail(outcome)
                 continue
             run.next_step += 1
             if run.pending:
@@ -52,11 +72,14 @@ def run_targets(toolchain: Toolchain, runner: ActionRunner, runs: list[TargetRun
                 unblocked.append(next_action(run))
             else:
                 run.inputs = dict(outcome.record.outputs)
+                if run.then is not None:
+                    unblocked.append(next_action(run.then))
         return unblocked
 
     tools = sorted({step.tool for run in runs for step in run.target.steps})
-    runner.run([next_action(r) for r in runs if r.pending], desc=f"{toolchain.vendor} {'+'.join(tools)}",
-               follow=follow)
+    chained = {id(r.then) for r in runs if r.then is not None}
+    runner.run([next_action(r) for r in runs if r.pending and id(r) not in chained],
+               desc=f"{toolchain.vendor} {'+'.join(tools)}", follow=follow)
     if runner.executor is not None and (stalled := [r for r in runs if r.pending]):
         raise RuntimeError(f"{len(stalled)} target(s) never got past step {stalled[0].next_step} of "
                            f"{stalled[0].target.name}: a follow-up was lost (a bug)")

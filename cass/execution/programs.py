@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from cass.engine.actions import Action, ActionRunner, Outcome, cluster_at
 from cass.engine.cached import CachedMap
-from cass.engine.targets import TargetRun, failure_reason, run_targets
+from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
 from cass.execution.hosts import ExecutionHost
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
@@ -63,9 +63,11 @@ class Build:
 
 def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[TargetRun]], timeout_s: float,
               workers: int | None) -> tuple[dict[Hashable, Build], Counter, set[str]]:
-    """Every key's target runs, as cached actions on this machine: a key's :class:`Build` is its last target's
-    artifact, or why its first failing target failed; with the action counts and keys."""
-    counts, keys = run_locally(store, toolchain, [run for runs in plans.values() for run in runs], timeout_s, workers)
+    """Every key's target runs, as cached actions on this machine, one after another up to the first that fails: a
+    key's :class:`Build` is its last target's artifact, or why its failing target failed; with the action counts and
+    keys."""
+    counts, keys = run_locally(store, toolchain, [run for runs in plans.values() for run in chain(runs)], timeout_s,
+                               workers)
     builds = {}
     for key, runs in plans.items():
         if failed := next((run for run in runs if run.failure is not None), None):

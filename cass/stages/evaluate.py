@@ -15,6 +15,8 @@ also make for the same programs.
 from __future__ import annotations
 
 import shutil
+import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -69,6 +71,7 @@ def run(stage: Stage) -> None:
     for suite, suite_tasks, references, folder in suites:
         results = {}
         for name in [*(bench["baselines"] if suite_tasks else ()), *entries]:
+            started = time.monotonic()
             if name in entries:
                 predictions = [p for p in entries[name] if p.task_id in suite_tasks]
             else:
@@ -76,10 +79,14 @@ def run(stage: Stage) -> None:
                                else real_baseline(name, stage.store, params, suite_tasks, host))
             if not predictions:
                 continue
+            # the stage's long part on a first run (every build a store miss): said as it goes, also without a terminal
+            print(f"evaluate: {suite} suite, {name}: {len(predictions)} predictions, building and scoring",
+                  file=sys.stderr, flush=True)
             summary, report = score(stage.store, params, suite_tasks, name, predictions, host, folder / name,
                                     references)
             results[name] = {**summary["by_domain"].get("all", {}), "reference_check": summary["reference_check"]}
-            runs[f"{suite}:{name}"] = {"builds": report["builds"], "runs": report.get("runs")}
+            runs[f"{suite}:{name}"] = {"builds": report["builds"], "runs": report.get("runs"),
+                                       "wall_s": round(time.monotonic() - started, 1)}
         metrics[suite] = {"tasks": len(suite_tasks), "results": results}
     # a prediction of a real-program task the mirror did not give (stage real_tasks dropped it) is counted, not scored
     metrics[REAL_SUITE]["predictions_of_unavailable_tasks"] = {
