@@ -10,7 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -118,17 +118,19 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
     return dest
 
 
-def seed_actions(dest: Path, source: Path, stages: Sequence[str]) -> int:
+def seed_actions(dest: Path, source: Path, stages: Sequence[str],
+                 keep: Callable[[str], bool] = lambda key: True) -> int:
     """Copy into ``dest``'s store the action records (and the blobs they name) that ``source``'s ``stages`` used
-    (``data/<stage>/actions.parquet``), as a `dvc pull` of ``source``'s packs would: in ``dest`` those actions are
-    store hits. For a test whose subject is not those stages' tool runs; returns how many records were copied."""
+    (``data/<stage>/actions.parquet``) and ``keep`` accepts (by key), as a `dvc pull` of ``source``'s packs would: in
+    ``dest`` those actions are store hits. For a test whose subject is not those stages' tool runs (or only some of
+    them); returns how many records were copied."""
     built, seeded = Store(source / ".cass" / "store"), Store(dest / ".cass" / "store")
     copied = 0
     for stage in stages:
         keys = pl.read_parquet(source / "data" / stage / "actions.parquet")["key"]
         if keys.is_empty():
             raise ValueError(f"{source}: stage {stage} used no action: nothing to seed")
-        for key in keys:
+        for key in filter(keep, keys):
             record = built.lookup(key)
             if record is None:
                 raise ValueError(f"{source}: stage {stage} used action {key}, which its store does not hold")
