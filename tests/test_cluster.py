@@ -19,7 +19,16 @@ import uuid
 
 import pytest
 from harness.hosts import NO_AMD, VendorHosts
-from harness.project import REPO, TOOL_ENV, copy_pipeline, parquet_hashes, run_in, run_report, seed_actions
+from harness.project import (
+    REPO,
+    TOOL_ENV,
+    copy_pipeline,
+    first_hex_digit_in,
+    parquet_hashes,
+    run_in,
+    run_report,
+    seed_actions,
+)
 
 from cass.engine.actions import ActionRunner, plan
 from cass.pipeline.context import load_params
@@ -233,15 +242,10 @@ def started_actions(log: str, tool: str) -> list[str]:
 SEEDED_STAGES = ("branch_parity", "pair", "tokens")
 """Stages whose every action the cluster build finds in its store: their tool runs are not the test's subject."""
 
-
-def most(key: str) -> bool:
-    """15 of 16 keys: the NVIDIA compiles seeded, all but a sample that still has to run on the NVIDIA host."""
-    return key[0] != "0"
-
-
-def half(key: str) -> bool:
-    """Half of the keys: the AMD compiles seeded, the other half runs on the AMD host, which dies among them."""
-    return key[0] in "01234567"
+NVIDIA_SEEDED = first_hex_digit_in("123456789abcdef")
+"""15 in 16 NVIDIA compiles seeded: the rest still runs on the NVIDIA host."""
+AMD_SEEDED = first_hex_digit_in("01234567")
+"""Half the AMD compiles seeded: the other half runs on the AMD host, which dies among them."""
 
 
 @pytest.mark.slow
@@ -256,8 +260,8 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
         # back end, the preprocessor runs, the token counts) find the local build's records, as from its packs; so
         # do most NVIDIA compiles and half the AMD ones (the rest still run, on their vendor's host)
         assert seed_actions(build, project, SEEDED_STAGES) > 0
-        assert seed_actions(build, project, ["compile_nvidia"], keep=most) > 0
-        amd_seeded = seed_actions(build, project, ["compile_amd"], keep=half)
+        assert seed_actions(build, project, ["compile_nvidia"], keep=NVIDIA_SEEDED) > 0
+        amd_seeded = seed_actions(build, project, ["compile_amd"], keep=AMD_SEEDED)
         env = {**TOOL_ENV, "CASS_SCHEDULER": hosts.address}
         log = (tmp_path / "repro.log").open("w")
         repro = subprocess.Popen(["dvc", "repro", "export"], cwd=build, env=env, stdout=log,

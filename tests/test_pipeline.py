@@ -17,7 +17,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from harness.project import TOOL_ENV, copy_pipeline, metrics, parquet_hashes, run_in, run_report, seed_actions
+from harness.project import (
+    TOOL_ENV,
+    copy_pipeline,
+    first_hex_digit_in,
+    metrics,
+    parquet_hashes,
+    run_in,
+    run_report,
+    seed_actions,
+)
 
 from cass.engine.actions import ActionRunner, plan
 from cass.report.summary import summary
@@ -414,7 +423,7 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
 def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(project, clean_hashes, tmp_path):
     other = copy_pipeline(tmp_path / "elsewhere" / "project")
     # half the NVIDIA compiles are the first build's records (as from its packs); the other half runs and is killed
-    seeded = seed_actions(other, project, ["compile_nvidia"], keep=lambda key: key[0] in "01234567")
+    seeded = seed_actions(other, project, ["compile_nvidia"], keep=first_hex_digit_in("01234567"))
     proc = subprocess.Popen(["dvc", "repro", "compile_nvidia"], cwd=other, env=TOOL_ENV, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     actions = other / ".cass" / "store" / "actions"

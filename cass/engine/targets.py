@@ -16,13 +16,13 @@ from toolchains.diagnostics import categorize, first_error_line
 
 
 class TargetRun:
-    """Progress of one target of one sample through its steps; ``then``, the target run that starts once this one
-    succeeded (never, where it fails: it is then ``skipped``, as are the runs after it)."""
+    """Progress of one target of one sample through its steps; ``then`` (set by :func:`chain`), the target run that
+    starts once this one succeeded (never, where it fails: it is then ``skipped``, as are the runs after it)."""
 
-    def __init__(self, target: Target, inputs: dict[str, str], then: TargetRun | None = None):
+    def __init__(self, target: Target, inputs: dict[str, str]):
         self.target = target
         self.inputs = inputs
-        self.then = then
+        self.then: TargetRun | None = None
         self.next_step = 0
         self.failure: Outcome | None = None
         self.skipped = False
@@ -42,6 +42,8 @@ class TargetRun:
 
 def chain(runs: list[TargetRun]) -> list[TargetRun]:
     """``runs`` run one after another, up to the first that fails; returns them."""
+    if len({id(run) for run in runs}) < len(runs):
+        raise ValueError(f"a target run appears twice in one chain ({runs[0].target.name}, ...)")
     for run, after in pairwise(runs):
         run.then = after
     return runs

@@ -79,7 +79,7 @@ def run(stage: Stage) -> None:
                                else real_baseline(name, stage.store, params, suite_tasks, host))
             if not predictions:
                 continue
-            # the stage's long part on a first run (every build a store miss): said as it goes, also without a terminal
+            # a first run's long part (every build a store miss): a plain line, shown also where stderr is a log
             print(f"evaluate: {suite} suite, {name}: {len(predictions)} predictions, building and scoring",
                   file=sys.stderr, flush=True)
             summary, report = score(stage.store, params, suite_tasks, name, predictions, host, folder / name,

@@ -141,6 +141,11 @@ def seed_actions(dest: Path, source: Path, stages: Sequence[str],
     return copied
 
 
+def first_hex_digit_in(digits: str) -> Callable[[str], bool]:
+    """A :func:`seed_actions` filter: the keys whose first hex digit is in ``digits`` (each digit about 1 in 16)."""
+    return lambda key: key[0] in digits
+
+
 def update_pipeline(dest: Path) -> Path:
     """A project made by :func:`copy_pipeline` with this checkout's pipeline files again (its data,
     metrics and ``dvc.lock`` stay, so ``dvc repro`` reruns what the new code changes)."""
