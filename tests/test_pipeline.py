@@ -423,25 +423,34 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
 def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(project, clean_hashes, tmp_path):
     other = copy_pipeline(tmp_path / "elsewhere" / "project")
     # half the NVIDIA compiles are the first build's records (as from its packs); the other half runs and is killed
-    seeded = seed_actions(other, project, ["compile_nvidia"], keep=first_hex_digit_in("01234567"))
+    assert seed_actions(other, project, ["compile_nvidia"], keep=first_hex_digit_in("01234567"))
     proc = subprocess.Popen(["dvc", "repro", "compile_nvidia"], cwd=other, env=TOOL_ENV, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     actions = other / ".cass" / "store" / "actions"
+
+    def recorded() -> set[str]:
+        return {path.parent.name + path.name for path in actions.glob("*/*")}
+
     deadline = time.monotonic() + 600
     before_compiling = None
     while time.monotonic() < deadline and proc.poll() is None:
-        recorded = sum(1 for _ in actions.glob("*/*"))
         if before_compiling is None and (other / "metrics" / "dedup.json").exists():   # the stage before it
-            before_compiling = recorded
-        if before_compiling is not None and recorded >= before_compiling + 20:
+            before_compiling = recorded()
+        if before_compiling is not None and len(recorded() - before_compiling) >= 20:
             break  # at least 20 compile actions are finished and recorded
         time.sleep(0.2)
     assert proc.poll() is None, "the pipeline finished before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    kept = recorded()
     assert not (other / "metrics" / "compile_nvidia.json").exists()
     run(["dvc", "repro", "compile_nvidia"], other)   # the stages after it are deterministic functions of its output
-    assert action_counts(other, "compile_nvidia")["hits"] >= seeded + 20   # what the killed run finished, kept
+    used = set(pl.read_parquet(other / "data" / "compile_nvidia" / "actions.parquet")["key"])
+    finished = kept - before_compiling
+    assert len(finished) >= 20 and finished <= used, finished - used   # the killed run's records are compiles
+    # nothing it finished ran again: only the actions whose records were in the store at the kill (seeded or
+    # finished) were not computed
+    assert action_counts(other, "compile_nvidia")["misses"] == len(used - kept)
     clean = {path: digest for path, digest in clean_hashes.items() if path.startswith("data/compile_nvidia/")}
     assert clean and parquet_hashes(other, "data/compile_nvidia") == clean
 

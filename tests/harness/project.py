@@ -119,13 +119,13 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
 
 
 def seed_actions(dest: Path, source: Path, stages: Sequence[str],
-                 keep: Callable[[str], bool] = lambda key: True) -> int:
+                 keep: Callable[[str], bool] = lambda key: True) -> set[str]:
     """Copy into ``dest``'s store the action records (and the blobs they name) that ``source``'s ``stages`` used
     (``data/<stage>/actions.parquet``) and ``keep`` accepts (by key), as a `dvc pull` of ``source``'s packs would: in
     ``dest`` those actions are store hits. For a test whose subject is not those stages' tool runs (or only some of
-    them); returns how many records were copied."""
+    them); returns the keys of the records copied."""
     built, seeded = Store(source / ".cass" / "store"), Store(dest / ".cass" / "store")
-    copied = 0
+    copied: set[str] = set()
     for stage in stages:
         keys = pl.read_parquet(source / "data" / stage / "actions.parquet")["key"]
         if keys.is_empty():
@@ -137,7 +137,7 @@ def seed_actions(dest: Path, source: Path, stages: Sequence[str],
             for digest in record.digests():
                 seeded.put(built.get(digest))
             seeded.record(key, record)
-            copied += 1
+            copied.add(key)
     return copied
 
 
