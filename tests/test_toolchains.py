@@ -13,6 +13,7 @@ import pytest
 from cass.engine.actions import ActionRunner, plan
 from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.execution.programs import run_plans
+from cass.pipeline.context import load_params
 from cass.text.host_asm import strip_host_registration
 from toolchains import AmdToolchain, NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor
 from toolchains.diagnostics import categorize
@@ -278,17 +279,17 @@ def test_identity_digest_does_not_depend_on_install_location(tmp_path):
 
 
 def test_identity_digests_are_read_once_per_state_of_the_files(tmp_path):
-    from toolchains.base import DigestMemo, digest_paths
+    from toolchains.base import MachineMemo, digest_paths
 
     tree = tmp_path / "cuda" / "bin"
     tree.mkdir(parents=True)
     nvcc = tree / "nvcc"
     nvcc.write_bytes(b"\x7fELF nvcc")
     # by default a tree with a file changed in the last 2 s is read, not kept
-    fresh = DigestMemo(tmp_path / "fresh.json")
+    fresh = MachineMemo(tmp_path / "fresh.json")
     first = digest_paths([tmp_path / "cuda"], fresh)
     assert not fresh.path.exists()
-    memo = DigestMemo(tmp_path / "memo.json", settle_s=0)
+    memo = MachineMemo(tmp_path / "memo.json", settle_s=0)
     assert digest_paths([tmp_path / "cuda"], memo) == first   # = a fresh read
     # an unchanged tree is answered from the memo, not read: a planted entry is what comes back
     (key,) = json.loads(memo.path.read_text())
@@ -302,8 +303,30 @@ def test_identity_digests_are_read_once_per_state_of_the_files(tmp_path):
     os.utime(nvcc, ns=(before.st_atime_ns, before.st_mtime_ns))
     changed = digest_paths([tmp_path / "cuda"], memo)
     assert changed not in ("planted", first)
-    assert changed == digest_paths([tmp_path / "cuda"], DigestMemo(tmp_path / "third.json"))
+    assert changed == digest_paths([tmp_path / "cuda"], MachineMemo(tmp_path / "third.json"))
 
+
+
+def test_a_tools_version_is_asked_once_per_state_of_its_installation(tmp_path, monkeypatch):
+    """The real nvcc and the AMD root's hipcc: the version a tool printed is kept under its identity and answered
+    from there by a later process (planted entries come back); a tool whose identity differs is asked again."""
+    monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
+    params = load_params(REPO / "params.yaml")
+    first = load_toolchains(params["amd"]["toolchain"])
+    asked = {(v, tool): tc.version(tool) for v, tc in first.items() for tool in ("nvcc", "hipcc") if tool in tc.tools()}
+    assert len(asked) == 2 and all("(exit" not in text for text in asked.values()), asked
+    assert "nvcc" in asked["nvidia", "nvcc"].lower() and "HIP version" in asked["amd", "hipcc"]
+    memo = tmp_path / "cache" / "toolchains" / "versions.json"
+    kept = json.loads(memo.read_text())
+    assert sorted(kept.values()) == sorted(asked.values())
+    memo.write_text(json.dumps({key: f"planted {text}" for key, text in kept.items()}))
+    again = load_toolchains(params["amd"]["toolchain"])   # as a later stage's process would
+    assert {(v, t): again[v].version(t) for v, t in asked} == {k: f"planted {text}" for k, text in asked.items()}
+    # the key holds the identity: the same tool under another identity (another installation) is asked again
+    other = load_toolchains(params["amd"]["toolchain"])["nvidia"]
+    monkeypatch.setattr(other, "identity", lambda tool: "another installation")
+    assert other.version("nvcc") == asked["nvidia", "nvcc"]
+    assert len(json.loads(memo.read_text())) == 3
 
 def test_export_schema_is_fixed_by_the_params():
     from cass.training.export import schema

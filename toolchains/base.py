@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,13 +129,27 @@ class ToolchainMissingError(RuntimeError):
     """A tool the pipeline needs is not installed; the message says how to install it."""
 
 
-def _walk(top: Path):
-    """(folder relative to ``top`` with a trailing slash, or "", its absolute path, sorted file names),
-    top-down with sub-folders in sorted order; symlinked folders are not followed."""
-    for folder, dirs, names in os.walk(top):   # sorting dirs in place orders the walk
-        dirs.sort()
-        rel = os.path.relpath(folder, top)
-        yield ("" if rel == "." else rel + "/"), folder, sorted(names)
+def _walk(top: str, rel: str = "") -> Iterator[tuple[str, list[os.DirEntry]]]:
+    """(folder relative to ``top`` with a trailing slash, or "", its entries that are not folders, sorted by name),
+    top-down with sub-folders in sorted order; symlinked folders are not followed (as ``os.walk`` lists them; an
+    unreadable folder lists nothing)."""
+    try:
+        with os.scandir(top) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    folders = [e for e in entries if _is_dir(e)]
+    yield rel, [e for e in entries if not _is_dir(e)]
+    for folder in folders:
+        if not folder.is_symlink():
+            yield from _walk(folder.path, f"{rel}{folder.name}/")
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _files(top: Path) -> list[tuple[str, str]]:
@@ -143,14 +157,16 @@ def _files(top: Path) -> list[tuple[str, str]]:
     in digest order."""
     if top.is_file():
         return [("", str(top))]
-    return sorted(((rel + name, path) for rel, folder, names in _walk(top) for name in names
-                   if os.path.isfile(path := os.path.join(folder, name))),
+    return sorted(((rel + e.name, e.path) for rel, entries in _walk(os.fspath(top)) for e in entries if e.is_file()),
                   key=lambda f: f[0].split("/"))
 
 
 DIGEST_SCHEME = 1
 """Enters every memo key: a change to how :func:`digest_paths` hashes must bump it, or warm memos would
 answer with digests of the old scheme."""
+
+VERSION_SCHEME = 1
+"""Enters every key of a memoised version: a change to what :meth:`Toolchain.version` keeps must bump it."""
 
 
 def _stat_key(listing: list[tuple[Path, list[tuple[str, str]]]]) -> tuple[str, int]:
@@ -168,17 +184,18 @@ def _stat_key(listing: list[tuple[Path, list[tuple[str, str]]]]) -> tuple[str, i
     return h.hexdigest(), newest
 
 
-class DigestMemo:
-    """Digests of file trees by :func:`_stat_key`, kept in this machine's cache (``CASS_CACHE``): a
-    toolchain whose files are unchanged is not read again (nvcc's tree alone is hundreds of MB).
-    Losing the file, or a write another process wins, costs only a re-read. A tree with a file changed in
-    the last ``settle_s`` seconds is not kept: a second change within one tick of the file system's clock
-    could leave its ``stat`` as it was."""
+class MachineMemo:
+    """Text answers kept in this machine's cache (``CASS_CACHE``) under keys that name everything the answer
+    depends on: tree digests by :func:`_stat_key` (a toolchain whose files are unchanged is not read again: nvcc's
+    tree alone is hundreds of MB), tools' versions by :meth:`Toolchain.identity`. Losing the file, or a write
+    another process wins, costs only a recomputation. ``settle_s``: :func:`digest_paths` keeps no digest of a
+    tree with a file changed in the last ``settle_s`` seconds (a second change within one tick of the file
+    system's clock could leave its ``stat`` as it was)."""
 
     LIMIT = 512   # entries kept, newest last
 
-    def __init__(self, path: Path | None = None, settle_s: float = 2.0):
-        self.path = path or machine_cache("toolchains") / "identity_digests.json"
+    def __init__(self, path: Path, settle_s: float = 2.0):
+        self.path = path
         self.settle_ns = int(settle_s * 1e9)
 
     def _load(self) -> dict[str, str]:
@@ -209,15 +226,15 @@ class DigestMemo:
             Path(tmp).unlink(missing_ok=True)
 
 
-def digest_paths(paths: list[Path], memo: DigestMemo | None = None) -> str:
+def digest_paths(paths: list[Path], memo: MachineMemo | None = None) -> str:
     """BLAKE3 over the contents of files and directory trees (files in path order).
 
     Names enter relative to each given path, so the digest does not depend on where a
     toolchain is installed (two clones, two roots with the same packages hash the same).
     Read once per state of the files: later calls are answered by ``memo`` (default: this
-    machine's :class:`DigestMemo`) while no file's ``stat`` changed. A digest is kept only when
+    machine's :class:`MachineMemo`) while no file's ``stat`` changed. A digest is kept only when
     the files' ``stat`` is the same after reading them as before, and none changed recently."""
-    memo = memo or DigestMemo()
+    memo = memo or MachineMemo(machine_cache("toolchains") / "identity_digests.json")
     listing = [(top, _files(top)) for top in paths]
     key, newest = _stat_key(listing)
     if digest := memo.get(key):
@@ -241,13 +258,13 @@ def digest_listing(paths: list[Path]) -> str:
     (dpkg gives installed files their package's times, so equal package sets list the same)."""
     h = blake3.blake3()
     for top in paths:
-        for rel, folder, names in _walk(top):
-            for name in names:
+        for rel, entries in _walk(os.fspath(top)):
+            for entry in entries:
                 try:
-                    st = os.stat(os.path.join(folder, name))
+                    st = entry.stat()
                 except OSError:
                     continue
-                h.update(f"{rel}{name}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+                h.update(f"{rel}{entry.name}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
     return h.hexdigest()
 
 
@@ -264,6 +281,7 @@ class Toolchain(ABC):
         self.launcher = launcher
         self._fingerprints: dict[str, str] = {}
         self._versions: dict[str, str] = {}
+        self._identities: dict[str, str] = {}
         self._layout: dict | None = None
         self._headers: dict | None = None
 
@@ -367,14 +385,36 @@ class Toolchain(ABC):
             raise ToolchainMissingError(f"{self.vendor} tool {tool}: {problem}. {self.install_hint}")
 
     def version(self, tool: str) -> str:
-        """The tool's own version text (its version output, one line, noise removed), run once."""
+        """The tool's own version text (its version output, one line, noise removed), run once per state of its
+        installation: a version the command printed with exit 0 is kept in this machine's cache under the tool's
+        :meth:`identity` and the command line and environment it ran with, and answered from there while those
+        hold (each tool stage asks again; the command costs a process, hipcc's several)."""
         if tool not in self._versions:
             argv = self.launcher.argv(tool, tuple(self.version_command(tool)), Path("/"))
-            proc = subprocess.run(argv, capture_output=True, text=True, env=self.launcher.env(),
-                                  timeout=60, check=False)
-            lines = [ln for ln in self.clean_version(proc.stdout or proc.stderr).splitlines() if ln.strip()]
-            self._versions[tool] = " | ".join(lines) if lines else f"(exit {proc.returncode})"
+            env = self.launcher.env()
+            memo = MachineMemo(machine_cache("toolchains") / "versions.json")
+            key = blake3.blake3(json.dumps([VERSION_SCHEME, argv, sorted(env.items()), self.identity(tool)]).encode()
+                                ).hexdigest()
+            if (known := memo.get(key)) is None:
+                proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+                lines = [ln for ln in self.clean_version(proc.stdout or proc.stderr).splitlines() if ln.strip()]
+                known = " | ".join(lines) if lines else f"(exit {proc.returncode})"
+                if proc.returncode == 0:
+                    memo.put(key, known)
+            self._versions[tool] = known
         return self._versions[tool]
+
+    def identity(self, tool: str) -> str:
+        """Digest of what decides ``tool``'s output besides its inputs: the installation's stored tree where it
+        is one, else the tool's identity files (their bytes) and listings (their names, sizes and times)."""
+        if tool not in self._identities:
+            if installation := self.installation_digest():
+                self._identities[tool] = f"tree={installation}"
+            else:
+                listings = self.identity_listings(tool)
+                self._identities[tool] = digest_paths(self.identity_files(tool)) + (
+                    digest_listing(listings) if listings else "")   # two digests of fixed length
+        return self._identities[tool]
 
     def clean_version(self, text: str) -> str:
         """Remove what is not version information from a tool's version output (default: nothing)."""
@@ -406,12 +446,7 @@ class Toolchain(ABC):
             for name in (tool, *self.companions(tool)):
                 self.require(name)
                 h.update(self.version(name).encode())
-            if installation := self.installation_digest():
-                h.update(f"tree={installation}".encode())
-            else:
-                h.update(digest_paths(self.identity_files(tool)).encode())
-                if listings := self.identity_listings(tool):
-                    h.update(digest_listing(listings).encode())
+            h.update(self.identity(tool).encode())
             h.update(repr(sorted(passed_env().items())).encode())
             h.update(f"sandbox={self.launcher.sandbox.mode}".encode())
             self._fingerprints[tool] = h.hexdigest()
