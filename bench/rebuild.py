@@ -10,7 +10,7 @@ give identical bytes, and prints where the first corpus's one-change rebuild spe
 stage. Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks'
 chrF scores) start empty in the run's work folder; the tokenizer is built there before any timing.
 
-    python bench/rebuild.py --sizes 100 500 [--noop-size 10000] [--out bench/RESULTS.md]
+    python bench/rebuild.py --sizes 100 500 [--noop-size 10000] [--bundled] [--runs 3] [--out FILE]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -177,56 +178,82 @@ def noop_at(work: Path, n: int) -> dict:
     return {"N": n, "ingested": ingested, "compiled": compiled, "cold": cold, "noop": noop}
 
 
+def table(runs: list[list[dict]]) -> list[str]:
+    """Each scenario's seconds over the runs (min / median / max), the median's ratio to the median cold build of
+    its corpus, and the last run's stages and store counts (the same in every run unless a column says otherwise)."""
+    lines = ["| N | scenario | min s | median s | max s | ratio to cold | stages run | action hits | action misses "
+             "| misses by stage | texts tokenised |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    medians = {(r["N"], r["scenario"]): statistics.median(run[i]["seconds"] for run in runs)
+               for i, r in enumerate(runs[-1])}
+    for i, r in enumerate(runs[-1]):
+        seconds = [run[i]["seconds"] for run in runs]
+        counts = {c: sorted({str(run[i][c]) for run in runs}) for c in ("stages", "hits", "misses", "tokens counted")}
+        shown = {c: " / ".join(v) for c, v in counts.items()}   # differing runs show every value
+        lines.append(f"| {r['N']} | {r['scenario']} | {min(seconds):.2f} | {statistics.median(seconds):.2f} | "
+                     f"{max(seconds):.2f} | {medians[r['N'], r['scenario']] / medians[r['N'], 'cold build']:.3f} | "
+                     f"{shown['stages']} | {shown['hits']} | {shown['misses']} | {r['misses by stage']} | "
+                     f"{shown['tokens counted']} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100, 500],
+                        help="generated corpus sizes (none: the bundled corpus alone, no twin or no-op-at-scale runs)")
     parser.add_argument("--noop-size", type=int, default=10000)
     parser.add_argument("--bundled", action="store_true", help="also the bundled corpus (first)")
+    parser.add_argument("--runs", type=int, default=1, help="every corpus's scenarios this many times, each run in "
+                                                             "a fresh copy (default 1)")
     parser.add_argument("--out", type=Path, default=None, help="also write the tables (markdown) here")
     args = parser.parse_args()
+    if not args.bundled and not args.sizes:
+        parser.error("nothing to measure: give --bundled or --sizes")
     work = Path(tempfile.mkdtemp(prefix="cass-bench-"))
     ENV["CASS_CACHE"] = str(work / "cache")
     qwen.build(work / "cache" / "tokenizers")   # once per machine in real use: not part of any timing
-    lines = [f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; date {date.today()}", ""]
+    lines = [f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; date {date.today()}; "
+             f"{args.runs} run(s)", ""]
 
-    rows, hashes = [], {}
-    if args.bundled:
-        rows += scenarios(work, None)[0]
-    for n in args.sizes:
-        size_rows, hashes[n] = scenarios(work, n)
-        rows += size_rows
-    lines += ["| N | scenario | seconds | ratio to cold | stages run | action hits | action misses | misses by stage "
-              "| texts tokenised |", "|---:|---|---:|---:|---:|---:|---:|---|---:|"]
-    cold = {r["N"]: r["seconds"] for r in rows if r["scenario"] == "cold build"}
-    for r in rows:
-        lines.append(f"| {r['N']} | {r['scenario']} | {r['seconds']:.2f} | {r['seconds'] / cold[r['N']]:.3f} | "
-                     f"{r['stages']} | {r['hits']} | {r['misses']} | {r['misses by stage']} | {r['tokens counted']} |")
+    runs, hashes = [], {}
+    for index in range(args.runs):
+        rows, run_dir = [], work / f"run{index + 1}"
+        if args.bundled:
+            rows += scenarios(run_dir, None)[0]
+        for n in args.sizes:
+            size_rows, hashes[n] = scenarios(run_dir, n)
+            rows += size_rows
+        runs.append(rows)
+    lines += table(runs)
 
-    changed = next(r for r in rows if r["scenario"] == "one source changed")
-    before_first = changed["seconds"] - sum(changed["by stage"].values())
-    lines += ["", f"Where the {changed['seconds']:.2f} s of N={changed['N']}'s one changed source go: each stage "
-              "from its \"Running stage\" line to the next (its command and DVC's work on it), longest first; "
-              f"before the first: {before_first:.2f} s (DVC starting, checking the stages it skips).", "",
+    changed = [next(r for r in rows if r["scenario"] == "one source changed") for rows in runs]
+    stages = {stage: statistics.median(c["by stage"].get(stage, 0.0) for c in changed)
+              for stage in changed[-1]["by stage"]}
+    before_first = statistics.median(c["seconds"] - sum(c["by stage"].values()) for c in changed)
+    lines += ["", f"Where N={changed[-1]['N']}'s one changed source goes (median over the runs): each stage from its "
+              "\"Running stage\" line to the next (its command and DVC's work on it), longest first; before the "
+              f"first: {before_first:.2f} s (DVC starting, checking the stages it skips).", "",
               "| stage | seconds |", "|---|---:|",
-              *(f"| {stage} | {sec:.2f} |" for stage, sec in sorted(changed["by stage"].items(), key=lambda x: -x[1]))]
+              *(f"| {stage} | {sec:.2f} |" for stage, sec in sorted(stages.items(), key=lambda x: -x[1]))]
 
-    n0 = args.sizes[0]
-    twin = make_project(work / "twin" / "elsewhere", n0)
-    sh(["dvc", "repro"], twin)
-    same = parquet_hashes(twin) == hashes[n0]
-    lines += ["", f"Two cold builds of N={n0} in two directories: {len(hashes[n0])} Parquet files, "
-                  f"sha256 {'identical' if same else 'DIFFERENT'}."]
+    if args.sizes:
+        n0 = args.sizes[0]
+        twin = make_project(work / "twin" / "elsewhere", n0)
+        sh(["dvc", "repro"], twin)
+        same = parquet_hashes(twin) == hashes[n0]
+        lines += ["", f"Two cold builds of N={n0} in two directories: {len(hashes[n0])} Parquet files, "
+                      f"sha256 {'identical' if same else 'DIFFERENT'}."]
 
-    noop = noop_at(work, args.noop_size)
-    small = next(r for r in rows if r["N"] == n0 and r["scenario"] == "no-op dvc repro")
-    lines += ["", "| N ingested | compiled | cold build s | no-op dvc repro s | no-op per 1k files vs N="
-              f"{n0} |", "|---:|---:|---:|---:|---:|",
-              f"| {n0} | {n0} | {cold[n0]:.1f} | {small['seconds']:.2f} | 1.00 |",
-              f"| {noop['ingested']} | {noop['compiled']} | {noop['cold']:.1f} | {noop['noop']:.2f} | "
-              f"{(noop['noop'] / noop['ingested']) / (small['seconds'] / n0):.2f} |"]
+        noop = noop_at(work, args.noop_size)
+        small = next(r for r in runs[-1] if r["N"] == n0 and r["scenario"] == "no-op dvc repro")
+        cold = next(r for r in runs[-1] if r["N"] == n0 and r["scenario"] == "cold build")
+        lines += ["", "| N ingested | compiled | cold build s | no-op dvc repro s | no-op per 1k files vs N="
+                  f"{n0} |", "|---:|---:|---:|---:|---:|",
+                  f"| {n0} | {n0} | {cold['seconds']:.1f} | {small['seconds']:.2f} | 1.00 |",
+                  f"| {noop['ingested']} | {noop['compiled']} | {noop['cold']:.1f} | {noop['noop']:.2f} | "
+                  f"{(noop['noop'] / noop['ingested']) / (small['seconds'] / n0):.2f} |"]
 
-    items, rate = lookup_throughput(work / f"n{args.sizes[-1]}")
-    lines += ["", f"Store lookups (action-key computation + verified hit), {items} lookups: {rate:,.0f} items/s"]
+        items, rate = lookup_throughput(work / f"run{args.runs}" / f"n{args.sizes[-1]}")
+        lines += ["", f"Store lookups (action-key computation + verified hit), {items} lookups: {rate:,.0f} items/s"]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
