@@ -17,6 +17,7 @@ starts kernels in the notebook's folder) or headless through ``python -m stages.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import os
@@ -104,11 +105,46 @@ def table_patterns(config: str, export_dir: str | None = None) -> list[str]:
     return [f"{base}/{config}/*.parquet", f"{base}/data/{config}/*.parquet"]
 
 
+READS_VARIABLE = "CASS_NOTEBOOK_READS"
+"""Set by ``stages.analyze`` to the running notebook's ``READS`` (JSON): the tables' columns and the stage metrics it
+declares. The stage keeps each notebook's results under the bytes of exactly those, so the notebook sees nothing
+else (:func:`scan_table`; the metrics folder it is given holds only the declared files)."""
+
+
+def notebook_reads() -> dict[str, list[str]] | None:
+    """The running notebook's declared reads (``$CASS_NOTEBOOK_READS``); None outside the stage (Jupyter): all."""
+    value = os.environ.get(READS_VARIABLE)
+    return None if value is None else json.loads(value)
+
+
+def readable_columns(config: str, names: Sequence[str], reads: dict[str, list[str]] | None) -> list[str]:
+    """The columns of table ``config`` (``names``, in table order) that a notebook declaring ``reads`` sees: all
+    where ``reads`` is None, else those its glob patterns for the table match."""
+    if reads is None:
+        return list(names)
+    if config not in reads:
+        raise PermissionError(f"the notebook reads table {config!r}, which its READS does not name: add it there "
+                              "(stages.analyze keeps a notebook's results under what READS names)")
+    return [name for name in names if any(fnmatch.fnmatchcase(name, p) for p in reads[config])]
+
+
+def table_files(config: str, export_dir: str) -> list[str]:
+    """The Parquet files of the first local layout that has any for ``config`` (sorted), or none."""
+    for pattern in table_patterns(config, export_dir):
+        directory, glob = pattern.rsplit("/", 1)
+        if found := sorted(str(p) for p in Path(directory).glob(glob)):
+            return found
+    return []
+
+
 def scan_table(config: str, export_dir: str | None = None, required: bool = True) -> pl.LazyFrame | None:
     """A lazy scan of the first layout that has Parquet files for ``config``; ``None`` when none has and not required.
+    Under ``stages.analyze`` only the columns the notebook's ``READS`` names (:func:`readable_columns`).
 
     Local layouts are checked with a glob; remote ones (``hf://...``) by asking Polars for the schema.
     """
+    reads = notebook_reads()
+    readable_columns(config, [], reads)   # a table the notebook does not declare is an error, found or not
     tried = table_patterns(config, export_dir)
     for pattern in tried:
         if not _is_url(pattern):
@@ -117,10 +153,11 @@ def scan_table(config: str, export_dir: str | None = None, required: bool = True
                 continue
         try:
             frame = pl.scan_parquet(pattern)
-            frame.collect_schema()
+            names = frame.collect_schema().names()
         except (pl.exceptions.ComputeError, FileNotFoundError, OSError):
             continue
-        return frame
+        visible = readable_columns(config, names, reads)
+        return frame if visible == names else frame.select(visible)
     if required:
         raise FileNotFoundError(f"no Parquet files for table {config!r}; tried: {', '.join(tried)}")
     return None

@@ -39,25 +39,12 @@ import fsspec
 import matplotlib.pyplot as plt
 import polars as pl
 
-STAGES = [
-    "synthesize",
-    "fetch_stack",
-    "fetch_debian",
-    "clone_repos",
-    "ingest",
-    "filter",
-    "dedup",
-    "hipify",
-    "repair",
-    "compile_nvidia",
-    "compile_amd",
-    "pair",
-    "execute",
-    "normalize",
-    "kernels",
-    "tokens",
-    "instruct",
-]
+# what this notebook reads: the analyze stage shows it nothing else and keeps its results under these bytes
+READS = {"pairs": ["domain", "origin"], "kernels": ["domain"],
+         "metrics": ["synthesize", "fetch_stack", "fetch_debian", "clone_repos", "ingest", "filter", "dedup", "hipify",
+                     "repair", "compile_nvidia", "compile_amd", "pair", "execute", "normalize", "kernels", "tokens",
+                     "instruct"]}
+STAGES = READS["metrics"]
 UNITS = {"synthesize": "drawn prompts", "kernels": "kernel pairs", "tokens": "file + kernel rows",
          "instruct": "training examples"}
 

@@ -41,6 +41,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
+# what this notebook reads: the analyze stage shows it nothing else and keeps its results under these bytes
+READS = {"pairs": ["sample_id", "origin", "cuda_source", "hip_source", "cuda_source_lines", "hip_source_lines",
+                   "cuda_host_asm", "hip_host_asm", "cuda_host_asm_lines", "hip_host_asm_lines", "cuda_device_sass_*",
+                   "hip_device_asm_*"]}
+
 # %%
 pairs = cn.scan_table("pairs")
 columns = pairs.collect_schema().names()

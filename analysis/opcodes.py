@@ -56,6 +56,9 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.manifold import TSNE
 from sklearn.metrics import silhouette_score
 
+# what this notebook reads: the analyze stage shows it nothing else and keeps its results under these bytes
+READS = {"pairs": ["sample_id", "origin", "cuda_device_sass_*", "hip_device_asm_*"]}
+
 TOP_N = 20
 
 # %% [markdown]

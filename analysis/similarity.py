@@ -47,6 +47,12 @@ import polars as pl
 from blake3 import blake3
 from sacrebleu.metrics import CHRF
 
+# what this notebook reads: the analyze stage shows it nothing else and keeps its results under these bytes
+READS = {"pairs": ["sample_id", "origin", "cuda_source", "hip_source", "cuda_host_asm", "hip_host_asm",
+                   "cuda_device_sass_*", "hip_device_asm_*"],
+         "kernels": ["kernel_id", "origin", "cuda_kernel_source", "hip_kernel_source", "cuda_kernel_sass_*",
+                     "hip_kernel_asm_*"]}
+
 # %%
 chrf = CHRF()
 chrf.sentence_score("a", ["a"])   # sets the number of references, which the signature in the metrics names

@@ -36,6 +36,9 @@ FIGURES = [
     "pipeline_funnel",
 ]
 NOTEBOOKS = ["composition", "lengths", "opcodes", "similarity"]
+SOURCE_READERS_OUTPUTS = {"lengths", "lengths_by_backend", "source_vs_asm_lines", "source_vs_asm", "similarity",
+                          "chrf_cuda_vs_hip", "chrf_by_kind", "chrf_per_sample", "metrics"}
+"""The outputs of the two notebooks that read sources (executed notebooks, figures, tables), and the merged metrics."""
 # CSV -> the columns dvc.yaml's `plots:` entries name (x / y fields)
 PLOT_TABLES = {
     "lengths_by_backend": {"backend", "origin", "median_lines", "mean_lines"},
@@ -72,7 +75,9 @@ def outputs(tmp_path_factory: pytest.TempPathFactory, inputs: tuple[str, str]) -
     return out
 
 
-def run_analyze(export_dir: str, metrics_dir: str, out: Path) -> subprocess.CompletedProcess:
+def run_analyze(export_dir: str, metrics_dir: str, out: Path, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """The stage on those inputs, its outputs under ``out``; ``cwd``'s params.yaml names the store it keeps
+    results in."""
     env = {
         **os.environ,
         "CASS_EXPORT_DIR": export_dir,
@@ -82,7 +87,7 @@ def run_analyze(export_dir: str, metrics_dir: str, out: Path) -> subprocess.Comp
         "CASS_ANALYSIS_METRICS": str(out / "metrics.json"),
         "CASS_EXECUTED_DIR": str(out / "executed"),
     }
-    return subprocess.run([sys.executable, "-m", "stages.analyze"], cwd=REPO, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "stages.analyze"], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
 
 
@@ -100,6 +105,75 @@ def test_an_empty_export_skips_what_it_cannot_draw_and_still_draws_the_funnel(in
     sections = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert sections["lengths"] == sections["opcodes"] == {"skipped": f"the 'pairs' table under {empty} has no rows"}
     assert sections["composition"]["funnel"] and (tmp_path / "out" / "figures" / "pipeline_funnel.png").is_file()
+
+
+def test_a_notebook_runs_again_only_when_what_it_reads_changed(inputs, tmp_path) -> None:
+    """The stage keeps each notebook's outputs in the store under the bytes its READS names: a second run runs
+    nothing and writes the same bytes; a changed CUDA source reruns the two notebooks that read sources (lengths,
+    similarity), not opcodes (device assembly) or composition (domains, stage metrics), and what it writes is what a
+    run of all four in an empty store writes."""
+    if "://" in inputs[0]:
+        pytest.skip("needs a local export")
+    export = tmp_path / "export"
+    for table in ("pairs", "kernels"):
+        (export / table).mkdir(parents=True)
+        for part in sorted(Path(inputs[0], table).glob("*.parquet")):
+            (export / table / part.name).write_bytes(part.read_bytes())
+    project = tmp_path / "project"   # its params.yaml names the store: .cass/store under it
+    project.mkdir()
+    (project / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
+
+    def analyze(name: str, where: Path = project) -> tuple[str, dict[str, bytes]]:
+        proc = run_analyze(str(export), inputs[1], tmp_path / name, cwd=where)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        files = {str(p.relative_to(tmp_path / name)): p.read_bytes() for p in (tmp_path / name).rglob("*")
+                 if p.is_file()}
+        return proc.stdout, files
+
+    said, first = analyze("first")
+    assert "4 notebooks (4 run, 0 kept from the store)" in said
+    said, again = analyze("again")
+    assert "(0 run, 4 kept from the store)" in said and again == first
+    pairs = sorted((export / "pairs").glob("*.parquet"))[0]
+    table = pl.read_parquet(pairs)
+    changed = table["cuda_source"].to_list()
+    changed[0] += "\n// a comment added by a contributor\n"
+    table.with_columns(pl.Series("cuda_source", changed)).write_parquet(pairs)
+    said, after = analyze("after")
+    assert "(2 run, 2 kept from the store)" in said
+    rerun = {name for name in first if first[name] != after[name]}
+    assert rerun and all(name.split("/")[-1].split(".")[0] in SOURCE_READERS_OUTPUTS for name in rerun), rerun
+    fresh = tmp_path / "fresh"   # another store: every notebook runs
+    fresh.mkdir()
+    (fresh / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
+    said, alone = analyze("alone", fresh)
+    assert "(4 run, 0 kept from the store)" in said and alone == after
+
+
+def test_a_notebook_sees_only_the_columns_and_tables_it_declares(monkeypatch, inputs) -> None:
+    common = _common()
+    if "://" in inputs[0]:
+        pytest.skip("needs a local export")
+    monkeypatch.setenv(common.READS_VARIABLE, json.dumps({"pairs": ["sample_id", "hip_device_asm_*"]}))
+    names = common.scan_table("pairs", export_dir=inputs[0]).collect_schema().names()
+    assert names[0] == "sample_id" and len(names) > 1
+    assert all(n == "sample_id" or n.startswith("hip_device_asm_") for n in names), names
+    with pytest.raises(PermissionError, match="'kernels', which its READS does not name"):
+        common.scan_table("kernels", export_dir=inputs[0], required=False)
+    monkeypatch.delenv(common.READS_VARIABLE)   # outside the stage (Jupyter): every column
+    assert "cuda_source" in common.scan_table("pairs", export_dir=inputs[0]).collect_schema().names()
+
+
+def test_a_notebook_without_reads_is_refused_by_name(tmp_path: Path) -> None:
+    from cass.report.notebooks import AnalysisError, declared_reads
+
+    notebook = tmp_path / "undeclared.py"
+    notebook.write_text("# %%\nimport polars as pl\n")
+    with pytest.raises(AnalysisError, match=r"undeclared\.py: no READS"):
+        declared_reads(notebook)
+    notebook.write_text("# %%\nCOLUMNS = ['a']\nREADS = {'pairs': COLUMNS}\n")
+    with pytest.raises(AnalysisError, match=r"undeclared\.py: READS is not a literal"):
+        declared_reads(notebook)
 
 
 @pytest.fixture(scope="module")
@@ -299,7 +373,7 @@ def test_notebooks_on_one_worker_share_its_kernel_yet_each_starts_fresh(tmp_path
     monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
     probe = (
         "# %%\nimport os\nfrom pathlib import Path\nimport matplotlib\n"
-        "own = Path(os.environ['CASS_ANALYSIS_METRICS']).stem\n"
+        "own = Path(os.environ['CASS_ANALYSIS_METRICS']).parent.name\n"
         "Path(os.environ['PROBE_DIR'], own + '.pid').write_text(str(os.getpid()))\n"
         "print(own, 'leaked' in dir(), matplotlib.rcParams['lines.linewidth'])\n"
         "leaked = True\nmatplotlib.rcParams['lines.linewidth'] = 7\n"
@@ -319,6 +393,7 @@ def test_notebooks_on_one_worker_share_its_kernel_yet_each_starts_fresh(tmp_path
     # each saw its own environment, a clean namespace, matplotlib's defaults, and counts from 1: its executed
     # notebook is the same as on a kernel of its own
     alone = tmp_path / "alone"
-    execute_notebook(notebooks / "b.py", alone, env | {"CASS_ANALYSIS_METRICS": str(tmp_path / "b.json")}, 60)
+    execute_notebook(notebooks / "b.py", alone, env | {"CASS_ANALYSIS_METRICS": str(tmp_path / "b" / "metrics.json")},
+                     60)
     assert (tmp_path / "executed" / "b.ipynb").read_bytes() == (alone / "b.ipynb").read_bytes()
     assert "b False 1.5" in (alone / "b.ipynb").read_text()

@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
+import importlib.util
+import io
 import json
 import os
 import platform
 import queue
+import shutil
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
 import jupytext
 import nbformat
+import polars as pl
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+from cass.engine.cached import CachedMap
 from cass.pipeline.metrics import write_json
+from store import ActionRecord, Store, digest_bytes
 from store.machine_cache import machine_cache
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,17 +262,130 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
     return out
 
 
+NOTEBOOK_SCHEME = 1
+"""Enters every key of a kept notebook result: bump it when what :class:`NotebookMemo` keeps changes meaning."""
+
+KEY_VARIABLES = ("CASS_ANALYSIS_MAX_SAMPLES", "PYTHONHASHSEED", "MPLBACKEND", *THREAD_VARIABLES, "OPENBLAS_CORETYPE",
+                 "NPY_DISABLE_CPU_FEATURES")
+"""The kernel's environment variables that can change a notebook's results (its paths cannot: an executed notebook
+shows them relative to the repository)."""
+
+
+def declared_reads(path: Path) -> dict[str, list[str]]:
+    """A notebook's ``READS``: a literal dict at its top level, table -> column glob patterns, and ``metrics`` ->
+    the stages whose metrics it reads."""
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "READS" for t in node.targets):
+            try:
+                reads = ast.literal_eval(node.value)
+            except ValueError as error:
+                raise AnalysisError(f"notebook {path.name}: READS is not a literal ({error})") from error
+            if isinstance(reads, dict) and all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                               for v in reads.values()):
+                return reads
+            raise AnalysisError(f"notebook {path.name}: READS must map names to lists of strings, not {reads!r}")
+    raise AnalysisError(f"notebook {path.name}: no READS = {{...}} at its top level (the tables' columns and the "
+                        "stage metrics it reads): the analyze stage keeps results only under what a notebook reads")
+
+
+def load_common(directory: Path = NOTEBOOK_DIR) -> ModuleType:
+    """The notebooks' helper module ``_common.py``, loaded here for what the stage shares with it (the tables'
+    layouts and which columns a notebook's ``READS`` lets it see)."""
+    spec = importlib.util.spec_from_file_location("cass_analysis_common", directory / "_common.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+class NotebookMemo:
+    """Each notebook's results (its executed notebook, figures, tables and metrics section) kept in the store as one
+    action, keyed by all a run of it can depend on: its text and ``_common.py``, the installed packages, Python, the
+    machine's architecture, the kernel's :data:`KEY_VARIABLES`, the export folder as the notebooks show it (relative
+    to the repository when inside it), and the bytes of the columns and the stage metrics its ``READS`` names. The
+    notebook runs seeing only those (:meth:`view`), so a kept result is the one a run would give; a notebook whose
+    inputs changed runs again. Only for a local export and metrics folder."""
+
+    def __init__(self, store: Store, env: dict[str, str], directory: Path = NOTEBOOK_DIR):
+        self.cache = CachedMap(store)
+        self.store = store
+        self.export_dir = env["CASS_EXPORT_DIR"]
+        self.metrics_dir = Path(env["CASS_METRICS_DIR"])
+        self.common = load_common(directory)
+        packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+        self.base = {"action": "analysis-notebook", "scheme": NOTEBOOK_SCHEME, "python": sys.version,
+                     "machine": platform.machine(), "packages": digest_bytes("\n".join(packages).encode()),
+                     "common": digest_bytes((directory / "_common.py").read_bytes()),
+                     "env": {name: env.get(name) for name in KEY_VARIABLES},
+                     "export": self.common.shown_path(self.export_dir)}   # as the notebooks print it
+
+    @staticmethod
+    def usable(env: dict[str, str]) -> bool:
+        """Whether the export and the stage metrics are local (a remote one is read by the notebooks alone)."""
+        return not any("://" in env[name] for name in ("CASS_EXPORT_DIR", "CASS_METRICS_DIR"))
+
+    def _table(self, config: str, reads: dict[str, list[str]]) -> str | None:
+        """Digest of the columns of ``config`` the notebook sees (Arrow IPC bytes), None where there is no table."""
+        files = self.common.table_files(config, self.export_dir)
+        if not files:
+            return None
+        frame = pl.scan_parquet(files)
+        visible = self.common.readable_columns(config, frame.collect_schema().names(), reads)
+        buffer = io.BytesIO()
+        frame.select(visible).collect().write_ipc(buffer, compression="uncompressed")
+        return digest_bytes(buffer.getvalue())
+
+    def _metrics(self, reads: dict[str, list[str]]) -> dict[str, Path]:
+        return {stage: path for stage in reads.get("metrics", [])
+                if (path := self.metrics_dir / f"{stage}.json").is_file()}
+
+    def key(self, path: Path, reads: dict[str, list[str]]) -> str:
+        tables = {config: self._table(config, reads) for config in sorted(reads) if config != "metrics"}
+        metrics = {stage: digest_bytes(p.read_bytes()) for stage, p in self._metrics(reads).items()}
+        return Store.action_key({**self.base, "notebook": digest_bytes(path.read_bytes()), "reads": reads,
+                                 "tables": tables, "metrics": metrics})
+
+    def view(self, reads: dict[str, list[str]], scratch: Path) -> dict[str, str]:
+        """The environment that shows a notebook only what ``reads`` names: the tables' columns through ``_common``,
+        and a metrics folder in ``scratch`` holding copies of the declared stages' metrics alone."""
+        folder = scratch / "metrics_in"
+        folder.mkdir(parents=True, exist_ok=True)
+        for stage, path in self._metrics(reads).items():
+            shutil.copyfile(path, folder / f"{stage}.json")
+        return {self.common.READS_VARIABLE: json.dumps(reads), "CASS_METRICS_DIR": str(folder)}
+
+    def outputs(self, record: ActionRecord) -> dict[str, bytes]:
+        return {name: self.store.get(digest) for name, digest in record.outputs.items()}
+
+
+def notebook_outputs(path: Path, executed_dir: Path, scratch: Path) -> dict[str, bytes]:
+    """What a notebook run wrote, by name: ``executed.ipynb``, ``figures/<file>``, ``plots/<file>`` and its metrics
+    section (``metrics.json``, where it wrote one)."""
+    found = {"executed.ipynb": (executed_dir / f"{path.stem}.ipynb").read_bytes()}
+    for kind in ("figures", "plots"):
+        if (scratch / kind).is_dir():
+            found.update((f"{kind}/{p.name}", p.read_bytes()) for p in sorted((scratch / kind).iterdir()))
+    if (scratch / "metrics.json").is_file():
+        found["metrics.json"] = (scratch / "metrics.json").read_bytes()
+    return found
+
+
 def longest_first(paths: list[Path], durations: dict[str, float]) -> list[Path]:
     """``paths`` by their last run's seconds, longest first (unknown ones first, then by name): with
     several notebooks per worker, the longest one no longer starts last."""
     return sorted(paths, key=lambda p: (-durations.get(p.name, float("inf")), p.name))
 
 
-def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: int) -> dict:
+def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: int,
+                  memo: NotebookMemo | None = None) -> dict:
     """Execute ``paths`` on ``jobs`` workers, each with one :class:`NotebookKernel`, longest first by the
-    durations kept in ``CASS_CACHE``, each notebook with its own metrics file; return their merged sections.
+    durations kept in ``CASS_CACHE``, each notebook writing its figures, tables and metrics section to a folder of
+    its own; then put every notebook's outputs in place (``env``'s figures and plots folders, the executed
+    notebooks' folder) and return their merged sections. With ``memo``, a notebook whose inputs are unchanged is not
+    run: its kept outputs are put in place, and every notebook run is kept.
 
-    Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run."""
+    Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run and the
+    others' outputs are in place."""
     executed_dir = Path(env["CASS_EXECUTED_DIR"])
     durations_file = machine_cache("analysis") / "notebook_seconds.json"
     try:
@@ -272,14 +394,22 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         durations = {}
     if not isinstance(durations, dict):
         durations = {}
+    reads = {path: declared_reads(path) for path in paths} if memo else {}
+    keys = {path: memo.key(path, reads[path]) for path in paths} if memo else {}
+    kept = {path: record for path in paths if memo and (record := memo.cache.lookup(keys[path])) is not None}
     todo: queue.SimpleQueue[Path] = queue.SimpleQueue()
-    for path in longest_first(paths, durations):
+    for path in longest_first([p for p in paths if p not in kept], durations):
         todo.put(path)
     errors: dict[Path, AnalysisError] = {}
-    with tempfile.TemporaryDirectory(prefix="cass-analysis-") as sections:
+    with tempfile.TemporaryDirectory(prefix="cass-analysis-") as scratch_dir:
+        scratch = {path: Path(scratch_dir) / path.stem for path in paths}
+
         def run(path: Path, kernel: NotebookKernel) -> None:
             start = time.monotonic()
-            own = env | {"CASS_ANALYSIS_METRICS": str(Path(sections) / f"{path.stem}.json")}
+            own = env | {"CASS_ANALYSIS_METRICS": str(scratch[path] / "metrics.json"),
+                         "CASS_FIGURES_DIR": str(scratch[path] / "figures"),
+                         "CASS_PLOTS_DIR": str(scratch[path] / "plots"),
+                         **(memo.view(reads[path], scratch[path]) if memo else {})}
             try:
                 execute_notebook(path, executed_dir, own, timeout, kernel)
             except NotebookSkipped:   # its metrics section says so
@@ -300,7 +430,7 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
             finally:
                 kernel.close()
 
-        workers = max(1, min(jobs, len(paths)))
+        workers = max(1, min(jobs, len(paths) - len(kept)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for future in [pool.submit(worker) for _ in range(workers)]:
                 future.result()
@@ -308,13 +438,37 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
             write_json(durations_file, durations)
         except OSError as error:   # only an ordering hint: a read-only or full cache is no failure
             print(f"analyze: notebook durations not kept ({error})", file=sys.stderr)
+        outputs = {}
         for path in paths:
-            if path in errors:
-                raise errors[path]
-        merged: dict = {}
-        for path in paths:
-            section_file = Path(sections) / f"{path.stem}.json"
-            if section_file.exists():
-                merged.update(json.loads(section_file.read_text()))
+            if path in kept:
+                outputs[path] = memo.outputs(kept[path])
+            elif path not in errors:
+                outputs[path] = notebook_outputs(path, executed_dir, scratch[path])
+                if memo:
+                    memo.cache.record(keys[path], outputs[path], stderr=None)
+        merged = place_outputs(outputs, env)
+    for path in paths:
+        if path in errors:
+            raise errors[path]
     return merged
 
+
+def place_outputs(outputs: dict[Path, dict[str, bytes]], env: dict[str, str]) -> dict:
+    """Write each notebook's outputs (:func:`notebook_outputs`) to the folders ``env`` names; return the merged
+    metrics sections. Two notebooks writing one file name is an error naming both."""
+    folders = {"figures": Path(env["CASS_FIGURES_DIR"]), "plots": Path(env["CASS_PLOTS_DIR"])}
+    writers: dict[Path, Path] = {}
+    merged: dict = {}
+    for path, found in outputs.items():
+        for name, data in found.items():
+            if name == "metrics.json":
+                merged.update(json.loads(data))
+                continue
+            kind, _, file = name.partition("/")
+            target = Path(env["CASS_EXECUTED_DIR"]) / f"{path.stem}.ipynb" if name == "executed.ipynb" \
+                else folders[kind] / file
+            if (other := writers.setdefault(target, path)) != path:
+                raise AnalysisError(f"notebooks {other.name} and {path.name} both write {target.name}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return merged

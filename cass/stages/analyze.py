@@ -20,6 +20,11 @@ the stage: the message names the notebook, the cell and the error, and the partl
 for inspection. A notebook whose table has no rows (an empty export) stops with ``NothingToPlot`` instead: it is
 skipped, and its metrics section says why. The metrics file is started afresh unless ``--only`` is given.
 
+Each notebook declares what it reads (``READS``: the tables' columns, by glob, and the stages whose metrics it
+reads) and sees nothing else; its outputs are kept in the store (``store.dir``) under the bytes of those inputs, its
+code and its environment (:class:`cass.report.notebooks.NotebookMemo`), so a rerun runs only the notebooks whose
+inputs changed and puts the others' kept outputs in place (for a local export; a remote one runs every notebook).
+
 Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
 """
 
@@ -31,8 +36,16 @@ import os
 import sys
 from pathlib import Path
 
+from cass.pipeline.context import load_params, open_store
 from cass.pipeline.metrics import write_json
-from cass.report.notebooks import NOTEBOOK_DIR, AnalysisError, analysis_environment, notebooks, run_notebooks
+from cass.report.notebooks import (
+    NOTEBOOK_DIR,
+    AnalysisError,
+    NotebookMemo,
+    analysis_environment,
+    notebooks,
+    run_notebooks,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         paths = notebooks(only=args.only)
         if not paths:
             raise AnalysisError(f"no notebooks in {NOTEBOOK_DIR}")
-        sections = run_notebooks(paths, env, args.timeout, args.jobs)
+        memo = NotebookMemo(open_store(load_params()), env) if NotebookMemo.usable(env) else None
+        sections = run_notebooks(paths, env, args.timeout, args.jobs, memo)
     except AnalysisError as error:
         print(f"analyze: FAILED: {error}", file=sys.stderr)
         return 1
@@ -60,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(metrics_file, merged)
     skipped = "".join(f"; skipped {name}.py: {section['skipped']}" for name, section in sorted(sections.items())
                       if isinstance(section, dict) and "skipped" in section)
-    print(f"analyze: {len(paths)} notebooks run; figures in {env['CASS_FIGURES_DIR']}, tables in "
+    ran = f"{memo.cache.misses} run, {memo.cache.hits} kept from the store" if memo else f"{len(paths)} run"
+    print(f"analyze: {len(paths)} notebooks ({ran}); figures in {env['CASS_FIGURES_DIR']}, tables in "
           f"{env['CASS_PLOTS_DIR']}, metrics in {metrics_file}{skipped}")
     return 0
