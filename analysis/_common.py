@@ -13,6 +13,8 @@ starts kernels in the notebook's folder) or headless through ``python -m stages.
 | ``CASS_ANALYSIS_METRICS`` | ``analysis/metrics.json`` | numbers, one top-level key per notebook, merged |
 | ``CASS_ANALYSIS_MAX_SAMPLES`` | ``2000`` | cap on rows for the text-heavy analyses (chrF, opcodes, t-SNE); 0 = all |
 | ``CASS_CACHE`` | ``~/.cache/cass`` | per-row results kept between runs under ``analysis/`` (``memo_map``) |
+| ``CASS_NOTEBOOK_READS`` | (unset) | set by ``stages.analyze``: what the notebook may read (``READS``) |
+| ``CASS_METRICS_SHOWN`` | ``CASS_METRICS_DIR`` | the metrics folder as shown (the stage's copy is elsewhere) |
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def shown_path(value: str) -> str:
 
 EXPORT_DIR = env_path("CASS_EXPORT_DIR", "data/export")
 METRICS_DIR = env_path("CASS_METRICS_DIR", "metrics")
+METRICS_SHOWN = shown_path(os.environ.get("CASS_METRICS_SHOWN") or METRICS_DIR)
 FIGURES_DIR = Path(env_path("CASS_FIGURES_DIR", "analysis/figures"))
 PLOTS_DIR = Path(env_path("CASS_PLOTS_DIR", "analysis/plots"))
 ANALYSIS_METRICS = Path(env_path("CASS_ANALYSIS_METRICS", "analysis/metrics.json"))
@@ -117,14 +120,18 @@ def notebook_reads() -> dict[str, list[str]] | None:
     return None if value is None else json.loads(value)
 
 
+class UndeclaredRead(Exception):
+    """A notebook read a table its ``READS`` does not name."""
+
+
 def readable_columns(config: str, names: Sequence[str], reads: dict[str, list[str]] | None) -> list[str]:
     """The columns of table ``config`` (``names``, in table order) that a notebook declaring ``reads`` sees: all
     where ``reads`` is None, else those its glob patterns for the table match."""
     if reads is None:
         return list(names)
     if config not in reads:
-        raise PermissionError(f"the notebook reads table {config!r}, which its READS does not name: add it there "
-                              "(stages.analyze keeps a notebook's results under what READS names)")
+        raise UndeclaredRead(f"the notebook reads table {config!r}, which its READS does not name: add it there "
+                             "(stages.analyze keeps a notebook's results under what READS names)")
     return [name for name in names if any(fnmatch.fnmatchcase(name, p) for p in reads[config])]
 
 
@@ -141,18 +148,18 @@ def scan_table(config: str, export_dir: str | None = None, required: bool = True
     """A lazy scan of the first layout that has Parquet files for ``config``; ``None`` when none has and not required.
     Under ``stages.analyze`` only the columns the notebook's ``READS`` names (:func:`readable_columns`).
 
-    Local layouts are checked with a glob; remote ones (``hf://...``) by asking Polars for the schema.
+    Local layouts are found by :func:`table_files`; remote ones (``hf://...``) by asking Polars for the schema.
     """
     reads = notebook_reads()
     readable_columns(config, [], reads)   # a table the notebook does not declare is an error, found or not
     tried = table_patterns(config, export_dir)
-    for pattern in tried:
-        if not _is_url(pattern):
-            directory, glob = pattern.rsplit("/", 1)
-            if not any(Path(directory).glob(glob)):
-                continue
+    sources: list[str | list[str]] = list(tried)
+    if not _is_url(tried[0]):   # local: the very files stages.analyze keyed the notebook's results by
+        found = table_files(config, export_dir or EXPORT_DIR)
+        sources = [found] if found else []
+    for source in sources:
         try:
-            frame = pl.scan_parquet(pattern)
+            frame = pl.scan_parquet(source)
             names = frame.collect_schema().names()
         except (pl.exceptions.ComputeError, FileNotFoundError, OSError):
             continue

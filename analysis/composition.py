@@ -254,7 +254,7 @@ else:
     ax.text(
         0.5,
         0.5,
-        f"no stage metrics found in\n{cn.METRICS_DIR}",
+        f"no stage metrics found in\n{cn.METRICS_SHOWN}",
         ha="center",
         va="center",
         fontsize=12,

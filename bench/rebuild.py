@@ -7,8 +7,11 @@ the store's action hits/misses of every stage that runs tools (from the run repo
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
 store lookups (action-key computation plus hit) and checks that two cold builds in two directories
 give identical bytes, and prints where the first corpus's one-change rebuild spends its time, stage by
-stage. Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks'
-chrF scores) start empty in the run's work folder; the tokenizer is built there before any timing.
+stage. With ``--runs N`` every corpus's scenarios run N times, each run in fresh copies (min, median, max).
+Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks' chrF scores, the toolchains' file
+digests and version outputs) start empty in the benchmark's work folder, one for all its runs, as on one machine
+(the first cold build fills the toolchain memos, later runs find them); the tokenizer is built there before any
+timing.
 
     python bench/rebuild.py --sizes 100 500 [--noop-size 10000] [--bundled] [--runs 3] [--out FILE]
 """
@@ -208,6 +211,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.bundled and not args.sizes:
         parser.error("nothing to measure: give --bundled or --sizes")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     work = Path(tempfile.mkdtemp(prefix="cass-bench-"))
     ENV["CASS_CACHE"] = str(work / "cache")
     qwen.build(work / "cache" / "tokenizers")   # once per machine in real use: not part of any timing

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,12 +71,20 @@ def inputs(request: pytest.FixtureRequest) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory, inputs: tuple[str, str]) -> Path:
     out = tmp_path_factory.mktemp("analysis")
-    proc = run_analyze(*inputs, out)
+    proc = run_analyze(*inputs, out, store_project(out / "project"))
     assert proc.returncode == 0, f"stages.analyze failed:\n{proc.stdout}\n{proc.stderr}"
+    assert "4 notebooks (4 run, 0 kept from the store)" in proc.stdout
     return out
 
 
-def run_analyze(export_dir: str, metrics_dir: str, out: Path, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def store_project(path: Path) -> Path:
+    """A folder whose params.yaml (this checkout's) names an empty store under it, for the stage to run in."""
+    path.mkdir(parents=True)
+    (path / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
+    return path
+
+
+def run_analyze(export_dir: str, metrics_dir: str, out: Path, cwd: Path) -> subprocess.CompletedProcess:
     """The stage on those inputs, its outputs under ``out``; ``cwd``'s params.yaml names the store it keeps
     results in."""
     env = {
@@ -99,7 +108,7 @@ def test_an_empty_export_skips_what_it_cannot_draw_and_still_draws_the_funnel(in
         (empty / table).mkdir(parents=True)
         pl.read_parquet(sorted(Path(inputs[0], table).glob("*.parquet"))).head(0).write_parquet(
             empty / table / "train-00000-of-00001.parquet")
-    proc = run_analyze(str(empty), inputs[1], tmp_path / "out")
+    proc = run_analyze(str(empty), inputs[1], tmp_path / "out", store_project(tmp_path / "project"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "skipped lengths.py: the 'pairs' table" in proc.stdout
     sections = json.loads((tmp_path / "out" / "metrics.json").read_text())
@@ -111,20 +120,20 @@ def test_a_notebook_runs_again_only_when_what_it_reads_changed(inputs, tmp_path)
     """The stage keeps each notebook's outputs in the store under the bytes its READS names: a second run runs
     nothing and writes the same bytes; a changed CUDA source reruns the two notebooks that read sources (lengths,
     similarity), not opcodes (device assembly) or composition (domains, stage metrics), and what it writes is what a
-    run of all four in an empty store writes."""
-    if "://" in inputs[0]:
-        pytest.skip("needs a local export")
+    run of all four in an empty store writes; a changed stage metric reruns composition only if it declares it."""
+    if "://" in inputs[0] + inputs[1]:
+        pytest.skip("needs a local export and stage metrics")
+    metrics = tmp_path / "metrics"
+    shutil.copytree(inputs[1], metrics)
     export = tmp_path / "export"
     for table in ("pairs", "kernels"):
         (export / table).mkdir(parents=True)
         for part in sorted(Path(inputs[0], table).glob("*.parquet")):
             (export / table / part.name).write_bytes(part.read_bytes())
-    project = tmp_path / "project"   # its params.yaml names the store: .cass/store under it
-    project.mkdir()
-    (project / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
+    project = store_project(tmp_path / "project")
 
     def analyze(name: str, where: Path = project) -> tuple[str, dict[str, bytes]]:
-        proc = run_analyze(str(export), inputs[1], tmp_path / name, cwd=where)
+        proc = run_analyze(str(export), str(metrics), tmp_path / name, cwd=where)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         files = {str(p.relative_to(tmp_path / name)): p.read_bytes() for p in (tmp_path / name).rglob("*")
                  if p.is_file()}
@@ -143,11 +152,14 @@ def test_a_notebook_runs_again_only_when_what_it_reads_changed(inputs, tmp_path)
     assert "(2 run, 2 kept from the store)" in said
     rerun = {name for name in first if first[name] != after[name]}
     assert rerun and all(name.split("/")[-1].split(".")[0] in SOURCE_READERS_OUTPUTS for name in rerun), rerun
-    fresh = tmp_path / "fresh"   # another store: every notebook runs
-    fresh.mkdir()
-    (fresh / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
-    said, alone = analyze("alone", fresh)
+    said, alone = analyze("alone", store_project(tmp_path / "fresh"))   # another store: every notebook runs
     assert "(4 run, 0 kept from the store)" in said and alone == after
+    # stage metrics: a stage no notebook declares changes nothing; one composition declares reruns it alone
+    for stage, ran in (("evaluate", "(0 run, 4 kept from the store)"), ("tokens", "(1 run, 3 kept from the store)")):
+        numbers = json.loads((metrics / f"{stage}.json").read_text())
+        (metrics / f"{stage}.json").write_text(json.dumps(numbers | {"in": numbers.get("in", 0) + 1}))
+        said, _ = analyze(f"after_{stage}")
+        assert ran in said, (stage, said)
 
 
 def test_a_notebook_sees_only_the_columns_and_tables_it_declares(monkeypatch, inputs) -> None:
@@ -158,7 +170,7 @@ def test_a_notebook_sees_only_the_columns_and_tables_it_declares(monkeypatch, in
     names = common.scan_table("pairs", export_dir=inputs[0]).collect_schema().names()
     assert names[0] == "sample_id" and len(names) > 1
     assert all(n == "sample_id" or n.startswith("hip_device_asm_") for n in names), names
-    with pytest.raises(PermissionError, match="'kernels', which its READS does not name"):
+    with pytest.raises(common.UndeclaredRead, match="'kernels', which its READS does not name"):
         common.scan_table("kernels", export_dir=inputs[0], required=False)
     monkeypatch.delenv(common.READS_VARIABLE)   # outside the stage (Jupyter): every column
     assert "cuda_source" in common.scan_table("pairs", export_dir=inputs[0]).collect_schema().names()

@@ -157,8 +157,15 @@ def _files(top: Path) -> list[tuple[str, str]]:
     in digest order."""
     if top.is_file():
         return [("", str(top))]
-    return sorted(((rel + e.name, e.path) for rel, entries in _walk(os.fspath(top)) for e in entries if e.is_file()),
+    return sorted(((rel + e.name, e.path) for rel, entries in _walk(os.fspath(top)) for e in entries if _is_file(e)),
                   key=lambda f: f[0].split("/"))
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:   # a symbolic link loop, a file it may not look at: as os.path.isfile, not a file
+        return False
 
 
 DIGEST_SCHEME = 1
@@ -208,10 +215,10 @@ class MachineMemo:
     def get(self, key: str) -> str | None:
         return self._load().get(key)
 
-    def put(self, key: str, digest: str) -> None:
+    def put(self, key: str, value: str) -> None:
         entries = self._load()
         entries.pop(key, None)
-        entries[key] = digest
+        entries[key] = value
         kept = dict(list(entries.items())[-self.LIMIT:])
         try:   # a read-only or full cache: the digest is still right, only not kept
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -386,8 +393,8 @@ class Toolchain(ABC):
 
     def version(self, tool: str) -> str:
         """The tool's own version text (its version output, one line, noise removed), run once per state of its
-        installation: a version the command printed with exit 0 is kept in this machine's cache under the tool's
-        :meth:`identity` and the command line and environment it ran with, and answered from there while those
+        installation: the output of a version command that exited 0 is kept in this machine's cache under the
+        tool's :meth:`identity` and the command line and environment it ran with, and read from there while those
         hold (each tool stage asks again; the command costs a process, hipcc's several)."""
         if tool not in self._versions:
             argv = self.launcher.argv(tool, tuple(self.version_command(tool)), Path("/"))
@@ -395,13 +402,15 @@ class Toolchain(ABC):
             memo = MachineMemo(machine_cache("toolchains") / "versions.json")
             key = blake3.blake3(json.dumps([VERSION_SCHEME, argv, sorted(env.items()), self.identity(tool)]).encode()
                                 ).hexdigest()
-            if (known := memo.get(key)) is None:
+            if (kept := memo.get(key)) is not None:
+                output, code = kept, 0
+            else:
                 proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
-                lines = [ln for ln in self.clean_version(proc.stdout or proc.stderr).splitlines() if ln.strip()]
-                known = " | ".join(lines) if lines else f"(exit {proc.returncode})"
-                if proc.returncode == 0:
-                    memo.put(key, known)
-            self._versions[tool] = known
+                output, code = proc.stdout or proc.stderr, proc.returncode
+                if code == 0:
+                    memo.put(key, output)
+            lines = [ln for ln in self.clean_version(output).splitlines() if ln.strip()]
+            self._versions[tool] = " | ".join(lines) if lines else f"(exit {code})"
         return self._versions[tool]
 
     def identity(self, tool: str) -> str:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
+import blake3
 import jupytext
 import nbformat
 import polars as pl
@@ -265,17 +266,21 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
 NOTEBOOK_SCHEME = 1
 """Enters every key of a kept notebook result: bump it when what :class:`NotebookMemo` keeps changes meaning."""
 
-KEY_VARIABLES = ("CASS_ANALYSIS_MAX_SAMPLES", "PYTHONHASHSEED", "MPLBACKEND", *THREAD_VARIABLES, "OPENBLAS_CORETYPE",
-                 "NPY_DISABLE_CPU_FEATURES")
-"""The kernel's environment variables that can change a notebook's results (its paths cannot: an executed notebook
-shows them relative to the repository)."""
+KEY_PREFIXES = ("CASS_ANALYSIS_MAX_SAMPLES", "PYTHONHASHSEED", "POLARS_", "MPL", "MATPLOTLIB", "OMP_", "OPENBLAS_",
+                "MKL_", "NPY_")
+"""The kernel's environment variables (by prefix) that can change a notebook's results: sampling, hashing, how
+Polars prints a frame, matplotlib's settings, the numeric libraries' threads and kernels. Its paths do not: the
+notebooks show them as :func:`_common.shown_path` does, which the key holds."""
 
 
 def declared_reads(path: Path) -> dict[str, list[str]]:
     """A notebook's ``READS``: a literal dict at its top level, table -> column glob patterns, and ``metrics`` ->
     the stages whose metrics it reads."""
     for node in ast.parse(path.read_text(), filename=str(path)).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "READS" for t in node.targets):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
+        if getattr(node, "value", None) is not None and any(isinstance(t, ast.Name) and t.id == "READS"
+                                                            for t in targets):
             try:
                 reads = ast.literal_eval(node.value)
             except ValueError as error:
@@ -298,11 +303,22 @@ def load_common(directory: Path = NOTEBOOK_DIR) -> ModuleType:
     return module
 
 
+def matplotlib_settings(directory: Path, env: dict[str, str]) -> dict[str, str | None]:
+    """Digests of the matplotlibrc files a kernel in ``directory`` with ``env`` could read (``rc_file_defaults``
+    reloads whichever comes first), by path; None where there is none."""
+    home = Path(env.get("HOME") or Path.home())
+    candidates = [directory / "matplotlibrc", *[Path(env[v]) / "matplotlibrc" for v in ("MATPLOTLIBRC", "MPLCONFIGDIR")
+                                                if env.get(v)],
+                  Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "matplotlib" / "matplotlibrc"]
+    return {str(path): digest_bytes(path.read_bytes()) if path.is_file() else None for path in candidates}
+
+
 class NotebookMemo:
     """Each notebook's results (its executed notebook, figures, tables and metrics section) kept in the store as one
     action, keyed by all a run of it can depend on: its text and ``_common.py``, the installed packages, Python, the
-    machine's architecture, the kernel's :data:`KEY_VARIABLES`, the export folder as the notebooks show it (relative
-    to the repository when inside it), and the bytes of the columns and the stage metrics its ``READS`` names. The
+    machine's architecture, this runner's code, the kernel's environment (:data:`KEY_PREFIXES`) and matplotlibrc
+    files, the export and metrics folders as the notebooks show them (relative to the repository when inside it),
+    and the bytes of the columns and the stage metrics its ``READS`` names. The
     notebook runs seeing only those (:meth:`view`), so a kept result is the one a run would give; a notebook whose
     inputs changed runs again. Only for a local export and metrics folder."""
 
@@ -316,8 +332,10 @@ class NotebookMemo:
         self.base = {"action": "analysis-notebook", "scheme": NOTEBOOK_SCHEME, "python": sys.version,
                      "machine": platform.machine(), "packages": digest_bytes("\n".join(packages).encode()),
                      "common": digest_bytes((directory / "_common.py").read_bytes()),
-                     "env": {name: env.get(name) for name in KEY_VARIABLES},
-                     "export": self.common.shown_path(self.export_dir)}   # as the notebooks print it
+                     "runner": digest_bytes(Path(__file__).read_bytes()),   # conversion, kernel, outputs
+                     "env": {k: v for k, v in sorted(env.items()) if k.startswith(KEY_PREFIXES)},
+                     "matplotlibrc": matplotlib_settings(directory, env),
+                     "shown": [self.common.shown_path(p) for p in (self.export_dir, str(self.metrics_dir))]}
 
     @staticmethod
     def usable(env: dict[str, str]) -> bool:
@@ -325,15 +343,18 @@ class NotebookMemo:
         return not any("://" in env[name] for name in ("CASS_EXPORT_DIR", "CASS_METRICS_DIR"))
 
     def _table(self, config: str, reads: dict[str, list[str]]) -> str | None:
-        """Digest of the columns of ``config`` the notebook sees (Arrow IPC bytes), None where there is no table."""
+        """Digest of the columns of ``config`` the notebook sees (their Arrow IPC bytes, a file at a time), None
+        where there is no table."""
         files = self.common.table_files(config, self.export_dir)
         if not files:
             return None
-        frame = pl.scan_parquet(files)
-        visible = self.common.readable_columns(config, frame.collect_schema().names(), reads)
-        buffer = io.BytesIO()
-        frame.select(visible).collect().write_ipc(buffer, compression="uncompressed")
-        return digest_bytes(buffer.getvalue())
+        visible = self.common.readable_columns(config, pl.scan_parquet(files).collect_schema().names(), reads)
+        digest = blake3.blake3()
+        for file in files:
+            buffer = io.BytesIO()
+            pl.read_parquet(file, columns=visible).write_ipc(buffer, compression="uncompressed")
+            digest.update(digest_bytes(buffer.getvalue()).encode())
+        return digest.hexdigest()
 
     def _metrics(self, reads: dict[str, list[str]]) -> dict[str, Path]:
         return {stage: path for stage in reads.get("metrics", [])
@@ -352,7 +373,8 @@ class NotebookMemo:
         folder.mkdir(parents=True, exist_ok=True)
         for stage, path in self._metrics(reads).items():
             shutil.copyfile(path, folder / f"{stage}.json")
-        return {self.common.READS_VARIABLE: json.dumps(reads), "CASS_METRICS_DIR": str(folder)}
+        return {self.common.READS_VARIABLE: json.dumps(reads), "CASS_METRICS_DIR": str(folder),
+                "CASS_METRICS_SHOWN": str(self.metrics_dir)}
 
     def outputs(self, record: ActionRecord) -> dict[str, bytes]:
         return {name: self.store.get(digest) for name, digest in record.outputs.items()}
@@ -458,6 +480,7 @@ def place_outputs(outputs: dict[Path, dict[str, bytes]], env: dict[str, str]) ->
     metrics sections. Two notebooks writing one file name is an error naming both."""
     folders = {"figures": Path(env["CASS_FIGURES_DIR"]), "plots": Path(env["CASS_PLOTS_DIR"])}
     writers: dict[Path, Path] = {}
+    files: dict[Path, bytes] = {}
     merged: dict = {}
     for path, found in outputs.items():
         for name, data in found.items():
@@ -469,6 +492,8 @@ def place_outputs(outputs: dict[Path, dict[str, bytes]], env: dict[str, str]) ->
                 else folders[kind] / file
             if (other := writers.setdefault(target, path)) != path:
                 raise AnalysisError(f"notebooks {other.name} and {path.name} both write {target.name}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            files[target] = data
+    for target, data in files.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
     return merged

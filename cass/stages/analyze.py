@@ -2,7 +2,8 @@
 
 Each ``analysis/*.py`` file (jupytext percent format; ``_*.py`` helpers are skipped) is converted with jupytext to
 a notebook and executed with nbclient on an IPython kernel that runs *this* interpreter (the venv's python,
-whatever kernelspecs are installed), with the notebook's folder as working directory. The notebooks write
+whatever kernelspecs are installed), with the notebook's folder as working directory. The notebooks write, each
+to a folder of its own from which the stage puts the files in place once all have run,
 
 * figures to ``$CASS_FIGURES_DIR`` (default ``analysis/figures/*.png``),
 * small CSV tables to ``$CASS_PLOTS_DIR`` (default ``analysis/plots/*.csv``, DVC ``plots``),
@@ -20,10 +21,12 @@ the stage: the message names the notebook, the cell and the error, and the partl
 for inspection. A notebook whose table has no rows (an empty export) stops with ``NothingToPlot`` instead: it is
 skipped, and its metrics section says why. The metrics file is started afresh unless ``--only`` is given.
 
-Each notebook declares what it reads (``READS``: the tables' columns, by glob, and the stages whose metrics it
-reads) and sees nothing else; its outputs are kept in the store (``store.dir``) under the bytes of those inputs, its
-code and its environment (:class:`cass.report.notebooks.NotebookMemo`), so a rerun runs only the notebooks whose
-inputs changed and puts the others' kept outputs in place (for a local export; a remote one runs every notebook).
+For a local export and metrics folder, each notebook's declared reads (``READS``: the tables' columns, by glob,
+and the stages whose metrics it reads) are all it sees, and its outputs are kept in the store (``store.dir``) under
+the bytes of those inputs, its code and its environment (:class:`cass.report.notebooks.NotebookMemo`): a rerun runs
+only the notebooks whose inputs changed and puts the others' kept outputs in place. A remote export runs every
+notebook, unrestricted. The kept outputs are not in the store's packs, and ``cass store gc`` removes them (the
+next run makes them again).
 
 Usage: ``python -m stages.analyze [--only NAME ...] [--timeout SECONDS] [--jobs N]``.
 """
