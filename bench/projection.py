@@ -7,10 +7,10 @@ the network. This script adds those terms to its totals from measured costs give
 where it was measured: see bench/RESULTS.md), for a share of files that are programs (have a ``main``: only those
 are built and run), and prints the table:
 
-* ``pair``'s HIP-NVIDIA check (the HIP side compiled through HIP's NVIDIA back end), per paired file, spread over
-  the hosts' cores like the other tool jobs;
-* ``execute``'s builds (both programs of a pair, compiled and linked), per program, on the driver machine's
-  cores: they need the CUDA wheels and the HIP headers at once, which no vendor host offers yet;
+* ``pair``'s HIP-NVIDIA check (the HIP side compiled through HIP's NVIDIA back end), per paired file, and
+  ``execute``'s builds (both programs of a pair, compiled and linked), per program: both on the driver machine's
+  cores (``cass.execution.programs.run_locally``): they need the CUDA wheels and the HIP headers at once, which no
+  vendor host offers yet;
 * the GPU runs (``runs_per_pair`` runs, both sides), per run per GPU at the batch runner's measured
   concurrency;
 * the store traffic through the driver: the tools' inputs and outputs, per file, at a stated bandwidth, and per
@@ -30,15 +30,15 @@ HOSTS = (1, 8, 64)
 
 def projection(args: argparse.Namespace) -> list[str]:
     """The markdown table: per share of programs and host count, each term's hours and the total."""
-    lines = ["| programs | vendor hosts | GPUs | dry run, h | HIP-NVIDIA checks, h | execute builds (driver), h | "
-             "GPU runs, h | store traffic per host, GB | its transfer, h | total, h |",
+    lines = ["| programs | vendor hosts | GPUs | dry run, h | HIP-NVIDIA checks (driver), h | "
+             "execute builds (driver), h | GPU runs, h | store traffic per host, GB | its transfer, h | total, h |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     total_gb = STACK_V2_FILES * args.store_mb_per_file / 1000
     for share in args.main_share:
         programs = STACK_V2_FILES * share
         for hosts, dry in zip(HOSTS, args.dry_run_hours, strict=True):
             gpus = hosts * args.gpus_per_host
-            checks = STACK_V2_FILES * args.paired_share * args.check_cpu_s / (hosts * args.host_cores) / 3600
+            checks = STACK_V2_FILES * args.paired_share * args.check_cpu_s / args.driver_cores / 3600
             builds = programs * args.build_cpu_s / args.driver_cores / 3600
             gpu = programs * args.runs_per_pair * args.gpu_run_s / gpus / 3600
             per_host_gb = total_gb / hosts
@@ -65,7 +65,6 @@ def main() -> None:
     parser.add_argument("--bandwidth-gbit", type=float, default=10.0, help="the driver's link (default 10 Gbit/s)")
     parser.add_argument("--main-share", type=float, nargs="+", required=True,
                         help="shares of the files that are programs (have a main)")
-    parser.add_argument("--host-cores", type=int, default=2, help="cores per vendor host (the dry run's: 2)")
     parser.add_argument("--driver-cores", type=int, default=2, help="the driver machine's cores")
     parser.add_argument("--gpus-per-host", type=int, default=1, help="GPUs per host that runs programs")
     args = parser.parse_args()
