@@ -7,7 +7,6 @@ the bundled corpus built by the session's ``project`` fixture is used instead.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import platform
@@ -15,13 +14,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import nbformat
 import polars as pl
 import pytest
 from harness.project import REPO
 from PIL import Image
+
+from cass.report.notebooks import load_common
 
 EXPORT_DIR = os.environ.get("CASS_TEST_EXPORT_DIR") or str(REPO / "data" / "export")
 METRICS_DIR = os.environ.get("CASS_TEST_METRICS_DIR") or str(REPO / "metrics")
@@ -163,7 +163,7 @@ def test_a_notebook_runs_again_only_when_what_it_reads_changed(inputs, tmp_path)
 
 
 def test_a_notebook_sees_only_the_columns_and_tables_it_declares(monkeypatch, inputs) -> None:
-    common = _common()
+    common = load_common()
     if "://" in inputs[0]:
         pytest.skip("needs a local export")
     monkeypatch.setenv(common.READS_VARIABLE, json.dumps({"pairs": ["sample_id", "hip_device_asm_*"]}))
@@ -266,16 +266,8 @@ def test_metrics_file_is_sorted_and_stable(outputs: Path) -> None:
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
 
 
-def _common() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cass_analysis_common", REPO / "analysis" / "_common.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_published_layout_and_metrics_merge(tmp_path: Path, inputs: tuple[str, str]) -> None:
-    common = _common()
+    common = load_common()
     if "://" in inputs[0]:
         pytest.skip("needs a local pairs table, not a remote export")
     source = next(Path(inputs[0]).glob("pairs/*.parquet"))
