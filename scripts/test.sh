@@ -5,4 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 ruff check .
-pytest -q --durations=25 "$@"
+# two workers, each taking whole test files (the files sharing the session's `project` build together): one's
+# serial work (DVC, stage start-up) fills the core the other's leaves idle (tests/conftest.py)
+pytest -q --durations=25 -n 2 --dist loadgroup "$@"

@@ -23,6 +23,16 @@ from toolchains import Toolchain, ToolchainMissingError, load_toolchains
 from toolchains.sandbox import detect
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group the tests for pytest-xdist's ``--dist loadgroup`` (scripts/test.sh): a worker takes whole groups, one per
+    test file (its module fixtures, several of them pipeline builds, are made once), but one for all the files marked
+    :data:`harness.project.SHARED_BUILD` (the session's `project` build is made once; they run in file order)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
 @pytest.fixture(scope="session")
 def toolchains() -> dict[str, Toolchain]:
     tcs = load_toolchains(load_params(REPO / "params.yaml")["amd"]["toolchain"])
@@ -69,8 +79,8 @@ def store(tmp_path) -> Store:
 @pytest.fixture(scope="session")
 def project(tmp_path_factory, toolchains) -> Path:
     """The bundled corpus built locally with `dvc repro` in a copy of the pipeline (shared by the
-    pipeline tests, which change it, and the cluster tests, which only compare with it and run
-    first)."""
+    pipeline tests, which change it, and the analysis and cluster tests, which only read it and run
+    first). A file using it is marked :data:`harness.project.SHARED_BUILD`, else a worker of its own builds it again."""
     root = copy_pipeline(tmp_path_factory.mktemp("build") / "project")
     try:
         run_in(["dvc", "repro"], root)

@@ -18,10 +18,12 @@ from pathlib import Path
 import nbformat
 import polars as pl
 import pytest
-from harness.project import REPO
+from harness.project import REPO, SHARED_BUILD
 from PIL import Image
 
 from cass.report.notebooks import load_common
+
+pytestmark = SHARED_BUILD   # without an export here, reads the session's `project` build
 
 EXPORT_DIR = os.environ.get("CASS_TEST_EXPORT_DIR") or str(REPO / "data" / "export")
 METRICS_DIR = os.environ.get("CASS_TEST_METRICS_DIR") or str(REPO / "metrics")

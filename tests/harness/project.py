@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from store import Store
 
@@ -21,6 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
                   "analysis", "gpu_hosts", "predictions", "translation_bench/real")
 BENCH_TASKS = Path("translation_bench") / "tasks"
+
+SHARED_BUILD = pytest.mark.xdist_group("project")
+"""The mark of the test files that use the session's `project` build (tests/conftest.py): with pytest-xdist they run
+on one worker, which builds it once."""
 
 BUILT_HERE = ("__pycache__", "executed", "figures", "plots", "metrics.json")
 """What this checkout's own runs wrote into the copied folders (the copy builds its own)."""
