@@ -33,6 +33,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse ``--dist loadgroup`` under a pytest whose test ids pytest-xdist 3.8 cannot rewrite (9 and later): it would
+    send each test alone, and the shared builds would be made again on every worker."""
+    if config.getoption("dist", "no") == "loadgroup" and int(pytest.__version__.split(".")[0]) >= 9:
+        raise pytest.UsageError(f"pytest {pytest.__version__}: pytest-xdist's --dist loadgroup would ignore the "
+                                "test files' groups; install the test extras' pytest (pip install -e '.[test]')")
+
+
 @pytest.fixture(scope="session")
 def toolchains() -> dict[str, Toolchain]:
     tcs = load_toolchains(load_params(REPO / "params.yaml")["amd"]["toolchain"])
