@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("CASS_CACHE", tempfile.mkdtemp(prefix="cass-test-cache-"))
 
 from harness.gpu_route import GpuRoute
-from harness.project import REPO, copy_pipeline, run_in
+from harness.project import REPO, SHARED_BUILD, copy_pipeline, run_in
 
 from cass.pipeline.context import load_params
 from store import Store
@@ -26,11 +26,13 @@ from toolchains.sandbox import detect
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Group the tests for pytest-xdist's ``--dist loadgroup`` (scripts/test.sh): a worker takes whole groups, one per
-    test file (its module fixtures, several of them pipeline builds, are made once), but one for all the files marked
-    :data:`harness.project.SHARED_BUILD` (the session's `project` build is made once; they run in file order)."""
+    test file (its module fixtures, several of them pipeline builds, are made once), but one for every test using the
+    session's `project` build, by argument or in a file marked :data:`harness.project.SHARED_BUILD` (it is built
+    once; they run in file order). A file defining a `project` fixture of its own keeps its tests."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+            shares_build = "project" in item.fixturenames and not hasattr(item.module, "project")
+            item.add_marker(SHARED_BUILD if shares_build else pytest.mark.xdist_group(item.path.name))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -88,7 +90,7 @@ def store(tmp_path) -> Store:
 def project(tmp_path_factory, toolchains) -> Path:
     """The bundled corpus built locally with `dvc repro` in a copy of the pipeline (shared by the
     pipeline tests, which change it, and the analysis and cluster tests, which only read it and run
-    first). A file using it is marked :data:`harness.project.SHARED_BUILD`, else a worker of its own builds it again."""
+    first); with pytest-xdist, the tests using it run on one worker (:func:`pytest_collection_modifyitems`)."""
     root = copy_pipeline(tmp_path_factory.mktemp("build") / "project")
     try:
         run_in(["dvc", "repro"], root)
