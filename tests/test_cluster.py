@@ -21,7 +21,6 @@ import pytest
 from harness.hosts import NO_AMD, VendorHosts
 from harness.project import (
     REPO,
-    SHARED_BUILD,
     TOOL_ENV,
     copy_pipeline,
     first_hex_digit_in,
@@ -37,8 +36,6 @@ from store import Store
 from toolchains import load_toolchains
 from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
 from toolchains.gpu import local_gpu_host
-
-pytestmark = SHARED_BUILD   # compares with the session's `project` build and seeds from it
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -18,7 +18,6 @@ import polars as pl
 import pytest
 import yaml
 from harness.project import (
-    SHARED_BUILD,
     TOOL_ENV,
     copy_pipeline,
     first_hex_digit_in,
@@ -34,7 +33,7 @@ from cass.report.summary import summary
 from toolchains import local_executor
 from toolchains.gpu import local_gpu_host
 
-pytestmark = [pytest.mark.slow, SHARED_BUILD]
+pytestmark = pytest.mark.slow
 
 
 def run(cmd: list[str], cwd: Path) -> str:

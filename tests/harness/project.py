@@ -24,8 +24,8 @@ PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages
 BENCH_TASKS = Path("translation_bench") / "tasks"
 
 SHARED_BUILD = pytest.mark.xdist_group("project")
-"""The mark of the test files that use the session's `project` build (tests/conftest.py): with pytest-xdist they run
-on one worker, which builds it once."""
+"""The pytest-xdist group of the tests using the session's `project` build (tests/conftest.py gives it to those taking
+it as an argument; a file asking for it otherwise is marked): one worker builds it once."""
 
 BUILT_HERE = ("__pycache__", "executed", "figures", "plots", "metrics.json")
 """What this checkout's own runs wrote into the copied folders (the copy builds its own)."""
