@@ -7,4 +7,4 @@ from cass.pipeline.context import Stage
 from cass.stages.generate import run
 
 if __name__ == "__main__":
-    run(Stage.of(__file__))
+    Stage.of(__file__).run(run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -214,7 +215,7 @@ def test_known_programs_from_a_scripted_server_become_pairs_and_every_draw_is_ac
 
     with ScriptedServer(script, refuse_marker=draws[7].task) as server:
         root = synthetic_project(tmp_path / "project", server.base_url, programs=8, concurrency=3)
-        run_in(["dvc", "repro", "yield_report", "hub", "analyze"], root)
+        run_in(["dvc", "repro", "yield_report", "hub", "analyze", "pack_store"], root)
         assert server.requests == 8
         table = requests_table(root)
         assert table["status"].to_list() == EXPECTED_STATUS
@@ -236,8 +237,13 @@ def test_known_programs_from_a_scripted_server_become_pairs_and_every_draw_is_ac
         figures = json.loads((root / "analysis" / "metrics.json").read_text())
         assert figures["composition"]["origins"] == figures["lengths"]["origins"] == ["synthetic"]
 
+        # the completions are the stage's actions: gc keeps them, and the packs carry them to a store without them
+        assert "removed" in run_in(["cass", "store", "gc"], root)
         run_in(["dvc", "repro", "-f", "synthesize"], root)   # only the refused request is asked again
         assert server.requests == 9 and run_report(root, "synthesize")["requests"]["hits"] == 7
+        shutil.rmtree(root / ".cass" / "store")
+        run_in(["dvc", "repro", "-f", "synthesize"], root)
+        assert server.requests == 10 and run_report(root, "synthesize")["requests"]["hits"] == 7
 
 
 @pytest.mark.slow

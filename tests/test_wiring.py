@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from harness.project import REPO
@@ -202,3 +203,30 @@ def test_a_stage_reads_only_the_upstream_outputs_dvc_yaml_gives_it():
         pair.upstream_dir("repair")
     publish = Stage("publish", pipeline=REPO / "dvc.yaml")
     assert publish.upstream_dir("hub") == Stage("hub").data_dir == Path("data") / "hub"
+
+
+def test_a_stage_run_writes_every_key_its_store_and_its_workers_used_and_only_into_its_declared_output(
+        tmp_path: Path, monkeypatch):
+    from store import ActionRecord, Store
+
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
+        "asks": {"cmd": "python -m stages.asks", "outs": ["data/asks"]},
+        "reads": {"cmd": "python -m stages.reads", "outs": [{"data/reads": {"persist": True}}]},
+        "packs": {"cmd": "python -m stages.packs", "outs": ["data/elsewhere"]}}}))
+    ambient = {"store": {"dir": ".cass/store"}, "executor": {}, "amd": {"toolchain": ""}, "tokens": {"cache_dir": ""}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(ambient))
+    monkeypatch.chdir(tmp_path)
+    earlier = Store(".cass/store")
+    earlier.record("a" * 64, ActionRecord("ok", 0, {"out": earlier.put(b"kept")}, earlier.put(b"")))
+
+    def asks(stage: Stage) -> None:   # one hit, one new record, one miss, two keys from its workers
+        assert stage.store.lookup("a" * 64) is not None and stage.store.lookup("c" * 64) is None
+        stage.store.record("b" * 64, ActionRecord("failed", 1, {}, stage.store.put(b"error")))
+        stage.output().action_keys |= {"d" * 64, "e" * 64}
+
+    Stage("asks").run(asks)
+    assert pl.read_parquet("data/asks/actions.parquet")["key"].to_list() == [c * 64 for c in "abde"]
+    Stage("reads").run(lambda stage: stage.output())   # no store opened: it used no action
+    assert not Path("data/reads").exists()
+    Stage("packs").run(lambda stage: stage.store.lookup("a" * 64))   # writes elsewhere: no undeclared folder
+    assert not Path("data/packs").exists()

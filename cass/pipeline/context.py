@@ -8,7 +8,11 @@
   raises :class:`UndeclaredParamError` naming the stage and the key. params.yaml is the one place
   parameters and their values live: the code repeats no defaults.
 * the artifact store (:attr:`Stage.store`, with any packs `dvc pull` brought imported),
-* the upstream manifests (:meth:`Stage.upstream`) and its own output (:meth:`Stage.output`).
+* the upstream manifests (:meth:`Stage.upstream`) and its own output (:meth:`Stage.output`),
+* the record of the actions it used: :meth:`Stage.run` writes ``data/<stage>/actions.parquet`` after the stage's
+  work, every key its store found or recorded in this process and every key its workers reported
+  (``StageOutput.action_keys``). The packs carry those records and ``cass store gc`` keeps them, so no stage writes
+  the file itself and none can forget it.
 
 Ambient keys say where things run or are kept, not what is computed: ``store.dir``, ``executor``
 (local workers or a Dask scheduler), ``tokens.cache_dir`` (built tokenizers) and ``amd.toolchain``
@@ -23,7 +27,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -38,6 +43,7 @@ from cass.pipeline.manifests import (
     StageOutput,
     manifest_path,
     read_manifest,
+    write_action_keys,
 )
 from cass.pipeline.metrics import METRICS_DIR
 from store import Store
@@ -133,6 +139,8 @@ class Stage:
     name: str
     pipeline: Path = PIPELINE_FILE
     params_file: Path = PARAMS_FILE
+    outputs: list[StageOutput] = field(default_factory=list, repr=False)
+    """What :meth:`output` gave this run (their ``action_keys``: the keys the stage's workers used)."""
 
     @classmethod
     def of(cls, entry_point: str) -> Stage:
@@ -148,6 +156,19 @@ class Stage:
     @cached_property
     def store(self) -> Store:
         return open_store(self.params)
+
+    def run(self, work: Callable[[Stage], object]) -> None:
+        """Run the stage's ``work``; then, if it opened the store and dvc.yaml gives it ``data/<stage>``, write there
+        ``actions.parquet``: the keys its store found or recorded and those its outputs' workers reported."""
+        work(self)
+        if "store" in self.__dict__ and str(self.data_dir) in self.declared_outputs:
+            write_action_keys(self.name, self.store.keys_used.union(*(out.action_keys for out in self.outputs)))
+
+    @cached_property
+    def declared_outputs(self) -> frozenset[str]:
+        """The paths dvc.yaml lists under this stage's ``outs``."""
+        outs = read_yaml(self.pipeline)["stages"][self.name].get("outs", [])
+        return frozenset(next(iter(o)) if isinstance(o, dict) else o for o in outs)
 
     @property
     def workers(self) -> int:
@@ -205,4 +226,6 @@ class Stage:
 
     def output(self, rows_in: int = 0, **fields) -> StageOutput:
         """What this stage passes on and drops (``rows_in`` rows came in; ``fields``: more of StageOutput's)."""
-        return StageOutput(self.name, rows_in=rows_in, **fields)
+        out = StageOutput(self.name, rows_in=rows_in, **fields)
+        self.outputs.append(out)
+        return out

@@ -152,7 +152,9 @@ class StageOutput:
     rows_in: int = 0
     dropped: list[dict] = field(default_factory=list)
     extra_metrics: dict = field(default_factory=dict)
-    action_keys: set[str] | None = None
+    action_keys: set[str] = field(default_factory=set)
+    """The action keys the stage's workers found or recorded (:meth:`cass.pipeline.context.Stage.run` writes them
+    with the driver's own to ``actions.parquet``)."""
     run: dict = field(default_factory=dict)
 
     def drop(self, row: dict, reason: str, detail: str = "") -> None:
@@ -167,8 +169,6 @@ class StageOutput:
         write_parquet(kept, manifest_path(self.stage))
         dropped = pl.DataFrame(self.dropped, schema=DROPPED_SCHEMA)
         write_parquet(dropped, manifest_path(self.stage, "dropped"))
-        if self.action_keys is not None:
-            write_action_keys(self.stage, self.action_keys)
         reasons = Counter(d["reason"] for d in self.dropped)
         metrics = {
             "in": self.rows_in,

@@ -29,7 +29,7 @@ from cass.benchmark.scoring import score
 from cass.benchmark.tasks import PREDICTION_SUFFIXES, load_tasks, read_predictions
 from cass.execution.hosts import resolve_host
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import DATA_DIR, write_action_keys
+from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import percent, write_metrics, write_run_report
 from toolchains.cluster import scheduler_address
 
@@ -93,7 +93,6 @@ def run(stage: Stage) -> None:
         name: n for name, rows in entries.items() if (n := sum(p.task_id in manifest and p.task_id not in real
                                                                for p in rows))}
     write_metrics(stage.name, metrics)
-    write_action_keys(stage.name, stage.store.keys_used)   # the packs carry the builds' and the GPU host's runs
     write_run_report(stage.name, {"evaluations": runs})
     scores = "; ".join(f"{suite} {name} compiles {percent(r.get('source', {}).get('compile_rate'))}, correct "
                        f"{percent(r.get('source', {}).get('accuracy'))}"

@@ -97,7 +97,6 @@ def run(stage: Stage) -> None:
         sys.exit(f"fetch_stack: giving up on {where}: {exc} (every blob fetched so far is kept in the store)")
     kept = assemble(rows, results, out)
     fresh = [r for r in results.values() if r.status == "fetched"]
-    out.action_keys = {fetcher.action_key(r.blob_id) for r in results.values() if r.ok}
     out.run.update({
         "fetched": len(fresh),
         "already_held": sum(r.status == "held" for r in results.values()),

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import manifest_path, write_action_keys, write_parquet
+from cass.pipeline.manifests import manifest_path, write_parquet
 from cass.sources.ingest import (
     BUILD_CONTEXTS_SCHEMA,
     CONFIGURED_SCHEMA,
@@ -74,14 +74,14 @@ def run(stage: Stage) -> None:
                      "domains": {"keywords_file": params["domains"]["keywords_file"]},
                      "build_context": params["build_context"]}
     rows, configured, not_selected = [pl.DataFrame(schema=SCHEMA)], [pl.DataFrame(schema=CONFIGURED_SCHEMA)], Counter()
-    contexts, keys = [pl.DataFrame(schema=BUILD_CONTEXTS_SCHEMA)], set()
+    contexts = [pl.DataFrame(schema=BUILD_CONTEXTS_SCHEMA)]
     try:   # every source on the stage's workers (a tree, or a chunk of single files, each)
         for part in stage.work.map(ingest_source, sources, str(stage.store.root), worker_params, stage.name,
                                    count=len(sources), label=lambda source: source.name):
             rows.append(part.rows)
             configured.append(part.configured)
             contexts.append(part.build_contexts)
-            keys |= part.keys
+            out.action_keys |= part.keys   # the configure steps' records, which the packs carry
             out.dropped += part.dropped
             out.rows_in += part.rows_in
             not_selected.update(part.not_selected)
@@ -97,7 +97,6 @@ def run(stage: Stage) -> None:
     write_parquet(configured, manifest_path(stage.name, "configured"), sort_by="path")
     contexts = pl.concat(contexts)
     write_parquet(contexts, manifest_path(stage.name, "build_contexts"), sort_by=["tree", "project"])
-    write_action_keys(stage.name, keys)   # the configure steps' records, which the packs carry
     out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
     out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
     out.extra_metrics["transcoded"] = kept.filter(pl.col("source_encoding") != "utf-8").height

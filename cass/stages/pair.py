@@ -19,7 +19,6 @@ import polars as pl
 
 from cass.execution.programs import hip_nvidia_checks
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import write_action_keys
 
 
 def run(stage: Stage) -> None:
@@ -37,12 +36,11 @@ def run(stage: Stage) -> None:
     parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
     kept = cuda.join(nvidia, on="sample_id", how="inner").join(amd, on="sample_id", how="inner") \
         .join(parity, on="sample_id", how="left")
-    verdicts, keys = {}, set()
+    verdicts = {}
     if stage.params["pair"]["hip_nvidia"] and kept.height:
-        verdicts, counts, keys = hip_nvidia_checks(stage.store, stage.params["execute"], kept.to_dicts(),
+        verdicts, counts, out.action_keys = hip_nvidia_checks(stage.store, stage.params["execute"], kept.to_dicts(),
                                                    stage.params["executor"]["workers"] or None)
         out.run["hip_nvidia_actions"] = dict(counts)
-    write_action_keys(stage.name, keys)
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
     kept = kept.with_columns(pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
                              pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
