@@ -395,3 +395,43 @@ def test_a_resumed_batch_takes_only_its_own_finished_runs_of_the_same_host(tmp_p
         run_batch(folder, other, resume=True, uncounted=True)
     again = run_batch(folder, cpu_host(), resume=True)
     assert again["runs"] == resumed["runs"] and (folder / "results" / "000001.stdout").read_bytes() == b"second\n"
+
+
+
+PATH_PROGRAMS = {
+    "cuda": "#include <cstdio>\n",
+    "hip": "#include <hip/hip_runtime.h>\n#include <cstdio>\n#define cudaMalloc hipMalloc\n",
+}
+"""The same program on both sides (the HIP one through HIP's names)."""
+
+PATH_PROGRAM = """__global__ void fill(float *out) { out[threadIdx.x] = threadIdx.x; }
+int main() { float *d; cudaMalloc(&d, 32 * sizeof(float)); fill<<<1, 32>>>(d); printf("filled\\n"); return 0; }
+"""
+
+
+@pytest.mark.parametrize("side", sorted(PATH_PROGRAMS))
+def test_a_program_builds_to_the_same_bytes_wherever_the_cuda_wheels_are_installed(tmp_path, side):
+    """nvlink writes its library folders into the executable: the builds show nvcc the wheels at fixed paths, so a
+    collaborator's clone elsewhere rebuilds the binaries the GPU host's runs are recorded under."""
+    from cass.engine.targets import TargetRun
+    from cass.execution.programs import build_toolchains, run_plans
+    from store import Store
+    from toolchains import HipNvidiaToolchain, NvidiaToolchain
+
+    here = build_toolchains()[side]
+    installed = here.cuda_home.parent   # the wheels' nvidia folder; hard links: the same files, other paths
+    copy = tmp_path / "elsewhere" / "site-packages" / "nvidia"
+    shutil.copytree(installed, copy, copy_function=os.link, symlinks=True)
+    cuda_home = copy / here.cuda_home.name
+    elsewhere = NvidiaToolchain(cuda_home) if side == "cuda" else HipNvidiaToolchain(cuda_home, here.hip_headers, copy)
+    assert elsewhere.fingerprint("nvcc") == here.fingerprint("nvcc")
+    binaries = {}
+    for name, toolchain in (("here", here), ("elsewhere", elsewhere)):
+        store = Store(tmp_path / f"store-{name}")   # its own store: both really build
+        target = toolchain.program_target(["main.cu"], ["sm_90"], ["-std=c++17"])
+        files = {"main.cu": store.put((PATH_PROGRAMS[side] + PATH_PROGRAM).encode())}
+        builds, _, _ = run_plans(store, toolchain, {name: [TargetRun(target, files)]}, 300, None)
+        assert builds[name].binary, builds[name].detail
+        binaries[name] = store.get(builds[name].binary)
+    assert binaries["here"] == binaries["elsewhere"]
+    assert str(installed).encode() not in binaries["here"] and str(copy).encode() not in binaries["here"]

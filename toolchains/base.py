@@ -449,7 +449,8 @@ class Toolchain(ABC):
 
     def fingerprint(self, tool: str) -> str:
         """Digest of the tool's version (and its companions'), the installation (its stored tree's digest, else the
-        tool's identity files and listings), passed environment and the sandbox mode it runs in."""
+        tool's identity files and listings), passed environment, the sandbox mode it runs in and where the tools see
+        their folders."""
         if tool not in self._fingerprints:
             h = blake3.blake3()
             for name in (tool, *self.companions(tool)):
@@ -458,6 +459,7 @@ class Toolchain(ABC):
             h.update(self.identity(tool).encode())
             h.update(repr(sorted(passed_env().items())).encode())
             h.update(f"sandbox={self.launcher.sandbox.mode}".encode())
+            h.update(self.launcher.layout().encode())
             self._fingerprints[tool] = h.hexdigest()
         return self._fingerprints[tool]
 

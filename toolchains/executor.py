@@ -97,6 +97,11 @@ class Launcher(ABC):
     sandbox: Sandbox
     """How the tools are confined (:mod:`toolchains.sandbox`); its mode enters every fingerprint."""
 
+    def layout(self) -> str:
+        """Where the tools see their folders, where that is not where they are (it enters the fingerprints); ""
+        for none."""
+        return ""
+
     def run_job(self, job: Job, cancelled: Callable[[], bool] | None = None) -> JobResult:
         """Run one job and say what came of it (default: a compiler-like tool, :func:`run_in_scratch`)."""
         return run_in_scratch(self, job, cancelled)

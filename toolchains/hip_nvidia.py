@@ -26,7 +26,7 @@ from pathlib import Path
 from store.machine_cache import machine_cache
 from toolchains.base import ToolchainMissingError, ToolStatus
 from toolchains.launchers import HostLauncher
-from toolchains.nvidia import NvidiaToolchain
+from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
 CUDA12_PACKAGES = ("nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 "
                    "nvidia-cuda-profiler-api-cu12==12.9.79")
@@ -167,15 +167,21 @@ class HipNvidiaToolchain(NvidiaToolchain):
         trees = [self.cuda_home, *self.cuda12, self.hip_headers, *self.libraries,
                  *([self.hip_include] if self.hip_include else [])]
         # the folders' paths differ between machines: they reach nvcc through its environment, never the
-        # arguments of an action key (the files themselves enter the fingerprint)
+        # arguments of an action key (the files themselves enter the fingerprint), and nvcc sees them at fixed
+        # paths (mounts), so an executable holds no path of this machine's (nvlink keeps its -L folders)
         flat = [f"-isystem={self.hip_include / p.name}" for p in self.libraries if p.name in FLAT_LIBRARIES]
         paths = [f"-I{self.hip_include}", *(f"-I{p / 'include'}" for p in self.cuda12), *flat,
                  f"-L{self.cuda12[0] / 'lib'}"]
         prepend = " ".join([os.environ.get("NVCC_PREPEND_FLAGS", ""), *paths]).strip()
-        self.launcher = HostLauncher([self.cuda_home / "bin"], trees=trees, extra_env={"NVCC_PREPEND_FLAGS": prepend})
+        self.launcher = HostLauncher([self.cuda_home / "bin"], trees=trees, extra_env={"NVCC_PREPEND_FLAGS": prepend},
+                                     mounts=self.mounts())
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc",)
+
+    def mounts(self) -> dict[Path, str]:
+        return {**super().mounts(), **{p: f"{MOUNT_ROOT}/cuda12/{p.name}" for p in self.cuda12},
+                **({self.hip_include: f"{MOUNT_ROOT}/hip-include"} if self.hip_include else {})}
 
     def status(self, tool: str) -> ToolStatus:
         if not (self.hip_headers / "nvidia_detail").is_dir():

@@ -9,8 +9,11 @@ toolchain; scratch directories are created inside that root so the tools can see
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from toolchains.base import ToolchainMissingError, passed_env
@@ -27,13 +30,17 @@ class HostLauncher(Launcher):
 
     def __init__(self, bin_dirs: list[Path], extra_env: dict[str, str] | None = None,
                  scratch: Path | None = None, trees: list[Path] | None = None, sandbox: Sandbox | None = None,
-                 system_root: Path | None = None):
+                 system_root: Path | None = None, mounts: Mapping[Path, str] | None = None):
         self.bin_dirs = [Path(d) for d in bin_dirs]
         self.system_root = system_root
         self.trees = [Path(d) for d in trees] if trees is not None else self.bin_dirs
         self.extra_env = dict(extra_env or {})
         self._scratch = scratch or Path(tempfile.gettempdir()) / "cass-jobs"
         self.sandbox = sandbox or detect()
+        self.mounts = {str(Path(host)): inner for host, inner in (mounts or {}).items()}
+        """Folders of this machine the tools see at a fixed path (bwrap mode), host path -> inner path: what a tool
+        writes of their paths into its outputs (nvlink keeps its ``-L`` folders in an executable) is then the same
+        on every machine, wherever the folders are installed."""
 
     def scratch_parent(self) -> Path:
         return self._scratch
@@ -47,11 +54,29 @@ class HostLauncher(Launcher):
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
         path = self.resolve(tool)
-        return self.sandbox.host([str(path or tool), *args], scratch, self.trees, self.system_root)
+        binds = [arg for host, inner in self._mounted().items() for arg in ("--ro-bind", os.path.realpath(host), inner)]
+        return self.sandbox.host([self.as_seen(str(path or tool)), *args], scratch, self.trees, self.system_root,
+                                 binds)
 
     def env(self) -> dict[str, str]:
-        path = ":".join([*map(str, self.bin_dirs), "/usr/bin", "/bin"])
-        return {**BASE_ENV, "PATH": path, **passed_env(), **self.extra_env}
+        path = ":".join([*map(self.as_seen, map(str, self.bin_dirs)), "/usr/bin", "/bin"])
+        return {**BASE_ENV, "PATH": path, **passed_env(), **{k: self.as_seen(v) for k, v in self.extra_env.items()}}
+
+    def _mounted(self) -> dict[str, str]:
+        """The :attr:`mounts` in effect: in the bwrap mode only (the rlimits mode cannot move a folder)."""
+        return self.mounts if self.sandbox.mode == "bwrap" else {}
+
+    def as_seen(self, text: str) -> str:
+        """``text`` (a path, flags) with each mounted folder's path as the tools see it."""
+        mounted = self._mounted()
+        if not mounted:
+            return text
+        hosts = sorted(mounted, key=len, reverse=True)
+        return re.sub("|".join(f"{re.escape(h)}(?![^/\\s])" for h in hosts), lambda m: mounted[m.group(0)], text)
+
+    def layout(self) -> str:
+        mounted = self._mounted()
+        return f"mounts={sorted(mounted.values())}" if mounted else ""
 
 
 class ChrootLauncher(Launcher):

@@ -31,6 +31,9 @@ PIP_PACKAGES = (
     "nvidia-cusolver==12.4.1.2"
 )
 
+MOUNT_ROOT = "/opt/cass"
+"""Under which the NVIDIA toolchains' tools see their folders in the sandbox (:meth:`NvidiaToolchain.mounts`)."""
+
 HOST_COMPILER = "g++"
 """nvcc's host compiler, found on the launcher's PATH (Debian's g++ 12 on Debian 12)."""
 
@@ -104,7 +107,12 @@ class NvidiaToolchain(Toolchain):
 
     def __init__(self, cuda_home: Path):
         self.cuda_home = Path(cuda_home)
-        super().__init__(HostLauncher([self.cuda_home / "bin"], trees=[self.cuda_home]))
+        super().__init__(HostLauncher([self.cuda_home / "bin"], trees=[self.cuda_home], mounts=self.mounts()))
+
+    def mounts(self) -> dict[Path, str]:
+        """Where the tools see the toolkit in the sandbox, on every machine: nvlink writes its library folders
+        (nvcc.profile's, under the toolkit) into every executable, which would else hold this machine's path."""
+        return {self.cuda_home: f"{MOUNT_ROOT}/cuda"}
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER, "ptxas", OPENCL_COMPILER)
