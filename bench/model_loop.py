@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cass.benchmark.generate import PREDICTIONS, extraction_counts, prompts, translate, write_predictions
 from cass.benchmark.tasks import load_tasks
 from cass.models.backends import Messages, TransformersBackend
-from cass.models.generate import PREDICTIONS, extraction_counts, prompts, translate, write_predictions
 from cass.models.tiny import build
 from cass.models.train import train
 from cass.pipeline.context import load_params, open_store

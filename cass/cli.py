@@ -274,9 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from cass.benchmark.generate import generate, write_predictions
     from cass.benchmark.tasks import load_tasks
     from cass.models.backends import BackendUnavailable, load_backend
-    from cass.models.generate import generate, write_predictions
 
     params = load_params()
     overrides = {"backend": args.backend, "model": args.model, "base_url": args.base_url}

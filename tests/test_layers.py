@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from itertools import pairwise
+from pathlib import Path
 
 import pytest
 from harness.project import REPO
@@ -40,3 +42,55 @@ def test_a_repair_rule_is_code_of_the_repair_stage_alone():
     listings = stage_listings(REPO)
     for module in ("cass/translate/repair.py", "cass/translate/names.py"):
         assert [stage for stage, text in listings.items() if module in text] == ["repair", "evaluate"], module
+
+
+def package_imports(root: Path = REPO / "cass") -> dict[str, dict[str, set[str]]]:
+    """For each package of the library (``cass/<package>/``, and ``files`` for the lone module ``cass/files.py``):
+    the other library packages it imports, each with the files that import it."""
+    from cass.pipeline.wiring import imported_names
+
+    graph: dict[str, dict[str, set[str]]] = {}
+    for path in sorted(root.rglob("*.py")):
+        inner = path.relative_to(root).with_suffix("").parts
+        package = inner[0]
+        if len(inner) == 1 and package != "files":
+            continue   # cass/cli.py and the package's own __init__: the top, which may import anything
+        for name in imported_names(path, ".".join(("cass", *inner[:-1]))):
+            target = name.split(".")[1] if name.startswith("cass.") else None
+            if target and target != package and ((root / target).is_dir() or (root / f"{target}.py").is_file()):
+                graph.setdefault(package, {}).setdefault(target, set()).add(str(path.relative_to(REPO)))
+    return graph
+
+
+def import_cycle(graph: dict[str, dict[str, set[str]]]) -> list[str] | None:
+    """A cycle of packages importing each other (the first found, in name order), or None."""
+    state: dict[str, str] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt, [*path, nxt])):
+                return found
+        state[node] = "done"
+        return None
+
+    return next((c for node in sorted(graph) if node not in state and (c := visit(node, [node]))), None)
+
+
+def test_the_librarys_packages_import_each_other_without_a_cycle_and_the_engine_sits_under_the_stages():
+    graph = package_imports()
+    cycle = import_cycle(graph)
+    assert cycle is None, "packages import each other: " + " -> ".join(cycle) + "; through " + "; ".join(
+        f"{a}->{b}: {sorted(graph[a][b])}" for a, b in pairwise(cycle))
+    assert set(graph["engine"]) <= {"files"}, f"the engine imports {graph['engine']}"
+    assert "engine" in graph["pipeline"]   # the stage context runs the engine, not the other way round
+
+
+def test_a_cycle_between_packages_is_found_with_the_files_that_make_it():
+    graph = {"sources": {"models": {"a.py"}}, "models": {"benchmark": {"b.py"}}, "benchmark": {"sources": {"c.py"}},
+             "engine": {"files": {"d.py"}}}
+    assert import_cycle(graph) == ["benchmark", "sources", "models", "benchmark"]
+    del graph["benchmark"]["sources"]
+    assert import_cycle(graph) is None

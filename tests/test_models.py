@@ -11,11 +11,11 @@ import pytest
 from harness.project import REPO
 from openai_standin import ModelServer
 
+from cass.benchmark.generate import generate
 from cass.benchmark.tasks import TASKS_DIR, load_tasks
 from cass.models import tiny
 from cass.models.backends import OpenAIBackend, Sampling, TransformersBackend, directory_digest, local_model
 from cass.models.completions import extract
-from cass.models.generate import generate
 from cass.pipeline.context import load_params
 
 TWO = ("finance_black_scholes_greeks", "math_collatz_trajectories")

@@ -23,12 +23,11 @@ import functools
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm import tqdm
 
 from cass.engine.cached import CachedMap
-from cass.pipeline.manifests import StageOutput
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
 from toolchains import Executor, Job, JobResult, Step, Toolchain, load_toolchains, local_executor
 from toolchains.cluster import Cluster, scheduler_address
@@ -258,7 +257,15 @@ class Settled:
         self.corrupt = len(runner.store.corrupt_found)   # a chunk's runners share its store
 
 
-def merge_settled(out: StageOutput, chunks: list[Settled], runners: dict[str, ActionRunner]) -> list[dict]:
+class SettledOutput(Protocol):
+    """Where :func:`merge_settled` puts the drops and the keys (a stage's ``StageOutput``)."""
+
+    action_keys: set[str]
+
+    def drop(self, row: dict, reason: str, detail: str = "") -> None: ...
+
+
+def merge_settled(out: SettledOutput, chunks: list[Settled], runners: dict[str, ActionRunner]) -> list[dict]:
     """The rows the ``chunks`` settled, their drops recorded in ``out``, their lookups in the driver's ``runners``'
     counts (hits: the distinct keys found here or on a worker; the damaged outputs the workers set aside, on the
     first runner) and every key in ``out.action_keys``."""

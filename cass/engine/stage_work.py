@@ -41,12 +41,14 @@ from typing import Any, Protocol, TypeVar
 
 import polars as pl
 
-from cass.pipeline.manifests import CHUNK_ROWS, write_parquet
-from cass.pipeline.metrics import RUN_DIR, write_json
+from cass.files import write_json, write_parquet
 from store import digest_bytes
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+
+CHUNK_ROWS = 2000
+"""Rows a stage that reads texts holds at once (per-row work in chunks: memory stays flat as the corpus grows)."""
 
 
 @dataclass(frozen=True)
@@ -284,12 +286,11 @@ class ClusterWork(StageWork):
             run_item, work, item, args, host, resources={STAGE_RESOURCE: 1}, pure=False)))
 
 
-def stage_work(stage: str, executor: dict, workers: int) -> StageWork:
-    """Where ``stage``'s own work runs: the stage hosts of the configured scheduler if it has any, else ``workers``
-    local processes."""
+def stage_work(executor: dict, workers: int, report: Path) -> StageWork:
+    """Where a stage's own work runs: the stage hosts of the configured scheduler if it has any, else ``workers``
+    local processes; ``report``: where it says how the work went."""
     from toolchains.cluster import STAGE_RESOURCE, scheduler_address
 
-    report = RUN_DIR / "stage_work" / f"{stage}.json"
     if (address := scheduler_address(executor)) is not None:
         from toolchains.cluster import Cluster
 

@@ -45,7 +45,7 @@ from cass.pipeline.manifests import (
     read_manifest,
     write_action_keys,
 )
-from cass.pipeline.metrics import METRICS_DIR
+from cass.pipeline.metrics import METRICS_DIR, RUN_DIR
 from store import Store
 
 PARAMS_FILE = Path("params.yaml")
@@ -179,7 +179,7 @@ class Stage:
     def work(self) -> StageWork:
         """Where the stage's own per-item work runs: stage hosts, or ``workers`` local processes
         (:mod:`cass.engine.stage_work`)."""
-        return stage_work(self.name, self.params["executor"], self.workers)
+        return stage_work(self.params["executor"], self.workers, RUN_DIR / "stage_work" / f"{self.name}.json")
 
     @cached_property
     def upstreams(self) -> frozenset[str]:

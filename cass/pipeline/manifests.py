@@ -19,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from cass.files import write_parquet
 from cass.pipeline.metrics import write_metrics, write_run_report
 from store import ActionRecord, Store, digest_bytes
 
@@ -27,9 +28,6 @@ PACK_DIR = DATA_DIR / "store_packs"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 TOOLCHAIN_FILE = "toolchains.json"
 """What stage ``toolchain_fingerprints`` writes in its folder: every tool's version and fingerprint."""
-
-CHUNK_ROWS = 2000
-"""Rows a stage that reads texts holds at once (per-row work in chunks: memory stays flat as the corpus grows)."""
 
 SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
 """Identity columns every manifest carries, so later stages never need to join back."""
@@ -111,14 +109,6 @@ def read_manifest(stage: str) -> pl.DataFrame:
     return pl.read_parquet(path)
 
 
-def write_parquet(df: pl.DataFrame, path: Path, sort_by: str | None = "sample_id") -> None:
-    """Write a table deterministically (stable row order, zstd, no timestamps)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if sort_by and sort_by in df.columns and df.height:
-        df = df.sort(sort_by, maintain_order=True)
-    tmp = path.with_suffix(".tmp")
-    df.write_parquet(tmp, compression="zstd", compression_level=9, statistics=True)
-    tmp.replace(path)
 
 
 @contextmanager

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 from pathlib import Path
+
+from cass.files import write_json
 
 METRICS_DIR = Path("metrics")
 RUN_DIR = METRICS_DIR / "run"
@@ -24,10 +25,6 @@ def write_run_report(stage: str, report: dict) -> None:
     write_json(RUN_DIR / f"{stage}.json", {**process_time(), **report})
 
 
-def write_json(path: Path, value: dict) -> None:
-    """A metrics-style JSON file: sorted keys, indented, stable bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def process_time() -> dict:

@@ -14,7 +14,8 @@ import polars as pl
 import yaml
 from tqdm import tqdm
 
-from cass.pipeline.manifests import CHUNK_ROWS, FILES_DTYPE, StageOutput, sample_id
+from cass.engine.stage_work import CHUNK_ROWS
+from cass.pipeline.manifests import FILES_DTYPE, StageOutput, sample_id
 from cass.sources.build_context import BuildContext, BuildContexts
 from cass.sources.configure import configure_tree
 from cass.sources.copyright import Copyright, license_type

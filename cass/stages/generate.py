@@ -19,9 +19,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cass.benchmark.generate import PREDICTIONS, extraction_counts, generate, write_predictions
 from cass.benchmark.tasks import load_tasks
 from cass.models.backends import BackendUnavailable, load_backend, start_optional_stage
-from cass.models.generate import PREDICTIONS, extraction_counts, generate, write_predictions
 from cass.pipeline.context import Stage
 from cass.pipeline.metrics import write_metrics, write_run_report
 

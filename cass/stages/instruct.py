@@ -24,9 +24,9 @@ from collections import Counter
 
 import polars as pl
 
-from cass.engine.stage_work import shard_parts
+from cass.engine.stage_work import CHUNK_ROWS, shard_parts
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import CHUNK_ROWS, DROPPED_SCHEMA, replacing, write_parquet
+from cass.pipeline.manifests import DROPPED_SCHEMA, replacing, write_parquet
 from cass.pipeline.metrics import write_metrics
 from cass.training.instruct import HOLDOUT, IDENTITY, SCHEMA, TEXTS, dataset_info, same_text
 from cass.training.prompts import TASKS

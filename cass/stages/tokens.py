@@ -20,8 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
+from cass.engine.stage_work import CHUNK_ROWS
 from cass.pipeline.context import Stage
-from cass.pipeline.manifests import CHUNK_ROWS, manifest_path, write_parquet
+from cass.pipeline.manifests import manifest_path, write_parquet
 from cass.pipeline.memo import Memo
 from cass.pipeline.metrics import mean_reduction
 from cass.training.prompts import ASM, COUNT_COLUMNS, SOURCE, TASKS

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from cass.pipeline.manifests import CHUNK_ROWS
+from cass.engine.stage_work import CHUNK_ROWS
 from store import Store
 
 
