@@ -295,16 +295,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from cass.benchmark.baselines import baseline, choose_mutants, real_baseline
+    from cass.benchmark.baselines import choose_mutants
     from cass.benchmark.evaluate import evaluate
     from cass.benchmark.real_evaluate import evaluate_real
     from cass.benchmark.real_programs import load_suite
-    from cass.benchmark.scoring import score
+    from cass.benchmark.scoring import baseline_predictions, run_host, score
     from cass.benchmark.tasks import PredictionsError, load_tasks, read_predictions
     from cass.execution.batch import write_batch
-    from cass.execution.hosts import resolve_host
+    from cass.pipeline.context import Stage
 
-    params = load_params()
+    params = Stage("evaluate").params   # what the evaluate stage declares: the CLI reads no other parameter
     store = open_store(params)
     real = args.suite == REAL_SUITE
     references = None
@@ -327,7 +327,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 2
     host = None   # an export runs nothing: only the mutant baseline's choice reads the runs a --host has
     if not args.export_batch or (args.host and args.baseline == "mutant"):
-        host = resolve_host(args.host or params["execute"]["host"], scheduler_address(params["executor"]))
+        host = run_host(params, args.host)
     if args.export_batch and host is not None and host.live:
         print(f"cass eval: --export-batch runs nothing; give the mutant baseline a recorded host (--host "
               f"recorded:NAME), not {host.name}", file=sys.stderr)
@@ -338,7 +338,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         predictions, selection = choice.predictions, choice.planned
         print(choice.said())
     elif predictions is None:
-        predictions = (real_baseline if real else baseline)(args.baseline, store, params, tasks)
+        predictions = baseline_predictions(args.baseline, store, params, tasks, references, host)
     name = args.baseline or args.predictions.stem
     if args.export_batch:
         execute = params["execute"]

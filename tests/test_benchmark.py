@@ -104,6 +104,17 @@ def test_a_malformed_predictions_file_names_the_line_and_the_cause(tmp_path, hos
     assert proc.returncode == 2 and "line 2: a second prediction" in proc.stderr
 
 
+
+def test_the_cli_and_the_stage_run_programs_on_one_host_the_cli_option_first_then_the_benchmarks_then_executes():
+    from cass.benchmark.scoring import run_host
+
+    params = {"benchmark": {"host": None}, "execute": {"host": "cpu"}, "executor": {"scheduler": None}}
+    assert run_host(params).name == "cpu"
+    params["benchmark"]["host"] = "none"   # the benchmark's own setting wins over execute.host
+    assert run_host(params) is None
+    assert run_host(params, "cpu").name == "cpu"   # cass eval --host wins over both
+
+
 @pytest.mark.slow
 def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_path, host_only_tasks, store,
                                                                           listener):

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import polars as pl
 
+from cass.benchmark.baselines import baseline, real_baseline
 from cass.benchmark.evaluate import evaluate, summarize
 from cass.benchmark.real_evaluate import evaluate_real
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.report import write_report
 from cass.benchmark.tasks import Prediction, Task
-from cass.execution.hosts import ExecutionHost
+from cass.execution.hosts import ExecutionHost, resolve_host
 from store import Store
+from toolchains.cluster import scheduler_address
 
 
 def score(store: Store, params: dict, tasks: dict[str, Task] | dict[str, RealTask], name: str,
@@ -29,3 +31,19 @@ def score(store: Store, params: dict, tasks: dict[str, Task] | dict[str, RealTas
     summary = summarize(rows, tasks)
     write_report(out, name, rows, summary, report)
     return summary, report
+
+
+def run_host(params: dict, override: str | None = None) -> ExecutionHost | None:
+    """Where the benchmark's programs run: ``override`` (``cass eval --host``), else ``benchmark.host``, else
+    ``execute.host`` (the stage and the CLI alike)."""
+    return resolve_host(override or params["benchmark"]["host"] or params["execute"]["host"],
+                        scheduler_address(params["executor"]))
+
+
+def baseline_predictions(name: str, store: Store, params: dict, tasks: dict[str, Task] | dict[str, RealTask],
+                         references: pl.DataFrame | None, host: ExecutionHost | None) -> list[Prediction]:
+    """The predictions of baseline ``name`` for a suite's ``tasks``: the own suite's, or the real-program suite's
+    (``references`` given; ``host``'s runs choose the mutants)."""
+    if references is None:
+        return baseline(name, store, params, tasks)
+    return real_baseline(name, store, params, tasks, host)

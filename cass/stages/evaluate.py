@@ -22,16 +22,13 @@ from pathlib import Path
 import polars as pl
 
 from cass.benchmark import REAL_SUITE
-from cass.benchmark.baselines import baseline, real_baseline
 from cass.benchmark.real_programs import REFERENCES
 from cass.benchmark.real_tasks import MANIFEST, read_manifest
-from cass.benchmark.scoring import score
+from cass.benchmark.scoring import baseline_predictions, run_host, score
 from cass.benchmark.tasks import PREDICTION_SUFFIXES, load_tasks, read_predictions
-from cass.execution.hosts import resolve_host
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import DATA_DIR
 from cass.pipeline.metrics import percent, write_metrics, write_run_report
-from toolchains.cluster import scheduler_address
 
 GENERATED = DATA_DIR / "generate" / "predictions.jsonl"
 """The generate stage's predictions, scored too when that stage is on."""
@@ -59,7 +56,7 @@ def run(stage: Stage) -> None:
                          "the file (or generate.name)")
     # every file is read before anything is built: a malformed one fails the stage at once, naming its line
     entries = {name: read_predictions(path, {**tasks, **manifest}) for name, path in files.items()}
-    host = resolve_host(bench["host"] or params["execute"]["host"], scheduler_address(params["executor"]))
+    host = run_host(params)
     shutil.rmtree(out_dir, ignore_errors=True)   # no report of an earlier name stays behind
     out_dir.mkdir(parents=True)
     metrics, runs = {"host": host.name if host else None}, {}
@@ -75,8 +72,7 @@ def run(stage: Stage) -> None:
             if name in entries:
                 predictions = [p for p in entries[name] if p.task_id in suite_tasks]
             else:
-                predictions = (baseline(name, stage.store, params, suite_tasks) if references is None
-                               else real_baseline(name, stage.store, params, suite_tasks, host))
+                predictions = baseline_predictions(name, stage.store, params, suite_tasks, references, host)
             if not predictions:
                 continue
             # a first run's long part (every build a store miss): a plain line, shown also where stderr is a log
