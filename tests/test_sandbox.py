@@ -156,4 +156,6 @@ def test_a_sandboxed_tools_cpu_seconds_reach_its_result(toolchains, vendor):
     """The run reports' tool CPU seconds come from wait4: the sandbox must not hide the tool's."""
     job = Job(vendor, "sh", ("-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"), {}, (), timeout_s=60)
     result = run_in_scratch(toolchains[vendor].launcher, job)
-    assert result.ok and result.cpu_s > 0.5 * result.wall_s > 0
+    # the loop costs some 0.7 CPU-s here; bubblewrap's own are some 0.005 (its share of the wall time depends on the
+    # load: another test worker sharing the cores took it below half)
+    assert result.ok and result.cpu_s > 0.1

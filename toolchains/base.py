@@ -459,7 +459,7 @@ class Toolchain(ABC):
             h.update(self.identity(tool).encode())
             h.update(repr(sorted(passed_env().items())).encode())
             h.update(f"sandbox={self.launcher.sandbox.mode}".encode())
-            h.update(self.launcher.layout().encode())
+            h.update(self.launcher.path_view().encode())
             self._fingerprints[tool] = h.hexdigest()
         return self._fingerprints[tool]
 

@@ -97,7 +97,7 @@ class Launcher(ABC):
     sandbox: Sandbox
     """How the tools are confined (:mod:`toolchains.sandbox`); its mode enters every fingerprint."""
 
-    def layout(self) -> str:
+    def path_view(self) -> str:
         """Where the tools see their folders, where that is not where they are (it enters the fingerprints); ""
         for none."""
         return ""

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from store.machine_cache import machine_cache
 from toolchains.base import ToolchainMissingError, ToolStatus
-from toolchains.launchers import HostLauncher
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
 CUDA12_PACKAGES = ("nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 "
@@ -164,17 +163,19 @@ class HipNvidiaToolchain(NvidiaToolchain):
         self.libraries = library_headers(self.hip_headers)
         self.hip_include = hip_include_dir(self.hip_headers, self.libraries) if self.hip_headers.is_dir() else None
         super().__init__(cuda_home)
-        trees = [self.cuda_home, *self.cuda12, self.hip_headers, *self.libraries,
-                 *([self.hip_include] if self.hip_include else [])]
-        # the folders' paths differ between machines: they reach nvcc through its environment, never the
-        # arguments of an action key (the files themselves enter the fingerprint), and nvcc sees them at fixed
-        # paths (mounts), so an executable holds no path of this machine's (nvlink keeps its -L folders)
+
+    def trees(self) -> list[Path]:
+        return [*super().trees(), *self.cuda12, self.hip_headers, *self.libraries,
+                *([self.hip_include] if self.hip_include else [])]
+
+    def tool_env(self) -> dict[str, str]:
+        """HIP's and CUDA 12's folders for nvcc. Their paths differ between machines: they reach nvcc through its
+        environment, never the arguments of an action key (the files themselves enter the fingerprint), and nvcc
+        sees them at fixed paths (:meth:`mounts`), so an executable holds no path of this machine's."""
         flat = [f"-isystem={self.hip_include / p.name}" for p in self.libraries if p.name in FLAT_LIBRARIES]
         paths = [f"-I{self.hip_include}", *(f"-I{p / 'include'}" for p in self.cuda12), *flat,
                  f"-L{self.cuda12[0] / 'lib'}"]
-        prepend = " ".join([os.environ.get("NVCC_PREPEND_FLAGS", ""), *paths]).strip()
-        self.launcher = HostLauncher([self.cuda_home / "bin"], trees=trees, extra_env={"NVCC_PREPEND_FLAGS": prepend},
-                                     mounts=self.mounts())
+        return {"NVCC_PREPEND_FLAGS": " ".join([os.environ.get("NVCC_PREPEND_FLAGS", ""), *paths]).strip()}
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc",)

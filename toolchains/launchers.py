@@ -54,29 +54,39 @@ class HostLauncher(Launcher):
 
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
         path = self.resolve(tool)
-        binds = [arg for host, inner in self._mounted().items() for arg in ("--ro-bind", os.path.realpath(host), inner)]
-        return self.sandbox.host([self.as_seen(str(path or tool)), *args], scratch, self.trees, self.system_root,
-                                 binds)
+        mounted = self._mounted()
+        binds = [arg for host, inner in mounted.items() for arg in ("--ro-bind", os.path.realpath(host), inner)]
+        trees = [t for t in self.trees if str(t) not in mounted]   # a path left untranslated is not found: loud
+        return self.sandbox.host([self.as_seen(str(path or tool)), *args], scratch, trees, self.system_root, binds)
 
     def env(self) -> dict[str, str]:
         path = ":".join([*map(self.as_seen, map(str, self.bin_dirs)), "/usr/bin", "/bin"])
-        return {**BASE_ENV, "PATH": path, **passed_env(), **{k: self.as_seen(v) for k, v in self.extra_env.items()}}
+        return {**BASE_ENV, "PATH": path,
+                **{k: self.as_seen(v) for k, v in {**passed_env(), **self.extra_env}.items()}}
 
     def _mounted(self) -> dict[str, str]:
         """The :attr:`mounts` in effect: in the bwrap mode only (the rlimits mode cannot move a folder)."""
         return self.mounts if self.sandbox.mode == "bwrap" else {}
 
     def as_seen(self, text: str) -> str:
-        """``text`` (a path, flags) with each mounted folder's path as the tools see it."""
+        """``text`` (a path, flags, a search path) with each mounted folder's path as the tools see it: where it
+        stands alone, after ``-I``/``-L`` or a separator (space, ``=``, ``:``, ``,``, a quote) and is followed by
+        its own sub-path, a separator or the end."""
         mounted = self._mounted()
         if not mounted:
             return text
-        hosts = sorted(mounted, key=len, reverse=True)
-        return re.sub("|".join(f"{re.escape(h)}(?![^/\\s])" for h in hosts), lambda m: mounted[m.group(0)], text)
+        hosts = "|".join(re.escape(h) for h in sorted(mounted, key=len, reverse=True))
+        pattern = rf"""(?:(?<![^\s=:,"'])|(?<=-I)|(?<=-L))({hosts})(?![^/\s:,"'])"""
+        return re.sub(pattern, lambda m: mounted[m.group(1)], text)
 
-    def layout(self) -> str:
-        mounted = self._mounted()
-        return f"mounts={sorted(mounted.values())}" if mounted else ""
+    def path_view(self) -> str:
+        """Where the tools see the mounted folders (bwrap mode), or, where they cannot be moved (rlimits mode),
+        the folders' own paths: outputs may hold them, so they enter the fingerprints."""
+        if not self.mounts:
+            return ""
+        if self.sandbox.mode == "bwrap":
+            return f"mounts={sorted(self.mounts.values())}"
+        return f"paths={sorted(self.mounts)}"
 
 
 class ChrootLauncher(Launcher):

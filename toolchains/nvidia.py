@@ -107,7 +107,16 @@ class NvidiaToolchain(Toolchain):
 
     def __init__(self, cuda_home: Path):
         self.cuda_home = Path(cuda_home)
-        super().__init__(HostLauncher([self.cuda_home / "bin"], trees=[self.cuda_home], mounts=self.mounts()))
+        super().__init__(HostLauncher([self.cuda_home / "bin"], trees=self.trees(), extra_env=self.tool_env(),
+                                      mounts=self.mounts()))
+
+    def trees(self) -> list[Path]:
+        """The folders the tools read (in the sandbox: at their paths, or where :meth:`mounts` puts them)."""
+        return [self.cuda_home]
+
+    def tool_env(self) -> dict[str, str]:
+        """What the tools' environment adds (none)."""
+        return {}
 
     def mounts(self) -> dict[Path, str]:
         """Where the tools see the toolkit in the sandbox, on every machine: nvlink writes its library folders

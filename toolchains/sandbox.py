@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,7 @@ class Sandbox:
         return [*binds, *aliases, *links]
 
     def host(self, argv: list[str], scratch: Path, trees: list[Path], system_root: Path | None = None,
-             binds: list[str] = ()) -> list[str]:
+             binds: Sequence[str] = ()) -> list[str]:
         """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory (and
         ``system_root``'s system trees for the host's, ``binds``' mounts after them: bwrap mode only)."""
         if self.mode != "bwrap":
