@@ -39,6 +39,7 @@ from cass.benchmark.real_evaluate import SOURCE_ERRORS, evaluate_real  # noqa: E
 from cass.benchmark.real_programs import build_task_programs, load_suite  # noqa: E402
 from cass.benchmark.real_tasks import MANIFEST, read_manifest  # noqa: E402
 from cass.benchmark.tasks import Prediction  # noqa: E402
+from cass.engine.placement import Placement  # noqa: E402
 from cass.execution.batch import import_results, not_recorded, write_batch  # noqa: E402
 from cass.execution.hosts import resolve_host  # noqa: E402
 from cass.pipeline.context import load_params, open_store  # noqa: E402
@@ -118,7 +119,7 @@ def programs(store, params: dict, tasks: dict, predictions: list[Prediction]) ->
     files = {p.task_id: tasks[p.task_id].overlay({path: store.put(text.encode("utf-8", SOURCE_ERRORS))
                                                   for path, text in p.prediction.items()}) for p in predictions}
     built, _ = build_task_programs(store, params["execute"], {t: ("hip", tasks[t], f) for t, f in files.items()},
-                                   params["executor"]["workers"] or None)
+                                   Placement.of(params).workers)
     return {t: b.binary for t, b in built.items()}
 
 

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from cass.benchmark import REAL_BASELINES, REAL_SUITE
+from cass.engine.placement import Placement
 from cass.pipeline.context import load_params, open_store
 from cass.pipeline.manifests import live_set
 from cass.pipeline.wiring import report as wiring_report
@@ -35,7 +36,7 @@ from store import Store
 from store.tree import tree_blobs
 from toolchains import AMD_SUITES, Toolchain, amd_root_path, load_toolchains
 from toolchains.amd_root import read_seal
-from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError, scheduler_address
+from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
 from toolchains.sandbox import detect as detect_sandbox
 from toolchains.system import header_parity
 
@@ -81,7 +82,7 @@ def print_header_parity(toolchains: dict[str, Toolchain]) -> int:
 
 def cmd_toolchains(args: argparse.Namespace) -> int:
     if args.cluster is not None:
-        return cluster_toolchains(args.cluster or scheduler_address(load_params()["executor"]))
+        return cluster_toolchains(args.cluster or Placement.of(load_params()).scheduler)
     params = load_params()
     suite = args.amd_suite or params["amd"]["toolchain"]
     toolchains = load_toolchains(suite)
@@ -382,7 +383,7 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
         print(f"{len(manifest['tasks'])} tasks in {MANIFEST}; left out: {manifest['left_out_by_reason']}")
         return 0
     store = open_store(params)
-    workers = params["executor"]["workers"] or None
+    workers = Placement.of(params).workers
     by_id, problems, _ = load_suite(store, params)
     tasks = list(by_id.values())
     if problems:   # recording would drop these tasks from the manifest: the mirror must match it first
@@ -419,7 +420,7 @@ def own_references(args: argparse.Namespace, params: dict) -> int:
     from cass.execution.batch import write_batch
     from cass.execution.hosts import resolve_host
 
-    store, workers = open_store(params), params["executor"]["workers"] or None
+    store, workers = open_store(params), Placement.of(params).workers
     root = Path(params["benchmark"]["tasks"])
     tasks = load_tasks(root)
     if args.tasks_command == "export-own":
@@ -448,7 +449,7 @@ def cmd_gpu_batch(args: argparse.Namespace) -> int:
     store = open_store(params)
     if args.batch_command == "export":
         recorded = resolve_host(f"recorded:{args.missing_for}") if args.missing_for else None
-        done = export_batch(store, params["execute"], args.folder, params["executor"]["workers"] or None, recorded)
+        done = export_batch(store, params["execute"], args.folder, Placement.of(params).workers, recorded)
         print(f"{done['binaries']} binaries of {done['pairs']} pairs with a main ({done['build_failures']} builds "
               f"failed), {done['runs']} runs ({done['already_recorded']} recorded before), in {args.folder}. "
               "On the GPU host, in a checkout with blake3 "

@@ -130,8 +130,8 @@ class Store:
         self.corrupt_found: list[str] = []
         """Names of objects and records found damaged (and set aside) by this instance."""
         self.keys_used: set[str] = set()
-        """Every action key this instance found a record for or recorded: what a stage that writes no keys of its
-        own hands to the packs."""
+        """Every action key this instance found a record for or recorded (a stage's store: what its
+        ``actions.parquet`` lists, with its workers' keys, for the packs and gc)."""
         for d in (self._objects, self._actions, self._tmp):
             d.mkdir(parents=True, exist_ok=True)
 

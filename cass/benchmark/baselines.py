@@ -22,6 +22,7 @@ from cass.benchmark.real_evaluate import SOURCE_ERRORS
 from cass.benchmark.real_programs import task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction, Task
+from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun
 from cass.execution.compare import MIN_CALIBRATION_RUNS
 from cass.execution.hosts import ExecutionHost
@@ -136,7 +137,7 @@ def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host:
     ports = {t: task_runs(tasks[t], programs[f"reference:{t}"], SELECTION, MIN_CALIBRATION_RUNS, execute)
              for t, found in candidates.items() if found and programs.get(f"reference:{t}")}
     choice.planned = {r for runs in ports.values() for r in runs} | {r for c in candidates.values() for _, r in c}
-    found = run_programs(store, host, choice.planned, execute["workers"], params["executor"]["host_wait_s"])[0] \
+    found = run_programs(store, host, choice.planned, execute["workers"], Placement.of(params).host_wait_s)[0] \
         if host else {}
 
     def recorded(run: ProgramRun) -> Run | None:
@@ -198,7 +199,7 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
         return choice.predictions
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
-        hip = hipify_files(store, params, files, name == "pipeline", params["executor"]["workers"] or None,
+        hip = hipify_files(store, params, files, name == "pipeline", Placement.of(params).workers,
                            {(t, p): list(tasks[t].files) for t, p in files})
         return [Prediction(t, "source", {p: store.get_text(hip[t, p], SOURCE_ERRORS) for p in task.files})
                 for t, task in tasks.items()]
@@ -207,7 +208,7 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
 
 def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> list[Prediction]:
     """The predictions of baseline ``name`` for every task (both tasks where the baseline has both)."""
-    workers = params["executor"]["workers"] or None
+    workers = Placement.of(params).workers
     if name == "reference":
         compiled, _ = amd_compiles(store, params, {t: (task.path, task.reference_hip) for t, task in tasks.items()},
                                    workers)

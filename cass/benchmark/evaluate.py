@@ -38,6 +38,7 @@ from dataclasses import asdict
 from sacrebleu.metrics import CHRF
 
 from cass.benchmark.tasks import Prediction, Task
+from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun
 from cass.execution.compare import MIN_CALIBRATION_RUNS
 from cass.execution.hosts import ExecutionHost
@@ -157,7 +158,7 @@ def judge_assembly(prediction: str, program: Build, reference_assembly: str) -> 
 def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: list[Prediction],
              host: ExecutionHost | None) -> tuple[list[dict], dict]:
     """Per-prediction verdicts and the evaluation's run report (builds, runs, the host)."""
-    workers = params["executor"]["workers"] or None
+    workers = Placement.of(params).workers
     execute = params["execute"]
     source = {f"{i}": (p.task_id, p.prediction) for i, p in enumerate(predictions) if p.task == "source"}
     samples = {f"{i}": p.sample for i, p in enumerate(predictions)}
@@ -181,7 +182,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     if host is not None:
         host.require_arch(execute["archs"])
         found, report["runs"], _ = run_programs(store, host, {r for rs in report["planned"].values() for r in rs},
-                                                execute["workers"], params["executor"]["host_wait_s"])
+                                                execute["workers"], Placement.of(params).host_wait_s)
 
     chrf = CHRF()
     rows = []

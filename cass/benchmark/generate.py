@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cass.benchmark.assembly import sass
 from cass.benchmark.tasks import Task
+from cass.engine.placement import Placement
 from cass.models.backends import Backend, Messages, Sampling
 from cass.models.completions import complete_all, extract
 from cass.training.prompts import TASKS
@@ -35,7 +36,7 @@ def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str]
 def generate(store: Store, params: dict, tasks: dict[str, Task], backend: Backend) -> tuple[list[dict], dict]:
     """The predictions of ``backend`` for ``tasks`` (evaluator rows plus how each was extracted) and a run report."""
     gp = params["generate"]
-    return translate(store, gp, prompts(store, params, tasks, gp["tasks"], params["executor"]["workers"] or None),
+    return translate(store, gp, prompts(store, params, tasks, gp["tasks"], Placement.of(params).workers),
                      backend)
 
 

@@ -32,6 +32,7 @@ from cass.benchmark.evaluate import amd_program_compiles, judge_sets
 from cass.benchmark.real_programs import build_task_programs, task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction
+from cass.engine.placement import Placement
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import Run, run_programs
 from store import Store
@@ -83,7 +84,7 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
     binary, by key: ``reference:<task>``, then the predictions' indices). Programs are built where there is a run
     host, or where ``build_programs`` says so (a batch for a GPU host); without either only the compile rate is
     measured."""
-    workers = params["executor"]["workers"] or None
+    workers = Placement.of(params).workers
     execute, suite_params = params["execute"], params["benchmark"]["real"]
     wanted = sorted({p.task_id for p in predictions})
     entries = {f"{REFERENCE}:{t}": (t, 0, tasks[t].human, True) for t in wanted}
@@ -108,7 +109,7 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
         host.require_arch(execute["archs"])
         found, report["runs"], _ = run_programs(store, host, {r for sets in planned.values()
                                                               for rs in sets.values() for r in rs},
-                                                execute["workers"], params["executor"]["host_wait_s"])
+                                                execute["workers"], Placement.of(params).host_wait_s)
     chrf, rows = CHRF(), []
     human_text = {t: program_text(store, tasks[t].overlay(tasks[t].human)) for t in wanted}
     for key, (task_id, sample, _, is_reference) in progress(list(entries.items())):

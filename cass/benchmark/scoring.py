@@ -12,9 +12,9 @@ from cass.benchmark.real_evaluate import evaluate_real
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.report import write_report
 from cass.benchmark.tasks import Prediction, Task
+from cass.engine.placement import Placement
 from cass.execution.hosts import ExecutionHost, resolve_host
 from store import Store
-from toolchains.cluster import scheduler_address
 
 
 def score(store: Store, params: dict, tasks: dict[str, Task] | dict[str, RealTask], name: str,
@@ -37,7 +37,7 @@ def run_host(params: dict, override: str | None = None) -> ExecutionHost | None:
     """Where the benchmark's programs run: ``override`` (``cass eval --host``), else ``benchmark.host``, else
     ``execute.host`` (the stage and the CLI alike)."""
     return resolve_host(override or params["benchmark"]["host"] or params["execute"]["host"],
-                        scheduler_address(params["executor"]))
+                        Placement.of(params).scheduler)
 
 
 def baseline_predictions(name: str, store: Store, params: dict, tasks: dict[str, Task] | dict[str, RealTask],

@@ -18,8 +18,6 @@ The executor is local by default; with a Dask scheduler configured (``CASS_SCHED
 
 from __future__ import annotations
 
-import atexit
-import functools
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,9 +26,9 @@ from typing import Any, Protocol
 from tqdm import tqdm
 
 from cass.engine.cached import CachedMap
+from cass.engine.placement import Placement
 from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
-from toolchains import Executor, Job, JobResult, Step, Toolchain, load_toolchains, local_executor
-from toolchains.cluster import Cluster, scheduler_address
+from toolchains import Executor, Job, JobResult, Step, Toolchain
 
 
 @dataclass(frozen=True)
@@ -279,33 +277,11 @@ def merge_settled(out: SettledOutput, chunks: list[Settled], runners: dict[str, 
     return [row for chunk in chunks for row in chunk.added]
 
 
-
-@functools.cache
-def cluster_at(address: str) -> Cluster:
-    """The connection to the scheduler at ``address`` (one per process, closed at exit)."""
-    cluster = Cluster(address)
-    atexit.register(cluster.close)
-    return cluster
-
-
 def pipeline_toolchains(params: dict, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:
-    """The toolchains actions are planned with: this machine's, or the cluster hosts' when a
-    scheduler is configured (a vendor no connected host serves is an error naming the fix)."""
-    address = scheduler_address(params["executor"])
-    if address is None:
-        local = load_toolchains(params["amd"]["toolchain"])
-        return {v: local[v] for v in vendors}
-    cluster = cluster_at(address)
-    hosts = cluster.hosts()
-    return {v: cluster.toolchain(v, hosts) for v in vendors}
+    """The toolchains actions are planned with, where params.yaml places the tools (:mod:`cass.engine.placement`)."""
+    return Placement.of(params).toolchains(params["amd"]["toolchain"], vendors)
 
 
 def stage_runner(store: Store, toolchain: Toolchain, params: dict, timeout_s: float) -> ActionRunner:
-    """A runner on the cluster when a scheduler is configured, else on the local executor with the
-    pipeline's worker count (``executor.workers``)."""
-    address = scheduler_address(params["executor"])
-    if address is None:
-        executor = local_executor({toolchain.vendor: toolchain}, params["executor"]["workers"] or None)
-    else:
-        executor = cluster_at(address).executor(params["executor"]["host_wait_s"])
-    return ActionRunner(store, executor, timeout_s)
+    """A runner of ``toolchain``'s actions where params.yaml places them (:mod:`cass.engine.placement`)."""
+    return ActionRunner(store, Placement.of(params).tool_executor({toolchain.vendor: toolchain}), timeout_s)

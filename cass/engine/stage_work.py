@@ -286,12 +286,12 @@ class ClusterWork(StageWork):
             run_item, work, item, args, host, resources={STAGE_RESOURCE: 1}, pure=False)))
 
 
-def stage_work(executor: dict, workers: int, report: Path) -> StageWork:
-    """Where a stage's own work runs: the stage hosts of the configured scheduler if it has any, else ``workers``
+def stage_work(address: str | None, workers: int, report: Path) -> StageWork:
+    """Where a stage's own work runs: the stage hosts of the scheduler at ``address`` if it has any, else ``workers``
     local processes; ``report``: where it says how the work went."""
-    from toolchains.cluster import STAGE_RESOURCE, scheduler_address
+    from toolchains.cluster import STAGE_RESOURCE
 
-    if (address := scheduler_address(executor)) is not None:
+    if address is not None:
         from toolchains.cluster import Cluster
 
         cluster = Cluster(address)

@@ -15,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from cass.engine.actions import cluster_at
+from cass.engine.placement import cluster_at
 from toolchains.gpu import RunHost, cpu_host, local_gpu_host
 
 RECORDED_DIR = Path("gpu_hosts")

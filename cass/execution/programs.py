@@ -20,8 +20,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
-from cass.engine.actions import Action, ActionRunner, Outcome, cluster_at
+from cass.engine.actions import Action, ActionRunner, Outcome
 from cass.engine.cached import CachedMap
+from cass.engine.placement import cluster_at
 from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
 from cass.execution.hosts import ExecutionHost
 from store import Store

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
+from cass.engine.placement import Placement
 from cass.execution.compare import MIN_CALIBRATION_RUNS, Calibration, first_difference, prints_usage, self_check
 from cass.execution.device_reads import DeviceReads, DeviceReadsError, ReadsComparison, compare_reads
 from cass.execution.hosts import ExecutionHost
@@ -206,9 +207,9 @@ def main_signatures(rows: pl.DataFrame, store_root: str) -> dict[str, str | None
 
 
 def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str | None], host: ExecutionHost | None,
-            executor: dict) -> tuple[list[dict], dict]:
-    """The execution columns of every row (``mains``: each one's :func:`main_signatures`), and the stage's run
-    report."""
+            placement: Placement) -> tuple[list[dict], dict]:
+    """The execution columns of every row (``mains``: each one's :func:`main_signatures`), built where ``placement``
+    puts the tools, and the stage's run report."""
     if params["runs"] < MIN_CALIBRATION_RUNS or params["hip_runs"] < 1:
         raise ValueError(f"params.yaml execute.runs is {params['runs']} and hip_runs {params['hip_runs']}: the CUDA "
                          f"original's outputs are calibrated on at least {MIN_CALIBRATION_RUNS} runs of it, and the "
@@ -227,10 +228,10 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
         return [{"sample_id": s, **r} for s, r in results.items()], {"host": None}
     host.require_arch(params["archs"])
     pairs = {(row["origin"], row["path"]): row for row in rows}
-    builds, build_counts, build_keys = build_programs(store, params, runnable, executor["workers"] or None, pairs)
+    builds, build_counts, build_keys = build_programs(store, params, runnable, placement.workers, pairs)
     planned = planned_runs(runnable, builds, params)
     found, run_counts, run_keys = run_programs(store, host, {r for rs in planned.values() for r in rs},
-                                               params["workers"], executor["host_wait_s"])
+                                               params["workers"], placement.host_wait_s)
     for row in runnable:
         sample, result = row["sample_id"], results[row["sample_id"]]
         built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}

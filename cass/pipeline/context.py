@@ -10,9 +10,9 @@
 * the artifact store (:attr:`Stage.store`, with any packs `dvc pull` brought imported),
 * the upstream manifests (:meth:`Stage.upstream`) and its own output (:meth:`Stage.output`),
 * the record of the actions it used: :meth:`Stage.run` writes ``data/<stage>/actions.parquet`` after the stage's
-  work, every key its store found or recorded in this process and every key its workers reported
-  (``StageOutput.action_keys``). The packs carry those records and ``cass store gc`` keeps them, so no stage writes
-  the file itself and none can forget it.
+  work (also after a failure), every key its store found or recorded in this process and every key its workers
+  reported (``StageOutput.action_keys``). The packs carry those records and ``cass store gc`` keeps them, so no stage
+  writes the file itself and none can forget it.
 
 Ambient keys say where things run or are kept, not what is computed: ``store.dir``, ``executor``
 (local workers or a Dask scheduler), ``tokens.cache_dir`` (built tokenizers) and ``amd.toolchain``
@@ -25,7 +25,6 @@ import the toolchains.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +34,8 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from cass.engine.stage_work import StageWork, stage_work
+from cass.engine.placement import Placement
+from cass.engine.stage_work import StageWork
 from cass.pipeline.manifests import (
     DATA_DIR,
     PACK_DIR,
@@ -158,11 +158,16 @@ class Stage:
         return open_store(self.params)
 
     def run(self, work: Callable[[Stage], object]) -> None:
-        """Run the stage's ``work``; then, if it opened the store and dvc.yaml gives it ``data/<stage>``, write there
-        ``actions.parquet``: the keys its store found or recorded and those its outputs' workers reported."""
-        work(self)
-        if "store" in self.__dict__ and str(self.data_dir) in self.declared_outputs:
-            write_action_keys(self.name, self.store.keys_used.union(*(out.action_keys for out in self.outputs)))
+        """Run the stage's ``work``; then, also when it stops on an error (a model server gone: what came back is
+        kept), write ``data/<stage>/actions.parquet`` if dvc.yaml gives the stage that folder: the keys its store
+        found or recorded and those its outputs' workers reported (none used, no file)."""
+        try:
+            work(self)
+        finally:
+            used = self.store.keys_used.union(*(out.action_keys for out in self.outputs)) \
+                if "store" in self.__dict__ else set()
+            if used and str(self.data_dir) in self.declared_outputs:
+                write_action_keys(self.name, used)
 
     @cached_property
     def declared_outputs(self) -> frozenset[str]:
@@ -173,13 +178,13 @@ class Stage:
     @property
     def workers(self) -> int:
         """Processes the stage's own per-row work may use: ``executor.workers``, 0 for every core."""
-        return self.params["executor"]["workers"] or os.cpu_count() or 1
+        return Placement.of(self.params).processes
 
     @cached_property
     def work(self) -> StageWork:
         """Where the stage's own per-item work runs: stage hosts, or ``workers`` local processes
         (:mod:`cass.engine.stage_work`)."""
-        return stage_work(self.params["executor"], self.workers, RUN_DIR / "stage_work" / f"{self.name}.json")
+        return Placement.of(self.params).stage_work(RUN_DIR / "stage_work" / f"{self.name}.json")
 
     @cached_property
     def upstreams(self) -> frozenset[str]:

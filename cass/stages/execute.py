@@ -16,22 +16,22 @@ from collections import Counter
 
 import polars as pl
 
+from cass.engine.placement import Placement
 from cass.execution.hosts import resolve_host
 from cass.execution.verify import COLUMNS, execute, main_signatures
 from cass.pipeline.context import Stage
-from toolchains.cluster import scheduler_address
 
 
 def run(stage: Stage) -> None:
     params = stage.params["execute"]
     rows = stage.upstream("pair")
     out = stage.output(rows.height)
-    host = resolve_host(params["host"], scheduler_address(stage.params["executor"]))
+    placement = Placement.of(stage.params)
+    host = resolve_host(params["host"], placement.scheduler)
     mains = {}
     for part in stage.work.chunks(main_signatures, rows.select("sample_id", "files"), str(stage.store.root)):
         mains |= part
-    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), mains, host,
-                            stage.params["executor"])
+    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), mains, host, placement)
     statuses = Counter(r["exec_status"] for r in added)
     out.action_keys = set(report.pop("keys", []))
     out.run.update(report)

@@ -17,6 +17,7 @@ from collections import Counter
 
 import polars as pl
 
+from cass.engine.placement import Placement
 from cass.execution.programs import hip_nvidia_checks
 from cass.pipeline.context import Stage
 
@@ -39,7 +40,7 @@ def run(stage: Stage) -> None:
     verdicts = {}
     if stage.params["pair"]["hip_nvidia"] and kept.height:
         verdicts, counts, out.action_keys = hip_nvidia_checks(stage.store, stage.params["execute"], kept.to_dicts(),
-                                                   stage.params["executor"]["workers"] or None)
+                                                   Placement.of(stage.params).workers)
         out.run["hip_nvidia_actions"] = dict(counts)
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
     kept = kept.with_columns(pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),

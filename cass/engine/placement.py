@@ -1,0 +1,71 @@
+"""Where work runs, read in one place from params.yaml's ``executor`` section (and ``CASS_SCHEDULER``).
+
+* Tool actions (compiles, hipify-perl, disassembly): :meth:`Placement.tool_executor`, on ``workers`` local processes
+  or, with a Dask scheduler, on the vendor hosts it connects (waiting ``host_wait_s`` for one that serves a job).
+* The toolchains actions are planned with: :meth:`Placement.toolchains`, this machine's or the hosts'.
+* A stage's own per-item work: :meth:`Placement.stage_work`, on local processes or the scheduler's stage hosts.
+* Program runs: the run host a setting names (:func:`cass.execution.hosts.resolve_host`, given this placement's
+  scheduler for ``auto``), on ``workers`` local processes or the scheduler's GPU hosts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cass.engine.stage_work import StageWork, stage_work
+from toolchains import Executor, Toolchain, load_toolchains, local_executor
+from toolchains.cluster import Cluster, scheduler_address
+
+
+@functools.cache
+def cluster_at(address: str) -> Cluster:
+    """The connection to the scheduler at ``address`` (one per process, closed at exit)."""
+    cluster = Cluster(address)
+    atexit.register(cluster.close)
+    return cluster
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where work runs: ``scheduler`` (a Dask scheduler's address; None: this machine), ``workers`` (local processes;
+    None: one per core) and ``host_wait_s`` (how long a job waits for a host that can serve it)."""
+
+    scheduler: str | None
+    workers: int | None
+    host_wait_s: float
+
+    @classmethod
+    def of(cls, params: Mapping) -> Placement:
+        """The placement params.yaml's ``executor`` section gives (``CASS_SCHEDULER`` overrides its scheduler)."""
+        executor = params["executor"]
+        return cls(scheduler_address(executor), executor["workers"] or None, executor["host_wait_s"])
+
+    @property
+    def processes(self) -> int:
+        """Local processes for a stage's own work: ``workers``, else one per core."""
+        return self.workers or os.cpu_count() or 1
+
+    def toolchains(self, amd_suite: str, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:
+        """The toolchains actions are planned with: this machine's (``amd_suite``: its AMD root), or the cluster
+        hosts' when a scheduler is configured (a vendor no connected host serves is an error naming the fix)."""
+        if self.scheduler is None:
+            local = load_toolchains(amd_suite)
+            return {v: local[v] for v in vendors}
+        cluster = cluster_at(self.scheduler)
+        hosts = cluster.hosts()
+        return {v: cluster.toolchain(v, hosts) for v in vendors}
+
+    def tool_executor(self, toolchains: Mapping[str, Toolchain]) -> Executor:
+        """Where tool actions run: the cluster when a scheduler is configured, else ``workers`` local processes."""
+        if self.scheduler is None:
+            return local_executor(dict(toolchains), self.workers)
+        return cluster_at(self.scheduler).executor(self.host_wait_s)
+
+    def stage_work(self, report: Path) -> StageWork:
+        """Where a stage's own per-item work runs (``report``: where it says how that went)."""
+        return stage_work(self.scheduler, self.processes, report)
