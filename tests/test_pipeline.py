@@ -563,6 +563,9 @@ def test_a_corrupt_object_is_caught_rebuilt_and_never_exported(project):
 
 
 def test_gc_keeps_what_the_manifests_need(project):
+    used = {path.parent.name for path in (project / "data").glob("*/actions.parquet")}
+    packed = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]["pack_store"]["deps"]
+    assert {"compile_nvidia", "tokens"} <= used and {f"data/{stage}" for stage in used} <= set(packed)
     out = run(["cass", "store", "gc"], project)
     assert "removed" in out
     run(["dvc", "repro", "--force", "--single-item", "hipify", "compile_nvidia", "compile_amd"], project)
