@@ -262,9 +262,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(tmp)
         base = {f"{i:08d}": t for i, t in enumerate(texts[:2000])}
-        _, first, _ = cached_signatures(store, base, PARAMS, workers)
+        _, first = cached_signatures(store, base, PARAMS, workers)
         more = {**base, **{f"{i:08d}": t for i, t in enumerate(texts[2000:2100], start=2000)}}
-        _, second, _ = cached_signatures(store, more, PARAMS, workers)
+        _, second = cached_signatures(store, more, PARAMS, workers)
     lines += [f"Two runs over {len(small):,} files: identical clusters: {bool((one == two).all())}.",
               f"Signature cache: {first} computed for 2,000 files; after adding 100 files, {second} computed."]
     text = "\n".join(lines) + "\n"

@@ -184,7 +184,7 @@ def table(args: argparse.Namespace) -> list[dict]:
                        for r in task_runs(tasks[program], binary, s, params["benchmark"]["real"]["runs"],
                                           params["execute"])]
              for program, binary in ported.items()}
-    found, _, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs}
+    found, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs}
                                | {r for rs in ports.values() for r in rs}, 1, 0)
     unmutated = {program: [Run.of(store, found[r], r.invocation.args) for r in runs]
                  for program, runs in ports.items() if all(found[r] is not None for r in runs)}

@@ -9,6 +9,7 @@ from store.cas import (
     StoreStats,
     canonical_json,
     digest_bytes,
+    tracking,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "StoreStats",
     "canonical_json",
     "digest_bytes",
+    "tracking",
 ]

@@ -115,6 +115,22 @@ class PackResult:
     removed: int = 0
 
 
+_TRACKED: list[set[str]] = []
+"""The key sets of this process's open :func:`tracking` blocks."""
+
+
+@contextlib.contextmanager
+def tracking() -> Iterator[set[str]]:
+    """Every action key any store of this process finds a record for or records inside the block (a stage's item
+    on one of its workers: keys its stage's ``actions.parquet`` must list)."""
+    keys: set[str] = set()
+    _TRACKED.append(keys)
+    try:
+        yield keys
+    finally:
+        del _TRACKED[next(i for i, tracked in enumerate(_TRACKED) if tracked is keys)]
+
+
 class Store:
     """A content-addressed store rooted at a directory; the only code that touches its files."""
 
@@ -238,7 +254,7 @@ class Store:
                 self.get(digest)
         except (MissingObjectError, CorruptObjectError):
             return None
-        self.keys_used.add(key)
+        self._used(key)
         return record
 
     def record(self, key: str, record: ActionRecord) -> None:
@@ -249,7 +265,12 @@ class Store:
         if missing:
             raise MissingObjectError(f"action {key}: outputs not stored yet: {missing}")
         self._write_atomic(self._action_path(key), canonical_json(record.to_json()))
+        self._used(key)
+
+    def _used(self, key: str) -> None:
         self.keys_used.add(key)
+        for tracked in _TRACKED:
+            tracked.add(key)
 
     # -- maintenance -----------------------------------------------------------------------
 

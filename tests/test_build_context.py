@@ -212,8 +212,8 @@ def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     rows = [{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}], "include_dirs": ["."],
              "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else []} for name, text in HIP_PAIRS.items()]
-    verdicts, counts, keys = hip_nvidia_checks(store, params["execute"], rows, None)
-    assert set(verdicts) == {"portable.cu", "amd_only.cu", "libraries.cu"} and len(keys) == 3
+    verdicts, counts = hip_nvidia_checks(store, params["execute"], rows, None)
+    assert set(verdicts) == {"portable.cu", "amd_only.cu", "libraries.cu"} and len(store.keys_used) == 3
     assert counts["misses"] == 3
     assert verdicts["portable.cu"] == ("ok", "")
     category, error = verdicts["libraries.cu"]   # the libraries' headers are there: only the one wrong call fails

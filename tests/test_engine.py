@@ -31,7 +31,7 @@ def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
     again = CachedMap(store)
     records = again.map(keys, double)
     assert computed == [0, 1, 2, 3]   # 0 and 1 came from the store
-    assert again.counts() == {"hits": 2, "misses": 2} and again.keys == set(keys.values())
+    assert again.counts() == {"hits": 2, "misses": 2} and store.keys_used == set(keys.values())
     assert {n: store.get_text(r.outputs["value"]) for n, r in records.items()} == {0: "0", 1: "2", 2: "4", 3: "6"}
 
 
@@ -143,11 +143,10 @@ def test_settled_chunks_merge_into_the_stage_output_and_count_each_key_found_onc
 
     runner = ActionRunner(store, None, 0)   # the driver's runner: it found k3 itself
     runner.found.add("k3")
-    chunks = [Settled(added=[{"sample_id": "a"}], keys={"k1", "k2"}, found={"amd": {"k1", "k2"}}, corrupt=1),
+    chunks = [Settled(added=[{"sample_id": "a"}], found={"amd": {"k1", "k2"}}, corrupt=1),
               Settled(dropped=[({"sample_id": "b", "origin": "o", "path": "b.cu", "domain": "d"}, "why", "detail")],
-                      keys={"k2", "k3"}, found={"amd": {"k2", "k3"}})]
+                      found={"amd": {"k2", "k3"}})]
     out = StageOutput("stage", rows_in=2)
     assert merge_settled(out, chunks, {"amd": runner}) == [{"sample_id": "a"}]
     assert [(d["sample_id"], d["reason"]) for d in out.dropped] == [("b", "why")]
     assert runner.counts.hits == 3 and runner.counts.corrupt == 1   # k2 and k3 found twice, counted once
-    assert out.action_keys == {"k1", "k2", "k3"}

@@ -140,7 +140,7 @@ def test_a_mutant_that_builds_to_the_same_binary_is_equivalent(store, toolchains
     programs = {"original": files}
     for name, mutant in (("dead", dead), ("live", live)):
         programs[name] = {"k.hip": store.put_text(mutant.apply(KERNEL))}
-    built, _, _ = build_program_targets(store, params, {k: ProgramSource("hip", ["k.hip"], ["."], f)
+    built, _ = build_program_targets(store, params, {k: ProgramSource("hip", ["k.hip"], ["."], f)
                                                         for k, f in programs.items()},
                                         None)
     assert all(b.binary for b in built.values()), built

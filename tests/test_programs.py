@@ -229,14 +229,14 @@ def test_the_kernels_a_program_runs_on_the_gpu_are_counted(store, gpu):
     cpu = "int main() { long s = 0; for (int i = 0; i < 1000; ++i) s += i; printf(\"%ld\\n\", s); return 0; }\n"
     params = load_params(REPO / "params.yaml")
     sources = {name: store.put((PRELUDE + source).encode()) for name, source in (("gpu", kernels), ("cpu", cpu))}
-    builds, _, _ = build_program_targets(store, params["execute"], {
+    builds, _ = build_program_targets(store, params["execute"], {
         name: ProgramSource("cuda", [f"{name}.cu"], [], {f"{name}.cu": digest}) for name, digest in sources.items()},
         1)
     assert all(b.binary for b in builds.values()), builds
     # built as the execute stage builds (in the tool sandbox): the same bytes on every machine, as a recorded run needs
     planned = {name: PlannedRun(b.binary, Invocation(), ProgramLimits(**LIMITS), 1) for name, b in builds.items()}
     host = gpu.host(store, "counter", params, set(planned.values()))
-    found, _, _ = run_programs(store, host, set(planned.values()), 1, 0)
+    found, _ = run_programs(store, host, set(planned.values()), 1, 0)
     runs = {name: Run.of(store, found[run]) for name, run in planned.items()}
     assert all(r.ok for r in runs.values()), runs
     assert {name: r.kernel_launches for name, r in runs.items()} == {"gpu": 3, "cpu": 0}
@@ -321,13 +321,13 @@ def test_what_a_program_reads_back_from_the_gpu_tells_a_wrong_translation(store,
         path = f"{name}.{'cu' if side == 'cuda' else 'hip.cu'}"
         text = PRELUDE + source.replace("OFFSET", offset).replace("DRIVER_COPY", DRIVER_COPY)
         targets[name] = ProgramSource(side, [path], [], {path: store.put(text.encode())})
-    builds, _, _ = build_program_targets(store, params["execute"], targets, 1)
+    builds, _ = build_program_targets(store, params["execute"], targets, 1)
     assert all(b.binary for b in builds.values()), builds
     limits = ProgramLimits(**LIMITS)
     planned = {(name, n): PlannedRun(b.binary, Invocation(), limits, n)
                for name, b in builds.items() for n in range(1, 4 if name == "cuda" else 2)}
     host = gpu.host(store, "device-reads", params, set(planned.values()))
-    found, _, _ = run_programs(store, host, set(planned.values()), 1, 0)
+    found, _ = run_programs(store, host, set(planned.values()), 1, 0)
     runs = {key: Run.of(store, found[run]) for key, run in planned.items()}
     assert all(r.ok and r.kernel_launches == 2 for r in runs.values()), runs
     reads = {key: DeviceReads.parse(store.get(r.device_reads)) for key, r in runs.items()}
@@ -430,7 +430,7 @@ def test_a_program_builds_to_the_same_bytes_wherever_the_cuda_wheels_are_install
         store = Store(tmp_path / f"store-{name}")   # its own store: both really build
         target = toolchain.program_target(["main.cu"], ["sm_90"], ["-std=c++17"])
         files = {"main.cu": store.put((PATH_PROGRAMS[side] + PATH_PROGRAM).encode())}
-        builds, _, _ = run_plans(store, toolchain, {name: [TargetRun(target, files)]}, 300, None)
+        builds, _ = run_plans(store, toolchain, {name: [TargetRun(target, files)]}, 300, None)
         assert builds[name].binary, builds[name].detail
         binaries[name] = store.get(builds[name].binary)
     assert binaries["here"] == binaries["elsewhere"]

@@ -3,6 +3,7 @@ they read."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -205,6 +206,15 @@ def test_a_stage_reads_only_the_upstream_outputs_dvc_yaml_gives_it():
     assert publish.upstream_dir("hub") == Stage("hub").data_dir == Path("data") / "hub"
 
 
+def record_on_a_worker(key: str, store_root: str) -> int:
+    """A stage's item on one of its worker processes: it records an action in its own store."""
+    from store import ActionRecord, Store
+
+    store = Store(store_root)
+    store.record(key, ActionRecord("ok", 0, {}, store.put(b"")))
+    return os.getpid()
+
+
 def test_a_stage_run_writes_every_key_its_store_and_its_workers_used_also_when_it_fails_and_only_where_declared(
         tmp_path: Path, monkeypatch):
     from store import ActionRecord, Store
@@ -213,16 +223,18 @@ def test_a_stage_run_writes_every_key_its_store_and_its_workers_used_also_when_i
         "asks": {"cmd": "python -m stages.asks", "outs": ["data/asks"]},
         "reads": {"cmd": "python -m stages.reads", "outs": [{"data/reads": {"persist": True}}]},
         "packs": {"cmd": "python -m stages.packs", "outs": ["data/elsewhere"]}}}))
-    ambient = {"store": {"dir": ".cass/store"}, "executor": {}, "amd": {"toolchain": ""}, "tokens": {"cache_dir": ""}}
+    ambient = {"store": {"dir": ".cass/store"}, "executor": {"scheduler": None, "workers": 2, "host_wait_s": 0},
+               "amd": {"toolchain": ""}, "tokens": {"cache_dir": ""}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(ambient))
     monkeypatch.chdir(tmp_path)
     earlier = Store(".cass/store")
     earlier.record("a" * 64, ActionRecord("ok", 0, {"out": earlier.put(b"kept")}, earlier.put(b"")))
 
-    def asks(stage: Stage) -> None:   # one hit, one new record, one miss, two keys from its workers
+    def asks(stage: Stage) -> None:   # one hit, one new record, one miss, two records on its worker processes
         assert stage.store.lookup("a" * 64) is not None and stage.store.lookup("c" * 64) is None
         stage.store.record("b" * 64, ActionRecord("failed", 1, {}, stage.store.put(b"error")))
-        stage.output().action_keys |= {"d" * 64, "e" * 64}
+        workers = set(stage.work.map(record_on_a_worker, ["d" * 64, "e" * 64], str(stage.store.root), count=2))
+        assert os.getpid() not in workers
 
     Stage("asks").run(asks)
     assert pl.read_parquet("data/asks/actions.parquet")["key"].to_list() == [c * 64 for c in "abde"]

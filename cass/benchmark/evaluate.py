@@ -75,7 +75,7 @@ def amd_program_compiles(store: Store, params: dict,
              for key, (units, include_dirs, files) in programs.items()}
     for runs in plans.values():   # the first arch's device assembly last: the build's artifact
         runs.sort(key=lambda run: run.target.kind == "device" and run.target.arch == archs[0])
-    builds, counts, _ = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
+    builds, counts = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
     return builds, counts
 
 
@@ -86,7 +86,7 @@ def nvidia_builds(store: Store, params: dict, sources: dict[str, tuple[str, str]
     execute = params["execute"]
     plans = {key: [TargetRun(toolchain.program_target(name, execute["archs"], execute["flags"]),
                              {name: store.put_text(text)})] for key, (name, text) in sources.items()}
-    builds, counts, _ = run_plans(store, toolchain, plans, execute["timeout_s"], workers)
+    builds, counts = run_plans(store, toolchain, plans, execute["timeout_s"], workers)
     return builds, counts
 
 
@@ -100,7 +100,7 @@ def assembly_programs(store: Store, params: dict, sources: dict[str, tuple[str, 
                                                                 params["amd"]["flags"]), EXECUTABLE)
     plans = {key: [TargetRun(target, {"prediction.s": store.put_text(asm), HOST_SOURCE: store.put_text(host)})]
              for key, (asm, host) in sources.items()}
-    builds, counts, _ = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
+    builds, counts = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
     return builds, counts
 
 
@@ -181,7 +181,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     found: dict = {}
     if host is not None:
         host.require_arch(execute["archs"])
-        found, report["runs"], _ = run_programs(store, host, {r for rs in report["planned"].values() for r in rs},
+        found, report["runs"] = run_programs(store, host, {r for rs in report["planned"].values() for r in rs},
                                                 execute["workers"], Placement.of(params).host_wait_s)
 
     chrf = CHRF()

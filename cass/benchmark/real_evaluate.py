@@ -107,7 +107,7 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
     found = {}
     if host is not None:
         host.require_arch(execute["archs"])
-        found, report["runs"], _ = run_programs(store, host, {r for sets in planned.values()
+        found, report["runs"] = run_programs(store, host, {r for sets in planned.values()
                                                               for rs in sets.values() for r in rs},
                                                 execute["workers"], Placement.of(params).host_wait_s)
     chrf, rows = CHRF(), []

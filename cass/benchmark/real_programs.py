@@ -61,7 +61,7 @@ def build_task_programs(store: Store, params: dict, programs: dict[Hashable, tup
           workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
     """Every ``key: (side, task, files)`` built (``cuda``: nvcc; ``hip``: HIP's NVIDIA back end) from the task's
     main file and units, ``files`` (path: digest) laid out as the task's tree."""
-    builds, counts, _ = build_program_targets(
+    builds, counts = build_program_targets(
         store, params, {key: ProgramSource(side, [task.main, *task.units], task.include_dirs, files)
                         for key, (side, task, files) in programs.items()}, workers)
     return builds, counts
@@ -138,7 +138,7 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
     """The kept tasks (with the hidden set settled and how each set went), the reference rows, and the tasks left
     out (benchmark, reason, detail), from the runs of ``host``."""
     plan = plan_recording(store, params, tasks, workers)
-    found, _, _ = run_programs(store, host, plan.planned, params["workers"], 0)
+    found, _ = run_programs(store, host, plan.planned, params["workers"], 0)
     if missing := sum(outcome is None for outcome in found.values()):   # a partial batch: record nothing yet
         raise ValueError(f"{missing} of {len(found)} planned runs have no result for GPU host {host.name}: export "
                          f"the missing ones (--missing-for {host.name}), run and import them, then record")

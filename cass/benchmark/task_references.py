@@ -39,7 +39,7 @@ def plan(store: Store, params: dict, tasks: dict[str, Task], workers: int | None
     programs = {(t, side): ProgramSource(side, [task.path], ["."], {task.path: store.put_text(text)})
                 for t, task in tasks.items() if task.hidden_args
                 for side, text in (("cuda", task.cuda), ("hip", task.reference_hip))}
-    builds, _, _ = build_program_targets(store, params, programs, workers)
+    builds, _ = build_program_targets(store, params, programs, workers)
     limits = limits_for(params)
     runs = {(t, side, s): [ProgramRun(b.binary, Invocation(tasks[t].arguments(s)), limits, n)
                            for n in range(1, (params["runs"] if side == "cuda" else params["hip_runs"]) + 1)]
@@ -76,7 +76,7 @@ def record(store: Store, params: dict, tasks: dict[str, Task], host: ExecutionHo
     folder): ``<id>.hidden.stdout`` and the kernel counts in ``references.json`` beside it. Returns why each task that
     was not recorded was not."""
     builds, planned = plan(store, params, tasks, workers)
-    found, _, _ = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"], 0)
+    found, _ = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"], 0)
     if missing := sum(o is None for o in found.values()):
         raise ValueError(f"{missing} of {len(found)} planned runs have no result for GPU host {host.name}: run "
                          "and import the batch of `cass bench-tasks export-own` first")

@@ -18,9 +18,9 @@ REMOVED_SCHEMA = {"sample_id": pl.String, "origin": pl.String, "path": pl.String
 
 
 def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams,
-                      workers: int = 1) -> tuple[dict[str, np.ndarray], int, set[str]]:
+                      workers: int = 1) -> tuple[dict[str, np.ndarray], int]:
     """Signature per content digest, from the store where present; returns (signatures, how
-    many were computed, the store action keys that hold them)."""
+    many were computed)."""
     spec = {k: v for k, v in params.describe().items() if k not in ("threshold", "bands", "rows")}
     cache = CachedMap(store)
 
@@ -31,7 +31,7 @@ def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams
 
     records = cache.map({d: Store.action_key({"tool": "minhash", **spec, "input": d}) for d in texts}, compute)
     found = {d: np.frombuffer(store.get(r.outputs["signature"]), dtype=np.uint32) for d, r in records.items()}
-    return found, cache.misses, cache.keys
+    return found, cache.misses
 
 
 def rank(rows: pl.DataFrame) -> pl.DataFrame:

@@ -131,11 +131,6 @@ class ActionRunner:
         self.found: set[str] = set()
         """The keys answered from the store."""
 
-    @property
-    def keys(self) -> set[str]:
-        """Every action key looked up (hits and misses): what the stage's packs carry."""
-        return self.cache.keys
-
     def _inputs(self, action: Action) -> dict[str, bytes]:
         try:
             return {name: self.store.get(d) for name, d in action.inputs}
@@ -238,42 +233,37 @@ def store_runner(store: Store, transients: Mapping[str, str]) -> ActionRunner:
 class Settled:
     """A chunk as a tool stage's worker settles it (:meth:`cass.engine.stage_work.StageWork.settle`): the columns the
     stage adds for the rows it settled, the rows it drops (identity, reason, detail), the rows it could not settle yet
-    (sample id -> what it made for them), and its store lookups in the first pass (every key, the keys found by
-    runner name, the damaged outputs set aside)."""
+    (sample id -> what it made for them), and its store lookups in the first pass (the keys found by runner name,
+    the damaged outputs set aside)."""
 
     added: list[dict] = field(default_factory=list)
     dropped: list[tuple[dict, str, str]] = field(default_factory=list)
     unsettled: dict[str, Any] = field(default_factory=dict)
-    keys: set[str] = field(default_factory=set)
     found: dict[str, set[str]] = field(default_factory=dict)
     corrupt: int = 0
 
     def looked_up(self, runner: ActionRunner, name: str) -> None:
         """Take a worker runner's lookups (``name``: the driver's runner they stand for, such as its vendor)."""
-        self.keys |= runner.keys
         self.found.setdefault(name, set()).update(runner.found)
         self.corrupt = len(runner.store.corrupt_found)   # a chunk's runners share its store
 
 
-class SettledOutput(Protocol):
-    """Where :func:`merge_settled` puts the drops and the keys (a stage's ``StageOutput``)."""
-
-    action_keys: set[str]
+class Drops(Protocol):
+    """Where :func:`merge_settled` puts the drops (a stage's ``StageOutput``)."""
 
     def drop(self, row: dict, reason: str, detail: str = "") -> None: ...
 
 
-def merge_settled(out: SettledOutput, chunks: list[Settled], runners: dict[str, ActionRunner]) -> list[dict]:
+def merge_settled(out: Drops, chunks: list[Settled], runners: dict[str, ActionRunner]) -> list[dict]:
     """The rows the ``chunks`` settled, their drops recorded in ``out``, their lookups in the driver's ``runners``'
     counts (hits: the distinct keys found here or on a worker; the damaged outputs the workers set aside, on the
-    first runner) and every key in ``out.action_keys``."""
+    first runner)."""
     for chunk in chunks:
         for identity, reason, detail in chunk.dropped:
             out.drop(identity, reason, detail)
     for name, runner in runners.items():
         runner.counts.hits = len(runner.found.union(*(c.found.get(name, ()) for c in chunks)))
     next(iter(runners.values())).counts.corrupt += sum(c.corrupt for c in chunks)
-    out.action_keys = set().union(*(r.keys for r in runners.values()), *(c.keys for c in chunks))
     return [row for chunk in chunks for row in chunk.added]
 
 

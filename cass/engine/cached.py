@@ -20,11 +20,10 @@ Outputs = Mapping[str, bytes]
 
 
 class CachedMap:
-    """Results keyed in ``store``'s action cache; ``keys`` are every key looked up (for the stage's packs)."""
+    """Results keyed in ``store``'s action cache (the store tracks the keys used: :func:`store.tracking`)."""
 
     def __init__(self, store: Store):
         self.store = store
-        self.keys: set[str] = set()
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()   # results may be recorded from a backend's threads
@@ -34,7 +33,6 @@ class CachedMap:
         aside and the result is computed again)."""
         record = self.store.lookup(key)
         with self._lock:
-            self.keys.add(key)
             self.hits += record is not None
         return record
 
@@ -51,7 +49,6 @@ class CachedMap:
         record = ActionRecord(status, exit_code, blobs, "" if stderr is None else self.store.put(stderr))
         self.store.record(key, record)
         with self._lock:
-            self.keys.add(key)
             self.misses += 1
         return record
 

@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeVar
 import polars as pl
 
 from cass.files import write_json, write_parquet
-from store import digest_bytes
+from store import digest_bytes, tracking
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -59,6 +59,8 @@ class Done:
     wall_s: float
     cpu_s: float
     worker: str
+    keys: frozenset[str] = frozenset()
+    """The action keys the work found records for or recorded, in any store (:func:`store.tracking`)."""
 
 
 @cache
@@ -93,8 +95,9 @@ def run_item(work: Callable[..., Result], item: Item, args: tuple, host: tuple[s
                                     "and the store mounted where the driver has them")
         os.chdir(project)
     wall, cpu = time.perf_counter(), time.process_time()
-    result = work(item, *args)
-    return Done(result, time.perf_counter() - wall, time.process_time() - cpu, worker)
+    with tracking() as keys:
+        result = work(item, *args)
+    return Done(result, time.perf_counter() - wall, time.process_time() - cpu, worker, frozenset(keys))
 
 
 @dataclass
@@ -163,6 +166,8 @@ class StageWork(ABC):
     def __init__(self, report: Path | None = None):
         self.report = report
         self.tally = WorkTally()
+        self.keys: set[str] = set()
+        """The action keys its items found records for or recorded, wherever they ran."""
 
     @abstractmethod
     def pool(self, items: int | None) -> AbstractContextManager[Pool | None]:
@@ -195,6 +200,7 @@ class StageWork(ABC):
                 other.cancel()
             raise RuntimeError(f"{work.__name__} failed on {name} ({self.where}): {exc}") from exc
         self.tally.add(done)
+        self.keys |= done.keys
         return done.result
 
     def chunks(self, work: Callable[..., Result], rows: pl.DataFrame, *args: object,

@@ -89,7 +89,7 @@ def export_batch(store: Store, params: dict, folder: Path, workers: int | None =
     ``recorded`` host, where given: a batch of what changed); returns what it holds."""
     pairs = list(read_manifest("pair").iter_rows(named=True))
     rows = [r for r in pairs if main_signature(store.get_text(r["files"][0]["digest"], "replace")) is not None]
-    builds, counts, _ = build_programs(store, params, rows, workers, {(r["origin"], r["path"]): r for r in pairs})
+    builds, counts = build_programs(store, params, rows, workers, {(r["origin"], r["path"]): r for r in pairs})
     planned = {r for runs in planned_runs(rows, builds, params).values() for r in runs}
     missing = not_recorded(store, planned, recorded) if recorded else planned
     runs = write_batch(store, folder, missing, params)

@@ -123,7 +123,7 @@ def pair_mutants(store: Store, params: dict, rows: list[dict], pairs: dict[tuple
             mutants.append(MutantProgram("pairs", row["sample_id"], row["origin"], mutant, files,
                                          original_binary=row["hip_program"]))
             targets[len(mutants) - 1] = ProgramSource("hip", units, row["include_dirs"], files, row["build_flags"])
-    built, _, _ = build_program_targets(store, params, targets, workers)
+    built, _ = build_program_targets(store, params, targets, workers)
     for key, build in built.items():
         _settle_build(mutants[key], build)
     return mutants

@@ -63,11 +63,10 @@ class Build:
 
 
 def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[TargetRun]], timeout_s: float,
-              workers: int | None) -> tuple[dict[Hashable, Build], Counter, set[str]]:
+              workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
     """Every key's target runs, as cached actions on this machine, one after another up to the first that fails: a
-    key's :class:`Build` is its last target's artifact, or why its failing target failed; with the action counts and
-    keys."""
-    counts, keys = run_locally(store, toolchain, [run for runs in plans.values() for run in chain(runs)], timeout_s,
+    key's :class:`Build` is its last target's artifact, or why its failing target failed; with the action counts."""
+    counts = run_locally(store, toolchain, [run for runs in plans.values() for run in chain(runs)], timeout_s,
                                workers)
     builds = {}
     for key, runs in plans.items():
@@ -76,15 +75,15 @@ def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[Tar
             builds[key] = Build(None, reason.removeprefix("compile_failed:"), detail)
         else:
             builds[key] = Build(runs[-1].inputs[runs[-1].target.artifact])
-    return builds, counts, keys
+    return builds, counts
 
 
 def run_locally(store: Store, toolchain: Toolchain, runs: list[TargetRun], timeout_s: float, workers: int | None,
-                ) -> tuple[Counter, set[str]]:
-    """Target runs as cached actions on this machine; the action counts and keys."""
+                ) -> Counter:
+    """Target runs as cached actions on this machine; the action counts."""
     runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}, workers), timeout_s)
     run_targets(toolchain, runner, runs)
-    return Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)}), runner.keys
+    return Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
 
 
 def tree_path(row: dict, path: str) -> str:
@@ -111,10 +110,10 @@ def program_sources(store: Store, row: dict, pairs: dict[tuple[str, str], dict])
 
 
 def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], workers: int | None,
-                      ) -> tuple[dict[str, tuple[str, str]], Counter, set[str]]:
+                      ) -> tuple[dict[str, tuple[str, str]], Counter]:
     """The HIP side of every row (a pair: ``hip_files``, ``include_dirs``, ``build_flags``) compiled, not linked,
     through HIP's NVIDIA back end as the execute stage builds it (``params``: ``execute``): by sample id, ``ok`` or
-    the failure's category, and its error; with the action counts and keys. Whether the translation builds on the
+    the failure's category, and its error; with the action counts. Whether the translation builds on the
     platform its programs run on; OpenCL pairs have no HIP side and are left out, and so is a run that was stopped
     (a timeout, a killed compiler: counted in the action counts, tried again next run)."""
     toolchain = load_hip_nvidia()
@@ -122,20 +121,20 @@ def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], workers: int
         row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
         row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})
         for row in rows if not is_opencl(row["hip_files"][0]["path"])}
-    counts, keys = run_locally(store, toolchain, list(runs.values()), params["timeout_s"], workers)
+    counts = run_locally(store, toolchain, list(runs.values()), params["timeout_s"], workers)
     verdicts = {}
     for sample, run in runs.items():
         reason, detail = ("ok", "") if run.failure is None else failure_reason(toolchain, run, store)
         if reason not in ("timeout", "transient"):   # a run stopped says nothing of the pair: no verdict, not cached
             verdicts[sample] = (reason.removeprefix("compile_failed:"), detail)
-    return verdicts, counts, keys
+    return verdicts, counts
 
 
 def build_programs(store: Store, params: dict, rows: list[dict], workers: int | None,
                    pairs: dict[tuple[str, str], dict] | None = None,
-                   ) -> tuple[dict[tuple[str, str], Build], Counter, set[str]]:
+                   ) -> tuple[dict[tuple[str, str], Build], Counter]:
     """Both programs of every row (its main file and ``units``; ``include_dirs``), by (sample id, side), with the
-    builds' action counts and keys; ``pairs`` (by origin and path) give the units' translations."""
+    builds' action counts; ``pairs`` (by origin and path) give the units' translations."""
     builds: dict = {}
     programs: dict = {}
     for row in rows:
@@ -146,8 +145,8 @@ def build_programs(store: Store, params: dict, rows: list[dict], workers: int | 
                 units = [row["files"][0]["path"], *(row["units"] or ())]
                 programs[row["sample_id"], side] = ProgramSource(side, units, row["include_dirs"], files,
                                                                  row["build_flags"])
-    built, counts, keys = build_program_targets(store, params, programs, workers)
-    return builds | built, counts, keys
+    built, counts = build_program_targets(store, params, programs, workers)
+    return builds | built, counts
 
 
 class ProgramSource(NamedTuple):
@@ -162,22 +161,20 @@ class ProgramSource(NamedTuple):
 
 
 def build_program_targets(store: Store, params: dict, programs: dict[Hashable, ProgramSource],
-                          workers: int | None) -> tuple[dict[Hashable, Build], Counter, set[str]]:
+                          workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
     """Every program built by its side's toolchain (``execute.archs``, ``execute.flags`` and its own build's); with
-    the builds' action counts and keys."""
+    the builds' action counts."""
     builds: dict = {}
     counts: Counter = Counter()
-    keys: set[str] = set()
     for side, toolchain in build_toolchains().items():
         plans = {key: [TargetRun(toolchain.program_target(p.units, params["archs"],
                                                           toolchain.build_flags(params["flags"], p.build_flags),
                                                           p.include_dirs), p.files)]
                  for key, p in programs.items() if p.side == side}
-        done, side_counts, side_keys = run_plans(store, toolchain, plans, params["timeout_s"], workers)
+        done, side_counts = run_plans(store, toolchain, plans, params["timeout_s"], workers)
         builds |= done
         counts.update(side_counts)   # `+=` would drop the zero counts
-        keys |= side_keys
-    return builds, counts, keys
+    return builds, counts
 
 
 @dataclass(frozen=True)
@@ -267,7 +264,7 @@ def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, wor
 
 
 def run_programs(store: Store, host: ExecutionHost, planned: set[ProgramRun], workers: int,
-                 host_wait_s: float) -> tuple[dict[ProgramRun, Outcome | None], dict, set[str]]:
+                 host_wait_s: float) -> tuple[dict[ProgramRun, Outcome | None], dict]:
     """Every planned run on ``host``: taken from the store, and on a live host the others run there (one runner per
     set of limits). A run without a result (none recorded for a recorded host, or a transient failure) is None."""
     actions = {run: run.action(host.host) for run in planned}
@@ -283,4 +280,4 @@ def run_programs(store: Store, host: ExecutionHost, planned: set[ProgramRun], wo
         outcomes = {key: Outcome(record) for key, record in recorded.items()}
         counts.update(hits=len(recorded), not_recorded=len(missing))
     found = {run: (o if (o := outcomes.get(action.key)) and o.record else None) for run, action in actions.items()}
-    return found, dict(counts), {a.key for a in actions.values()}
+    return found, dict(counts)

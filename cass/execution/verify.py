@@ -228,10 +228,10 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
         return [{"sample_id": s, **r} for s, r in results.items()], {"host": None}
     host.require_arch(params["archs"])
     pairs = {(row["origin"], row["path"]): row for row in rows}
-    builds, build_counts, build_keys = build_programs(store, params, runnable, placement.workers, pairs)
+    builds, build_counts = build_programs(store, params, runnable, placement.workers, pairs)
     planned = planned_runs(runnable, builds, params)
-    found, run_counts, run_keys = run_programs(store, host, {r for rs in planned.values() for r in rs},
-                                               params["workers"], placement.host_wait_s)
+    found, run_counts = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"],
+                                     placement.host_wait_s)
     for row in runnable:
         sample, result = row["sample_id"], results[row["sample_id"]]
         built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}
@@ -260,10 +260,9 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
         result.update(exec_status=verdict.status, exec_detail=verdict.detail, exec_masked_fields=verdict.masked,
                       cuda_self_check=verdict.self_checks[0], hip_self_check=verdict.self_checks[1],
                       exec_verified=verified(verdict, runs))
-    keys = build_keys | run_keys
     report = {"host": {"name": host.name, **asdict(host.host), "description": host.host.describe(),
                        "fingerprint": host.host.fingerprint()},
-              "builds": dict(build_counts), "runs": run_counts, "keys": sorted(keys)}
+              "builds": dict(build_counts), "runs": run_counts}
     return [{"sample_id": s, **r} for s, r in results.items()], report
 
 

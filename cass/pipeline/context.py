@@ -10,9 +10,9 @@
 * the artifact store (:attr:`Stage.store`, with any packs `dvc pull` brought imported),
 * the upstream manifests (:meth:`Stage.upstream`) and its own output (:meth:`Stage.output`),
 * the record of the actions it used: :meth:`Stage.run` writes ``data/<stage>/actions.parquet`` after the stage's
-  work (also after a failure), every key its store found or recorded in this process and every key its workers
-  reported (``StageOutput.action_keys``). The packs carry those records and ``cass store gc`` keeps them, so no stage
-  writes the file itself and none can forget it.
+  work (also after a failure): every key its store found or recorded in this process and every key its work's
+  items did on its workers (:func:`store.tracking` around each item). The packs carry those records and ``cass store
+  gc`` keeps them, so no stage lists its keys itself and none can forget one.
 
 Ambient keys say where things run or are kept, not what is computed: ``store.dir``, ``executor``
 (local workers or a Dask scheduler), ``tokens.cache_dir`` (built tokenizers) and ``amd.toolchain``
@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -139,8 +139,6 @@ class Stage:
     name: str
     pipeline: Path = PIPELINE_FILE
     params_file: Path = PARAMS_FILE
-    outputs: list[StageOutput] = field(default_factory=list, repr=False)
-    """What :meth:`output` gave this run (their ``action_keys``: the keys the stage's workers used)."""
 
     @classmethod
     def of(cls, entry_point: str) -> Stage:
@@ -160,12 +158,15 @@ class Stage:
     def run(self, work: Callable[[Stage], object]) -> None:
         """Run the stage's ``work``; then, also when it stops on an error (a model server gone: what came back is
         kept), write ``data/<stage>/actions.parquet`` if dvc.yaml gives the stage that folder: the keys its store
-        found or recorded and those its outputs' workers reported (none used, no file)."""
+        found or recorded and those its work's items did, wherever they ran (none used, no file)."""
         try:
             work(self)
         finally:
-            used = self.store.keys_used.union(*(out.action_keys for out in self.outputs)) \
-                if "store" in self.__dict__ else set()
+            used: set[str] = set()
+            if "store" in self.__dict__:   # the work opened it
+                used |= self.store.keys_used
+            if "work" in self.__dict__:
+                used |= self.work.keys
             if used and str(self.data_dir) in self.declared_outputs:
                 write_action_keys(self.name, used)
 
@@ -231,6 +232,4 @@ class Stage:
 
     def output(self, rows_in: int = 0, **fields) -> StageOutput:
         """What this stage passes on and drops (``rows_in`` rows came in; ``fields``: more of StageOutput's)."""
-        out = StageOutput(self.name, rows_in=rows_in, **fields)
-        self.outputs.append(out)
-        return out
+        return StageOutput(self.name, rows_in=rows_in, **fields)

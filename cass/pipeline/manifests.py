@@ -142,9 +142,6 @@ class StageOutput:
     rows_in: int = 0
     dropped: list[dict] = field(default_factory=list)
     extra_metrics: dict = field(default_factory=dict)
-    action_keys: set[str] = field(default_factory=set)
-    """The action keys the stage's workers found or recorded (:meth:`cass.pipeline.context.Stage.run` writes them
-    with the driver's own to ``actions.parquet``)."""
     run: dict = field(default_factory=dict)
 
     def drop(self, row: dict, reason: str, detail: str = "") -> None:

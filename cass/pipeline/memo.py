@@ -24,10 +24,6 @@ class Memo:
         self.settings = dict(settings)
         self.cache = CachedMap(store)
 
-    @property
-    def keys(self) -> set[str]:
-        return self.cache.keys
-
     def _key(self, text_digest: str) -> str:
         return Store.action_key({"memo": self.name, "settings": self.settings, "text": text_digest})
 

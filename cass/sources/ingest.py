@@ -406,8 +406,7 @@ def file_chunks(kind: type[StackRows | SynthesizedRows], rows: pl.DataFrame | No
 @dataclass
 class Ingested:
     """What a worker made of one source: sample rows, configured headers, configure steps (tables: made on the
-    worker, where it is cheaper than on the driver), drops, files seen, files not selected, the store's action keys
-    it used (its configure steps)."""
+    worker, where it is cheaper than on the driver), drops, files seen, files not selected."""
 
     rows: pl.DataFrame
     configured: pl.DataFrame
@@ -415,7 +414,6 @@ class Ingested:
     dropped: list[dict]
     rows_in: int
     not_selected: dict[str, int]
-    keys: set[str]
 
 
 def ingest_source(source: Source, store_root: str, params: dict, stage: str) -> Ingested:
@@ -425,4 +423,4 @@ def ingest_source(source: Source, store_root: str, params: dict, stage: str) -> 
     source.add_to(ingest)
     return Ingested(pl.DataFrame(ingest.rows, schema=SCHEMA), pl.DataFrame(ingest.configured, schema=CONFIGURED_SCHEMA),
                     pl.DataFrame(ingest.build_statuses, schema=BUILD_CONTEXTS_SCHEMA), out.dropped, out.rows_in,
-                    ingest.not_selected, ingest.store.keys_used)
+                    ingest.not_selected)

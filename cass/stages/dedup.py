@@ -90,7 +90,7 @@ def run(stage: Stage) -> None:
 
     workers = stage.workers
     survivor_texts = {r["files"][0]["digest"]: texts[r["files"][0]["digest"]] for r in survivors}
-    sigs, computed, out.action_keys = cached_signatures(store, survivor_texts, mh, workers)
+    sigs, computed = cached_signatures(store, survivor_texts, mh, workers)
     matrix = np.array([sigs[r["files"][0]["digest"]] for r in survivors], dtype=np.uint32).reshape(-1, mh.num_perm)
     labels = components(len(survivors), candidate_links(matrix, mh))
     kept = [i for i in range(len(survivors)) if labels[i] == i]
@@ -106,8 +106,7 @@ def run(stage: Stage) -> None:
         refs |= suite_texts(stage)
     if refs:
         ref_digests = {path: digest_bytes(text.encode()) for path, text in refs.items()}
-        ref_sigs, _, ref_keys = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)
-        out.action_keys |= ref_keys
+        ref_sigs, _ = cached_signatures(store, {ref_digests[p]: t for p, t in refs.items()}, mh)
         ref_paths = sorted(refs)
         both = np.concatenate([matrix[kept], np.array([ref_sigs[ref_digests[p]] for p in ref_paths],
                                                       dtype=np.uint32).reshape(-1, mh.num_perm)])

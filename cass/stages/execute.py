@@ -33,7 +33,6 @@ def run(stage: Stage) -> None:
         mains |= part
     added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), mains, host, placement)
     statuses = Counter(r["exec_status"] for r in added)
-    out.action_keys = set(report.pop("keys", []))
     out.run.update(report)
     unverified = Counter(r["exec_status"] for r in added if not r["exec_verified"])
     out.extra_metrics.update(exec_status=dict(sorted(statuses.items())), host=report["host"],

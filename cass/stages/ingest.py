@@ -81,7 +81,6 @@ def run(stage: Stage) -> None:
             rows.append(part.rows)
             configured.append(part.configured)
             contexts.append(part.build_contexts)
-            out.action_keys |= part.keys   # the configure steps' records, which the packs carry
             out.dropped += part.dropped
             out.rows_in += part.rows_in
             not_selected.update(part.not_selected)

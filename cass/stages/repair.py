@@ -49,20 +49,17 @@ def run(stage: Stage) -> None:
         "files_by_rule": {rule: len(files) for rule, files in sorted(files_by_rule.items())},
     })
     out.run["actions"] = {k: sum(c.counts[k] for c in chunks) for k in ("hits", "misses")}
-    if target:
-        out.action_keys = set().union(*(c.keys for c in chunks))
     print(out.write(kept))
 
 
 @dataclass
 class Repaired:
     """A chunk's samples repaired: the columns this stage adds, the samples each rule changed, the files (digests)
-    each rule changed, the action keys looked up and the cache's hits and misses."""
+    each rule changed and the cache's hits and misses."""
 
     added: list[dict] = field(default_factory=list)
     samples_by_rule: Counter = field(default_factory=Counter)
     files_by_rule: dict[str, set[str]] = field(default_factory=dict)
-    keys: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=lambda: {"hits": 0, "misses": 0})
 
 
@@ -85,5 +82,5 @@ def repaired_chunk(rows: pl.DataFrame, store_root: str, target: RepairTarget | N
         chunk.added.append({"sample_id": row["sample_id"], "hip_files": files, "repair_rules": sorted(fired),
                             "hip_repaired": files != row["hip_files_hipify"]})
     if repairer:
-        chunk.keys, chunk.counts = repairer.keys, repairer.cache.counts()
+        chunk.counts = repairer.cache.counts()
     return chunk

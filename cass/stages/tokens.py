@@ -43,14 +43,13 @@ def run(stage: Stage) -> None:
                                                if i["level"] == "file" for t in i["texts"]), tokenizer_dir)
     digest = tokenizer_digest(tokenizer_dir)
     limit = tparams["max_tokens"]
-    tables, items, sass_counts, keys, memo_counts = [], [], [], set(), Counter()
+    tables, items, sass_counts, memo_counts = [], [], [], Counter()
     for chunk in stage.work.map(count_chunk, unit_parts(files, kernels), str(store.root), str(tokenizer_dir), digest,
                                 tparams["batch_size"], tparams["tokenizer"] in BUILT_HERE,
                                 count=-(-files.height // CHUNK_ROWS)):
         tables.append(chunk.table)
         items += chunk.items
         sass_counts += chunk.sass_counts
-        keys |= chunk.keys
         memo_counts.update(chunk.memo_counts)
     if len(items) != files.height + kernels.height:
         raise RuntimeError(f"tokens: {files.height} files and {kernels.height} kernels in, but {len(items)} "
@@ -62,7 +61,7 @@ def run(stage: Stage) -> None:
           for t in TASKS))
     write_parquet(counts, manifest_path(stage.name, "counts"), sort_by="unit_id")
 
-    out = stage.output(len(items), action_keys=keys)
+    out = stage.output(len(items))
     kept = []
     for item, row in zip(items, counts.iter_rows(named=True), strict=True):
         identity = {"sample_id": item["unit_id"], "origin": item["origin"], "path": item["path"],
@@ -87,13 +86,12 @@ def run(stage: Stage) -> None:
 
 @dataclass
 class Counted:
-    """A chunk's units counted: their counts table, identities, (raw, normalised) SASS tokens, memo keys and
-    hits and misses."""
+    """A chunk's units counted: their counts table, identities, (raw, normalised) SASS tokens, memo hits and
+    misses."""
 
     table: pl.DataFrame
     items: list[dict]
     sass_counts: list[tuple[int, int]]
-    keys: set[str]
     memo_counts: dict[str, int]
 
 
@@ -120,4 +118,4 @@ def count_chunk(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_roo
     }, schema_overrides={"kernel": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)})
     items = [{k: i[k] for k in ("unit_id", "level", "sample_id", "origin", "path", "domain", "kernel")} for i in chunk]
     sass = sass_token_counts(store, files, chunk[:files.height], tokens)
-    return Counted(table, items, sass, memo.keys, memo.counts())
+    return Counted(table, items, sass, memo.counts())

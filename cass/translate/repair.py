@@ -482,10 +482,6 @@ class CachedRepair:
         self.cache = CachedMap(store)
         self._done: dict[tuple[str, frozenset[str]], tuple[str, list[str]]] = {}
 
-    @property
-    def keys(self) -> set[str]:
-        return self.cache.keys
-
     def __call__(self, digest: str, shadowed: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
         """(digest of the repaired file, names of the rules that changed it); ``shadowed``: the names of
         derived headers the file's sample provides itself."""
