@@ -145,9 +145,6 @@ class Store:
         self._actions_prefix = f"{self._actions}{os.sep}"
         self.corrupt_found: list[str] = []
         """Names of objects and records found damaged (and set aside) by this instance."""
-        self.keys_used: set[str] = set()
-        """Every action key this instance found a record for or recorded (a stage's store: what its
-        ``actions.parquet`` lists, with its workers' keys, for the packs and gc)."""
         for d in (self._objects, self._actions, self._tmp):
             d.mkdir(parents=True, exist_ok=True)
 
@@ -267,8 +264,8 @@ class Store:
         self._write_atomic(self._action_path(key), canonical_json(record.to_json()))
         self._used(key)
 
-    def _used(self, key: str) -> None:
-        self.keys_used.add(key)
+    @staticmethod
+    def _used(key: str) -> None:
         for tracked in _TRACKED:
             tracked.add(key)
 

@@ -17,7 +17,7 @@ from cass.sources import build_context
 from cass.sources.build_context import BuildContext, BuildContexts, tree_folders
 from cass.sources.includes import TreeIndex, resolve_includes
 from cass.sources.ingest import Ingest
-from store import Store
+from store import Store, tracking
 from toolchains import local_executor
 from toolchains.cmake import CMakeConfigure
 from toolchains.sandbox import Sandbox
@@ -212,8 +212,9 @@ def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     rows = [{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}], "include_dirs": ["."],
              "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else []} for name, text in HIP_PAIRS.items()]
-    verdicts, counts = hip_nvidia_checks(store, params["execute"], rows, None)
-    assert set(verdicts) == {"portable.cu", "amd_only.cu", "libraries.cu"} and len(store.keys_used) == 3
+    with tracking() as used:
+        verdicts, counts = hip_nvidia_checks(store, params["execute"], rows, None)
+    assert set(verdicts) == {"portable.cu", "amd_only.cu", "libraries.cu"} and len(used) == 3
     assert counts["misses"] == 3
     assert verdicts["portable.cu"] == ("ok", "")
     category, error = verdicts["libraries.cu"]   # the libraries' headers are there: only the one wrong call fails

@@ -13,6 +13,7 @@ import pytest
 
 from cass.engine.cached import CachedMap
 from cass.engine.stage_work import LocalWork
+from store import tracking
 
 
 def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
@@ -29,9 +30,10 @@ def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
     assert computed == [0, 1] and first.counts() == {"hits": 0, "misses": 2}
 
     again = CachedMap(store)
-    records = again.map(keys, double)
+    with tracking() as used:
+        records = again.map(keys, double)
     assert computed == [0, 1, 2, 3]   # 0 and 1 came from the store
-    assert again.counts() == {"hits": 2, "misses": 2} and store.keys_used == set(keys.values())
+    assert again.counts() == {"hits": 2, "misses": 2} and used == set(keys.values())
     assert {n: store.get_text(r.outputs["value"]) for n, r in records.items()} == {0: "0", 1: "2", 2: "4", 3: "6"}
 
 

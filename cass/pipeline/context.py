@@ -10,7 +10,7 @@
 * the artifact store (:attr:`Stage.store`, with any packs `dvc pull` brought imported),
 * the upstream manifests (:meth:`Stage.upstream`) and its own output (:meth:`Stage.output`),
 * the record of the actions it used: :meth:`Stage.run` writes ``data/<stage>/actions.parquet`` after the stage's
-  work (also after a failure): every key its store found or recorded in this process and every key its work's
+  work (also after a failure): every key a store found or recorded in the stage's process and every key its work's
   items did on its workers (:func:`store.tracking` around each item). The packs carry those records and ``cass store
   gc`` keeps them, so no stage lists its keys itself and none can forget one.
 
@@ -46,7 +46,7 @@ from cass.pipeline.manifests import (
     write_action_keys,
 )
 from cass.pipeline.metrics import METRICS_DIR, RUN_DIR
-from store import Store
+from store import Store, tracking
 
 PARAMS_FILE = Path("params.yaml")
 PIPELINE_FILE = Path("dvc.yaml")
@@ -157,18 +157,17 @@ class Stage:
 
     def run(self, work: Callable[[Stage], object]) -> None:
         """Run the stage's ``work``; then, also when it stops on an error (a model server gone: what came back is
-        kept), write ``data/<stage>/actions.parquet`` if dvc.yaml gives the stage that folder: the keys its store
-        found or recorded and those its work's items did, wherever they ran (none used, no file)."""
-        try:
-            work(self)
-        finally:
-            used: set[str] = set()
-            if "store" in self.__dict__:   # the work opened it
-                used |= self.store.keys_used
-            if "work" in self.__dict__:
-                used |= self.work.keys
-            if used and str(self.data_dir) in self.declared_outputs:
-                write_action_keys(self.name, used)
+        kept), write ``data/<stage>/actions.parquet`` if dvc.yaml gives the stage that folder: the keys any store of
+        this process found or recorded meanwhile and those its work's items did, wherever they ran (none used, no
+        file)."""
+        with tracking() as used:
+            try:
+                work(self)
+            finally:
+                if "work" in self.__dict__:
+                    used |= self.work.keys
+                if used and str(self.data_dir) in self.declared_outputs:
+                    write_action_keys(self.name, used)
 
     @cached_property
     def declared_outputs(self) -> frozenset[str]:
