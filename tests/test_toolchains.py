@@ -269,9 +269,13 @@ def test_categorize_without_a_compiler():
 def test_identity_digest_does_not_depend_on_install_location(tmp_path):
     from toolchains.base import digest_paths
 
-    for where in ("a", "b/c"):
+    for number, where in enumerate(("a", "b/c")):
         (tmp_path / where / "cuda" / "bin").mkdir(parents=True)
         (tmp_path / where / "cuda" / "bin" / "nvcc").write_bytes(b"\x7fELF nvcc")
+        # a wheel's include folder may be a Python package: its bytecode holds the install's times (and paths)
+        (tmp_path / where / "cuda" / "include" / "__pycache__").mkdir(parents=True)
+        (tmp_path / where / "cuda" / "include" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(
+            f"installed at {number} in {where}".encode())
     one, two = (digest_paths([tmp_path / w / "cuda"]) for w in ("a", "b/c"))
     assert one == two
     (tmp_path / "b/c/cuda/bin/nvcc").write_bytes(b"\x7fELF nvcc 2")

@@ -152,13 +152,18 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
+BYTECODE_CACHE = "__pycache__"
+"""A folder of Python bytecode, which a wheel's include folder may hold (nvidia-cuda-cccl-cu12's): not the toolchain,
+and its files hold their sources' install times, so two installs of the same wheels would digest apart."""
+
+
 def _files(top: Path) -> list[tuple[str, str]]:
-    """(name relative to ``top``, path) of ``top`` itself when a file, else of every file in its tree,
-    in digest order."""
+    """(name relative to ``top``, path) of ``top`` itself when a file, else of every file in its tree but Python's
+    bytecode caches, in digest order."""
     if top.is_file():
         return [("", str(top))]
-    return sorted(((rel + e.name, e.path) for rel, entries in _walk(os.fspath(top)) for e in entries if _is_file(e)),
-                  key=lambda f: f[0].split("/"))
+    return sorted(((rel + e.name, e.path) for rel, entries in _walk(os.fspath(top)) for e in entries
+                   if _is_file(e) and BYTECODE_CACHE not in rel.split("/")), key=lambda f: f[0].split("/"))
 
 
 def _is_file(entry: os.DirEntry) -> bool:
