@@ -108,7 +108,8 @@ def test_a_malformed_predictions_file_names_the_line_and_the_cause(tmp_path, hos
 def test_the_cli_and_the_stage_run_programs_on_one_host_the_cli_option_first_then_the_benchmarks_then_executes():
     from cass.benchmark.scoring import run_host
 
-    params = {"benchmark": {"host": None}, "execute": {"host": "cpu"}, "executor": {"scheduler": None}}
+    params = {"benchmark": {"host": None}, "execute": {"host": "cpu"},
+              "executor": {"scheduler": None, "workers": 0, "host_wait_s": 0}}
     assert run_host(params).name == "cpu"
     params["benchmark"]["host"] = "none"   # the benchmark's own setting wins over execute.host
     assert run_host(params) is None

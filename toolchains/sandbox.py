@@ -99,9 +99,10 @@ class Sandbox:
         """``argv`` of a host toolchain whose files lie in ``trees``, with ``scratch`` as working directory (and
         ``system_root``'s system trees for the host's, ``binds``' mounts after them: bwrap mode only)."""
         if self.mode != "bwrap":
-            if system_root is not None or binds:
-                raise ValueError(f"a system root ({system_root}) or mounts ({binds}) need the bwrap sandbox, "
-                                 f"not {self.mode}")
+            if system_root is not None:
+                raise ValueError(f"a system root ({system_root}) needs the bwrap sandbox, not {self.mode}")
+            if binds:
+                raise ValueError(f"mounts ({list(binds)}) need the bwrap sandbox, not {self.mode}")
             return [*self.limits(), *argv]
         return [*self.limits(), *self.command([*self.system_view(trees, system_root), *binds]),
                 *self.workdir(scratch, str(scratch)), "--", *argv]
