@@ -170,9 +170,14 @@ class Stage:
                     write_action_keys(self.name, used)
 
     @cached_property
+    def entry(self) -> dict:
+        """This stage's entry in dvc.yaml (read once)."""
+        return read_yaml(self.pipeline)["stages"][self.name]
+
+    @cached_property
     def declared_outputs(self) -> frozenset[str]:
         """The paths dvc.yaml lists under this stage's ``outs``."""
-        outs = read_yaml(self.pipeline)["stages"][self.name].get("outs", [])
+        outs = self.entry.get("outs", [])
         return frozenset(next(iter(o)) if isinstance(o, dict) else o for o in outs)
 
     @property
@@ -189,7 +194,7 @@ class Stage:
     @cached_property
     def upstreams(self) -> frozenset[str]:
         """The stages whose outputs dvc.yaml lists among this stage's deps (``data/<stage>``)."""
-        deps = read_yaml(self.pipeline)["stages"][self.name].get("deps", [])
+        deps = self.entry.get("deps", [])
         return frozenset(d.split("/")[1] for d in deps if d.startswith("data/") and d.count("/") == 1)
 
     @property
@@ -223,7 +228,7 @@ class Stage:
     def upstream_metrics(self) -> list[tuple[str, dict]]:
         """(stage, its metrics) of every ``metrics/<stage>.json`` among this stage's deps that a run wrote, in
         dvc.yaml's order."""
-        deps = read_yaml(self.pipeline)["stages"][self.name].get("deps", [])
+        deps = self.entry.get("deps", [])
         names = [d.removeprefix("metrics/").removesuffix(".json") for d in deps
                  if d.startswith("metrics/") and d.endswith(".json") and d.count("/") == 1]
         return [(name, json.loads((METRICS_DIR / f"{name}.json").read_text())) for name in names
