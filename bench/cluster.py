@@ -32,9 +32,9 @@ from harness.hosts import VendorHosts  # noqa: E402
 from bench.gen_corpus import generate  # noqa: E402
 from bench.results import replace_section  # noqa: E402
 from cass.engine.actions import ActionRunner, plan  # noqa: E402
+from hosts.cluster import Cluster  # noqa: E402
 from store import Store  # noqa: E402
 from toolchains import load_toolchains, local_executor  # noqa: E402
-from toolchains.cluster import Cluster  # noqa: E402
 from toolchains.executor import Executor, Job, run_in_scratch  # noqa: E402
 
 SECTION = "## Vendor hosts on Dask (issue 8)"

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO)]
 
-from toolchains.gpu import (  # noqa: E402
+from hosts.gpu import (  # noqa: E402
     BATCH_FILE,
     COUNTER_DIR,
     batch_job,

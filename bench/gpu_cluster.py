@@ -1,6 +1,6 @@
 """The execute stage's cluster path on a real GPU: a Dask scheduler and one worker with the ``gpu`` resource
 on this machine, program jobs of a batch directory (``cass gpu-batch export``) sent through
-:class:`toolchains.cluster.DaskExecutor` as the stage sends them. Needs this checkout, ``blake3``,
+:class:`hosts.cluster.DaskExecutor` as the stage sends them. Needs this checkout, ``blake3``,
 ``dask``/``distributed`` and bubblewrap on a machine with an NVIDIA GPU.
 
     python bench/gpu_cluster.py BATCH_DIR [--limit N]
@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toolchains.cluster import Cluster, ToolchainMismatchError
+from hosts.cluster import Cluster, ToolchainMismatchError
 from toolchains.programs import ProgramLimits, program_job
 
 
 def start(folder: Path) -> tuple[str, list[subprocess.Popen]]:
-    """A scheduler and a ``gpu=1`` worker (preload ``toolchains.cluster``) on 127.0.0.1."""
+    """A scheduler and a ``gpu=1`` worker (preload ``hosts.cluster``) on 127.0.0.1."""
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
     scheduler_file = folder / "scheduler.json"
     procs = [subprocess.Popen([*dask, "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
@@ -38,7 +38,7 @@ def start(folder: Path) -> tuple[str, list[subprocess.Popen]]:
     address = json.loads(scheduler_file.read_text())["address"]
     log = (folder / "worker.log").open("w")
     procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--name", "gpu-1",
-                                   "--nthreads", "1", "--resources", "gpu=1", "--preload", "toolchains.cluster",
+                                   "--nthreads", "1", "--resources", "gpu=1", "--preload", "hosts.cluster",
                                    "--no-dashboard", "--local-directory", str(folder / "dask")],
                                   stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1]))
     return address, procs

@@ -14,7 +14,7 @@ judged by the oracle that verified the unmutated program:
 run once per argument set with the limits of the unmutated program. Phases::
 
     python bench/mutation.py export --pairs DIR ... --suite DIR --name HOST --batch BATCH
-    python -m toolchains.gpu run-batch BATCH --jobs N            # on the GPU host
+    python -m hosts.gpu run-batch BATCH --jobs N            # on the GPU host
     python bench/mutation.py score --pairs DIR ... --suite DIR --name HOST --batch BATCH ... [--before WORKTREE]
         [--out bench/RESULTS.md] [--survivors FILE]
 
@@ -387,7 +387,7 @@ def report(after: list[dict], before: list[dict] | None, args: argparse.Namespac
         f"`{op}` {operators[op, 'killed']}/{operators[op, 'killed'] + operators[op, 'survived']}"
         for op in sorted({op for op, _ in operators})) + " killed.", "",
         *((*verified_share(after, before), "") if any(e["suite"] == "originals" for e in after) else ()),
-        f"Made by `python bench/mutation.py export ...`, `python -m toolchains.gpu run-batch BATCH` on the GPU host, "
+        f"Made by `python bench/mutation.py export ...`, `python -m hosts.gpu run-batch BATCH` on the GPU host, "
         f"`python bench/mutation.py score --name {args.name} ...`."]
     return "\n".join(lines)
 

@@ -3,7 +3,7 @@
 Builds a project copy whose corpus is the HeCBench copy's check benchmarks (bench/corpora.yaml; each benchmark's
 CUDA folder) up to the ``pair`` stage with real tools and real ``dvc repro``, then writes the run batch of every pair
 with a ``main`` (``cass gpu-batch export``: both programs built from their units, the run specs read from each
-folder's Makefile). The batch runs on an NVIDIA GPU host (``python -m toolchains.gpu run-batch DIR --jobs N``); back
+folder's Makefile). The batch runs on an NVIDIA GPU host (``python -m hosts.gpu run-batch DIR --jobs N``); back
 here, ``import`` records its runs, rebuilds ``execute`` from them and prints the verdict table with the commit, the
 GPU and the exact commands (``--out FILE`` puts it in FILE as a section of the half's own, "... (issue 39): check
 half"; bench/RESULTS.md's historical section "Real programs run as their authors run them (issue 39)" holds both
@@ -110,7 +110,7 @@ def import_batches(work: Path, store: Path, batches: list[Path], name: str, out:
         "launched a kernel on both sides; the share is of the pairs whose CUDA original ran (built, every run "
         "exited 0).", "",
         *verdict_table(mains), "",
-        f"Made by `python bench/real_programs.py export --half {half}`, `python -m toolchains.gpu run-batch DIR "
+        f"Made by `python bench/real_programs.py export --half {half}`, `python -m hosts.gpu run-batch DIR "
         f"--jobs 14` on the GPU host (`--jobs 12` for the bundled batch), `python bench/real_programs.py import "
         f"--half {half} --name {name}`.",
     ])

@@ -3,7 +3,7 @@ by copying files.
 
 ``export`` builds every baseline's translations of every task (hipcc for the compile rate, HIP's NVIDIA back end for
 the program) and writes one batch of their runs on the visible and hidden arguments (the runs the store lacks for
-``--name``); the GPU host runs it (``python -m toolchains.gpu run-batch DIR --jobs N``); ``import`` records the runs
+``--name``); the GPU host runs it (``python -m hosts.gpu run-batch DIR --jobs N``); ``import`` records the runs
 and scores every baseline with the evaluator, then prints (``--out``: puts in bench/RESULTS.md) the table overall,
 on the hard split (the tasks whose human port does not build to the very program hipify-perl's output builds to),
 per domain and per half, with the commit, the GPU and the commands. Run in a project directory whose params.yaml
@@ -224,7 +224,7 @@ def score(params: dict, batches: list[Path], name: str, out: Path | None) -> Non
         f"({sum(bool(t.hidden_kernels_differ) for t in tasks.values())}); left out: "
         + ", ".join(f"`{r}` {n}" for r, n in left.items()) + ". References recorded on "
         f"{full['references_host']['gpu']} (`cass bench-tasks record`).", "",
-        "Made by `python bench/real_suite.py export`, `python -m toolchains.gpu run-batch DIR` on the GPU host, "
+        "Made by `python bench/real_suite.py export`, `python -m hosts.gpu run-batch DIR` on the GPU host, "
         f"`python bench/real_suite.py import --name {name}`.",
     ])
     if out:

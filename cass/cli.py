@@ -32,11 +32,11 @@ from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
 from cass.toolchain_root import RootPullError, pin_root, pull_root, root_state, seal_root
 from cass.translate.names import toolchain_names
+from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
 from store import Store
 from store.tree import tree_blobs
 from toolchains import AMD_SUITES, Toolchain, amd_root_path, load_toolchains
 from toolchains.amd_root import read_seal
-from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
 from toolchains.sandbox import detect as detect_sandbox
 from toolchains.system import header_parity
 
@@ -350,7 +350,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         planned = {r for runs in report["planned"].values() for r in runs} | selection
         runs = write_batch(store, args.export_batch, planned, execute)
         print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "
-              f"(python -m toolchains.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
+              f"(python -m hosts.gpu run-batch), import them (cass gpu-batch import), then evaluate with "
               "--host recorded:<name>")
         return 0
     out = args.out or Path("eval_results") / (f"{REAL_SUITE}/{name}" if real else name)
@@ -399,7 +399,7 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
         runs = write_batch(store, args.folder, planned, params["execute"])
         failed = sum(b.binary is None for b in plan.builds.values())
         print(f"{len({r.binary for r in planned})} binaries of {len(tasks)} tasks ({failed} builds failed), {runs} "
-              f"runs in {args.folder}: python -m toolchains.gpu run-batch on the GPU host, cass gpu-batch import, "
+              f"runs in {args.folder}: python -m hosts.gpu run-batch on the GPU host, cass gpu-batch import, "
               "then cass bench-tasks record --name <host>")
         return 0
     host = resolve_host(f"recorded:{args.name}")
@@ -453,7 +453,7 @@ def cmd_gpu_batch(args: argparse.Namespace) -> int:
         print(f"{done['binaries']} binaries of {done['pairs']} pairs with a main ({done['build_failures']} builds "
               f"failed), {done['runs']} runs ({done['already_recorded']} recorded before), in {args.folder}. "
               "On the GPU host, in a checkout with blake3 "
-              f"installed: python -m toolchains.gpu run-batch {args.folder.name}; then copy the folder back and run "
+              f"installed: python -m hosts.gpu run-batch {args.folder.name}; then copy the folder back and run "
               f"cass gpu-batch import {args.folder} --name <host>")
         return 0
     done = import_results(store, params["execute"], args.folder, args.name)

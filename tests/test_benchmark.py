@@ -22,10 +22,10 @@ from cass.benchmark.report import write_report
 from cass.benchmark.tasks import TASKS_DIR, PredictionsError, load_tasks, read_predictions
 from cass.execution.hosts import ExecutionHost
 from cass.pipeline.context import load_params
+from hosts.gpu import cpu_host
 from store import Store
 from store.pack import read_pack
 from toolchains.base import EXECUTABLE
-from toolchains.gpu import cpu_host
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")
 

@@ -32,10 +32,10 @@ from harness.project import (
 
 from cass.engine.actions import ActionRunner, plan
 from cass.pipeline.context import load_params
+from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
+from hosts.gpu import local_gpu_host
 from store import Store
 from toolchains import load_toolchains
-from toolchains.cluster import Cluster, NoHostError, ToolchainMismatchError
-from toolchains.gpu import local_gpu_host
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

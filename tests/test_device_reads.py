@@ -13,8 +13,8 @@ import pytest
 from cass.execution.device_reads import Copy, DeviceReads, DeviceReadsError, compare_reads
 from cass.execution.programs import Run
 from cass.execution.verify import judge, verified
+from hosts.gpu import reads_probe_copy
 from store import Store
-from toolchains.gpu import reads_probe_copy
 
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-8}
 RESULT = "4096 a7f24a3a3d9637cf 3619 89348480 0 4.3907402378271219e+42 0"

@@ -18,9 +18,9 @@ import yaml
 from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in, run_report
 
 from cass.execution.compare import first_difference, tolerant_equal
+from hosts.gpu import local_gpu_host
 from store import Store
 from store.pack import read_pack
-from toolchains.gpu import local_gpu_host
 
 PROGRAMS = Path(__file__).parent / "fixtures" / "programs"
 EXPECTED = {
@@ -98,7 +98,7 @@ def test_a_batch_run_elsewhere_comes_back_as_the_runs_this_host_would_make(progr
     assert len(two_units) == RUNS_A_PAIR and {tuple(r["args"]) for r in two_units} == {("3",)}
     # the GPU host's side: this package alone, the batch folder (named relative to where it runs), no store and no
     # project; a host whose commands have a time limit stops at a deadline, then resumes where it stopped
-    run_batch = [sys.executable, "-m", "toolchains.gpu", "run-batch", "batch", "--cpu"]
+    run_batch = [sys.executable, "-m", "hosts.gpu", "run-batch", "batch", "--cpu"]
     env = {**TOOL_ENV, "PYTHONPATH": str(REPO)}
     total = RUNS_A_PAIR * RUNNABLE
     stopped = subprocess.run([*run_batch, "--deadline", "1e-9"], cwd=root, env=env, capture_output=True, text=True,

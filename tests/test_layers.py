@@ -1,5 +1,6 @@
-"""The floors of the code: ``store/`` and ``toolchains/`` sit below the library and import nothing from it, so a
-vendor or GPU host runs ``python -m toolchains.gpu run-batch`` with those two folders and blake3 alone."""
+"""The floors of the code: ``store/``, ``toolchains/`` and ``hosts/`` sit below the library and import nothing from
+it, so a vendor or GPU host runs ``python -m hosts.gpu run-batch`` with those three folders and blake3 alone; the
+toolchains know nothing of the hosts that run them."""
 
 from __future__ import annotations
 
@@ -24,13 +25,26 @@ print(' '.join(sorted(outside() - before)))
 @pytest.mark.parametrize(("module", "allowed"), [
     ("store", {"store", "blake3"}),
     ("toolchains", {"toolchains", "store", "blake3"}),
-    ("toolchains.gpu", {"toolchains", "store", "blake3"}),
+    ("hosts.gpu", {"hosts", "toolchains", "store", "blake3"}),
 ])
 def test_the_lower_floors_import_nothing_from_the_library(module, allowed):
     loaded = subprocess.run([sys.executable, "-c", PROBE, module], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.split()
     assert set(loaded) <= allowed, f"{module} loads {sorted(set(loaded) - allowed)}"
     assert module.split(".")[0] in loaded
+
+
+FLOORS = {"store": {"store"}, "toolchains": {"toolchains", "store"}, "hosts": {"hosts", "toolchains", "store"}}
+"""Each floor below the library, and the project packages its files may import (lazy imports included)."""
+
+
+@pytest.mark.parametrize("floor", sorted(FLOORS))
+def test_no_file_of_a_floor_imports_a_project_package_above_it(floor):
+    from cass.pipeline.wiring import PROJECT_PACKAGES, imported_names
+
+    above = {f"{path.relative_to(REPO)}: {name}" for path in sorted((REPO / floor).rglob("*.py"))
+             for name in imported_names(path, floor) if name.split(".")[0] in set(PROJECT_PACKAGES) - FLOORS[floor]}
+    assert not above, f"{floor}/ imports from above it: {sorted(above)}"
 
 
 def test_a_repair_rule_is_code_of_the_repair_stage_alone():

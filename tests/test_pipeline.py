@@ -30,8 +30,8 @@ from harness.project import (
 
 from cass.engine.actions import ActionRunner, plan
 from cass.report.summary import summary
+from hosts.gpu import local_gpu_host
 from toolchains import local_executor
-from toolchains.gpu import local_gpu_host
 
 pytestmark = pytest.mark.slow
 

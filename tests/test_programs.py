@@ -19,7 +19,7 @@ from harness.project import REPO
 from cass.execution.programs import ProgramRun as PlannedRun
 from cass.execution.programs import ProgramSource, Run, build_program_targets, run_programs
 from cass.pipeline.context import load_params
-from toolchains.gpu import (
+from hosts.gpu import (
     COUNTER_DIR,
     CounterProbeError,
     RunHost,

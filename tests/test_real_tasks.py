@@ -22,7 +22,7 @@ from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import Run
 from cass.execution.verify import MATCHES
 from cass.pipeline.context import load_params
-from toolchains.gpu import cpu_host
+from hosts.gpu import cpu_host
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ files as bytes, and the names of the files it should produce. An executor runs j
 :class:`JobResult` objects; nothing above this interface may assume the job ran locally. The
 local executor runs jobs in parallel in a fresh scratch directory each, in the job's own process
 group, and kills the whole group on timeout or cancellation; the cluster executor
-(:mod:`toolchains.cluster`) sends them to vendor hosts, which run them the same way. Jobs start
+(:mod:`hosts.cluster`) sends them to vendor hosts, which run them the same way. Jobs start
 in the order given (callers put the longest first); a caller's ``follow`` hook adds the jobs a
 finished one unblocks, ahead of those not started yet, while the others still run, so no core
 waits for a batch's stragglers.

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cass.engine.stage_work import StageWork, stage_work
+from hosts.cluster import Cluster, scheduler_address
 from toolchains import Executor, Toolchain, load_toolchains, local_executor
-from toolchains.cluster import Cluster, scheduler_address
 
 
 @functools.cache

@@ -65,13 +65,14 @@ class Done:
 
 @cache
 def code_digest() -> str:
-    """BLAKE3 of the library's code as this process imported it (``cass``, ``store``, ``toolchains``): a stage host
-    that started before the driver's code changed runs other code, which this tells apart."""
+    """BLAKE3 of the library's code as this process imported it (``cass``, ``store``, ``toolchains``, ``hosts``): a
+    stage host that started before the driver's code changed runs other code, which this tells apart."""
     import cass
+    import hosts
     import store
     import toolchains
 
-    roots = [Path(package.__file__).parent for package in (cass, store, toolchains)]
+    roots = [Path(package.__file__).parent for package in (cass, store, toolchains, hosts)]
     return digest_bytes(b"".join(f"{path.relative_to(root.parent)}\0".encode() + digest_bytes(path.read_bytes())
                                  .encode() for root in roots for path in sorted(root.rglob("*.py"))))
 
@@ -285,7 +286,7 @@ class ClusterWork(StageWork):
         self.where = f"stage hosts of {client.scheduler.address}, {slots} slots"
 
     def pool(self, items: int | None) -> AbstractContextManager[Pool | None]:
-        from toolchains.cluster import STAGE_RESOURCE
+        from hosts.cluster import STAGE_RESOURCE
 
         host = (str(Path.cwd().resolve()), code_digest())
         return nullcontext(Pool(self.slots, lambda work, item, args: self.client.submit(
@@ -295,10 +296,10 @@ class ClusterWork(StageWork):
 def stage_work(address: str | None, workers: int, report: Path) -> StageWork:
     """Where a stage's own work runs: the stage hosts of the scheduler at ``address`` if it has any, else ``workers``
     local processes; ``report``: where it says how the work went."""
-    from toolchains.cluster import STAGE_RESOURCE
+    from hosts.cluster import STAGE_RESOURCE
 
     if address is not None:
-        from toolchains.cluster import Cluster
+        from hosts.cluster import Cluster
 
         cluster = Cluster(address)
         slots = int(sum(r.get(STAGE_RESOURCE, 0) for r in cluster.resources().values()))

@@ -4,7 +4,7 @@
 stage builds them) and write ``DIR/binaries/<digest>``, the data files of their run specs as ``DIR/inputs/<digest>``,
 the kernel counter and its probe in ``DIR/launch_counter`` and ``DIR/batch.json`` (every run the stage plans:
 binary, arguments, working directory, data files, limits and run number). The GPU host runs
-``python -m toolchains.gpu run-batch DIR`` (:mod:`toolchains.gpu`). ``import``: every run of
+``python -m hosts.gpu run-batch DIR`` (:mod:`hosts.gpu`). ``import``: every run of
 ``DIR/results.json`` becomes the cached run action the ``execute`` stage looks up (keyed by the
 binary, the GPU host's fingerprint, the invocation, the limits and the run's number), and the host's facts are
 recorded in ``gpu_hosts/<name>.json``; ``execute.host: recorded:<name>`` then takes those runs.
@@ -25,9 +25,9 @@ from cass.execution.programs import ProgramRun, build_programs
 from cass.execution.verify import planned_runs
 from cass.pipeline.manifests import read_manifest
 from cass.text.cuda import main_signature
+from hosts.gpu import BATCH_FILE, COUNTER_DIR, RESULTS_FILE, RunHost
 from store import Store
 from toolchains import JobResult
-from toolchains.gpu import BATCH_FILE, COUNTER_DIR, RESULTS_FILE, RunHost
 from toolchains.launches import CounterBuildError, LaunchCounter, build_counter, build_probe
 from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, Invocation, ProgramLimits
 
@@ -112,7 +112,7 @@ def import_results(store: Store, params: dict, folder: Path, name: str) -> dict:
         missing = RUN_FACT_KEYS - set(json.loads(outputs[RUN_FACTS]))
         if missing:   # a GPU host whose checkout runs programs the old way: its runs would not read back
             raise ValueError(f"{base}.{RUN_FACTS} lacks {sorted(missing)}: the batch was run by an older "
-                             "`python -m toolchains.gpu run-batch`; update the GPU host's checkout and run it again")
+                             "`python -m hosts.gpu run-batch`; update the GPU host's checkout and run it again")
         result = JobResult(exit_code=entry["exit_code"], outputs=outputs, stderr=Path(f"{base}.stderr").read_bytes(),
                            host=name, sandbox=host.sandbox)
         invocation = Invocation(tuple(entry.get("args", ())), entry.get("workdir", ""),

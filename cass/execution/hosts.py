@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from cass.engine.placement import cluster_at
-from toolchains.gpu import RunHost, cpu_host, local_gpu_host
+from hosts.gpu import RunHost, cpu_host, local_gpu_host
 
 RECORDED_DIR = Path("gpu_hosts")
 

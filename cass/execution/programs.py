@@ -25,9 +25,9 @@ from cass.engine.cached import CachedMap
 from cass.engine.placement import cluster_at
 from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
 from cass.execution.hosts import ExecutionHost
+from hosts.gpu import RunHost, launcher_for
 from store import Store
 from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
-from toolchains.gpu import RunHost, launcher_for
 from toolchains.language import is_opencl
 from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 

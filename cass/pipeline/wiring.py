@@ -23,7 +23,7 @@ import yaml
 
 from cass.pipeline.context import PARAMS_FILE
 
-PROJECT_PACKAGES = ("cass", "stages", "store", "toolchains")
+PROJECT_PACKAGES = ("cass", "stages", "store", "toolchains", "hosts")
 _STAGE_CMD = re.compile(r"\bpython -m (stages\.\w+)")
 
 

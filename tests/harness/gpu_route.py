@@ -4,7 +4,7 @@
 
 - unset: this machine's NVIDIA GPU (``execute.host: auto``); without one the tests skip;
 - ``collect:DIR``: each test builds its programs here and writes the runs it needs as a batch ``DIR/<test>``, then
-  skips. On the GPU host, ``python -m toolchains.gpu run-batch DIR/<test>`` runs each batch (``--resume`` where a
+  skips. On the GPU host, ``python -m hosts.gpu run-batch DIR/<test>`` runs each batch (``--resume`` where a
   command's time is limited). Bring ``DIR`` back;
 - ``recorded:NAME:DIR``: each test imports the results of ``DIR/<test>`` into its store as GPU host ``NAME``
   (``gpu_hosts/NAME.json``) and judges those runs: the same programs, keys and oracle as a live run.
@@ -24,8 +24,8 @@ import pytest
 from cass.execution.batch import import_results, write_batch
 from cass.execution.hosts import ExecutionHost, resolve_host
 from harness.project import run_in
+from hosts.gpu import local_gpu_host
 from store import Store
-from toolchains.gpu import local_gpu_host
 
 ROUTE = "CASS_GPU_TESTS"
 

@@ -68,7 +68,7 @@ class VendorHosts:
                      wait: bool = True, extra: tuple[str, ...] = ()) -> subprocess.Popen:
         res = ",".join(f"{k}={v}" for k, v in resources.items())
         proc = self._spawn(name, [DASK, "worker", self.address, "--name", name, "--nthreads", str(nthreads),
-                                  "--resources", res, "--preload", "toolchains.cluster", "--no-dashboard",
+                                  "--resources", res, "--preload", "hosts.cluster", "--no-dashboard",
                                   "--local-directory", str(self.workdir / name / "dask"), *extra], env)
         if wait:
             self.wait_for(name)

@@ -19,8 +19,8 @@ import pytest
 from store import Store
 
 REPO = Path(__file__).resolve().parents[2]
-PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "cass",
-                  "analysis", "gpu_hosts", "predictions", "translation_bench/real")
+PIPELINE_FILES = ("dvc.yaml", "params.yaml", ".dvcignore", ".gitignore", "stages", "store", "toolchains", "hosts",
+                  "cass", "analysis", "gpu_hosts", "predictions", "translation_bench/real")
 BENCH_TASKS = Path("translation_bench") / "tasks"
 
 SHARED_BUILD = pytest.mark.xdist_group("project")

@@ -1,6 +1,6 @@
 """Vendor hosts on Dask ``distributed``: tool jobs run where the vendor's toolchain lives.
 
-A host runs ``dask worker <scheduler> --resources "nvidia=N" --preload toolchains.cluster``
+A host runs ``dask worker <scheduler> --resources "nvidia=N" --preload hosts.cluster``
 (``amd=N`` and/or ``hipify=N`` on an AMD host; ``gpu=N`` on a host whose NVIDIA GPU runs pairs' programs:
 the preload then refuses to start without a GPU that ``nvidia-smi`` lists, and the host checks every
 program job's run-host fingerprint as it checks a tool's). The preload hook (:func:`dask_setup`) loads the
@@ -32,9 +32,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
+from hosts.gpu import RunHost, launcher_for, local_gpu_host
 from toolchains.base import Toolchain, ToolchainReport
 from toolchains.executor import Executor, FollowUp, Job, JobResult, Launcher, kill_running
-from toolchains.gpu import RunHost, launcher_for, local_gpu_host
 from toolchains.programs import ProgramLimits
 
 RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd"}
@@ -171,12 +171,12 @@ def _served(job: Job, worker) -> tuple[Launcher, str]:
     if job.vendor == GPU_RESOURCE:
         if not _gpu_hosts:
             raise NoHostError(f"host {worker.name} serves no GPU (was it started with --resources gpu=N and "
-                              "--preload toolchains.cluster?)")
+                              "--preload hosts.cluster?)")
         return launcher_for(_gpu_hosts[0], ProgramLimits(**job.limits)), _gpu_hosts[0].fingerprint()
     toolchain = _toolchains.get(job.vendor)
     if toolchain is None:
         raise NoHostError(f"host {worker.name} has no {job.vendor} toolchain loaded (was it started with "
-                          "--preload toolchains.cluster?)")
+                          "--preload hosts.cluster?)")
     return toolchain.launcher, toolchain.fingerprint(job.tool)
 
 
@@ -298,7 +298,7 @@ class Cluster:
                               for h in hosts) or "none"
         return (f"no worker connected to the scheduler at {self.address} has the resource {resource!r}; "
                 f"connected: {connected}. Start one on a host with that toolchain: "
-                f'dask worker {self.address} --resources "{resource}=N" --preload toolchains.cluster')
+                f'dask worker {self.address} --resources "{resource}=N" --preload hosts.cluster')
 
     def executor(self, host_wait_s: float) -> DaskExecutor:
         return DaskExecutor(self, host_wait_s)

@@ -9,9 +9,9 @@ machine's GPU; :func:`cpu_host` is this machine without one (host-only programs,
 
 A GPU host that cannot reach the store (no network, a cluster node behind a queue) gets a batch
 directory instead (``cass gpu-batch export``): ``binaries/<digest>`` and ``batch.json``. On the GPU
-host, with only this package and ``blake3``::
+host, with only ``hosts/``, ``toolchains/``, ``store/`` and ``blake3``::
 
-    python -m toolchains.gpu run-batch DIR
+    python -m hosts.gpu run-batch DIR
 
 runs every binary in the program sandbox (as each run's entry says: arguments, working directory, the data files
 of ``DIR/inputs/<digest>`` around it, limits; kernels counted with ``DIR/launch_counter`` where the batch carries it)
@@ -319,7 +319,7 @@ def gpu_count() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m toolchains.gpu", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m hosts.gpu", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run-batch", help="run a batch directory's binaries on this machine's GPU")
     run.add_argument("folder", type=Path)
