@@ -64,6 +64,7 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
     from cass.benchmark.baselines import mutant_predictions
     from cass.benchmark.real_evaluate import evaluate_real
     from cass.benchmark.real_programs import load_suite
+    from cass.engine.placement import Placement
     from cass.execution.mutation import pair_mutants, settle_suite, suite_mutants
     from cass.pipeline.context import open_store
 
@@ -83,7 +84,7 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
                     if r["exec_verified"] or (candidates and candidate(r))]
         rows |= {r["sample_id"]: {**r, "_project": str(project)} for r in verified}
         originals += [r for r in executed.iter_rows(named=True) if cuda_ran(r) and r["hip_runs"]]
-        found = pair_mutants(store, params["execute"], verified, pairs, count, seed, workers)
+        found = pair_mutants(store, params["execute"], verified, pairs, count, seed, Placement.local(workers))
         print(f"{project}: {len(verified)} verified pairs, {len(found)} mutants, "
               f"{sum(m.binary is not None for m in found)} built", flush=True)
         mutants += found

@@ -8,9 +8,10 @@ where it was measured: see bench/RESULTS.md), for a share of files that are prog
 are built and run), and prints the table:
 
 * ``pair``'s HIP-NVIDIA check (the HIP side compiled through HIP's NVIDIA back end), per paired file, and
-  ``execute``'s builds (both programs of a pair, compiled and linked), per program: both on the driver machine's
-  cores (``cass.execution.programs.run_locally``): they need the CUDA wheels and the HIP headers at once, which no
-  vendor host offers yet;
+  ``execute``'s builds (both programs of a pair, compiled and linked), per program: both counted on the driver
+  machine's cores. The HIP side is built there (``cass.engine.placement``): it needs the CUDA wheels and the HIP
+  headers at once, which no vendor host offers yet. The CUDA side's builds go to the NVIDIA hosts with every other
+  NVIDIA action, so counting them on the driver is an upper bound;
 * the GPU runs (``runs_per_pair`` runs, both sides), per run per GPU at the batch runner's measured
   concurrency;
 * the store traffic through the driver: the tools' inputs and outputs, per file, at a stated bandwidth, and per

@@ -119,7 +119,7 @@ def programs(store, params: dict, tasks: dict, predictions: list[Prediction]) ->
     files = {p.task_id: tasks[p.task_id].overlay({path: store.put(text.encode("utf-8", SOURCE_ERRORS))
                                                   for path, text in p.prediction.items()}) for p in predictions}
     built, _ = build_task_programs(store, params["execute"], {t: ("hip", tasks[t], f) for t, f in files.items()},
-                                   Placement.of(params).workers)
+                                   Placement.of(params))
     return {t: b.binary for t, b in built.items()}
 
 

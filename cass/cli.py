@@ -383,7 +383,7 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
         print(f"{len(manifest['tasks'])} tasks in {MANIFEST}; left out: {manifest['left_out_by_reason']}")
         return 0
     store = open_store(params)
-    workers = Placement.of(params).workers
+    placement = Placement.of(params)
     by_id, problems, _ = load_suite(store, params)
     tasks = list(by_id.values())
     if problems:   # recording would drop these tasks from the manifest: the mirror must match it first
@@ -392,7 +392,7 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
         sys.exit(f"cass bench-tasks: {len(problems)} tasks' files do not check against the mirror {mirror} "
                  "(another commit, or no mirror): fix benchmark.real.source, or run `cass bench-tasks build`")
     if args.tasks_command == "export":
-        plan = plan_recording(store, params["execute"], tasks, workers)
+        plan = plan_recording(store, params["execute"], tasks, placement)
         planned = plan.planned
         if args.missing_for:
             planned = not_recorded(store, planned, resolve_host(f"recorded:{args.missing_for}"))
@@ -404,7 +404,7 @@ def cmd_bench_tasks(args: argparse.Namespace) -> int:
         return 0
     host = resolve_host(f"recorded:{args.name}")
     try:
-        kept, rows, left_out = record(store, params["execute"], tasks, host, workers)
+        kept, rows, left_out = record(store, params["execute"], tasks, host, placement)
     except ValueError as exc:
         sys.exit(f"cass bench-tasks record: {exc}")
     data = write_recorded(json.loads(MANIFEST.read_text()), kept, rows, left_out, {"name": host.name,
@@ -420,17 +420,17 @@ def own_references(args: argparse.Namespace, params: dict) -> int:
     from cass.execution.batch import write_batch
     from cass.execution.hosts import resolve_host
 
-    store, workers = open_store(params), Placement.of(params).workers
+    store, placement = open_store(params), Placement.of(params)
     root = Path(params["benchmark"]["tasks"])
     tasks = load_tasks(root)
     if args.tasks_command == "export-own":
-        builds, planned = task_references.plan(store, params["execute"], tasks, workers)
+        builds, planned = task_references.plan(store, params["execute"], tasks, placement)
         runs = write_batch(store, args.folder, {r for rs in planned.values() for r in rs}, params["execute"])
         print(f"{sum(b.binary is not None for b in builds.values())} of {len(builds)} programs built, {runs} runs in "
               f"{args.folder}: run them on a GPU host, cass gpu-batch import, then cass bench-tasks record-own")
         return 0
     problems = task_references.record(store, params["execute"], tasks, resolve_host(f"recorded:{args.name}"), root,
-                                      workers)
+                                      placement)
     for task, why in sorted(problems.items()):
         print(f"{task}: {why}", file=sys.stderr)
     print(f"{sum(bool(t.hidden_args) for t in tasks.values()) - len(problems)} tasks recorded, {len(problems)} not")
@@ -449,7 +449,7 @@ def cmd_gpu_batch(args: argparse.Namespace) -> int:
     store = open_store(params)
     if args.batch_command == "export":
         recorded = resolve_host(f"recorded:{args.missing_for}") if args.missing_for else None
-        done = export_batch(store, params["execute"], args.folder, Placement.of(params).workers, recorded)
+        done = export_batch(store, params["execute"], args.folder, Placement.of(params), recorded)
         print(f"{done['binaries']} binaries of {done['pairs']} pairs with a main ({done['build_failures']} builds "
               f"failed), {done['runs']} runs ({done['already_recorded']} recorded before), in {args.folder}. "
               "On the GPU host, in a checkout with blake3 "

@@ -11,6 +11,7 @@ from harness.project import REPO
 from test_ingest import INGEST_PARAMS, KERNEL, write
 
 from cass.engine.actions import ActionRunner
+from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun, run_targets
 from cass.pipeline.manifests import StageOutput
 from cass.sources import build_context
@@ -213,7 +214,7 @@ def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     rows = [{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}], "include_dirs": ["."],
              "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else []} for name, text in HIP_PAIRS.items()]
     with tracking() as used:
-        verdicts, counts = hip_nvidia_checks(store, params["execute"], rows, None)
+        verdicts, counts = hip_nvidia_checks(store, params["execute"], rows, Placement.local())
     assert set(verdicts) == {"portable.cu", "amd_only.cu", "libraries.cu"} and len(used) == 3
     assert counts["misses"] == 3
     assert verdicts["portable.cu"] == ("ok", "")
@@ -221,10 +222,11 @@ def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     assert "hipblasSscal" in error and "No such file" not in error, error
     category, error = verdicts["amd_only.cu"]
     assert category == "undeclared" and "__AMDGCN_WAVEFRONT_SIZE" in error
+    here = Placement.local()
     without = [{**row, "build_flags": []} for row in rows[:1]]   # the build's define is what makes it compile
-    assert hip_nvidia_checks(store, params["execute"], without, None)[0]["portable.cu"][0] != "ok"
-    assert hip_nvidia_checks(store, params["execute"], rows, None)[1]["hits"] == 3   # cached: nothing ran again
+    assert hip_nvidia_checks(store, params["execute"], without, here)[0]["portable.cu"][0] != "ok"
+    assert hip_nvidia_checks(store, params["execute"], rows, here)[1]["hits"] == 3   # cached: nothing ran again
     fixed = [{**row, "hip_files": [{"path": "libraries.cu", "digest": store.put_text(
         HIP_PAIRS["libraries.cu"].replace("hipblasSscal(b, 4, x, 1)", "hipblasSscal(b, 4, x, x, 1)"))}]}
         for row in rows if row["sample_id"] == "libraries.cu"]
-    assert hip_nvidia_checks(store, params["execute"], fixed, None)[0]["libraries.cu"] == ("ok", "")
+    assert hip_nvidia_checks(store, params["execute"], fixed, here)[0]["libraries.cu"] == ("ok", "")

@@ -30,11 +30,14 @@ from harness.project import (
     seed_actions,
 )
 
+from cass.benchmark.evaluate import amd_compiles
 from cass.engine.actions import ActionRunner, plan
+from cass.engine.placement import Placement, cluster_at
+from cass.execution.programs import ProgramSource, build_program_targets
 from cass.pipeline.context import load_params
 from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
 from hosts.gpu import local_gpu_host
-from store import Store
+from store import Store, tracking
 from toolchains import load_toolchains
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
@@ -136,6 +139,43 @@ def test_jobs_run_only_on_their_vendors_host_and_hits_never_leave_the_driver(clu
     again = ActionRunner(store, cluster.executor(host_wait_s=30), timeout_s=300)
     again.run(actions, desc="cluster")
     assert again.counts.as_dict()["jobs_sent"] == 0 and again.counts.hits == 2
+
+
+SAXPY_PROGRAM = SAXPY + b"int main() { return 0; }\n"
+HIP_SAXPY_PROGRAM = b"#include <hip/hip_runtime.h>\n" + SAXPY_PROGRAM
+
+
+@pytest.fixture
+def placement_on(hosts):
+    """params.yaml with the hosts' scheduler as ``executor.scheduler``; the placement's connection to it (one per
+    process, :func:`cass.engine.placement.cluster_at`) is closed after the test, before the hosts stop."""
+    params = load_params(REPO / "params.yaml")
+    params["executor"] = {**params["executor"], "scheduler": hosts.address, "host_wait_s": 30}
+    yield params
+    cluster_at(hosts.address).close()
+    cluster_at.cache_clear()
+
+
+def test_the_benchmarks_compiles_and_the_programs_cuda_builds_go_to_their_vendors_host(hosts, placement_on, store):
+    """With a scheduler, the evaluator's hipcc compiles and a program's CUDA build run on their vendor's host; the HIP
+    program, built through HIP's NVIDIA back end (which no host kind offers), builds on this machine."""
+    params = placement_on
+    placement = Placement.of(params)
+    before = {name: len(finished_actions(hosts.log(name), tool)) for name, tool in (("amd-1", "hipcc"),
+                                                                                   ("nvidia-1", "nvcc"))}
+    with tracking() as used:
+        compiled, counts = amd_compiles(store, params, {"saxpy": ("saxpy.hip", HIP_SAXPY_PROGRAM.decode())})
+    assert compiled["saxpy"].binary and counts["misses"] == counts["jobs_sent"] == 2
+    amd_done = finished_actions(hosts.log("amd-1"), "hipcc")
+    assert len(amd_done) == before["amd-1"] + 2 and used <= amd_done   # both compiles ran on the AMD host
+    programs = {side: ProgramSource(side, [name], ["."], {name: store.put(text)})
+                for side, name, text in (("cuda", "saxpy.cu", SAXPY_PROGRAM), ("hip", "saxpy.hip", HIP_SAXPY_PROGRAM))}
+    with tracking() as built_keys:
+        builds, counts = build_program_targets(store, params["execute"], programs, placement)
+    assert builds["cuda"].binary and builds["hip"].binary and counts["misses"] == 2
+    nvidia_done = finished_actions(hosts.log("nvidia-1"), "nvcc")
+    assert len(nvidia_done) == before["nvidia-1"] + 1   # the CUDA program's build, not the HIP one's
+    assert len(built_keys & nvidia_done) == 1
 
 
 def test_a_host_refuses_a_job_keyed_for_another_compiler(cluster, store):

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from harness.project import REPO
 
+from cass.engine.placement import Placement
 from cass.execution.mutation import MutantProgram, mutate_files, score, silent
 from cass.execution.programs import ProgramSource, Run, build_program_targets
 from cass.pipeline.context import load_params
@@ -142,7 +143,7 @@ def test_a_mutant_that_builds_to_the_same_binary_is_equivalent(store, toolchains
         programs[name] = {"k.hip": store.put_text(mutant.apply(KERNEL))}
     built, _ = build_program_targets(store, params, {k: ProgramSource("hip", ["k.hip"], ["."], f)
                                                         for k, f in programs.items()},
-                                        None)
+                                        Placement.local())
     assert all(b.binary for b in built.values()), built
     assert built["dead"].binary == built["original"].binary
     assert built["live"].binary != built["original"].binary

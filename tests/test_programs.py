@@ -16,6 +16,7 @@ import blake3
 import pytest
 from harness.project import REPO
 
+from cass.engine.placement import Placement
 from cass.execution.programs import ProgramRun as PlannedRun
 from cass.execution.programs import ProgramSource, Run, build_program_targets, run_programs
 from cass.pipeline.context import load_params
@@ -231,7 +232,7 @@ def test_the_kernels_a_program_runs_on_the_gpu_are_counted(store, gpu):
     sources = {name: store.put((PRELUDE + source).encode()) for name, source in (("gpu", kernels), ("cpu", cpu))}
     builds, _ = build_program_targets(store, params["execute"], {
         name: ProgramSource("cuda", [f"{name}.cu"], [], {f"{name}.cu": digest}) for name, digest in sources.items()},
-        1)
+        Placement.local(1))
     assert all(b.binary for b in builds.values()), builds
     # built as the execute stage builds (in the tool sandbox): the same bytes on every machine, as a recorded run needs
     planned = {name: PlannedRun(b.binary, Invocation(), ProgramLimits(**LIMITS), 1) for name, b in builds.items()}
@@ -321,7 +322,7 @@ def test_what_a_program_reads_back_from_the_gpu_tells_a_wrong_translation(store,
         path = f"{name}.{'cu' if side == 'cuda' else 'hip.cu'}"
         text = PRELUDE + source.replace("OFFSET", offset).replace("DRIVER_COPY", DRIVER_COPY)
         targets[name] = ProgramSource(side, [path], [], {path: store.put(text.encode())})
-    builds, _ = build_program_targets(store, params["execute"], targets, 1)
+    builds, _ = build_program_targets(store, params["execute"], targets, Placement.local(1))
     assert all(b.binary for b in builds.values()), builds
     limits = ProgramLimits(**LIMITS)
     planned = {(name, n): PlannedRun(b.binary, Invocation(), limits, n)
@@ -417,7 +418,7 @@ def test_a_program_builds_to_the_same_bytes_wherever_the_cuda_wheels_are_install
     from store import Store
     from toolchains import HipNvidiaToolchain, NvidiaToolchain
 
-    here = build_toolchains()[side]
+    here = build_toolchains(Placement.local())[side]
     installed = [here.cuda_home, *(here.cuda12 if side == "hip" else ())]
     copy = tmp_path / "elsewhere" / "site-packages" / "nvidia"   # the same files at other paths
     for folder in installed:
@@ -430,7 +431,7 @@ def test_a_program_builds_to_the_same_bytes_wherever_the_cuda_wheels_are_install
         store = Store(tmp_path / f"store-{name}")   # its own store: both really build
         target = toolchain.program_target(["main.cu"], ["sm_90"], ["-std=c++17"])
         files = {"main.cu": store.put((PATH_PROGRAMS[side] + PATH_PROGRAM).encode())}
-        builds, _ = run_plans(store, toolchain, {name: [TargetRun(target, files)]}, 300, None)
+        builds, _ = run_plans(store, toolchain, {name: [TargetRun(target, files)]}, 300, Placement.local())
         assert builds[name].binary, builds[name].detail
         binaries[name] = store.get(builds[name].binary)
     assert binaries["here"] == binaries["elsewhere"]

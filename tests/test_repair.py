@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from cass.engine.actions import ActionRunner, plan
+from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun, run_targets
 from cass.translate.ctext import find_calls, rewrite_calls
 from cass.translate.names import CudaHipNames, toolchain_names
@@ -563,5 +564,5 @@ def test_warp_rule_output_builds_for_amd_and_for_hips_nvidia_platform(toolchains
     hip_nvidia = load_hip_nvidia()
     target = hip_nvidia.program_target(["kernel.cu"], ["sm_90"], ["-std=c++17", "-w"])
     builds, _ = run_plans(store, hip_nvidia, {"k": [TargetRun(target, {"kernel.cu": store.put(text.encode())})]},
-                             600, None)
+                             600, Placement.local())
     assert builds["k"].binary, builds["k"].detail

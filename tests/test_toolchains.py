@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cass.engine.actions import ActionRunner, plan
+from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun, failure_reason, run_targets
 from cass.execution.programs import run_plans
 from cass.pipeline.context import load_params
@@ -201,7 +202,7 @@ def test_a_programs_targets_stop_at_the_first_that_fails(store, toolchains):
 
     plans = {"broken first": targets(["broken.hip", "saxpy.hip"], files),
              "whole": targets(["saxpy.hip"], {"saxpy.hip": files["saxpy.hip"]})}
-    builds, counts = run_plans(store, amd, plans, timeout_s=300, workers=2)
+    builds, counts = run_plans(store, amd, plans, timeout_s=300, placement=Placement.local(2))
     assert builds["whole"].binary is not None and builds["broken first"].binary is None
     assert builds["broken first"].reason == "syntax" and "broken.hip" in builds["broken first"].detail
     first, *never = plans["broken first"]

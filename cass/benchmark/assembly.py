@@ -4,11 +4,11 @@ prompts with it; the identity baseline returns it)."""
 from __future__ import annotations
 
 from cass.benchmark.tasks import Task
+from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun
 from cass.execution.programs import Build, run_plans
 from cass.text.sass import normalize_sass
 from store import Store
-from toolchains import load_toolchains
 
 
 def artifact_texts(store: Store, builds: dict[str, Build]) -> dict[str, str]:
@@ -16,15 +16,16 @@ def artifact_texts(store: Store, builds: dict[str, Build]) -> dict[str, str]:
     return {key: store.get_text(b.binary) if b.binary else "" for key, b in builds.items()}
 
 
-def sass(store: Store, params: dict, tasks: dict[str, Task], workers: int | None) -> dict[str, str]:
+def sass(store: Store, params: dict, tasks: dict[str, Task]) -> dict[str, str]:
     """Each task's SASS for ``nvidia.archs[0]``, normalised as the instruct export's SASS is: the assembly task's
     input ("" where the task does not compile for NVIDIA)."""
-    nvidia = load_toolchains(params["amd"]["toolchain"])["nvidia"]
+    placement = Placement.of(params)
+    nvidia = placement.toolchain("nvidia")
     arch = params["nvidia"]["archs"][0]
     plans = {}
     for task in tasks.values():
         targets = nvidia.targets(task.path, [arch], params["nvidia"]["flags"])
         device = next(t for t in targets if t.kind == "device")
         plans[task.id] = [TargetRun(device, {task.path: store.put_text(task.cuda)})]
-    texts = artifact_texts(store, run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], workers)[0])
+    texts = artifact_texts(store, run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], placement)[0])
     return {task: normalize_sass(text) if text else "" for task, text in texts.items()}

@@ -31,7 +31,7 @@ from cass.execution.verify import MATCHES, judge
 from cass.text.amdgpu import normalize_amd
 from cass.translate.repair import pipeline_repairer
 from store import Store
-from toolchains import Target, load_toolchains
+from toolchains import Target
 
 MUTANT_DRAWS = 6
 """Mutants drawn per human port for the ``mutant`` baseline; the first shown to behave otherwise is taken."""
@@ -154,15 +154,16 @@ def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host:
 
 
 def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, str]], repair: bool,
-                 workers: int | None, programs: dict[Hashable, list[str]] | None = None) -> dict[Hashable, str]:
+                 programs: dict[Hashable, list[str]] | None = None) -> dict[Hashable, str]:
     """hipify-perl's translation of every ``key: (path, digest)`` (with the pipeline's repair layer where
     ``repair``, which, as the repair stage does, leaves alone the derived header names that the file's program
     provides: the paths ``programs`` gives the key, else the file's own), as the digest of the HIP text ("" where
     hipify-perl failed)."""
-    amd = load_toolchains(params["amd"]["toolchain"])["amd"]
+    placement = Placement.of(params)
+    amd = placement.toolchain("amd", params["amd"]["toolchain"])
     plans = {key: [TargetRun(Target("source", "hip", (amd.hipify_step(path),), "hip"), {path: digest})]
              for key, (path, digest) in files.items()}   # one step: its stdout
-    builds = run_plans(store, amd, plans, params["hipify"]["timeout_s"], workers)[0]
+    builds = run_plans(store, amd, plans, params["hipify"]["timeout_s"], placement)[0]
     hip = {key: b.binary or store.put(b"") for key, b in builds.items()}
     if repair:
         repairer = pipeline_repairer(store, params)
@@ -171,10 +172,9 @@ def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, st
     return hip
 
 
-def hipify(store: Store, params: dict, tasks: dict[str, Task], repair: bool, workers: int | None) -> dict[str, str]:
+def hipify(store: Store, params: dict, tasks: dict[str, Task], repair: bool) -> dict[str, str]:
     """hipify-perl's translation of each task's CUDA program (repaired where ``repair``)."""
-    hip = hipify_files(store, params, {t.id: (t.path, store.put_text(t.cuda)) for t in tasks.values()}, repair,
-                       workers)
+    hip = hipify_files(store, params, {t.id: (t.path, store.put_text(t.cuda)) for t in tasks.values()}, repair)
     return {t: store.get_text(d) for t, d in hip.items()}
 
 
@@ -199,8 +199,7 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
         return choice.predictions
     if name in ("hipify-perl", "pipeline"):
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
-        hip = hipify_files(store, params, files, name == "pipeline", Placement.of(params).workers,
-                           {(t, p): list(tasks[t].files) for t, p in files})
+        hip = hipify_files(store, params, files, name == "pipeline", {(t, p): list(tasks[t].files) for t, p in files})
         return [Prediction(t, "source", {p: store.get_text(hip[t, p], SOURCE_ERRORS) for p in task.files})
                 for t, task in tasks.items()]
     raise ValueError(f"unknown baseline {name!r}; choose one of {list(REAL_BASELINES)}")
@@ -208,19 +207,17 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
 
 def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> list[Prediction]:
     """The predictions of baseline ``name`` for every task (both tasks where the baseline has both)."""
-    workers = Placement.of(params).workers
     if name == "reference":
-        compiled, _ = amd_compiles(store, params, {t: (task.path, task.reference_hip) for t, task in tasks.items()},
-                                   workers)
+        compiled, _ = amd_compiles(store, params, {t: (task.path, task.reference_hip) for t, task in tasks.items()})
         return [*(Prediction(t, "source", task.reference_hip) for t, task in tasks.items()),
                 *(Prediction(t, "asm", normalize_amd(store.get_text(b.binary)))
                   for t, b in compiled.items() if b.binary)]
     if name == "identity":
         return [*(Prediction(t, "source", task.cuda) for t, task in tasks.items()),
-                *(Prediction(t, "asm", text) for t, text in sass(store, params, tasks, workers).items())]
+                *(Prediction(t, "asm", text) for t, text in sass(store, params, tasks).items())]
     if name in ("hipify-perl", "pipeline"):
         return [Prediction(t, "source", text)
-                for t, text in hipify(store, params, tasks, name == "pipeline", workers).items()]
+                for t, text in hipify(store, params, tasks, name == "pipeline").items()]
     if name == "rocm-scribe":
         return [Prediction(t, "source", rocm_scribe(task.cuda)) for t, task in tasks.items()]
     raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")

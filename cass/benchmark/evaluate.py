@@ -46,7 +46,7 @@ from cass.execution.programs import Build, ProgramRun, Run, run_plans, run_progr
 from cass.execution.verify import MATCHES, judge, verified
 from cass.text.amdgpu import normalize_amd, split_amd
 from store import Store
-from toolchains import Target, load_hip_nvidia, load_toolchains
+from toolchains import Target
 from toolchains.base import EXECUTABLE
 from toolchains.programs import Invocation, ProgramLimits
 
@@ -55,52 +55,55 @@ HOST_SOURCE = "host.hip"
 """The name the task's reference HIP has where an assembly prediction is linked with its host code."""
 
 
-def amd_compiles(store: Store, params: dict, sources: dict[str, tuple[str, str]], workers: int | None,
+def amd_compiles(store: Store, params: dict, sources: dict[str, tuple[str, str]],
                  ) -> tuple[dict[str, Build], Counter]:
     """hipcc's host and device compiles of every ``key: (file name, HIP text)``; per key the build (its first
     arch's device assembly where all compiled), with the action counts."""
     return amd_program_compiles(store, params, {key: ([name], (".",), {name: store.put_text(text)})
-                                                for key, (name, text) in sources.items()}, workers)
+                                                for key, (name, text) in sources.items()})
 
 
 def amd_program_compiles(store: Store, params: dict,
-                         programs: dict[str, tuple[list[str], Sequence[str], dict[str, str]]], workers: int | None,
+                         programs: dict[str, tuple[list[str], Sequence[str], dict[str, str]]],
                          ) -> tuple[dict[str, Build], Counter]:
     """hipcc's host and device compiles of every unit of each ``key: (units, include_dirs, files)`` (``files``:
     path: digest, laid out as its tree); per key the build (the first arch's device assembly of its last unit where
-    all compiled, else the first failure), with the action counts."""
-    amd = load_toolchains(params["amd"]["toolchain"])["amd"]
+    all compiled, else the first failure), with the action counts; where params.yaml's ``executor`` runs them."""
+    placement = Placement.of(params)
+    amd = placement.toolchain("amd", params["amd"]["toolchain"])
     archs, flags = params["amd"]["archs"], params["amd"]["flags"]
     plans = {key: [TargetRun(t, files) for unit in units for t in amd.targets(unit, archs, flags, include_dirs)]
              for key, (units, include_dirs, files) in programs.items()}
     for runs in plans.values():   # the first arch's device assembly last: the build's artifact
         runs.sort(key=lambda run: run.target.kind == "device" and run.target.arch == archs[0])
-    builds, counts = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
+    builds, counts = run_plans(store, amd, plans, params["amd"]["timeout_s"], placement)
     return builds, counts
 
 
-def nvidia_builds(store: Store, params: dict, sources: dict[str, tuple[str, str]], workers: int | None,
+def nvidia_builds(store: Store, params: dict, sources: dict[str, tuple[str, str]],
                   ) -> tuple[dict[str, Build], Counter]:
     """Every ``key: (file name, HIP text)`` built through HIP's NVIDIA back end."""
-    toolchain = load_hip_nvidia()
+    placement = Placement.of(params)
+    toolchain = placement.toolchain("hip-nvidia")
     execute = params["execute"]
     plans = {key: [TargetRun(toolchain.program_target(name, execute["archs"], execute["flags"]),
                              {name: store.put_text(text)})] for key, (name, text) in sources.items()}
-    builds, counts = run_plans(store, toolchain, plans, execute["timeout_s"], workers)
+    builds, counts = run_plans(store, toolchain, plans, execute["timeout_s"], placement)
     return builds, counts
 
 
-def assembly_programs(store: Store, params: dict, sources: dict[str, tuple[str, str]], workers: int | None,
+def assembly_programs(store: Store, params: dict, sources: dict[str, tuple[str, str]],
                       ) -> tuple[dict[str, Build], Counter]:
     """Every ``key: (device assembly, host HIP text)`` made into a program for ``amd.archs[0]``
     (:meth:`toolchains.amd.AmdToolchain.assembly_program_steps`)."""
-    amd = load_toolchains(params["amd"]["toolchain"])["amd"]
+    placement = Placement.of(params)
+    amd = placement.toolchain("amd", params["amd"]["toolchain"])
     arch = params["amd"]["archs"][0]
     target = Target("program", arch, amd.assembly_program_steps(arch, "prediction.s", HOST_SOURCE,
                                                                 params["amd"]["flags"]), EXECUTABLE)
     plans = {key: [TargetRun(target, {"prediction.s": store.put_text(asm), HOST_SOURCE: store.put_text(host)})]
              for key, (asm, host) in sources.items()}
-    builds, counts = run_plans(store, amd, plans, params["amd"]["timeout_s"], workers)
+    builds, counts = run_plans(store, amd, plans, params["amd"]["timeout_s"], placement)
     return builds, counts
 
 
@@ -158,7 +161,6 @@ def judge_assembly(prediction: str, program: Build, reference_assembly: str) -> 
 def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: list[Prediction],
              host: ExecutionHost | None) -> tuple[list[dict], dict]:
     """Per-prediction verdicts and the evaluation's run report (builds, runs, the host)."""
-    workers = Placement.of(params).workers
     execute = params["execute"]
     source = {f"{i}": (p.task_id, p.prediction) for i, p in enumerate(predictions) if p.task == "source"}
     samples = {f"{i}": p.sample for i, p in enumerate(predictions)}
@@ -166,9 +168,8 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     wanted = {p.task_id for p in predictions}
     references = {f"{REFERENCE}:{t}": (t, tasks[t].reference_hip) for t in sorted(wanted)}
     named = {key: (tasks[t].path, text) for key, (t, text) in {**source, **references}.items()}
-    compiled, amd_counts = amd_compiles(store, params, named, workers)
-    built, nvidia_counts = nvidia_builds(store, params, {k: v for k, v in named.items() if compiled[k].binary},
-                                         workers)
+    compiled, amd_counts = amd_compiles(store, params, named)
+    built, nvidia_counts = nvidia_builds(store, params, {k: v for k, v in named.items() if compiled[k].binary})
     binaries = {b.binary for b in built.values() if b.binary}
     report = {"host": host and {"name": host.name, **asdict(host.host)}, "binaries": sorted(binaries),
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(nvidia_counts)}}
@@ -218,7 +219,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         reference_asm = {t: normalize_amd(store.get_text(compiled[f"{REFERENCE}:{t}"].binary))
                          for t in {p.task_id for p in asm.values()} if compiled[f"{REFERENCE}:{t}"].binary}
         programs, asm_counts = assembly_programs(
-            store, params, {k: (p.prediction, tasks[p.task_id].reference_hip) for k, p in asm.items()}, workers)
+            store, params, {k: (p.prediction, tasks[p.task_id].reference_hip) for k, p in asm.items()})
         report["builds"]["assembly_programs"] = dict(asm_counts)
         for key, p in asm.items():
             reference = reference_asm.get(p.task_id, "")

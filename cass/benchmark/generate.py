@@ -10,7 +10,6 @@ from pathlib import Path
 
 from cass.benchmark.assembly import sass
 from cass.benchmark.tasks import Task
-from cass.engine.placement import Placement
 from cass.models.backends import Backend, Messages, Sampling
 from cass.models.completions import complete_all, extract
 from cass.training.prompts import TASKS
@@ -19,8 +18,7 @@ from store import Store
 PREDICTIONS = "predictions.jsonl"
 
 
-def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str],
-            workers: int | None) -> dict[tuple[str, str], Messages]:
+def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str]) -> dict[tuple[str, str], Messages]:
     """The chat prompt of every (task id, kind)."""
     by_name = {t.name: t for t in TASKS}
     unknown = sorted(set(kinds) - set(by_name))
@@ -28,7 +26,7 @@ def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str]
         raise ValueError(f"generate.tasks names {unknown}: the tasks are {sorted(by_name)}")
     inputs = {"source": {t: task.cuda for t, task in tasks.items()}}
     if "asm" in kinds:
-        inputs["asm"] = sass(store, params, tasks, workers)
+        inputs["asm"] = sass(store, params, tasks)
     return {(t, kind): [{"role": "user", "content": by_name[kind].prompt(inputs[kind][t])}]
             for kind in kinds for t in sorted(tasks) if inputs[kind][t]}
 
@@ -36,8 +34,7 @@ def prompts(store: Store, params: dict, tasks: dict[str, Task], kinds: list[str]
 def generate(store: Store, params: dict, tasks: dict[str, Task], backend: Backend) -> tuple[list[dict], dict]:
     """The predictions of ``backend`` for ``tasks`` (evaluator rows plus how each was extracted) and a run report."""
     gp = params["generate"]
-    return translate(store, gp, prompts(store, params, tasks, gp["tasks"], Placement.of(params).workers),
-                     backend)
+    return translate(store, gp, prompts(store, params, tasks, gp["tasks"]), backend)
 
 
 def translate(store: Store, gp: dict, asked: dict[tuple[str, str], Messages],

@@ -84,7 +84,7 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
     binary, by key: ``reference:<task>``, then the predictions' indices). Programs are built where there is a run
     host, or where ``build_programs`` says so (a batch for a GPU host); without either only the compile rate is
     measured."""
-    workers = Placement.of(params).workers
+    placement = Placement.of(params)
     execute, suite_params = params["execute"], params["benchmark"]["real"]
     wanted = sorted({p.task_id for p in predictions})
     entries = {f"{REFERENCE}:{t}": (t, 0, tasks[t].human, True) for t in wanted}
@@ -95,11 +95,11 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
     programs = {key: (tasks[t], tasks[t].overlay(files)) for key, (t, _, files, _) in entries.items()}
     compiled, amd_counts = amd_program_compiles(
         store, params, {key: ([task.main, *task.units], task.include_dirs, files)
-                        for key, (task, files) in programs.items()}, workers)
+                        for key, (task, files) in programs.items()})
     make_programs = host is not None if build_programs is None else build_programs
     built, counts = build_task_programs(
         store, execute, {k: ("hip", task, files) for k, (task, files) in programs.items()
-                         if compiled[k].binary and make_programs}, workers)
+                         if compiled[k].binary and make_programs}, placement)
     report = {"host": host and {"name": host.name, **host.host.__dict__},
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(counts)}}
     planned = {k: {arg_set: task_runs(programs[k][0], b.binary, arg_set, suite_params["runs"], execute)
@@ -109,7 +109,7 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
         host.require_arch(execute["archs"])
         found, report["runs"] = run_programs(store, host, {r for sets in planned.values()
                                                               for rs in sets.values() for r in rs},
-                                                execute["workers"], Placement.of(params).host_wait_s)
+                                                execute["workers"], placement.host_wait_s)
     chrf, rows = CHRF(), []
     human_text = {t: program_text(store, tasks[t].overlay(tasks[t].human)) for t in wanted}
     for key, (task_id, sample, _, is_reference) in progress(list(entries.items())):

@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card, load_files, read_manifest
+from cass.engine.placement import Placement
 from cass.execution.compare import Calibration, prints_usage, self_check
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
@@ -58,12 +59,12 @@ def load_suite(store: Store, params: dict, root: Path = Path()) -> tuple[dict[st
 
 
 def build_task_programs(store: Store, params: dict, programs: dict[Hashable, tuple[str, RealTask, dict[str, str]]],
-          workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
+          placement: Placement) -> tuple[dict[Hashable, Build], Counter]:
     """Every ``key: (side, task, files)`` built (``cuda``: nvcc; ``hip``: HIP's NVIDIA back end) from the task's
     main file and units, ``files`` (path: digest) laid out as the task's tree."""
     builds, counts = build_program_targets(
         store, params, {key: ProgramSource(side, [task.main, *task.units], task.include_dirs, files)
-                        for key, (side, task, files) in programs.items()}, workers)
+                        for key, (side, task, files) in programs.items()}, placement)
     return builds, counts
 
 
@@ -87,10 +88,10 @@ class Recording:
         return {r for runs in self.runs.values() for r in runs}
 
 
-def plan_recording(store: Store, params: dict, tasks: list[RealTask], workers: int | None) -> Recording:
+def plan_recording(store: Store, params: dict, tasks: list[RealTask], placement: Placement) -> Recording:
     programs = {(t.id, side): (side, t, t.files if side == "cuda" else t.overlay(t.human))
                 for t in tasks for side in ("cuda", "hip")}
-    builds, _ = build_task_programs(store, params, programs, workers)
+    builds, _ = build_task_programs(store, params, programs, placement)
     runs = {}
     for task in tasks:   # a task one of whose programs does not build is left out: nothing of it runs
         if builds[task.id, "cuda"].binary and builds[task.id, "hip"].binary:
@@ -133,11 +134,11 @@ def output_facts(store: Store, visible: list[Run], hidden: list[Run], tolerance:
     return signal, output_differs, kernel_problem(visible, hidden) is not None
 
 
-def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHost, workers: int | None,
+def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHost, placement: Placement,
            ) -> tuple[list[RealTask], list[dict], list[dict]]:
     """The kept tasks (with the hidden set settled and how each set went), the reference rows, and the tasks left
     out (benchmark, reason, detail), from the runs of ``host``."""
-    plan = plan_recording(store, params, tasks, workers)
+    plan = plan_recording(store, params, tasks, placement)
     found, _ = run_programs(store, host, plan.planned, params["workers"], 0)
     if missing := sum(outcome is None for outcome in found.values()):   # a partial batch: record nothing yet
         raise ValueError(f"{missing} of {len(found)} planned runs have no result for GPU host {host.name}: export "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cass.benchmark.evaluate import judge_sets
 from cass.benchmark.tasks import REFERENCES_FILE, Task
+from cass.engine.placement import Placement
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
     Build,
@@ -32,14 +33,14 @@ from toolchains.programs import Invocation
 SETS = ("visible", "hidden")
 
 
-def plan(store: Store, params: dict, tasks: dict[str, Task], workers: int | None,
+def plan(store: Store, params: dict, tasks: dict[str, Task], placement: Placement,
          ) -> tuple[dict[tuple[str, str], Build], dict[tuple[str, str, str], list[ProgramRun]]]:
     """Both programs of every task with hidden arguments built (``execute``'s builds, under the task's path), and
     their runs by (task, side, argument set): the CUDA program ``execute.runs`` times, the reference HIP once."""
     programs = {(t, side): ProgramSource(side, [task.path], ["."], {task.path: store.put_text(text)})
                 for t, task in tasks.items() if task.hidden_args
                 for side, text in (("cuda", task.cuda), ("hip", task.reference_hip))}
-    builds, _ = build_program_targets(store, params, programs, workers)
+    builds, _ = build_program_targets(store, params, programs, placement)
     limits = limits_for(params)
     runs = {(t, side, s): [ProgramRun(b.binary, Invocation(tasks[t].arguments(s)), limits, n)
                            for n in range(1, (params["runs"] if side == "cuda" else params["hip_runs"]) + 1)]
@@ -71,11 +72,11 @@ def check(store: Store, task: Task, builds: dict, done: dict[tuple[str, str], li
 
 
 def record(store: Store, params: dict, tasks: dict[str, Task], host: ExecutionHost, root: Path,
-           workers: int | None) -> dict[str, str]:
+           placement: Placement) -> dict[str, str]:
     """Record the references of every task with hidden arguments from ``host``'s runs into ``root`` (the tasks
     folder): ``<id>.hidden.stdout`` and the kernel counts in ``references.json`` beside it. Returns why each task that
     was not recorded was not."""
-    builds, planned = plan(store, params, tasks, workers)
+    builds, planned = plan(store, params, tasks, placement)
     found, _ = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"], 0)
     if missing := sum(o is None for o in found.values()):
         raise ValueError(f"{missing} of {len(found)} planned runs have no result for GPU host {host.name}: run "

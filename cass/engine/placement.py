@@ -1,8 +1,11 @@
 """Where work runs, read in one place from params.yaml's ``executor`` section (and ``CASS_SCHEDULER``).
 
-* Tool actions (compiles, hipify-perl, disassembly): :meth:`Placement.tool_executor`, on ``workers`` local processes
-  or, with a Dask scheduler, on the vendor hosts it connects (waiting ``host_wait_s`` for one that serves a job).
-* The toolchains actions are planned with: :meth:`Placement.toolchains`, this machine's or the hosts'.
+* Tool actions (compiles, hipify-perl, disassembly, the programs' builds, the benchmark's compiles):
+  :meth:`Placement.tool_executor`, on ``workers`` local processes or, with a Dask scheduler, on the vendor hosts it
+  connects (waiting ``host_wait_s`` for one that serves a job). HIP's NVIDIA back end always builds here: no host
+  kind carries the CUDA 12 runtime wheels and HIP's headers it needs together.
+* The toolchains actions are planned with: :meth:`Placement.toolchains` and :meth:`Placement.toolchain`, this
+  machine's or the hosts'.
 * A stage's own per-item work: :meth:`Placement.stage_work`, on local processes or the scheduler's stage hosts.
 * Program runs: the run host a setting names (:func:`cass.execution.hosts.resolve_host`, given this placement's
   scheduler for ``auto``), on ``workers`` local processes or the scheduler's GPU hosts.
@@ -18,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cass.engine.stage_work import StageWork, stage_work
-from hosts.cluster import Cluster, scheduler_address
-from toolchains import Executor, Toolchain, load_toolchains, local_executor
+from hosts.cluster import RESOURCE_VENDOR, Cluster, scheduler_address
+from toolchains import Executor, HipNvidiaToolchain, Toolchain, load_hip_nvidia, load_toolchains, local_executor
+
+HOST_VENDORS = frozenset(RESOURCE_VENDOR.values())
+"""The vendors whose tools vendor hosts run."""
 
 
 @functools.cache
@@ -45,12 +51,17 @@ class Placement:
         executor = params["executor"]
         return cls(scheduler_address(executor), executor["workers"] or None, executor["host_wait_s"])
 
+    @classmethod
+    def local(cls, workers: int | None = None) -> Placement:
+        """This machine alone, ``workers`` processes (None: one per core)."""
+        return cls(None, workers, 0.0)
+
     @property
     def processes(self) -> int:
         """Local processes for a stage's own work: ``workers``, else one per core."""
         return self.workers or os.cpu_count() or 1
 
-    def toolchains(self, amd_suite: str, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:
+    def toolchains(self, amd_suite: str | None, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:
         """The toolchains actions are planned with: this machine's (``amd_suite``: its AMD root), or the cluster
         hosts' when a scheduler is configured (a vendor no connected host serves is an error naming the fix)."""
         if self.scheduler is None:
@@ -60,9 +71,17 @@ class Placement:
         hosts = cluster.hosts()
         return {v: cluster.toolchain(v, hosts) for v in vendors}
 
+    def toolchain(self, vendor: str, amd_suite: str | None = None) -> Toolchain:
+        """``vendor``'s toolchain as :meth:`toolchains` gives it (``amd_suite``: the AMD one's root); HIP's NVIDIA back
+        end (``hip-nvidia``) is this machine's."""
+        if vendor == HipNvidiaToolchain.vendor:
+            return load_hip_nvidia()
+        return self.toolchains(amd_suite, (vendor,))[vendor]
+
     def tool_executor(self, toolchains: Mapping[str, Toolchain]) -> Executor:
-        """Where tool actions run: the cluster when a scheduler is configured, else ``workers`` local processes."""
-        if self.scheduler is None:
+        """Where tool actions run: the cluster when a scheduler is configured and the hosts serve every vendor of
+        ``toolchains``, else ``workers`` local processes."""
+        if self.scheduler is None or not set(toolchains) <= HOST_VENDORS:
             return local_executor(dict(toolchains), self.workers)
         return cluster_at(self.scheduler).executor(self.host_wait_s)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cass.engine.actions import ActionRunner
 from cass.engine.cached import CachedMap
+from cass.engine.placement import Placement
 from cass.execution.hosts import ExecutionHost, record_host
 from cass.execution.programs import ProgramRun, build_programs
 from cass.execution.verify import planned_runs
@@ -83,13 +84,13 @@ def not_recorded(store: Store, planned: set[ProgramRun], recorded: ExecutionHost
     return planned - set(CachedMap(store).split({r: r.action(recorded.host).key for r in planned})[0])
 
 
-def export_batch(store: Store, params: dict, folder: Path, workers: int | None = None,
+def export_batch(store: Store, params: dict, folder: Path, placement: Placement,
                  recorded: ExecutionHost | None = None) -> dict:
     """Write the batch of the pair stage's programs to ``folder`` (without the runs the store holds for the
     ``recorded`` host, where given: a batch of what changed); returns what it holds."""
     pairs = list(read_manifest("pair").iter_rows(named=True))
     rows = [r for r in pairs if main_signature(store.get_text(r["files"][0]["digest"], "replace")) is not None]
-    builds, counts = build_programs(store, params, rows, workers, {(r["origin"], r["path"]): r for r in pairs})
+    builds, counts = build_programs(store, params, rows, placement, {(r["origin"], r["path"]): r for r in pairs})
     planned = {r for runs in planned_runs(rows, builds, params).values() for r in runs}
     missing = not_recorded(store, planned, recorded) if recorded else planned
     runs = write_batch(store, folder, missing, params)

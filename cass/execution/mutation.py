@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from cass.engine.placement import Placement
 from cass.execution.compare import text_of, volatile_fields
 from cass.execution.programs import (
     Build,
@@ -112,7 +113,7 @@ def translated_paths(store: Store, row: dict, pairs: dict[tuple[str, str], dict]
 
 
 def pair_mutants(store: Store, params: dict, rows: list[dict], pairs: dict[tuple[str, str], dict], count: int,
-                 seed: str, workers: int | None) -> list[MutantProgram]:
+                 seed: str, placement: Placement) -> list[MutantProgram]:
     """``count`` mutants of the HIP side of every pair of ``rows`` (the ``execute`` stage's manifest rows), built as
     the stage builds that side (``params``: ``execute``)."""
     mutants, targets = [], {}
@@ -123,7 +124,7 @@ def pair_mutants(store: Store, params: dict, rows: list[dict], pairs: dict[tuple
             mutants.append(MutantProgram("pairs", row["sample_id"], row["origin"], mutant, files,
                                          original_binary=row["hip_program"]))
             targets[len(mutants) - 1] = ProgramSource("hip", units, row["include_dirs"], files, row["build_flags"])
-    built, _ = build_program_targets(store, params, targets, workers)
+    built, _ = build_program_targets(store, params, targets, placement)
     for key, build in built.items():
         _settle_build(mutants[key], build)
     return mutants

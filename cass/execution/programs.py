@@ -4,10 +4,11 @@ The CUDA original is built with the pipeline's nvcc, the HIP translation through
 (:class:`toolchains.hip_nvidia.HipNvidiaToolchain`), both with the same flags and SASS for
 ``execute.archs``, each from its main file and the other units its run spec lists (on the HIP side, the units'
 translations: a unit that is a pair of its own gives its HIP files, one that uses no CUDA name is taken as it is,
-any other stops the HIP build). Builds run on this machine's toolchains. A run is an action too: its key is the
-binary's digest, the run host's fingerprint, the invocation (arguments, working directory, data files), the limits
-and the run's number, so a rerun with nothing changed runs nothing, and runs brought back from a GPU host elsewhere
-are store hits here.
+any other stops the HIP build). Builds run where the placement runs their toolchain's tools
+(:meth:`cass.engine.placement.Placement.tool_executor`: HIP's NVIDIA back end on this machine). A run is an action
+too: its key is the binary's digest, the run host's fingerprint, the invocation (arguments, working directory, data
+files), the limits and the run's number, so a rerun with nothing changed runs nothing, and runs brought back from a
+GPU host elsewhere are store hits here.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from typing import NamedTuple
 
 from cass.engine.actions import Action, ActionRunner, Outcome
 from cass.engine.cached import CachedMap
-from cass.engine.placement import cluster_at
+from cass.engine.placement import Placement, cluster_at
 from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
 from cass.execution.hosts import ExecutionHost
 from hosts.gpu import RunHost, launcher_for
 from store import Store
-from toolchains import LocalExecutor, Step, Toolchain, load_hip_nvidia, load_toolchains, local_executor
+from toolchains import LocalExecutor, Step, Toolchain
 from toolchains.language import is_opencl
 from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
@@ -48,9 +49,9 @@ def takes_arguments(signature: str) -> bool:
     return signature not in ("", "void")
 
 
-def build_toolchains() -> dict[str, Toolchain]:
-    """The toolchain of each side."""
-    return {"cuda": load_toolchains()["nvidia"], "hip": load_hip_nvidia()}
+def build_toolchains(placement: Placement) -> dict[str, Toolchain]:
+    """The toolchain of each side, as ``placement`` plans its actions."""
+    return {"cuda": placement.toolchain("nvidia"), "hip": placement.toolchain("hip-nvidia")}
 
 
 @dataclass
@@ -63,11 +64,12 @@ class Build:
 
 
 def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[TargetRun]], timeout_s: float,
-              workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
-    """Every key's target runs, as cached actions on this machine, one after another up to the first that fails: a
-    key's :class:`Build` is its last target's artifact, or why its failing target failed; with the action counts."""
-    counts = run_locally(store, toolchain, [run for runs in plans.values() for run in chain(runs)], timeout_s,
-                               workers)
+              placement: Placement) -> tuple[dict[Hashable, Build], Counter]:
+    """Every key's target runs, as cached actions where ``placement`` runs the toolchain's tools, one after another
+    up to the first that fails: a key's :class:`Build` is its last target's artifact, or why its failing target
+    failed; with the action counts."""
+    counts = run_target_runs(store, toolchain, [run for runs in plans.values() for run in chain(runs)], timeout_s,
+                             placement)
     builds = {}
     for key, runs in plans.items():
         if failed := next((run for run in runs if run.failure is not None), None):
@@ -78,10 +80,10 @@ def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[Tar
     return builds, counts
 
 
-def run_locally(store: Store, toolchain: Toolchain, runs: list[TargetRun], timeout_s: float, workers: int | None,
-                ) -> Counter:
-    """Target runs as cached actions on this machine; the action counts."""
-    runner = ActionRunner(store, local_executor({toolchain.vendor: toolchain}, workers), timeout_s)
+def run_target_runs(store: Store, toolchain: Toolchain, runs: list[TargetRun], timeout_s: float,
+                    placement: Placement) -> Counter:
+    """Target runs as cached actions where ``placement`` runs the toolchain's tools; the action counts."""
+    runner = ActionRunner(store, placement.tool_executor({toolchain.vendor: toolchain}), timeout_s)
     run_targets(toolchain, runner, runs)
     return Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
 
@@ -109,19 +111,19 @@ def program_sources(store: Store, row: dict, pairs: dict[tuple[str, str], dict])
     return {"cuda": (cuda, None), "hip": (hip, problem)}
 
 
-def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], workers: int | None,
+def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], placement: Placement,
                       ) -> tuple[dict[str, tuple[str, str]], Counter]:
     """The HIP side of every row (a pair: ``hip_files``, ``include_dirs``, ``build_flags``) compiled, not linked,
     through HIP's NVIDIA back end as the execute stage builds it (``params``: ``execute``): by sample id, ``ok`` or
     the failure's category, and its error; with the action counts. Whether the translation builds on the
     platform its programs run on; OpenCL pairs have no HIP side and are left out, and so is a run that was stopped
     (a timeout, a killed compiler: counted in the action counts, tried again next run)."""
-    toolchain = load_hip_nvidia()
+    toolchain = placement.toolchain("hip-nvidia")
     runs = {row["sample_id"]: TargetRun(toolchain.build_check_target(
         row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
         row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})
         for row in rows if not is_opencl(row["hip_files"][0]["path"])}
-    counts = run_locally(store, toolchain, list(runs.values()), params["timeout_s"], workers)
+    counts = run_target_runs(store, toolchain, list(runs.values()), params["timeout_s"], placement)
     verdicts = {}
     for sample, run in runs.items():
         reason, detail = ("ok", "") if run.failure is None else failure_reason(toolchain, run, store)
@@ -130,7 +132,7 @@ def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], workers: int
     return verdicts, counts
 
 
-def build_programs(store: Store, params: dict, rows: list[dict], workers: int | None,
+def build_programs(store: Store, params: dict, rows: list[dict], placement: Placement,
                    pairs: dict[tuple[str, str], dict] | None = None,
                    ) -> tuple[dict[tuple[str, str], Build], Counter]:
     """Both programs of every row (its main file and ``units``; ``include_dirs``), by (sample id, side), with the
@@ -145,7 +147,7 @@ def build_programs(store: Store, params: dict, rows: list[dict], workers: int | 
                 units = [row["files"][0]["path"], *(row["units"] or ())]
                 programs[row["sample_id"], side] = ProgramSource(side, units, row["include_dirs"], files,
                                                                  row["build_flags"])
-    built, counts = build_program_targets(store, params, programs, workers)
+    built, counts = build_program_targets(store, params, programs, placement)
     return builds | built, counts
 
 
@@ -161,17 +163,17 @@ class ProgramSource(NamedTuple):
 
 
 def build_program_targets(store: Store, params: dict, programs: dict[Hashable, ProgramSource],
-                          workers: int | None) -> tuple[dict[Hashable, Build], Counter]:
+                          placement: Placement) -> tuple[dict[Hashable, Build], Counter]:
     """Every program built by its side's toolchain (``execute.archs``, ``execute.flags`` and its own build's); with
     the builds' action counts."""
     builds: dict = {}
     counts: Counter = Counter()
-    for side, toolchain in build_toolchains().items():
+    for side, toolchain in build_toolchains(placement).items():
         plans = {key: [TargetRun(toolchain.program_target(p.units, params["archs"],
                                                           toolchain.build_flags(params["flags"], p.build_flags),
                                                           p.include_dirs), p.files)]
                  for key, p in programs.items() if p.side == side}
-        done, side_counts = run_plans(store, toolchain, plans, params["timeout_s"], workers)
+        done, side_counts = run_plans(store, toolchain, plans, params["timeout_s"], placement)
         builds |= done
         counts.update(side_counts)   # `+=` would drop the zero counts
     return builds, counts

@@ -228,7 +228,7 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
         return [{"sample_id": s, **r} for s, r in results.items()], {"host": None}
     host.require_arch(params["archs"])
     pairs = {(row["origin"], row["path"]): row for row in rows}
-    builds, build_counts = build_programs(store, params, runnable, placement.workers, pairs)
+    builds, build_counts = build_programs(store, params, runnable, placement, pairs)
     planned = planned_runs(runnable, builds, params)
     found, run_counts = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"],
                                      placement.host_wait_s)

@@ -40,7 +40,7 @@ def run(stage: Stage) -> None:
     verdicts = {}
     if stage.params["pair"]["hip_nvidia"] and kept.height:
         verdicts, counts = hip_nvidia_checks(stage.store, stage.params["execute"], kept.to_dicts(),
-                                             Placement.of(stage.params).workers)
+                                             Placement.of(stage.params))
         out.run["hip_nvidia_actions"] = dict(counts)
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
     kept = kept.with_columns(pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
