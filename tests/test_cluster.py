@@ -284,8 +284,9 @@ SEEDED_STAGES = ("branch_parity", "pair", "tokens")
 
 NVIDIA_SEEDED = first_hex_digit_in("123456789abcdef")
 """15 in 16 NVIDIA compiles seeded: the rest still runs on the NVIDIA host."""
-AMD_SEEDED = first_hex_digit_in("01234567")
-"""Half the AMD compiles seeded: the other half runs on the AMD host, which dies among them."""
+AMD_SEEDED = first_hex_digit_in("0123456789ab")
+"""3 in 4 AMD compiles seeded: the rest (some 30 of the bundled build's) run on the AMD host, which dies among
+them."""
 
 
 @pytest.mark.slow
@@ -298,7 +299,7 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
         build = copy_pipeline(tmp_path / "project")
         # the stages after the compilers whose tool runs are not this test's subject (the checks through HIP's NVIDIA
         # back end, the preprocessor runs, the token counts) find the local build's records, as from its packs; so
-        # do most NVIDIA compiles and half the AMD ones (the rest still run, on their vendor's host)
+        # do most NVIDIA compiles and 3 in 4 AMD ones (the rest still run, on their vendor's host)
         assert seed_actions(build, project, SEEDED_STAGES)
         assert seed_actions(build, project, ["compile_nvidia"], keep=NVIDIA_SEEDED)
         amd_seeded = seed_actions(build, project, ["compile_amd"], keep=AMD_SEEDED)
