@@ -22,6 +22,8 @@ from store import Store
 from toolchains import Toolchain, ToolchainMissingError, load_toolchains
 from toolchains.sandbox import detect
 
+pytest_plugins = ["harness.cpu_times"]   # pytest --cpu-times FILE
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
