@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cass.benchmark.generate import PREDICTIONS, extraction_counts, prompts, translate, write_predictions
 from cass.benchmark.tasks import load_tasks
-from cass.engine.placement import Placement
 from cass.models.backends import Messages, TransformersBackend
 from cass.models.tiny import build
 from cass.models.train import train
@@ -49,7 +48,7 @@ def prepare(out: Path) -> None:
     """The instruct shards and every benchmark prompt of the project in the current directory, into ``out``."""
     params = load_params()
     tasks = load_tasks(Path(params["benchmark"]["tasks"]))
-    asked = prompts(open_store(params), params, tasks, ["source", "asm"], Placement.of(params).workers)
+    asked = prompts(open_store(params), params, tasks, ["source", "asm"])
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(INSTRUCT_DIR, out / INSTRUCT_DIR, ignore=shutil.ignore_patterns("*.json", "*.jsonl"))

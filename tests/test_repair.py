@@ -564,5 +564,5 @@ def test_warp_rule_output_builds_for_amd_and_for_hips_nvidia_platform(toolchains
     hip_nvidia = load_hip_nvidia()
     target = hip_nvidia.program_target(["kernel.cu"], ["sm_90"], ["-std=c++17", "-w"])
     builds, _ = run_plans(store, hip_nvidia, {"k": [TargetRun(target, {"kernel.cu": store.put(text.encode())})]},
-                             600, Placement.local())
+                          600, Placement.local())
     assert builds["k"].binary, builds["k"].detail
