@@ -20,7 +20,7 @@ def sass(store: Store, params: dict, tasks: dict[str, Task]) -> dict[str, str]:
     """Each task's SASS for ``nvidia.archs[0]``, normalised as the instruct export's SASS is: the assembly task's
     input ("" where the task does not compile for NVIDIA)."""
     placement = Placement.of(params)
-    nvidia = placement.toolchain("nvidia")
+    nvidia = placement.toolchain("nvidia", params["amd"]["toolchain"])
     arch = params["nvidia"]["archs"][0]
     plans = {}
     for task in tasks.values():

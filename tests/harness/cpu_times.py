@@ -31,15 +31,17 @@ def cpu_seconds() -> tuple[float, float]:
 def timed(item: pytest.Item, phase: str) -> Iterator[None]:
     """Around one phase of ``item``: its line in the ``--cpu-times`` file, where the option is given."""
     out = item.config.getoption(OPTION)
+    if not out:
+        yield
+        return
     start, (own, children) = time.monotonic(), cpu_seconds()
     yield
-    if out:
-        own_after, children_after = cpu_seconds()
-        line = {"test": item.nodeid, "phase": phase, "wall_s": round(time.monotonic() - start, 3),
-                "cpu_s": round(own_after - own, 3), "children_cpu_s": round(children_after - children, 3),
-                "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
-        with Path(out).open("a") as f:
-            f.write(json.dumps(line) + "\n")
+    own_after, children_after = cpu_seconds()
+    line = {"test": item.nodeid, "phase": phase, "wall_s": round(time.monotonic() - start, 3),
+            "cpu_s": round(own_after - own, 3), "children_cpu_s": round(children_after - children, 3),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
+    with Path(out).open("a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 @pytest.hookimpl(hookwrapper=True)
