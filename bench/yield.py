@@ -142,12 +142,12 @@ def configure_steps(project: Path) -> list[str]:
     steps = pl.read_parquet(project / "data" / "ingest" / "build_contexts.parquet")
     fetched = pl.read_parquet(project / "data" / "fetch_debian" / "manifest.parquet")
     deps = {f"{r['origin']}:{r['name']}/": r["build_deps"].split(":")[0] for r in fetched.iter_rows(named=True)}
-    lines = ["| tree | project | build dependencies | system | status | files listed | headers written |",
-             "|---|---|---|---|---|---:|---:|"]
-    for r in steps.sort("tree", "project").iter_rows(named=True):
+    lines = ["| tree | project | step | build dependencies | system | status | files listed | headers written |",
+             "|---|---|---|---|---|---|---:|---:|"]
+    for r in steps.sort("tree", "project", "source").iter_rows(named=True):
         system = r["system"].split("@")[0]
-        lines.append(f"| {r['tree']} | {r['project']} | {deps.get(r['tree'], '-')} | {system} | {r['status']} | "
-                     f"{r['files']} | {r['headers']} |")
+        lines.append(f"| {r['tree']} | {r['project']} | {r['source']} | {deps.get(r['tree'], '-')} | {system} | "
+                     f"{r['status']} | {r['files']} | {r['headers']} |")
     return lines
 
 

@@ -20,7 +20,7 @@ from cass.sources.includes import TreeIndex, resolve_includes
 from cass.sources.ingest import Ingest
 from store import Store, tracking
 from toolchains import local_executor
-from toolchains.cmake import CMakeConfigure
+from toolchains.configure import CMakeConfigure
 from toolchains.sandbox import Sandbox
 
 HECBENCH_LIKE = {

@@ -3,9 +3,11 @@ their configure step sees as its system (toolchains/build_root.py), and the CUDA
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from cass.sources.build_context import BuildContexts
 from cass.sources.includes import TreeIndex
 from cass.stages.fetch_debian import install_build_dependencies
 from toolchains import build_root
+from toolchains.configure import CMakeConfigure, DebianConfigure
 from toolchains.sandbox import Sandbox, detect
 
 DSC = """Format: 3.0 (quilt)
@@ -59,17 +62,61 @@ def test_a_system_root_stands_in_for_the_machines_system_trees(tmp_path):
         Sandbox.weak().host(["cmake"], tmp_path, [], Path("/roots/bookworm"))
 
 
+DEMO_PACKAGE = {
+    "CMakeLists.txt": (
+        "cmake_minimum_required(VERSION 3.18)\nproject(demo LANGUAGES CXX CUDA)\n"
+        "if(NOT DEFINED DEMO_LEVEL)\n  message(FATAL_ERROR \"DEMO_LEVEL: the package's build sets it\")\nendif()\n"
+        "add_compile_definitions(DEMO_LEVEL=${DEMO_LEVEL})\n"
+        "add_library(demo scale.cu)\nadd_executable(never never.cpp)\n"),
+    "demo_version.h.in": "#define DEMO_VERSION \"@PROJECT_VERSION@\"\n",
+    "scale.cu": '#include "demo_version.h"\n' + KERNEL,
+    "other.cu": KERNEL,
+    "never.cpp": "#error the configure step must stop before the build\n",
+}
+"""An upstream tree whose CMake configure fails without the value its Debian build passes, and whose header comes
+from a template only a Debian patch configures."""
+DEMO_DEBIAN = {
+    "debian/control": ("Source: demo\nSection: science\nPriority: optional\nMaintainer: Demo <demo@example.org>\n"
+                       "Build-Depends: debhelper-compat (= 13), cmake\n\n"
+                       "Package: demo\nArchitecture: any\nDescription: demo\n demo\n"),
+    "debian/changelog": "demo (1.0-1) unstable; urgency=medium\n\n  * Demo.\n\n"
+                        " -- Demo <demo@example.org>  Sun, 29 Nov 2026 12:00:00 +0000\n",
+    "debian/rules": "#!/usr/bin/make -f\n%:\n\tdh $@\n\noverride_dh_auto_configure:\n"
+                    "\tdh_auto_configure -- -DDEMO_LEVEL=3\n",
+    "debian/source/format": "3.0 (quilt)\n",
+    "debian/patches/series": "version-header.patch\n",
+    "debian/patches/version-header.patch": (
+        "--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -6,2 +6,4 @@\n"
+        " add_compile_definitions(DEMO_LEVEL=${DEMO_LEVEL})\n"
+        "+configure_file(demo_version.h.in gen/demo_version.h)\n+include_directories(${CMAKE_BINARY_DIR}/gen)\n"
+        " add_library(demo scale.cu)\n"),
+}
+"""The package's ``debian/``: a rules file passing the value, and the patch that writes the header."""
+
+
+def debian_tarball(path: Path, files: dict[str, str]) -> Path:
+    """A ``.debian.tar.xz`` holding ``files`` (``debian/rules`` executable)."""
+    with tarfile.open(path, "w:xz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755 if name == "debian/rules" else 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
 @pytest.fixture(scope="module")
 def blas_root(tmp_path_factory) -> tuple[Path, list[dict]]:
-    """A bookworm build root made by the stage's own step, from three packages: one needing libblas-dev, one with no
-    CMake project, one naming a package Debian does not have."""
+    """A bookworm build root made by the stage's own step, from four packages: one needing libblas-dev, one with no
+    CMake project, one naming a package Debian does not have, and one built with debhelper."""
     if shutil.which("debootstrap") is None or detect().mode != "bwrap" or os.geteuid() != 0:
         pytest.skip("needs root, debootstrap and bubblewrap (scripts/setup.sh installs both)")
     base = tmp_path_factory.mktemp("build-root")
     downloads = base / "downloads"
     rows = []
     for name, needs, cmake in (("blas-user", "libblas-dev", True), ("no-cmake", "libblas-dev", False),
-                               ("missing", "cass-no-such-package", True)):
+                               ("missing", "cass-no-such-package", True), ("debhelper-user", "debhelper-compat (= 13)",
+                                                                           True)):
         tree = write(base / name, {"CMakeLists.txt" if cmake else "Makefile": "\n"})
         write(downloads, {f"{name}_1.dsc": f"Source: {name}\nBuild-Depends: {needs}\n"})
         rows.append({"name": name, "version": "1", "tree": str(tree), "files": [{"name": f"{name}_1.dsc"}]})
@@ -85,7 +132,7 @@ def test_each_cmake_package_gets_its_build_dependencies_and_a_failure_is_told(bl
     the root's identity, which changes with what is installed."""
     root, rows = blas_root
     states = {r["name"]: r["build_deps"] for r in rows}
-    assert states["blas-user"] == "installed"
+    assert states["blas-user"] == states["debhelper-user"] == "installed"
     assert states["no-cmake"] == "not needed"
     assert states["missing"].startswith("failed: build dependencies of missing 1") and "cass-no-such-package" in \
         states["missing"]
@@ -98,11 +145,13 @@ def test_each_cmake_package_gets_its_build_dependencies_and_a_failure_is_told(bl
 @pytest.mark.slow
 def test_a_configure_finds_in_the_build_root_what_this_machine_lacks(blas_root, tmp_path, store):
     """A project needing BLAS and the CUDA runtime (CUDA::cudart: the wheels' libraries under CMake's names)
-    configures in the build root; its file gets the written header and the step names the root it saw. On this
-    machine, which has no libblas-dev, the same project fails to configure."""
+    configures in the build root; its file gets the written header and the step names the root it saw (a Debian
+    package's own step is not needed then). On this machine, which has no libblas-dev, the same project fails to
+    configure."""
     root, _ = blas_root
     tree = write(tmp_path / "demo", BLAS_PROJECT)
-    made = BuildContexts(TreeIndex.scan(tree), store, INGEST_PARAMS["build_context"], {}, "demo", root)
+    packaging = debian_tarball(tmp_path / "demo_1.0-1.debian.tar.xz", DEMO_DEBIAN)
+    made = BuildContexts(TreeIndex.scan(tree), store, INGEST_PARAMS["build_context"], {}, "demo", root, packaging)
     made.prepare(["scale.cu"])
     [status] = made.statuses()
     assert (status["status"], status["files"], status["headers"]) == ("ok", 1, 1), store.get_text(status["log"])
@@ -116,3 +165,62 @@ def test_a_configure_finds_in_the_build_root_what_this_machine_lacks(blas_root, 
         [status] = here.statuses()
         assert (status["status"], status["system"]) == ("failed", "this machine")
         assert "BLAS" in store.get_text(status["log"])
+
+
+@pytest.mark.slow
+def test_a_debian_package_whose_cmake_configure_fails_is_configured_by_its_own_rules(blas_root, tmp_path, store,
+                                                                                     monkeypatch):
+    """CMake's own configure step fails on the upstream tree (a value only the package's rules pass); the package's
+    configure step then runs its rules with its patch applied: the file gets the rules' define and the patched-in
+    header, another file the headers only, and the build stops before it compiles anything (``never.cpp`` would not
+    compile). Run again, both steps come from the store."""
+    root, _ = blas_root
+    tree = write(tmp_path / "demo", DEMO_PACKAGE)
+    packaging = debian_tarball(tmp_path / "demo_1.0-1.debian.tar.xz", DEMO_DEBIAN)
+
+    def configured() -> BuildContexts:
+        made = BuildContexts(TreeIndex.scan(tree), store, INGEST_PARAMS["build_context"], {}, "demo", root, packaging)
+        made.prepare(["scale.cu", "other.cu"])
+        return made
+
+    made = configured()
+    cmake, debian = made.statuses()
+    assert (cmake["source"], cmake["status"]) == ("cmake", "failed")
+    assert "DEMO_LEVEL: the package's build sets it" in store.get_text(cmake["log"])
+    assert (debian["source"], debian["status"], debian["files"], debian["headers"]) == ("debian", "ok", 1, 1), \
+        store.get_text(debian["log"])
+    scale = made.of("scale.cu")
+    assert (scale.source, scale.include_dirs) == ("debian:.", ("obj-x86_64-linux-gnu/gen",))
+    assert "-DDEMO_LEVEL=3" in scale.flags
+    assert made.of("other.cu").source == "debian-headers:."   # no target of the build compiles it
+    assert made.index.read("obj-x86_64-linux-gnu/gen/demo_version.h") == b'#define DEMO_VERSION ""\n'
+    assert made.configured("scale.cu")
+    assert "never.cpp" not in store.get_text(debian["log"])
+
+    def ran(*args, **kwargs):
+        raise AssertionError("a configure step ran again")
+
+    monkeypatch.setattr(CMakeConfigure, "configure", ran)
+    monkeypatch.setattr(DebianConfigure, "configure", ran)
+    again = configured()
+    assert [s["status"] for s in again.statuses()] == ["failed", "ok"]
+    assert again.of("scale.cu") == made.of("scale.cu")
+
+
+@pytest.mark.slow
+def test_a_debian_package_is_not_configured_by_its_rules_without_a_build_root_or_cmake(tmp_path, store, toolchains):
+    """With no build root the package's step does not run (this machine's system lacks its build dependencies), and
+    says why; the file is stand-alone. With ``build_context.cmake`` off, neither step runs."""
+    if detect().mode != "bwrap":
+        pytest.skip("configure steps run only in bubblewrap's sandbox")
+    tree = write(tmp_path / "demo", DEMO_PACKAGE)
+    packaging = debian_tarball(tmp_path / "demo_1.0-1.debian.tar.xz", DEMO_DEBIAN)
+    made = BuildContexts(TreeIndex.scan(tree), store, INGEST_PARAMS["build_context"], {}, "demo", None, packaging)
+    made.prepare(["scale.cu"])
+    assert [(s["source"], s["status"]) for s in made.statuses()] == [("cmake", "failed"), ("debian", "no build root")]
+    assert made.of("scale.cu").source == "standalone" and not made.configured("scale.cu")
+
+    params = {**INGEST_PARAMS["build_context"], "cmake": False}
+    off = BuildContexts(TreeIndex.scan(tree), store, params, {}, "demo", None, packaging)
+    off.prepare(["scale.cu"])
+    assert off.statuses() == [] and off.of("scale.cu").source == "standalone"

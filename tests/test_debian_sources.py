@@ -69,6 +69,7 @@ def archive(tmp_path_factory) -> DebianArchive:
 def test_a_pinned_source_package_is_fetched_checked_and_unpacked(archive):
     fetched = archive.fetch("starpu", "1.3.10+dfsg-2")
     assert fetched.license_source == "starpu_1.3.10+dfsg-2.debian.tar.xz:debian/copyright"
+    assert fetched.packaging == archive.downloads / "starpu_1.3.10+dfsg-2.debian.tar.xz"   # for its configure step
     assert (fetched.tree / COMPLETE_MARK).is_file()
     assert (fetched.tree / "include" / "starpu_config.h.in").is_file()   # the top folder is stripped
     assert len(list(fetched.tree.rglob("*.cu"))) == 39

@@ -1,5 +1,5 @@
 """The build root of Debian source packages: a Debian root of the packages' own suite in which their build
-dependencies are installed from Debian, so that their configure step (:mod:`toolchains.cmake`) finds the libraries
+dependencies are installed from Debian, so that their configure step (:mod:`toolchains.configure`) finds the libraries
 their build looks for (BLAS, Ceres, FFTW, ...) without changing this machine's own system.
 
 The root is made by ``debootstrap`` (minbase, then ``build-essential`` and ``cmake``); each package's

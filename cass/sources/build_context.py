@@ -8,11 +8,16 @@ language switches and the include folders its build passes, and the headers its 
 * A CMake project (a ``CMakeLists.txt`` at the project's root, and no Makefile with an nvcc recipe above the file):
   configured once
   per project in the sandbox with the NVIDIA wheels' nvcc as the CUDA compiler and no network
-  (:mod:`toolchains.cmake`, a cached action); each file's entry of ``compile_commands.json`` gives its flags, and
+  (:mod:`toolchains.configure`, a cached action); each file's entry of ``compile_commands.json`` gives its flags, and
   the headers the configuration wrote become files of the tree under :data:`BUILD_DIR` (a file the configuration
   compiles nowhere finds them there by name, as any header of its tree). CMake runs only in bubblewrap's sandbox:
   without it (the rlimits mode) no project is configured. A configure that fails, or stops, leaves the project's
   files stand-alone, its log in ``data/ingest/build_contexts.parquet``.
+* A Debian source package's file that neither gets: the package's own configure step (``debian/rules`` with its
+  patches, on the build root's system, until ``dh_auto_configure`` has run:
+  :class:`toolchains.configure.DebianConfigure`, a cached action), once per package; its headers and compile
+  database are taken as CMake's are. Debian builds most packages without CUDA, so its files mostly get the headers
+  only (``debian-headers``).
 * Otherwise the file is compiled stand-alone, as before.
 
 Taken from a build: ``-D``/``-U`` (both sides), ``-I`` that name a folder of the tree or of the configuration's
@@ -38,7 +43,8 @@ from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob, recipe_com
 from store import ActionRecord, Store, canonical_json, digest_bytes
 from toolchains import build_root, load_toolchains
 from toolchains.base import NVCC_LANGUAGE_FLAGS, cxx_standard_rank
-from toolchains.cmake import BUILD, SCRIPT, SOURCE, CMakeConfigure
+from toolchains.configure import BUILD, DEBIAN_SCRIPT, SCRIPT, SOURCE, CMakeConfigure, DebianConfigure
+from toolchains.executor import JobResult
 from toolchains.language import HEADER_SUFFIXES
 from toolchains.sandbox import detect
 
@@ -52,8 +58,10 @@ MAX_BUILD_ARCHIVE = 256 << 20
 
 @dataclass(frozen=True)
 class BuildContext:
-    """Where a file's context came from (``standalone``, ``makefile:<path>``, ``cmake:<project>``), the flags taken
-    from it, and its include folders (tree paths, searched before the resolver's own)."""
+    """Where a file's context came from (``standalone``, ``makefile:<path>``, ``cmake:<project>``,
+    ``debian:<project>``, or ``cmake-headers:``/``debian-headers:<project>`` for a file the configured build does not
+    list, which gets its headers only), the flags taken from it, and its include folders (tree paths, searched
+    before the resolver's own)."""
 
     source: str = STANDALONE
     flags: tuple[str, ...] = ()
@@ -128,10 +136,10 @@ def _nvcc_words(line: str) -> list[str]:
 
 @dataclass
 class ConfiguredProject:
-    """What one CMake configure gave: each listed file's context, and its row of
-    ``data/ingest/build_contexts.parquet`` (``status``: ``ok``, ``failed``, ``no cmake``, ``no sandbox``,
-    ``no build root`` (``debian_sources.build_root`` names no Debian root), or ``stopped: <why>`` for a run that
-    timed out or was killed, which is not cached)."""
+    """What one configure step gave: each listed file's context, and its row of
+    ``data/ingest/build_contexts.parquet`` (``source``: ``cmake`` or ``debian``; ``status``: ``ok``, ``failed``,
+    ``no cmake``, ``no sandbox``, ``no build root`` (``debian_sources.build_root`` names no Debian root), or
+    ``stopped: <why>`` for a run that timed out or was killed, which is not cached)."""
 
     contexts: dict[str, BuildContext]
     status: dict
@@ -142,16 +150,18 @@ class ConfiguredProject:
 
 
 class BuildContexts:
-    """The build contexts of one tree's files (:func:`makefile_context`, else its CMake project configured once,
-    a cached action keyed by the project's files, CMake's and nvcc's fingerprints, the step's script and the cache
-    values)."""
+    """The build contexts of one tree's files: :func:`makefile_context`, else its CMake project configured once,
+    else (a Debian source package, ``packaging``: its Debian tarball, or its tree's own ``debian`` folder) the
+    package's own configure step; each step a cached action keyed by the files it reads, the tools' fingerprints,
+    the step's script and the cache values."""
 
     def __init__(self, index: TreeIndex, store: Store, params: dict, cache_values: Mapping[str, object] | None,
-                 label: str, system_root: Path | None = None):
+                 label: str, system_root: Path | None = None, packaging: Path | None = None):
         self.index, self.store, self.params, self.label = index, store, params, label
-        self.system_root = system_root
+        self.system_root, self.packaging = system_root, packaging
         self.cache_values = dict(cache_values or {})
         self.projects: dict[str, ConfiguredProject | None] = {}
+        self.package: ConfiguredProject | None = None
         self._folders = tree_folders(index.files)
         self._makefiles: dict[str, BuildContext | None] = {}
 
@@ -163,57 +173,97 @@ class BuildContexts:
         return self._makefiles.get(build) if build else None
 
     def prepare(self, mains: Iterable[str]) -> None:
-        """Configure the CMake projects of ``mains`` that no Makefile covers; their headers join the tree."""
+        """Configure the CMake projects of ``mains`` that no Makefile covers, and the Debian package where such a
+        file's CMake project did not configure (``build_context.cmake`` turns both off); the headers they write join
+        the tree."""
         for rel in mains:
+            if self.makefile(rel) is not None:
+                continue
             project = self.index.project_of(rel)
-            if project not in self.projects and self._cmake_lists(project) and self.makefile(rel) is None:
-                self.projects[project] = self._configure(project) if self.params["cmake"] else None
+            if project not in self.projects and self._cmake_lists(project):
+                self.projects[project] = self._configure_cmake(project) if self.params["cmake"] else None
+            configured = self.projects.get(project)
+            if self.package is None and self.packaging is not None and self.params["cmake"] and not (
+                    configured and configured.ok):
+                self.package = self._configure_package()
 
     def configured(self, path: str) -> bool:
-        """Whether ``path`` lies in a project a configure step succeeded for (its templates are not needed)."""
-        return any(p is not None and p.ok and within(posixpath.dirname(path) or ROOT_DIR, f)
-                   for f, p in self.projects.items())
+        """Whether ``path`` lies in a project (or package) a configure step succeeded for (its templates are not
+        needed)."""
+        return (self.package is not None and self.package.ok) or any(
+            p is not None and p.ok and within(posixpath.dirname(path) or ROOT_DIR, f) for f, p in self.projects.items())
 
     def of(self, rel: str) -> BuildContext:
-        """``rel``'s context: its Makefile's, else its configured CMake project's, else stand-alone."""
+        """``rel``'s context: its Makefile's, else its configured CMake project's, else its configured package's,
+        else stand-alone."""
         if found := self.makefile(rel):
             return found
-        configured = self.projects.get(self.index.project_of(rel))
-        if configured is None or not configured.ok:
-            return BuildContext()
-        return configured.contexts.get(rel) or BuildContext(f"cmake-headers:{configured.status['project']}")
+        for configured in (self.projects.get(self.index.project_of(rel)), self.package):
+            if configured is not None and configured.ok:
+                return configured.contexts.get(rel) or BuildContext(
+                    f"{configured.status['source']}-headers:{configured.status['project']}")
+        return BuildContext()
 
     def statuses(self) -> list[dict]:
-        return [p.status for p in self.projects.values() if p is not None]
+        return [p.status for p in [*self.projects.values(), self.package] if p is not None]
 
     def _cmake_lists(self, project: str) -> str | None:
         path = "CMakeLists.txt" if project == ROOT_DIR else f"{project}/CMakeLists.txt"
         return path if path in self.index.files else None
 
-    def _configure(self, project: str) -> ConfiguredProject:
+    def _tree_digest(self, prefix: str) -> str:
         index = self.index
+        return digest_bytes(canonical_json(sorted((p, digest_bytes(index.read(p))) for p in index.files
+                                                  if p.startswith(prefix) and p not in index.generated)))
+
+    def _configure_cmake(self, project: str) -> ConfiguredProject:
+        """CMake's configure step of ``project`` (:class:`toolchains.configure.CMakeConfigure`)."""
         prefix = "" if project == ROOT_DIR else project + "/"
-        system = build_root.identity(self.system_root) if self.system_root is not None else None
-        status = {"tree": self.label, "project": project, "source": "cmake", "status": "failed", "exit_code": None,
-                  "log": None, "files": 0, "headers": 0,
-                  "system": f"{self.system_root}@{system}" if self.system_root is not None else "this machine"}
-        if detect().mode != "bwrap":   # CMake runs the tree's own code: never with the user's rights and network
-            return ConfiguredProject({}, {**status, "status": "no sandbox"})
-        if self.system_root is not None and system is None:
-            return ConfiguredProject({}, {**status, "status": "no build root"})
         nvidia = load_toolchains()["nvidia"]
         tool = CMakeConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
         if tool.fingerprint is None:
-            return ConfiguredProject({}, {**status, "status": "no cmake"})
-        tree = digest_bytes(canonical_json(sorted((p, digest_bytes(index.read(p))) for p in index.files
-                                                  if p.startswith(prefix) and p not in index.generated)))
-        key = Store.action_key({"action": "cmake-configure", "cmake": tool.fingerprint, "script": SCRIPT,
-                                "nvcc": nvidia.fingerprint("nvcc"), "tree": tree, "cache": self.cache_values,
-                                "sandbox": detect().mode, **({"system": system} if system else {})})
+            return self._unconfigured(project, "cmake", "no cmake")
+        return self._configured(
+            project, "cmake", {"action": "cmake-configure", "cmake": tool.fingerprint, "script": SCRIPT,
+                               "nvcc": nvidia.fingerprint("nvcc"), "tree": self._tree_digest(prefix),
+                               "cache": self.cache_values},
+            lambda: tool.configure(self.index.root / prefix if prefix else self.index.root, self.cache_values,
+                                   self.params["timeout_s"], self.system_root))
+
+    def _configure_package(self) -> ConfiguredProject:
+        """The Debian package's own configure step (:class:`toolchains.configure.DebianConfigure`), on the build
+        root's system."""
+        if self.system_root is None:
+            return self._unconfigured(ROOT_DIR, "debian", "no build root")
+        nvidia = load_toolchains()["nvidia"]
+        tool = DebianConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
+        packaging = self.packaging if self.packaging.is_file() else None
+        return self._configured(
+            ROOT_DIR, "debian", {"action": "debian-configure", "script": DEBIAN_SCRIPT,
+                                 "nvcc": nvidia.fingerprint("nvcc"), "tree": self._tree_digest(""),
+                                 "packaging": digest_bytes(packaging.read_bytes()) if packaging else None},
+            lambda: tool.configure(self.index.root, packaging, self.params["timeout_s"], self.system_root))
+
+    def _unconfigured(self, project: str, source: str, why: str) -> ConfiguredProject:
+        system = f"{self.system_root}@{build_root.identity(self.system_root)}" if self.system_root is not None \
+            else "this machine"
+        return ConfiguredProject({}, {"tree": self.label, "project": project, "source": source, "status": why,
+                                      "exit_code": None, "log": None, "files": 0, "headers": 0, "system": system})
+
+    def _configured(self, project: str, source: str, key_fields: dict, run: Callable[[], JobResult],
+                    ) -> ConfiguredProject:
+        """One configure step of ``project``: its record in the store (``key_fields`` with the sandbox's mode and the
+        system's identity), else ``run`` and record it; the files it lists and the headers it wrote."""
+        status = self._unconfigured(project, source, "failed").status
+        system = build_root.identity(self.system_root) if self.system_root is not None else None
+        if detect().mode != "bwrap":   # the step runs the tree's own code: never with the user's rights and network
+            return ConfiguredProject({}, {**status, "status": "no sandbox"})
+        if self.system_root is not None and system is None:
+            return ConfiguredProject({}, {**status, "status": "no build root"})
+        key = Store.action_key({**key_fields, "sandbox": detect().mode, **({"system": system} if system else {})})
         record = self.store.lookup(key)
         if record is None:
-            result = tool.configure(index.root / prefix if prefix else index.root, self.cache_values,
-                                    self.params["timeout_s"], self.system_root)
+            result = run()
             log = result.outputs.get("configure.log", b"") + result.stderr
             if result.transient:   # says nothing about the tree: not cached, tried again next run
                 return ConfiguredProject({}, {**status, "status": f"stopped: {result.transient}",
@@ -231,15 +281,17 @@ class BuildContexts:
         if record.status != "ok":
             return ConfiguredProject({}, status)
         scratch = self.store.get_text(record.outputs["scratch.root"]).strip()
-        contexts, headers = _compile_database(index, project, self.store.get(record.outputs["build.tar"]), scratch)
+        contexts, headers = _compile_database(self.index, project, source,
+                                              self.store.get(record.outputs["build.tar"]), scratch)
         for path, data in headers.items():
-            index.add_generated(path, data, path, index.root / path)
+            self.index.add_generated(path, data, path, self.index.root / path)
         return ConfiguredProject(contexts, {**status, "status": "ok", "files": len(contexts), "headers": len(headers)})
 
 
-def _compile_database(index: TreeIndex, project: str, archive: bytes, scratch: str,
+def _compile_database(index: TreeIndex, project: str, source: str, archive: bytes, scratch: str,
                       ) -> tuple[dict[str, BuildContext], dict[str, bytes]]:
-    """Each CUDA file's context from a configure's ``build.tar`` (the step ran in ``scratch``), and the headers it
+    """Each CUDA file's context (``source:project``) from a configure's ``build.tar`` (the step ran in ``scratch``),
+    and the headers it
     wrote at their layout paths: the build folder's under :data:`BUILD_DIR`, those it wrote into the project's copy
     at their own paths (where they differ from the tree's)."""
     members = {}
@@ -261,21 +313,23 @@ def _compile_database(index: TreeIndex, project: str, archive: bytes, scratch: s
         database = json.loads(members.get(f"{BUILD}/compile_commands.json", b"[]"))
     except ValueError:   # a database CMake did not write as JSON: no file's flags
         database = []
-    build_folder, source = f"{scratch}/{BUILD}", f"{scratch}/{SOURCE}"
+    build_folder, copy = f"{scratch}/{BUILD}", f"{scratch}/{SOURCE}"
     folders = tree_folders([*index.files, *headers])
 
     def tree_path(path: str) -> str | None:
         """A path of the compile database as a tree path (its build folder laid out at ``layout``)."""
-        for root, laid in ((build_folder, layout), (source, "" if project == ROOT_DIR else project)):
+        for root, laid in ((build_folder, layout), (copy, "" if project == ROOT_DIR else project)):
             if root and (path == root or path.startswith(root + "/")):
                 return posixpath.normpath(posixpath.join(laid, path[len(root) + 1:])) if path != root else \
                     (laid or ROOT_DIR)
         return None
 
     def member(path: str) -> bytes | None:
-        """A file of the build folder by its absolute path (a response file)."""
-        rel = tree_path(path)
-        return members.get(f"{BUILD}/{rel[len(layout) + 1:]}") if rel and rel.startswith(layout + "/") else None
+        """A file the step archived, by its absolute path (a response file, in the build folder or the copy)."""
+        for root, name in ((build_folder, BUILD), (copy, SOURCE)):
+            if path.startswith(root + "/"):
+                return members.get(f"{name}/{path[len(root) + 1:]}")
+        return None
 
     contexts = {}
     for entry in database if isinstance(database, list) else []:
@@ -301,7 +355,7 @@ def _compile_database(index: TreeIndex, project: str, archive: bytes, scratch: s
             return found if found in folders else None
 
         flags, dirs = taken_flags(expanded, locate)
-        contexts[rel] = BuildContext(f"cmake:{project}", tuple(flags), tuple(dirs))
+        contexts[rel] = BuildContext(f"{source}:{project}", tuple(flags), tuple(dirs))
     return contexts, headers
 
 

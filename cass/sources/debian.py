@@ -9,7 +9,9 @@ checked against its sum and kept, so a rerun downloads nothing and a damaged fil
 The upstream tarball (``NAME_UPSTREAM.orig.tar.*``, or the package's own tarball for native
 packages) is unpacked without its top folder into ``trees/NAME_VERSION``, component tarballs
 (``orig-COMP``) into ``COMP/`` beside it, as ``dpkg-source -x`` lays them out (Debian's patches are
-not applied: the tree is upstream's code as Debian ships it). Licenses come from
+not applied: the tree is upstream's code as Debian ships it). The Debian tarball (``debian/``: the package's
+rules and patches) is kept beside the downloads for the package's own configure step
+(:mod:`toolchains.configure`). Licenses come from
 ``debian/copyright`` in the Debian tarball, or, where the archive lacks that tarball, from
 ``/usr/share/doc/BINARY/copyright`` of the smallest binary package built from the same source
 version (the same file, installed). Every finished step is renamed into place, so a killed fetch
@@ -18,6 +20,7 @@ resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import io
@@ -66,6 +69,9 @@ class FetchedPackage:
     copyright_text: str
     license_source: str
     downloaded: int
+    packaging: Path | None = None
+    """The Debian tarball (``debian/``: rules, patches), or None: a native package (its tree holds it), or one whose
+    tarball the archive did not give."""
 
 
 def sha256_file(path: Path) -> str:
@@ -237,16 +243,18 @@ class DebianArchive:
 
     def _fetch(self, name: str, version: str) -> FetchedPackage:
         files = self.source_files(name, version)
-        paths, downloaded = {}, 0
-        debian_tar = next((f for f in files if re.search(r"\.debian\.tar\.\w+$", f.name)), None)
+        paths, downloaded, packaging = {}, 0, None
         for remote in files:
-            if remote is debian_tar:
-                continue
-            paths[remote.name], fresh = self.download(remote)
+            if not re.search(r"\.debian\.tar\.\w+$", remote.name):
+                paths[remote.name], fresh = self.download(remote)
+            else:   # where the archive answers 404 for it, the licenses come from a binary package
+                fresh = False
+                with contextlib.suppress(FetchError):
+                    packaging, fresh = self.download(remote)
             downloaded += fresh
         copyright_file = self.workdir / "copyright" / f"{name}_{version}"
         if not copyright_file.is_file():
-            text, source = self._copyright(name, version, debian_tar)
+            text, source = self._copyright(name, version, packaging)
             copyright_file.parent.mkdir(exist_ok=True)
             tmp = copyright_file.with_suffix(".partial")
             tmp.write_text(f"{source}\n{text}")
@@ -256,19 +264,13 @@ class DebianArchive:
         if not (tree / COMPLETE_MARK).is_file():
             self._unpack(name, version, paths, tree)
         dsc = next((f.url for f in files if f.name.endswith(".dsc")), "")
-        return FetchedPackage(tree, dsc, tuple(files), text, source, downloaded)
+        return FetchedPackage(tree, dsc, tuple(files), text, source, downloaded, packaging)
 
-    def _copyright(self, name: str, version: str, debian_tar: RemoteFile | None) -> tuple[str, str]:
-        if debian_tar is not None:
-            try:
-                path, _ = self.download(debian_tar)
-            except FetchError:
-                path = None
-            if path is not None:
-                with tarfile.open(path) as tar:
-                    member = tar.getmember("debian/copyright")
-                    return tar.extractfile(member).read().decode("utf-8", "replace"), \
-                        f"{debian_tar.name}:debian/copyright"
+    def _copyright(self, name: str, version: str, packaging: Path | None) -> tuple[str, str]:
+        if packaging is not None:
+            with tarfile.open(packaging) as tar:
+                member = tar.getmember("debian/copyright")
+                return tar.extractfile(member).read().decode("utf-8", "replace"), f"{packaging.name}:debian/copyright"
         return self.binary_copyright(name, version)
 
     @staticmethod
@@ -300,8 +302,9 @@ SCHEMA = {
     "dsc_url": pl.String, "files": pl.List(pl.Struct({"name": pl.String, "sha256": pl.String})),
     "copyright": pl.String, "license_source": pl.String, "machine_readable_copyright": pl.Boolean,
     "paths": pl.List(pl.String), "limit": pl.Int64, "configure": pl.String,
-    "build_deps": pl.String, "build_root": pl.String,
+    "build_deps": pl.String, "build_root": pl.String, "packaging": pl.String,
 }
 """``data/fetch_debian/manifest.parquet``; ``build_deps``: ``installed``, ``not needed`` (no CMake project at the
 tree's root: nothing configures it), ``off`` (``debian_sources.build_root`` is empty) or ``failed: <why>``;
-``build_root``: the root's identity once every package's dependencies were installed (:mod:`toolchains.build_root`)."""
+``build_root``: the root's identity once every package's dependencies were installed (:mod:`toolchains.build_root`);
+``packaging``: the Debian tarball's path ("" for a native package)."""

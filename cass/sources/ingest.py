@@ -106,13 +106,15 @@ class Ingest:
     def tree(self, root: Path, origin: str, extensions: list[str], prefix: str = "",
              provenance: dict | Callable[[str], dict] | None = None, select: Sequence[str] = (), limit: int = 0,
              configure: Mapping[str, object] | None = None, run_specs: Path | None = None,
-             system_root: Path | None = None) -> None:
+             system_root: Path | None = None, packaging: Path | None = None) -> None:
         """Every file of a tree with one of ``extensions`` (those matching a ``select`` glob, the
         first ``limit`` by path when set), with its headers and include dirs; ``provenance`` is
         fixed or a function of the file's path; the tree's configure-time headers are made from
         their templates with ``configure`` values (None: no configuring); a file with a ``main`` gets its run spec
         (from ``run_specs``, a YAML file, else the tree's build files); its configure steps see ``system_root``'s
-        system where given (:mod:`toolchains.build_root`)."""
+        system where given (:mod:`toolchains.build_root`); ``packaging``: a Debian package's ``debian/`` (its
+        tarball, or the tree's own folder), whose configure step the tree then has
+        (:mod:`cass.sources.build_context`)."""
         index = TreeIndex.scan(root)
         runs = ProgramTree(self.store, index, run_specs)
         for rel in sorted(index.outside_links):
@@ -124,7 +126,7 @@ class Ingest:
         mains = [r for r in candidates if not select or any(fnmatch.fnmatchcase(r, g) for g in select)]
         mains = mains[:limit] if limit else mains
         builds = BuildContexts(index, self.store, self.build_params, configure, f"{origin}:{prefix or root}",
-                               system_root)
+                               system_root, packaging)
         builds.prepare(mains)
         self.build_statuses += builds.statuses()
         if configure is not None:   # the templates of projects a configure step did not make real headers for
@@ -308,8 +310,8 @@ class PackageSource(Source):
 
     def add_to(self, ingest: Ingest) -> None:
         pkg = self.pkg
-        tree = Path(pkg["tree"])
-        if not (tree / COMPLETE_MARK).is_file():   # the unpacked tree is a cache: make it again
+        tree, packaging = Path(pkg["tree"]), Path(pkg["packaging"]) if pkg["packaging"] else None
+        if not (tree / COMPLETE_MARK).is_file() or (packaging and not packaging.is_file()):   # caches: make them again
             try:
                 DebianArchive.from_params(self.archive).fetch(pkg["name"], pkg["version"])
             except FetchError as exc:
@@ -321,9 +323,11 @@ class PackageSource(Source):
             return {"repository": pkg["dsc_url"], "revision": pkg["version"], "license_type": license_type(name),
                     "detected_licenses": [name]}
 
+        debian = next((p for p in (packaging, tree / "debian") if p and p.exists()), None)   # tarball, or native
         ingest.tree(tree, pkg["origin"], list(self.extensions), prefix=f"{pkg['name']}/", provenance=provenance,
                     select=pkg["paths"], limit=pkg["limit"], configure=self.configure,
-                    system_root=Path(self.archive["build_root"]) if self.archive["build_root"] else None)
+                    system_root=Path(self.archive["build_root"]) if self.archive["build_root"] else None,
+                    packaging=debian if pkg["build_deps"] == "installed" else None)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ BUILD_ROOT_TIMEOUT_S = 3600
 
 
 def install_build_dependencies(rows: list[dict], downloads: Path, dparams: dict) -> None:
-    """Install the build dependencies of each package a configure step builds (a CMake project at its tree's root)
-    in the build root (``debian_sources.build_root``, made first where missing; ``downloads``: where the ``.dsc``
-    files are); each row says how that went."""
+    """Install the build dependencies of each package a configure step builds (a CMake project at its tree's root:
+    CMake's configure step, else the package's own) in the build root (``debian_sources.build_root``, made first
+    where missing; ``downloads``: where the ``.dsc`` files are); each row says how that went."""
     root = Path(dparams["build_root"]) if dparams["build_root"] else None
     configured = [r for r in rows if (Path(r["tree"]) / "CMakeLists.txt").is_file()]
     unmade = None   # why the root could not be made (tried once): every package that needs it fails with that
@@ -77,7 +77,8 @@ def run(stage: Stage) -> None:
             "copyright": store.put_text(fetched.copyright_text), "license_source": fetched.license_source,
             "machine_readable_copyright": Copyright.parse(fetched.copyright_text).machine_readable,
             "paths": list(pkg["paths"]), "limit": int(pkg["limit"]),
-            "configure": json.dumps(pkg["configure"], sort_keys=True)
+            "configure": json.dumps(pkg["configure"], sort_keys=True),
+            "packaging": str(fetched.packaging or ""),
         })
     if archive is not None:
         install_build_dependencies(rows, archive.downloads, dparams)

@@ -95,7 +95,7 @@ def run(stage: Stage) -> None:
     configured = pl.concat(configured)
     write_parquet(configured, manifest_path(stage.name, "configured"), sort_by="path")
     contexts = pl.concat(contexts)
-    write_parquet(contexts, manifest_path(stage.name, "build_contexts"), sort_by=["tree", "project"])
+    write_parquet(contexts, manifest_path(stage.name, "build_contexts"), sort_by=["tree", "project", "source"])
     out.extra_metrics["by_origin"] = dict(sorted(kept["origin"].value_counts().iter_rows()))
     out.extra_metrics["by_domain"] = dict(sorted(kept["domain"].value_counts().iter_rows()))
     out.extra_metrics["transcoded"] = kept.filter(pl.col("source_encoding") != "utf-8").height
@@ -107,5 +107,6 @@ def run(stage: Stage) -> None:
     out.extra_metrics["not_selected"] = dict(sorted(not_selected.items()))
     out.extra_metrics["by_build_context"] = dict(sorted(
         kept["build_context"].str.replace(r":.*", "").value_counts().iter_rows()))
-    out.extra_metrics["configure_steps"] = dict(sorted(contexts["status"].value_counts().iter_rows()))
+    out.extra_metrics["configure_steps"] = dict(sorted(
+        (contexts["source"] + " " + contexts["status"]).value_counts().iter_rows()))
     print(out.write(kept))
