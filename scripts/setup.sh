@@ -16,7 +16,7 @@ need_apt=()
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v g++ >/dev/null || need_apt+=(g++)          # nvcc's host compiler
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)  # the sandbox of every tool (toolchains/sandbox.py)
-command -v cmake >/dev/null || need_apt+=(cmake)       # configures CMake trees for their build context (toolchains/cmake.py)
+command -v cmake >/dev/null || need_apt+=(cmake)       # configures CMake trees for their build context (toolchains/configure.py)
 "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian"

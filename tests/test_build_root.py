@@ -1,10 +1,12 @@
 """The Debian packages' build root: their build dependencies installed from Debian into a root of their suite, which
-their configure step sees as its system (toolchains/build_root.py), and the CUDA toolkit as CMake finds it."""
+their configure steps see as their system (toolchains/build_root.py), and the CUDA toolkit as CMake finds it; a
+package's own configure step (its rules and patches: toolchains/configure.py) where CMake's fails."""
 
 from __future__ import annotations
 
 import io
 import os
+import platform
 import shutil
 import subprocess
 import tarfile
@@ -69,20 +71,28 @@ DEMO_PACKAGE = {
         "add_compile_definitions(DEMO_LEVEL=${DEMO_LEVEL})\n"
         "add_library(demo scale.cu)\nadd_executable(never never.cpp)\n"),
     "demo_version.h.in": "#define DEMO_VERSION \"@PROJECT_VERSION@\"\n",
+    "demo_extra.h.in": "#define DEMO_EXTRA @DEMO_EXTRA@\n",
     "scale.cu": '#include "demo_version.h"\n' + KERNEL,
     "other.cu": KERNEL,
     "never.cpp": "#error the configure step must stop before the build\n",
 }
-"""An upstream tree whose CMake configure fails without the value its Debian build passes, and whose header comes
-from a template only a Debian patch configures."""
+"""An upstream tree whose CMake configure fails without the value its Debian build passes, whose header comes from a
+template only a Debian patch configures, and one template no build configures."""
+DEMO_RULES = {
+    "debhelper": ("override_dh_auto_configure:\n\tdh_auto_configure -- -DDEMO_LEVEL=3\n\n"
+                  "override_dh_auto_build:\n\tcd obj-* && $(MAKE)\n"),
+    "by hand": "override_dh_auto_configure:\n\tcmake -S . -B obj-by-hand -DDEMO_LEVEL=3\n",
+}
+"""Two ways rules configure: through ``dh_auto_configure``, with a build by hand after it (only the stop after
+``dh_auto_configure`` keeps it from compiling), and by hand, with debhelper's build after it (only the stop at
+``dh_auto_build`` keeps that from running); each with the build folder its headers are written in."""
 DEMO_DEBIAN = {
     "debian/control": ("Source: demo\nSection: science\nPriority: optional\nMaintainer: Demo <demo@example.org>\n"
                        "Build-Depends: debhelper-compat (= 13), cmake\n\n"
                        "Package: demo\nArchitecture: any\nDescription: demo\n demo\n"),
     "debian/changelog": "demo (1.0-1) unstable; urgency=medium\n\n  * Demo.\n\n"
                         " -- Demo <demo@example.org>  Sun, 29 Nov 2026 12:00:00 +0000\n",
-    "debian/rules": "#!/usr/bin/make -f\n%:\n\tdh $@\n\noverride_dh_auto_configure:\n"
-                    "\tdh_auto_configure -- -DDEMO_LEVEL=3\n",
+    "debian/rules": "#!/usr/bin/make -f\n%:\n\tdh $@\n\n" + DEMO_RULES["debhelper"],
     "debian/source/format": "3.0 (quilt)\n",
     "debian/patches/series": "version-header.patch\n",
     "debian/patches/version-header.patch": (
@@ -92,6 +102,8 @@ DEMO_DEBIAN = {
         " add_library(demo scale.cu)\n"),
 }
 """The package's ``debian/``: a rules file passing the value, and the patch that writes the header."""
+BUILD_FOLDERS = {"debhelper": f"obj-{platform.machine()}-linux-gnu", "by hand": "obj-by-hand"}
+"""Where each rules variant's build writes (debhelper's: ``obj-`` and the GNU triplet)."""
 
 
 def debian_tarball(path: Path, files: dict[str, str]) -> Path:
@@ -127,7 +139,8 @@ def blas_root(tmp_path_factory) -> tuple[Path, list[dict]]:
 
 @pytest.mark.slow
 def test_each_cmake_package_gets_its_build_dependencies_and_a_failure_is_told(blas_root):
-    """Made once, the root holds libblas-dev for the CMake package; the package with no CMake project needs none;
+    """Made once, the root holds libblas-dev and debhelper for the CMake packages; the package with no CMake project
+    needs none;
     a dependency Debian lacks is that package's failure, with apt's words, and the others go on. Every row names
     the root's identity, which changes with what is installed."""
     root, rows = blas_root
@@ -168,15 +181,19 @@ def test_a_configure_finds_in_the_build_root_what_this_machine_lacks(blas_root, 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("rules", list(DEMO_RULES))
 def test_a_debian_package_whose_cmake_configure_fails_is_configured_by_its_own_rules(blas_root, tmp_path, store,
-                                                                                     monkeypatch):
+                                                                                     monkeypatch, rules):
     """CMake's own configure step fails on the upstream tree (a value only the package's rules pass); the package's
     configure step then runs its rules with its patch applied: the file gets the rules' define and the patched-in
     header, another file the headers only, and the build stops before it compiles anything (``never.cpp`` would not
-    compile). Run again, both steps come from the store."""
+    compile), however the rules configure. The template the step made is not configured by hand; the other one is.
+    Run again, both steps come from the store."""
     root, _ = blas_root
     tree = write(tmp_path / "demo", DEMO_PACKAGE)
-    packaging = debian_tarball(tmp_path / "demo_1.0-1.debian.tar.xz", DEMO_DEBIAN)
+    own = {**DEMO_DEBIAN, "debian/rules": "#!/usr/bin/make -f\n%:\n\tdh $@\n\n" + DEMO_RULES[rules]}
+    packaging = debian_tarball(tmp_path / "demo_1.0-1.debian.tar.xz", own)
+    folder = BUILD_FOLDERS[rules]
 
     def configured() -> BuildContexts:
         made = BuildContexts(TreeIndex.scan(tree), store, INGEST_PARAMS["build_context"], {}, "demo", root, packaging)
@@ -190,11 +207,11 @@ def test_a_debian_package_whose_cmake_configure_fails_is_configured_by_its_own_r
     assert (debian["source"], debian["status"], debian["files"], debian["headers"]) == ("debian", "ok", 1, 1), \
         store.get_text(debian["log"])
     scale = made.of("scale.cu")
-    assert (scale.source, scale.include_dirs) == ("debian:.", ("obj-x86_64-linux-gnu/gen",))
+    assert (scale.source, scale.include_dirs) == ("debian:.", (f"{folder}/gen",))
     assert "-DDEMO_LEVEL=3" in scale.flags
     assert made.of("other.cu").source == "debian-headers:."   # no target of the build compiles it
-    assert made.index.read("obj-x86_64-linux-gnu/gen/demo_version.h") == b'#define DEMO_VERSION ""\n'
-    assert made.configured("scale.cu")
+    assert made.index.read(f"{folder}/gen/demo_version.h") == b'#define DEMO_VERSION ""\n'
+    assert made.made_by_build("demo_version.h") and not made.made_by_build("demo_extra.h")
     assert "never.cpp" not in store.get_text(debian["log"])
 
     def ran(*args, **kwargs):
@@ -218,7 +235,7 @@ def test_a_debian_package_is_not_configured_by_its_rules_without_a_build_root_or
     made = BuildContexts(TreeIndex.scan(tree), store, INGEST_PARAMS["build_context"], {}, "demo", None, packaging)
     made.prepare(["scale.cu"])
     assert [(s["source"], s["status"]) for s in made.statuses()] == [("cmake", "failed"), ("debian", "no build root")]
-    assert made.of("scale.cu").source == "standalone" and not made.configured("scale.cu")
+    assert made.of("scale.cu").source == "standalone" and not made.made_by_build("demo_version.h")
 
     params = {**INGEST_PARAMS["build_context"], "cmake": False}
     off = BuildContexts(TreeIndex.scan(tree), store, params, {}, "demo", None, packaging)

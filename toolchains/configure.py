@@ -8,8 +8,9 @@ nothing else of the host but the system's compiler trees (or a build root's: :mo
   project's cache values;
 * :class:`DebianConfigure`: a Debian source package's own configure step, as its build runs it: the package's
   ``debian/`` unpacked into the copy, its patches applied (``dpkg-source --before-build``), then ``debian/rules
-  build`` run until it has configured: ``dh_auto_configure`` (its override, its options) runs, and the build stops
-  there or where ``dh_auto_build`` would start. CMake exports its compile database (``CMAKE_EXPORT_COMPILE_COMMANDS``
+  build-arch`` run until it has configured: ``dh_auto_configure`` (its override, its options) runs, and the build
+  stops there or where ``dh_auto_build`` would start (rules without debhelper are not stopped: they build until the
+  step's time runs out). CMake exports its compile database (``CMAKE_EXPORT_COMPILE_COMMANDS``
   in the environment), and a package that builds CUDA finds nvcc (``CUDACXX``).
 
 What comes back: ``configure.log`` (the step's output), ``scratch.root`` (where the scratch directory was: the
@@ -91,18 +92,22 @@ for command in {" ".join(DEBIAN_STOPS)}; do
 done
 chmod +x stop/*
 (cd {SOURCE} && env PATH="$scratch/stop:$PATH" HOME="$scratch/home" CASS_SCRATCH="$scratch" \
-  DEB_BUILD_OPTIONS="nocheck nodoc" CMAKE_EXPORT_COMPILE_COMMANDS=ON CUDACXX="$nvcc" \
-  CUDAToolkit_ROOT="$scratch/{TOOLKIT}" CUDA_TOOLKIT_ROOT_DIR="$scratch/{TOOLKIT}" debian/rules build) \
+  DEB_BUILD_OPTIONS="nocheck nodoc" DEB_BUILD_PROFILES=nocheck CMAKE_EXPORT_COMPILE_COMMANDS=ON CUDACXX="$nvcc" \
+  CUDAToolkit_ROOT="$scratch/{TOOLKIT}" CUDA_TOOLKIT_ROOT_DIR="$scratch/{TOOLKIT}" debian/rules build-arch) \
   >>configure.log 2>&1
+status=$?
 database=$(find {SOURCE} -name compile_commands.json -newer .copied | sort | head -n 1)
 [ -z "$database" ] || cp "$database" {BUILD}/
 {archive(_HEADER_NAMES + ' -o -name "*.rsp"')}
-test -e .configured || {{ echo "cass: debian/rules build stopped before it had configured" >>configure.log; exit 1; }}
+test -e .configured || {{ echo "cass: debian/rules build-arch ended (status $status) before it had configured" \
+  >>configure.log; exit $((status > 128 ? status : 1)); }}
 """
 """The Debian package's configure step, run by ``sh`` in the sandbox (part of its action key): the toolkit's view
 made, the tree copied, its ``debian/`` unpacked from ``$packaging`` (a native package's tree has its own) and its
-patches applied, then ``debian/rules build`` with debhelper's commands after the configure step replaced by ones
-that stop the build (``stop/``), and ``dh_auto_configure`` by one that stops it once it has configured; the first
+patches applied, then ``debian/rules build-arch`` (under the profile its build dependencies were installed for:
+``nocheck``) with debhelper's commands after the configure step replaced by ones that stop the build (``stop/``), and
+``dh_auto_configure`` by one that stops it once it has configured (where the rules' own process is killed first,
+the step ends with its signal's status, which the executor takes as transient); the first
 compile database the step wrote (the first build flavour's, by path) and :func:`archive`, with the response files
 its commands read (the build folder is inside the copy)."""
 

@@ -15,9 +15,10 @@ language switches and the include folders its build passes, and the headers its 
   files stand-alone, its log in ``data/ingest/build_contexts.parquet``.
 * A Debian source package's file that neither gets: the package's own configure step (``debian/rules`` with its
   patches, on the build root's system, until ``dh_auto_configure`` has run:
-  :class:`toolchains.configure.DebianConfigure`, a cached action), once per package; its headers and compile
-  database are taken as CMake's are. Debian builds most packages without CUDA, so its files mostly get the headers
-  only (``debian-headers``).
+  :class:`toolchains.configure.DebianConfigure`, a cached action), once per package; its compile database is taken
+  as CMake's is, and the headers it wrote become files of the tree at their own paths (its build folder,
+  ``obj-<triplet>``, is inside the copy). Debian builds most packages without CUDA, so its files mostly get the
+  headers only (``debian-headers``), and a template is still configured by hand unless the step wrote its header.
 * Otherwise the file is compiled stand-alone, as before.
 
 Taken from a build: ``-D``/``-U`` (both sides), ``-I`` that name a folder of the tree or of the configuration's
@@ -136,13 +137,15 @@ def _nvcc_words(line: str) -> list[str]:
 
 @dataclass
 class ConfiguredProject:
-    """What one configure step gave: each listed file's context, and its row of
-    ``data/ingest/build_contexts.parquet`` (``source``: ``cmake`` or ``debian``; ``status``: ``ok``, ``failed``,
-    ``no cmake``, ``no sandbox``, ``no build root`` (``debian_sources.build_root`` names no Debian root), or
-    ``stopped: <why>`` for a run that timed out or was killed, which is not cached)."""
+    """What one configure step gave: each listed file's context, the headers it wrote (layout paths), and its row of
+    ``data/ingest/build_contexts.parquet`` (``source``: the step, ``cmake`` or ``debian``; ``status``: ``ok``,
+    ``failed``, ``no cmake``, ``no sandbox``, ``no build root`` (``debian_sources.build_root`` names no Debian root,
+    or the package's step has none), or ``stopped: <why>`` for a run that timed out or was killed, which is not
+    cached)."""
 
     contexts: dict[str, BuildContext]
     status: dict
+    headers: frozenset[str] = frozenset()
 
     @property
     def ok(self) -> bool:
@@ -151,9 +154,10 @@ class ConfiguredProject:
 
 class BuildContexts:
     """The build contexts of one tree's files: :func:`makefile_context`, else its CMake project configured once,
-    else (a Debian source package, ``packaging``: its Debian tarball, or its tree's own ``debian`` folder) the
-    package's own configure step; each step a cached action keyed by the files it reads, the tools' fingerprints,
-    the step's script and the cache values."""
+    else (a Debian source package, ``packaging``: its Debian tarball, or a native package's own ``debian`` folder)
+    the package's own configure step; each step a cached action keyed by the files it reads, the tools'
+    fingerprints, the step's script and the system's identity (CMake's step: and the cache values; the package's:
+    and the tarball's bytes)."""
 
     def __init__(self, index: TreeIndex, store: Store, params: dict, cache_values: Mapping[str, object] | None,
                  label: str, system_root: Path | None = None, packaging: Path | None = None):
@@ -182,16 +186,19 @@ class BuildContexts:
             project = self.index.project_of(rel)
             if project not in self.projects and self._cmake_lists(project):
                 self.projects[project] = self._configure_cmake(project) if self.params["cmake"] else None
-            configured = self.projects.get(project)
+            cmake = self.projects.get(project)
             if self.package is None and self.packaging is not None and self.params["cmake"] and not (
-                    configured and configured.ok):
+                    cmake and cmake.ok):
                 self.package = self._configure_package()
 
-    def configured(self, path: str) -> bool:
-        """Whether ``path`` lies in a project (or package) a configure step succeeded for (its templates are not
-        needed)."""
-        return (self.package is not None and self.package.ok) or any(
-            p is not None and p.ok and within(posixpath.dirname(path) or ROOT_DIR, f) for f, p in self.projects.items())
+    def made_by_build(self, header: str) -> bool:
+        """Whether a configure step made ``header`` (a template's output), so that its template is not configured by
+        hand: a CMake project configured makes every header of its folders; the package's own step, which may
+        configure less than a CUDA build would (Debian's switches), those it wrote (by name)."""
+        if self.package is not None and posixpath.basename(header) in self.package.headers:
+            return True
+        return any(p is not None and p.ok and within(posixpath.dirname(header) or ROOT_DIR, f)
+                   for f, p in self.projects.items())
 
     def of(self, rel: str) -> BuildContext:
         """``rel``'s context: its Makefile's, else its configured CMake project's, else its configured package's,
@@ -218,12 +225,14 @@ class BuildContexts:
 
     def _configure_cmake(self, project: str) -> ConfiguredProject:
         """CMake's configure step of ``project`` (:class:`toolchains.configure.CMakeConfigure`)."""
+        if blocked := self._blocked(project, "cmake"):
+            return blocked
         prefix = "" if project == ROOT_DIR else project + "/"
         nvidia = load_toolchains()["nvidia"]
         tool = CMakeConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
         if tool.fingerprint is None:
-            return self._unconfigured(project, "cmake", "no cmake")
-        return self._configured(
+            return ConfiguredProject({}, self._row(project, "cmake", "no cmake"))
+        return self._run_step(
             project, "cmake", {"action": "cmake-configure", "cmake": tool.fingerprint, "script": SCRIPT,
                                "nvcc": nvidia.fingerprint("nvcc"), "tree": self._tree_digest(prefix),
                                "cache": self.cache_values},
@@ -233,33 +242,40 @@ class BuildContexts:
     def _configure_package(self) -> ConfiguredProject:
         """The Debian package's own configure step (:class:`toolchains.configure.DebianConfigure`), on the build
         root's system."""
-        if self.system_root is None:
-            return self._unconfigured(ROOT_DIR, "debian", "no build root")
+        if blocked := self._blocked(ROOT_DIR, "debian"):
+            return blocked
         nvidia = load_toolchains()["nvidia"]
         tool = DebianConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
         packaging = self.packaging if self.packaging.is_file() else None
-        return self._configured(
+        return self._run_step(
             ROOT_DIR, "debian", {"action": "debian-configure", "script": DEBIAN_SCRIPT,
                                  "nvcc": nvidia.fingerprint("nvcc"), "tree": self._tree_digest(""),
                                  "packaging": digest_bytes(packaging.read_bytes()) if packaging else None},
             lambda: tool.configure(self.index.root, packaging, self.params["timeout_s"], self.system_root))
 
-    def _unconfigured(self, project: str, source: str, why: str) -> ConfiguredProject:
+    def _row(self, project: str, step: str, status: str) -> dict:
+        """A row of ``build_contexts.parquet`` for a step of ``project`` that did not run (yet)."""
         system = f"{self.system_root}@{build_root.identity(self.system_root)}" if self.system_root is not None \
             else "this machine"
-        return ConfiguredProject({}, {"tree": self.label, "project": project, "source": source, "status": why,
-                                      "exit_code": None, "log": None, "files": 0, "headers": 0, "system": system})
+        return {"tree": self.label, "project": project, "source": step, "status": status, "exit_code": None,
+                "log": None, "files": 0, "headers": 0, "system": system}
 
-    def _configured(self, project: str, source: str, key_fields: dict, run: Callable[[], JobResult],
-                    ) -> ConfiguredProject:
+    def _blocked(self, project: str, step: str) -> ConfiguredProject | None:
+        """Why ``step`` cannot run here, as its result: no bubblewrap (the step runs the tree's own code: never with
+        the user's rights and network), or no build root where one is named (the package's step needs one)."""
+        if detect().mode != "bwrap":
+            return ConfiguredProject({}, self._row(project, step, "no sandbox"))
+        if (self.system_root is None and step == "debian") or (
+                self.system_root is not None and build_root.identity(self.system_root) is None):
+            return ConfiguredProject({}, self._row(project, step, "no build root"))
+        return None
+
+    def _run_step(self, project: str, step: str, key_fields: dict, run: Callable[[], JobResult],
+                  ) -> ConfiguredProject:
         """One configure step of ``project``: its record in the store (``key_fields`` with the sandbox's mode and the
         system's identity), else ``run`` and record it; the files it lists and the headers it wrote."""
-        status = self._unconfigured(project, source, "failed").status
+        status = self._row(project, step, "failed")
         system = build_root.identity(self.system_root) if self.system_root is not None else None
-        if detect().mode != "bwrap":   # the step runs the tree's own code: never with the user's rights and network
-            return ConfiguredProject({}, {**status, "status": "no sandbox"})
-        if self.system_root is not None and system is None:
-            return ConfiguredProject({}, {**status, "status": "no build root"})
         key = Store.action_key({**key_fields, "sandbox": detect().mode, **({"system": system} if system else {})})
         record = self.store.lookup(key)
         if record is None:
@@ -281,19 +297,20 @@ class BuildContexts:
         if record.status != "ok":
             return ConfiguredProject({}, status)
         scratch = self.store.get_text(record.outputs["scratch.root"]).strip()
-        contexts, headers = _compile_database(self.index, project, source,
+        contexts, headers = _compile_database(self.index, project, step,
                                               self.store.get(record.outputs["build.tar"]), scratch)
         for path, data in headers.items():
             self.index.add_generated(path, data, path, self.index.root / path)
-        return ConfiguredProject(contexts, {**status, "status": "ok", "files": len(contexts), "headers": len(headers)})
+        return ConfiguredProject(contexts, {**status, "status": "ok", "files": len(contexts), "headers": len(headers)},
+                                 frozenset(posixpath.basename(p) for p in headers))
 
 
-def _compile_database(index: TreeIndex, project: str, source: str, archive: bytes, scratch: str,
+def _compile_database(index: TreeIndex, project: str, step: str, archive: bytes, scratch: str,
                       ) -> tuple[dict[str, BuildContext], dict[str, bytes]]:
-    """Each CUDA file's context (``source:project``) from a configure's ``build.tar`` (the step ran in ``scratch``),
-    and the headers it
-    wrote at their layout paths: the build folder's under :data:`BUILD_DIR`, those it wrote into the project's copy
-    at their own paths (where they differ from the tree's)."""
+    """Each CUDA file's context (``step:project``, ``step`` being ``cmake`` or ``debian``) from a configure step's
+    ``build.tar`` (the step ran in ``scratch``), and the headers it wrote at their layout paths: the build folder's
+    under :data:`BUILD_DIR`, those it wrote into the project's copy (a Debian build's ``obj-<triplet>`` folder among
+    them) at their own paths (where they differ from the tree's)."""
     members = {}
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         for member in tar.getmembers():
@@ -326,6 +343,7 @@ def _compile_database(index: TreeIndex, project: str, source: str, archive: byte
 
     def member(path: str) -> bytes | None:
         """A file the step archived, by its absolute path (a response file, in the build folder or the copy)."""
+        path = posixpath.normpath(path)
         for root, name in ((build_folder, BUILD), (copy, SOURCE)):
             if path.startswith(root + "/"):
                 return members.get(f"{name}/{path[len(root) + 1:]}")
@@ -355,7 +373,7 @@ def _compile_database(index: TreeIndex, project: str, source: str, archive: byte
             return found if found in folders else None
 
         flags, dirs = taken_flags(expanded, locate)
-        contexts[rel] = BuildContext(f"{source}:{project}", tuple(flags), tuple(dirs))
+        contexts[rel] = BuildContext(f"{step}:{project}", tuple(flags), tuple(dirs))
     return contexts, headers
 
 

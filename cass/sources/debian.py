@@ -51,6 +51,13 @@ class FetchError(Exception):
         self.reason = reason
 
 
+class NotInArchiveError(FetchError):
+    """The archive answered 404 for a file its index lists."""
+
+    def __init__(self, url: str):
+        super().__init__("fetch_failed", f"{url}: 404 Not Found")
+
+
 @dataclass(frozen=True)
 class RemoteFile:
     url: str
@@ -71,7 +78,7 @@ class FetchedPackage:
     downloaded: int
     packaging: Path | None = None
     """The Debian tarball (``debian/``: rules, patches), or None: a native package (its tree holds it), or one whose
-    tarball the archive did not give."""
+    tarball the archive answered 404 for."""
 
 
 def sha256_file(path: Path) -> str:
@@ -177,7 +184,7 @@ class DebianArchive:
                 break
             except urllib.error.HTTPError as exc:
                 if exc.code == 404:
-                    raise FetchError("fetch_failed", f"{remote.url}: 404 Not Found") from exc
+                    raise NotInArchiveError(remote.url) from exc
                 if exc.code not in _RETRYABLE_HTTP or attempt == self.retries:
                     raise FetchError("fetch_failed", f"{remote.url}: HTTP {exc.code}") from exc
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
@@ -249,7 +256,7 @@ class DebianArchive:
                 paths[remote.name], fresh = self.download(remote)
             else:   # where the archive answers 404 for it, the licenses come from a binary package
                 fresh = False
-                with contextlib.suppress(FetchError):
+                with contextlib.suppress(NotInArchiveError):
                     packaging, fresh = self.download(remote)
             downloaded += fresh
         copyright_file = self.workdir / "copyright" / f"{name}_{version}"
@@ -307,4 +314,4 @@ SCHEMA = {
 """``data/fetch_debian/manifest.parquet``; ``build_deps``: ``installed``, ``not needed`` (no CMake project at the
 tree's root: nothing configures it), ``off`` (``debian_sources.build_root`` is empty) or ``failed: <why>``;
 ``build_root``: the root's identity once every package's dependencies were installed (:mod:`toolchains.build_root`);
-``packaging``: the Debian tarball's path ("" for a native package)."""
+``packaging``: the Debian tarball's path ("" for a native package, or where the archive answered 404 for it)."""

@@ -130,7 +130,7 @@ class Ingest:
         builds.prepare(mains)
         self.build_statuses += builds.statuses()
         if configure is not None:   # the templates of projects a configure step did not make real headers for
-            self._configure(index, origin, prefix, configure, skip=builds.configured)
+            self._configure(index, origin, prefix, configure, skip=builds.made_by_build)
         if len(mains) < len(candidates):
             self.not_selected[origin] = self.not_selected.get(origin, 0) + len(candidates) - len(mains)
         left_out = set(candidates) - set(mains)   # a unit whose includer select/limit leaves out is compiled alone
@@ -166,7 +166,7 @@ class Ingest:
         """Add the tree's configured headers to ``index`` (but those ``skip`` says a real configure step made) and
         record how each was made."""
         for header, (template, made) in configure_tree(index.files.keys(), index.read, values).items():
-            if skip(template):
+            if skip(header):
                 continue
             data = made.text.encode()
             index.add_generated(header, data, template)
@@ -323,7 +323,8 @@ class PackageSource(Source):
             return {"repository": pkg["dsc_url"], "revision": pkg["version"], "license_type": license_type(name),
                     "detected_licenses": [name]}
 
-        debian = next((p for p in (packaging, tree / "debian") if p and p.exists()), None)   # tarball, or native
+        native = "-" not in pkg["version"].split(":")[-1]   # no Debian revision: its tree holds its debian/
+        debian = tree / "debian" if native and (tree / "debian").is_dir() else packaging
         ingest.tree(tree, pkg["origin"], list(self.extensions), prefix=f"{pkg['name']}/", provenance=provenance,
                     select=pkg["paths"], limit=pkg["limit"], configure=self.configure,
                     system_root=Path(self.archive["build_root"]) if self.archive["build_root"] else None,
