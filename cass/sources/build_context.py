@@ -168,6 +168,9 @@ class BuildContexts:
         self.package: ConfiguredProject | None = None
         self._folders = tree_folders(index.files)
         self._makefiles: dict[str, BuildContext | None] = {}
+        self._digests: dict[str, str] = {}
+        self._system = build_root.identity(system_root) if system_root is not None else None
+        """The build root's identity (None: no root named, or no Debian root there), read once per tree."""
 
     def makefile(self, rel: str) -> BuildContext | None:
         """``rel``'s context from its nearest Makefile (each Makefile read once)."""
@@ -219,9 +222,12 @@ class BuildContexts:
         return path if path in self.index.files else None
 
     def _tree_digest(self, prefix: str) -> str:
-        index = self.index
-        return digest_bytes(canonical_json(sorted((p, digest_bytes(index.read(p))) for p in index.files
-                                                  if p.startswith(prefix) and p not in index.generated)))
+        """The digest of the tree's own files under ``prefix`` (once per prefix: both steps of a package read it)."""
+        if prefix not in self._digests:
+            index = self.index
+            own = (p for p in index.files if p.startswith(prefix) and p not in index.generated)
+            self._digests[prefix] = digest_bytes(canonical_json(sorted((p, digest_bytes(index.read(p))) for p in own)))
+        return self._digests[prefix]
 
     def _configure_cmake(self, project: str) -> ConfiguredProject:
         """CMake's configure step of ``project`` (:class:`toolchains.configure.CMakeConfigure`)."""
@@ -255,8 +261,7 @@ class BuildContexts:
 
     def _row(self, project: str, step: str, status: str) -> dict:
         """A row of ``build_contexts.parquet`` for a step of ``project`` that did not run (yet)."""
-        system = f"{self.system_root}@{build_root.identity(self.system_root)}" if self.system_root is not None \
-            else "this machine"
+        system = f"{self.system_root}@{self._system}" if self.system_root is not None else "this machine"
         return {"tree": self.label, "project": project, "source": step, "status": status, "exit_code": None,
                 "log": None, "files": 0, "headers": 0, "system": system}
 
@@ -266,7 +271,7 @@ class BuildContexts:
         if detect().mode != "bwrap":
             return ConfiguredProject({}, self._row(project, step, "no sandbox"))
         if (self.system_root is None and step == "debian") or (
-                self.system_root is not None and build_root.identity(self.system_root) is None):
+                self.system_root is not None and self._system is None):
             return ConfiguredProject({}, self._row(project, step, "no build root"))
         return None
 
@@ -275,7 +280,7 @@ class BuildContexts:
         """One configure step of ``project``: its record in the store (``key_fields`` with the sandbox's mode and the
         system's identity), else ``run`` and record it; the files it lists and the headers it wrote."""
         status = self._row(project, step, "failed")
-        system = build_root.identity(self.system_root) if self.system_root is not None else None
+        system = self._system
         key = Store.action_key({**key_fields, "sandbox": detect().mode, **({"system": system} if system else {})})
         record = self.store.lookup(key)
         if record is None:
