@@ -298,6 +298,10 @@ def test_the_tasks_flow_through_the_pipeline_decontaminate_it_and_stay_out_of_tr
     paired = pl.read_parquet(root / "data" / "pair" / "manifest.parquet")
     assert sorted(paired.filter(pl.col("origin") == "bench")["path"]) == [
         "finance/finance_black_scholes_greeks.cu", "math/math_collatz_trajectories.cu"]   # both vendors' asm
+    # every pair's HIP side also builds through HIP's NVIDIA back end, the platform its programs run on (this copy
+    # keeps `pair.hip_nvidia` on; the other test copies leave it off)
+    assert paired["hip_nvidia_build"].to_list() == ["ok"] * paired.height and paired["hip_nvidia_error"].is_null().all()
+    assert metrics(root, "pair")["hip_nvidia"] == {"checked": paired.height, "ok": paired.height, "amd_only": {}}
     instruct = metrics(root, "instruct")
     assert instruct["dropped_by_reason"]["benchmark_holdout"] >= 4   # both tasks, both levels at least
     for config in ("pairs", "kernels", "instruct_source", "instruct_asm"):

@@ -93,7 +93,8 @@ def junk_tree(root: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, toolchains) -> tuple[Path, dict[str, str]]:
-    root = copy_pipeline(tmp_path_factory.mktemp("junk") / "project", with_bundled_corpus=False)
+    root = copy_pipeline(tmp_path_factory.mktemp("junk") / "project", with_bundled_corpus=False,
+                         hip_nvidia_check=False)
     kinds = junk_tree(root / "corpus")
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["corpus"]["trees"] = [{"path": "corpus", "origin": "junk"}]

@@ -123,6 +123,15 @@ def test_repaired_files_pair_and_say_so(project):
     assert (bundled["nvidia_ok"], bundled["both"], bundled["pairs_repaired"]) == (49, 48, 7)
 
 
+def test_with_the_hip_nvidia_check_off_no_pair_gets_a_verdict(project):
+    """The session's copy leaves `pair.hip_nvidia` off (tests/test_benchmark.py's copy checks it): nothing is
+    compiled through HIP's NVIDIA back end, and no pair is counted as building there or not."""
+    paired = pl.read_parquet(project / "data" / "pair" / "manifest.parquet")
+    assert paired.height and paired["hip_nvidia_build"].is_null().all()
+    assert metrics(project, "pair")["hip_nvidia"] == {"checked": 0, "ok": 0, "amd_only": {}}
+    assert "hip_nvidia_actions" not in run_report(project, "pair")
+
+
 def test_export_holds_real_pairs_for_both_vendors(project):
     shards = sorted((project / "data" / "export" / "pairs").glob("train-*.parquet"))
     df = pl.read_parquet(shards)
@@ -421,9 +430,9 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
 
 
 def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(project, clean_hashes, tmp_path):
-    other = copy_pipeline(tmp_path / "elsewhere" / "project")
-    # half the NVIDIA compiles are the first build's records (as from its packs); the other half runs and is killed
-    assert seed_actions(other, project, ["compile_nvidia"], keep=first_hex_digit_in("01234567"))
+    other = copy_pipeline(tmp_path / "elsewhere" / "project", hip_nvidia_check=False)   # as `project`
+    # 3 in 4 NVIDIA compiles are the first build's records (as from its packs); the others run, and are killed midway
+    assert seed_actions(other, project, ["compile_nvidia"], keep=first_hex_digit_in("0123456789ab"))
     proc = subprocess.Popen(["dvc", "repro", "compile_nvidia"], cwd=other, env=TOOL_ENV, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     actions = other / ".cass" / "store" / "actions"

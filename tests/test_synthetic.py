@@ -118,7 +118,7 @@ def test_a_draws_fate_in_prompt_dedup_does_not_depend_on_the_draws_after_it(temp
 
 def synthetic_project(root: Path, base_url: str, **synthesize) -> Path:
     """A copy of the pipeline whose only source is the synthesize stage, pointed at ``base_url``."""
-    copy_pipeline(root, with_bundled_corpus=False)
+    copy_pipeline(root, with_bundled_corpus=False, hip_nvidia_check=False)
     (root / "corpus").mkdir()
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["corpus"]["trees"] = []

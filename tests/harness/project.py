@@ -87,11 +87,22 @@ def _copy(name: str, dest: Path) -> None:
         shutil.copy2(src, target)
 
 
-def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Sequence[str] = ()) -> Path:
+def turn_off(params: Path, section: str, name: str) -> None:
+    """``section.name: true`` set to false in ``params`` (edited as text: the file keeps its layout and comments)."""
+    text = params.read_text()
+    match = re.search(rf"^{section}:.*(?:\n[ #].*|\n)*?\n  {name}: true ", text, flags=re.MULTILINE)
+    if match is None:
+        raise ValueError(f"{params}: no {section}.{name}: true to turn off")
+    params.write_text(text[:match.end() - 5] + "false" + text[match.end():])   # "true " -> "false": the same columns
+
+
+def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Sequence[str] = (),
+                  hip_nvidia_check: bool = True) -> Path:
     """A new git + DVC project at ``dest`` holding this pipeline (and the bundled corpus, its OpenCL tree included),
     with only the translation benchmark's tasks ``bench_tasks`` (ids); without any, the copy's corpus has no
     ``bench`` origin and its ``evaluate`` stage no baseline (the benchmark's 60 tasks would more than double a
-    copy's build)."""
+    copy's build). Without ``hip_nvidia_check``, the copy's `pair` stage does not compile the pairs' HIP side through
+    HIP's NVIDIA back end (``pair.hip_nvidia``: some 4 CPU seconds a pair), for tests whose subject that is not."""
     dest.mkdir(parents=True)
     for name in (*PIPELINE_FILES, *(("corpus",) if with_bundled_corpus else ())):
         _copy(name, dest)
@@ -104,10 +115,9 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
             shutil.copy2(path, tasks / path.parent.name / path.name)
     params = dest / "params.yaml"
     # the real-program suite's mirror is not beside a copy: decontamination against it is tested where one is given
-    text = params.read_text()
-    if "\n  real_tasks: true " not in text:
-        raise ValueError(f"{params}: no dedup.real_tasks: true to turn off in a copy")
-    params.write_text(text.replace("\n  real_tasks: true ", "\n  real_tasks: false", 1))
+    turn_off(params, "dedup", "real_tasks")
+    if not hip_nvidia_check:
+        turn_off(params, "pair", "hip_nvidia")
     if not with_bundled_corpus:   # the bundled corpus's OpenCL tree goes with it
         params.write_text(re.sub(r"\n    - path: corpus/opencl\b.*(?:\n      .*)*", "", params.read_text()))
     if not bench_tasks:   # edited as text: the copy's params.yaml keeps its layout for the tests' own edits
