@@ -90,9 +90,10 @@ def _copy(name: str, dest: Path) -> None:
 def turn_off(params: Path, section: str, name: str) -> None:
     """``section.name: true`` set to false in ``params`` (edited as text: the file keeps its layout and comments)."""
     text = params.read_text()
-    match = re.search(rf"^{section}:.*(?:\n[ #].*|\n)*?\n  {name}: true ", text, flags=re.MULTILINE)
+    match = re.search(rf"^{re.escape(section)}:.*(?:\n[ #].*|\n)*?\n  {re.escape(name)}: true ", text,
+                      flags=re.MULTILINE)
     if match is None:
-        raise ValueError(f"{params}: no {section}.{name}: true to turn off")
+        raise ValueError(f"{params}: no {section}.{name}: true (followed by its comment) to turn off")
     params.write_text(text[:match.end() - 5] + "false" + text[match.end():])   # "true " -> "false": the same columns
 
 
