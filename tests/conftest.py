@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("CASS_CACHE", tempfile.mkdtemp(prefix="cass-test-cache-"))
 
 from harness.gpu_route import GpuRoute
-from harness.project import REPO, SHARED_BUILD, copy_pipeline, run_in
+from harness.project import REPO, SHARED_BUILD, copy_bundled_build, run_in
 
 from cass.pipeline.context import load_params
 from store import Store
@@ -93,7 +93,7 @@ def project(tmp_path_factory, toolchains) -> Path:
     """The bundled corpus built locally with `dvc repro` in a copy of the pipeline (shared by the
     pipeline tests, which change it, and the analysis and cluster tests, which only read it and run
     first); with pytest-xdist, the tests using it run on one worker (:func:`pytest_collection_modifyitems`)."""
-    root = copy_pipeline(tmp_path_factory.mktemp("build") / "project", hip_nvidia_check=False)
+    root = copy_bundled_build(tmp_path_factory.mktemp("build") / "project")
     try:
         run_in(["dvc", "repro"], root)
     except RuntimeError as exc:

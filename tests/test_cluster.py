@@ -22,7 +22,7 @@ from harness.hosts import NO_AMD, VendorHosts
 from harness.project import (
     REPO,
     TOOL_ENV,
-    copy_pipeline,
+    copy_bundled_build,
     first_hex_digit_in,
     parquet_hashes,
     run_in,
@@ -298,7 +298,7 @@ def test_the_cluster_build_survives_a_dead_amd_host_and_matches_the_local_build(
         hosts.nvidia()
         hosts.amd()
         hosts.stage()   # the stages' own work goes to it (it sees this machine's files, as a mounted project)
-        build = copy_pipeline(tmp_path / "project", hip_nvidia_check=False)   # as `project`
+        build = copy_bundled_build(tmp_path / "project")
         # the stages after the compilers whose tool runs are not this test's subject (the preprocessor runs, the token
         # counts) find the local build's records, as from its packs; so do most NVIDIA compiles and 3 in 4 AMD ones
         # (the rest still run, on their vendor's host)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from harness.project import (
     TOOL_ENV,
-    copy_pipeline,
+    copy_bundled_build,
     first_hex_digit_in,
     metrics,
     parquet_hashes,
@@ -430,7 +430,7 @@ def test_a_collaborator_pulls_and_rebuilds_incrementally(project, tmp_path):
 
 
 def test_sigkill_mid_compile_then_rerun_gives_the_clean_bytes(project, clean_hashes, tmp_path):
-    other = copy_pipeline(tmp_path / "elsewhere" / "project", hip_nvidia_check=False)   # as `project`
+    other = copy_bundled_build(tmp_path / "elsewhere" / "project")
     # 3 in 4 NVIDIA compiles are the first build's records (as from its packs); the others run, and are killed midway
     assert seed_actions(other, project, ["compile_nvidia"], keep=first_hex_digit_in("0123456789ab"))
     proc = subprocess.Popen(["dvc", "repro", "compile_nvidia"], cwd=other, env=TOOL_ENV, start_new_session=True,

@@ -134,6 +134,12 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
     return dest
 
 
+def copy_bundled_build(dest: Path) -> Path:
+    """A copy of the pipeline with the bundled corpus, configured as the tests' session build (``project``,
+    tests/conftest.py), so that what it builds compares with that build's: the HIP-NVIDIA check off."""
+    return copy_pipeline(dest, hip_nvidia_check=False)
+
+
 def seed_actions(dest: Path, source: Path, stages: Sequence[str],
                  keep: Callable[[str], bool] = lambda key: True) -> set[str]:
     """Copy into ``dest``'s store the action records (and the blobs they name) that ``source``'s ``stages`` used
