@@ -117,6 +117,7 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
     the driver saw fail transiently makes the verdict ``unknown``)."""
     import polars as pl
 
+    from cass.engine.settle import settle_chunk
     from cass.stages.branch_parity import checked_chunk
 
     nvidia, amd = toolchains["nvidia"], toolchains["amd"]
@@ -125,21 +126,22 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
                           "hip_files": [{"path": "k.cu", "digest": store.put_text(hip_text)}], "include_dirs": ["."],
                           "build_flags": []}])
     flags = {"common": ["-std=c++17", "-DNDEBUG", "-w"], "host": ["-Os"], "opt": ["-Os"]}
-    args = (str(store.root), {"nvidia": nvidia, "amd": amd}, {"nvidia": ("sm_89", flags), "amd": ("gfx1100", flags)})
+    args = (checked_chunk, str(store.root), ("nvidia", "amd"),
+            ({"nvidia": nvidia, "amd": amd}, {"nvidia": ("sm_89", flags), "amd": ("gfx1100", flags)}))
 
-    first = checked_chunk((rows, None), *args, {})
+    first = settle_chunk((rows, None), *args, {})
     assert first.added == [] and list(first.unsettled) == ["s"] and first.found == {"nvidia": set(), "amd": set()}
-    waiting = first.unsettled["s"]
-    assert [a.vendor for a in waiting["missing"]] == ["nvidia", "amd"]
+    waiting = {vendor: actions[0] for vendor, actions in first.unsettled["s"].missing.items()}
+    assert [a.vendor for a in waiting.values()] == ["nvidia", "amd"]
     runner.run([waiting["amd"]], desc="preprocess")
-    assert list(checked_chunk((rows, first.unsettled), *args, {}).unsettled) == ["s"]   # still one side to run
-    told = checked_chunk((rows, first.unsettled), *args, {waiting["nvidia"].key: "killed by signal 9"})
+    assert list(settle_chunk((rows, first.unsettled), *args, {}).unsettled) == ["s"]   # still one side to run
+    told = settle_chunk((rows, first.unsettled), *args, {waiting["nvidia"].key: "killed by signal 9"})
     assert [a["branch_parity"] for a in told.added] == ["unknown:nvidia"] and not told.unsettled
 
     runner.run([waiting["nvidia"]], desc="preprocess")
-    second = checked_chunk((rows, first.unsettled), *args, {})
+    second = settle_chunk((rows, first.unsettled), *args, {})
     assert not second.unsettled and second.added[0]["branch_parity"] == "diverged"
     assert [(d["line"], d["pass"], d["macros"]) for d in second.added[0]["branch_divergences"]] == [
         (3, "host", ["__NVCC__"]), (3, "device", ["__NVCC__"]), (8, "device", ["__CUDA_ARCH__"])]
-    again = checked_chunk((rows, None), *args, {})   # marked afresh: the same verdict, every lookup found
+    again = settle_chunk((rows, None), *args, {})   # marked afresh: the same verdict, every lookup found
     assert again.added == second.added and {v: len(k) for v, k in again.found.items()} == {"nvidia": 1, "amd": 1}

@@ -140,7 +140,8 @@ def test_a_tool_stage_settles_its_rows_in_two_passes_around_the_driver_s_runs(tm
 
 
 def test_settled_chunks_merge_into_the_stage_output_and_count_each_key_found_once(store):
-    from cass.engine.actions import ActionRunner, Settled, merge_settled
+    from cass.engine.actions import ActionRunner
+    from cass.engine.settle import Settled, SettledRows, merge
     from cass.pipeline.manifests import StageOutput
 
     runner = ActionRunner(store, None, 0)   # the driver's runner: it found k3 itself
@@ -149,6 +150,8 @@ def test_settled_chunks_merge_into_the_stage_output_and_count_each_key_found_onc
               Settled(dropped=[({"sample_id": "b", "origin": "o", "path": "b.cu", "domain": "d"}, "why", "detail")],
                       found={"amd": {"k2", "k3"}})]
     out = StageOutput("stage", rows_in=2)
-    assert merge_settled(out, chunks, {"amd": runner}) == [{"sample_id": "a"}]
+    merge(out, chunks, {"amd": runner})
+    assert SettledRows(chunks).added == [{"sample_id": "a"}]
     assert [(d["sample_id"], d["reason"]) for d in out.dropped] == [("b", "why")]
     assert runner.counts.hits == 3 and runner.counts.corrupt == 1   # k2 and k3 found twice, counted once
+    assert out.run["actions"]["hits"] == 3 and out.run["actions"]["corrupt_recomputed"] == 1   # in the run report

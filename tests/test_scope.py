@@ -52,6 +52,7 @@ def test_a_chunk_is_compiled_from_the_store_alone_on_a_worker(toolchains, store)
 
     from cass.compiling.compile import compiled_chunk
     from cass.engine.actions import plan
+    from cass.engine.settle import settle_chunk
 
     nvidia = toolchains["nvidia"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -62,21 +63,22 @@ def test_a_chunk_is_compiled_from_the_store_alone_on_a_worker(toolchains, store)
                           "include_dirs": ["."], "unresolved_includes": [], "build_flags": []} for name in names])
     sent = pickle.loads(pickle.dumps(nvidia))
     assert type(sent).__name__ == "ReportedNvidiaToolchain"
-    args = (str(store.root), sent, vparams, params["scope"], "files")
+    args = (compiled_chunk, str(store.root), ("nvidia",), (sent, vparams, params["scope"], "files"))
 
-    before = compiled_chunk((rows, None), *args, {})
+    before = settle_chunk((rows, None), *args, {})
     assert sorted(before.unsettled) == sorted(names) and before.added == [] and before.found == {"nvidia": set()}
-    pending = [r for runs in before.unsettled.values() for r in runs]
+    pending = [r for waiting in before.unsettled.values() for r in waiting.missing["nvidia"]]
     assert {r.next_step for r in pending} == {0}
-    typo = plan(nvidia, before.unsettled["typo.cu"][0].target.steps[0], before.unsettled["typo.cu"][0].inputs).key
-    told = compiled_chunk((rows, None), *args, {typo: "killed by signal 9"})
+    typo_run = before.unsettled["typo.cu"].missing["nvidia"][0]
+    typo = plan(nvidia, typo_run.target.steps[0], typo_run.inputs).key
+    told = settle_chunk((rows, None), *args, {typo: "killed by signal 9"})
     assert [(identity["sample_id"], reason) for identity, reason, _ in told.dropped] == [("typo.cu", "transient")]
 
     run_targets(nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), pending)
-    waited = compiled_chunk((rows, before.unsettled), *args, {})   # the second pass: its lookups are not counted
+    waited = settle_chunk((rows, before.unsettled), *args, {})   # the second pass: its lookups are not counted
     assert waited.unsettled == {} and waited.found == {}
     with tracking() as looked_up:
-        after = compiled_chunk((rows, None), *args, {})
+        after = settle_chunk((rows, None), *args, {})
     assert after.unsettled == {} and after.found["nvidia"] == looked_up != set()
     assert (after.added, after.dropped) == (waited.added, waited.dropped)
     assert [a["sample_id"] for a in after.added] == ["ok.cu"]

@@ -15,11 +15,11 @@ from collections.abc import Collection
 
 import polars as pl
 
-from cass.engine.actions import Settled, merge_settled, pipeline_toolchains, stage_runner, store_runner
-from cass.engine.targets import TargetRun, failure_reason, run_targets
+from cass.engine.actions import pipeline_toolchains
+from cass.engine.settle import Lookups, Settled, settle
+from cass.engine.targets import TargetRun, failure_reason
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
-from store import Store
 from toolchains import Toolchain
 from toolchains.diagnostics import missing_header
 
@@ -71,35 +71,22 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     samples a chunk at a time and settle every one whose actions the store has (its manifest row, or why it drops);
     the driver runs the actions the store lacks on the executor, then the workers settle the samples that waited for
     them."""
-    params = stage.params
-    store = stage.store
     toolchain = pipeline_toolchains(stage.params, (vendor,))[vendor]
-    vparams = params[vendor]
+    vparams = stage.params[vendor]
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
-    runner = stage_runner(stage.store, toolchain, stage.params, vparams["timeout_s"])
-    args = (str(store.root), toolchain, vparams, params["scope"], files_column)
-
-    def run_misses(chunks: list[Settled]) -> dict[str, str]:
-        run_targets(toolchain, runner, [r for c in chunks for runs in c.unsettled.values() for r in runs])
-        return runner.transients
-
-    added = merge_settled(out, stage.work.settle(compiled_chunk, rows, run_misses, *args), {vendor: runner})
-    out.run["actions"] = runner.counts.as_dict()
-    out.run.update(runner.time_metrics())
+    added = settle(stage, out, rows, {vendor: toolchain}, vparams["timeout_s"], compiled_chunk, toolchain, vparams,
+                   stage.params["scope"], files_column).added
     out.extra_metrics["archs"] = vparams["archs"]
     print(out.write(attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})))
 
 
-def compiled_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, toolchain: Toolchain, vparams: dict,
-                   scope: dict, files_column: str, transients: dict[str, str]) -> Settled:
-    """The samples of a chunk through their targets from the store alone (on a worker; nothing runs a tool; planned
+def compiled_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchain: Toolchain, vparams: dict,
+                   scope: dict, files_column: str) -> Settled:
+    """The samples of a chunk through their targets as far as the store goes (:mod:`cass.engine.settle`; planned
     afresh in the second pass too): each one's finished artifacts stored (the host and device assembly columns), or
-    why it is dropped, or, where an action is missing, left unsettled with its target runs waiting at it.
-    ``transients``: the actions that failed transiently in this stage run."""
-    rows, made = part
-    store = Store(store_root)
-    runner = store_runner(store, transients)
+    why it is dropped, or, where an action is missing, left waiting with its target runs at it."""
+    store = lookups.store
     vendor, rules = toolchain.vendor, Scope(scope)
     by_sample: dict[str, list[TargetRun]] = {}
     for row in rows.iter_rows(named=True):
@@ -108,13 +95,13 @@ def compiled_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, tool
         flags = {**vparams["flags"], "common": toolchain.build_flags(vparams["flags"]["common"], row["build_flags"])}
         targets = toolchain.targets(files[0]["path"], vparams["archs"], flags, row["include_dirs"])
         by_sample[row["sample_id"]] = [TargetRun(t, inputs) for t in targets]
-    run_targets(toolchain, runner, [r for runs in by_sample.values() for r in runs])
+    lookups.advance(toolchain, [r for runs in by_sample.values() for r in runs])
 
     chunk = Settled()
     for row in rows.iter_rows(named=True):
         runs = by_sample[row["sample_id"]]
         if waiting := [r for r in runs if r.pending]:
-            chunk.unsettled[row["sample_id"]] = waiting
+            chunk.wait(row["sample_id"], {vendor: waiting})
             continue
         if failed := [r for r in runs if r.failure is not None]:
             chunk.dropped.append(({c: row[c] for c in SAMPLE_COLUMNS}, *scoped_failure(
@@ -129,6 +116,4 @@ def compiled_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, tool
             f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
                                      if t.kind == "device"],
         })
-    if made is None:
-        chunk.looked_up(runner, vendor)
     return chunk

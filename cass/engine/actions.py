@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from tqdm import tqdm
 
@@ -219,52 +218,6 @@ class ActionRunner:
                 "tool_cpu_s": round(sum(v.cpu_s for v in self.tool_time.values()), 3),
                 "tool_wall_s": round(sum(v.wall_s for v in self.tool_time.values()), 3),
                 "workers": getattr(self.executor, "workers", None), "by_tool": tools}
-
-
-def store_runner(store: Store, transients: Mapping[str, str]) -> ActionRunner:
-    """A runner that only reads ``store`` (a stage's worker: :meth:`cass.engine.stage_work.StageWork.settle`), told
-    the actions that failed transiently in this stage run."""
-    runner = ActionRunner(store, None, timeout_s=0)
-    runner.transients.update(transients)
-    return runner
-
-
-@dataclass
-class Settled:
-    """A chunk as a tool stage's worker settles it (:meth:`cass.engine.stage_work.StageWork.settle`): the columns the
-    stage adds for the rows it settled, the rows it drops (identity, reason, detail), the rows it could not settle yet
-    (sample id -> what it made for them), and its store lookups in the first pass (the keys found by runner name,
-    the damaged outputs set aside)."""
-
-    added: list[dict] = field(default_factory=list)
-    dropped: list[tuple[dict, str, str]] = field(default_factory=list)
-    unsettled: dict[str, Any] = field(default_factory=dict)
-    found: dict[str, set[str]] = field(default_factory=dict)
-    corrupt: int = 0
-
-    def looked_up(self, runner: ActionRunner, name: str) -> None:
-        """Take a worker runner's lookups (``name``: the driver's runner they stand for, such as its vendor)."""
-        self.found.setdefault(name, set()).update(runner.found)
-        self.corrupt = len(runner.store.corrupt_found)   # a chunk's runners share its store
-
-
-class Drops(Protocol):
-    """Where :func:`merge_settled` puts the drops (a stage's ``StageOutput``)."""
-
-    def drop(self, row: dict, reason: str, detail: str = "") -> None: ...
-
-
-def merge_settled(out: Drops, chunks: list[Settled], runners: dict[str, ActionRunner]) -> list[dict]:
-    """The rows the ``chunks`` settled, their drops recorded in ``out``, their lookups in the driver's ``runners``'
-    counts (hits: the distinct keys found here or on a worker; the damaged outputs the workers set aside, on the
-    first runner)."""
-    for chunk in chunks:
-        for identity, reason, detail in chunk.dropped:
-            out.drop(identity, reason, detail)
-    for name, runner in runners.items():
-        runner.counts.hits = len(runner.found.union(*(c.found.get(name, ()) for c in chunks)))
-    next(iter(runners.values())).counts.corrupt += sum(c.corrupt for c in chunks)
-    return [row for chunk in chunks for row in chunk.added]
 
 
 def pipeline_toolchains(params: dict, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:

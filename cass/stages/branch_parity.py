@@ -13,7 +13,7 @@ marked. Files whose HIP text has a different conditional structure than the CUDA
 compared (``branch_parity`` ``unaligned``); a sample whose preprocessing failed on a side is
 ``unknown``. OpenCL C samples (the same text on both sides) are not checked. Nothing is dropped. Samples are
 marked, their preprocessing looked up and judged a chunk at a time on stage hosts or ``executor.workers`` processes;
-the driver runs only the preprocessing the store lacks (:meth:`cass.engine.stage_work.StageWork.settle`).
+the driver runs only the preprocessing the store lacks (:mod:`cass.engine.settle`).
 """
 
 from __future__ import annotations
@@ -23,16 +23,8 @@ from collections import Counter
 import polars as pl
 
 from cass.compiling.branch_parity import DIVERGENCE, aligned, branches, divergences, instrument, taken
-from cass.engine.actions import (
-    ActionCounts,
-    Outcome,
-    Settled,
-    merge_settled,
-    pipeline_toolchains,
-    plan,
-    stage_runner,
-    store_runner,
-)
+from cass.engine.actions import Outcome, pipeline_toolchains, plan
+from cass.engine.settle import Lookups, Settled, settle
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import attach
 from store import Store
@@ -42,23 +34,15 @@ from toolchains.language import is_opencl
 
 def run(stage: Stage) -> None:
     params = stage.params
-    store = stage.store
     rows = stage.upstream("repair")
     out = stage.output(rows.height)
     toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
-    runners = {v: stage_runner(store, tc, params, params["branch_parity"]["timeout_s"]) for v, tc in toolchains.items()}
     settings = {v: (params[v]["archs"][0], params[v]["flags"]) for v in toolchains}
     # the workers mark a chunk's files and settle every sample whose preprocessing the store has; the driver runs the
     # rest, then the workers settle the samples that waited for it (their marked files sent back to them)
-
-    def run_misses(chunks: list[Settled]) -> dict[str, str]:
-        for vendor, runner in runners.items():
-            runner.run([a for c in chunks for s in c.unsettled.values() for a in s["missing"] if a.vendor == vendor],
-                       desc=f"{vendor} preprocess")
-        return {k: v for r in runners.values() for k, v in r.transients.items()}
-
-    checked = stage.work.settle(checked_chunk, rows, run_misses, str(store.root), toolchains, settings)
-    by_sample = {a["sample_id"]: a for a in merge_settled(out, checked, runners)}
+    checked = settle(stage, out, rows, toolchains, params["branch_parity"]["timeout_s"], checked_chunk, toolchains,
+                     settings)
+    by_sample = {a["sample_id"]: a for a in checked.added}
     added = [by_sample[s] for s in rows["sample_id"]]   # in row order: the macros' ties stay in first-seen order
     by_macro = Counter(m for a in added for d in a["branch_divergences"] for m in d["macros"])
     kept = attach(rows, added, {"branch_parity": pl.String, "branch_divergences": pl.List(DIVERGENCE)})
@@ -67,24 +51,16 @@ def run(stage: Stage) -> None:
         "divergences": sum(len(a["branch_divergences"]) for a in added),
         "divergences_by_macro": dict(by_macro.most_common(20)),
     })
-    times = {v: r.time_metrics() for v, r in runners.items()}
-    totals = {k: round(sum(t[k] for t in times.values()), 3) for k in ("tool_jobs", "tool_cpu_s", "tool_wall_s")}
-    out.run.update(actions=sum((r.counts for r in runners.values()), ActionCounts()).as_dict(), **totals,
-                   actions_by_vendor={v: r.counts.as_dict() for v, r in runners.items()}, by_vendor=times)
     print(out.write(kept))
 
 
-def checked_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root: str,
-                  toolchains: dict[str, Toolchain], settings: dict[str, tuple[str, dict]],
-                  transients: dict[str, str]) -> Settled:
-    """The samples of a chunk (and their marked files, or None to mark them here) checked from the store alone (on a
-    worker; nothing runs a tool): each side's preprocessing planned (``settings``: its arch and flags by vendor)
-    and looked up; a sample whose both runs are known gets its verdict, the others wait with the ``missing`` runs.
-    ``transients``: the actions that failed transiently in this stage run."""
-    rows, made = part
-    store = Store(store_root)
-    marked = mark(store, rows) if made is None else made
-    runners = {v: store_runner(store, transients) for v in toolchains}
+def checked_chunk(rows: pl.DataFrame, carried: dict[str, dict] | None, lookups: Lookups,
+                  toolchains: dict[str, Toolchain], settings: dict[str, tuple[str, dict]]) -> Settled:
+    """The samples of a chunk (and their marked files, or None to mark them here) checked as far as the store goes
+    (:mod:`cass.engine.settle`): each side's preprocessing planned (``settings``: its arch and flags by vendor)
+    and looked up; a sample whose both runs are known gets its verdict, the others wait for the missing runs."""
+    store = lookups.store
+    marked = mark(store, rows) if carried is None else carried
     for row in rows.iter_rows(named=True):
         if (sample := marked.get(row["sample_id"])) is not None:
             for vendor, tc in toolchains.items():
@@ -93,8 +69,8 @@ def checked_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root:
                 step = tc.preprocess_step(row["files"][0]["path"], arch, own, row["include_dirs"])
                 sample[vendor] = plan(tc, step, sample["inputs"][vendor])
     outcomes: dict[str, Outcome] = {}
-    for vendor, runner in runners.items():
-        outcomes.update(runner.run([m[vendor] for m in marked.values()], desc=f"{vendor} preprocess (store)"))
+    for vendor in toolchains:
+        outcomes.update(lookups.outcomes(vendor, [m[vendor] for m in marked.values()]))
     checked = Settled()
     for row in rows.iter_rows(named=True):
         sample = marked.get(row["sample_id"])
@@ -102,8 +78,8 @@ def checked_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root:
             checked.added.append({"sample_id": row["sample_id"], "branch_parity": "opencl", "branch_divergences": []})
             continue
         results = {v: outcomes.get(sample[v].key) for v in toolchains}
-        if missing := [sample[v] for v, o in results.items() if o is None]:
-            checked.unsettled[row["sample_id"]] = {**sample, "missing": missing}
+        if missing := {v: [sample[v]] for v, o in results.items() if o is None}:
+            checked.wait(row["sample_id"], missing, carry=sample)
             continue
         if not all(o.ok for o in results.values()):
             failed = [v for v, o in results.items() if not o.ok]
@@ -114,9 +90,6 @@ def checked_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root:
         found = divergences(sample["files"], seen["nvidia"], seen["amd"])
         verdict = "diverged" if found else "unaligned" if sample["unaligned"] else "same"
         checked.added.append({"sample_id": row["sample_id"], "branch_parity": verdict, "branch_divergences": found})
-    if made is None:
-        for vendor, runner in runners.items():
-            checked.looked_up(runner, vendor)
     return checked
 
 

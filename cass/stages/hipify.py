@@ -8,7 +8,7 @@ hipify-perl's per-line checks on the lines that can warn, plus its check of the 
 they are kept per sample. The HIP files keep the CUDA files' relative paths, so
 ``#include "..."`` still resolves. OpenCL C samples pass through untranslated (both vendors compile the
 same OpenCL source). The files are planned, looked up and their warnings rebuilt a chunk of samples at a time
-on the stage's workers; the driver runs only the translations the store lacks (:meth:`StageWork.settle`).
+on the stage's workers; the driver runs only the translations the store lacks (:mod:`cass.engine.settle`).
 """
 
 from __future__ import annotations
@@ -17,37 +17,25 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from cass.engine.actions import Settled, merge_settled, pipeline_toolchains, stage_runner, store_runner
+from cass.engine.actions import pipeline_toolchains
+from cass.engine.settle import Lookups, Settled, settle
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import FILES_DTYPE, SAMPLE_COLUMNS, attach
 from cass.translate.hipify import file_warnings, plan_files
 from cass.translate.hipify_warnings import WarningTables
-from store import Store
 from toolchains import Toolchain
 from toolchains.language import is_opencl
 
 
 def run(stage: Stage) -> None:
-    params = stage.params
-    store = stage.store
     amd = pipeline_toolchains(stage.params, ("amd",))["amd"]
     rows = stage.upstream("dedup")
     out = stage.output(rows.height)
-    runner = stage_runner(stage.store, amd, stage.params, params["hipify"]["timeout_s"])
-
-    def run_misses(chunks: list[Hipified]) -> dict[str, str]:
-        runner.run([a for c in chunks for actions in c.unsettled.values() for a in actions], desc="hipify-perl")
-        return runner.transients
-
-    # the workers plan a chunk's files and settle every sample whose translations the store has; the driver runs the
-    # others, then the workers settle the samples that waited for them
-    hipified = stage.work.settle(hipified_chunk, rows, run_misses, str(store.root), amd,
-                                 WarningTables(*amd.hipify_warning_tables()))
-    added = merge_settled(out, hipified, {"amd": runner})
-    out.run["actions"] = runner.counts.as_dict()
-    out.run.update(runner.time_metrics())
-    checked = {key: lines for c in hipified for key, lines in c.checked.items()}
-    out.extra_metrics["files"] = {"translated": len(set().union(*(c.translated for c in hipified))),
+    hipified = settle(stage, out, rows, {"amd": amd}, stage.params["hipify"]["timeout_s"], hipified_chunk, amd,
+                      WarningTables(*amd.hipify_warning_tables()))
+    added = hipified.added
+    checked = {key: lines for c in hipified.chunks for key, lines in c.checked.items()}
+    out.extra_metrics["files"] = {"translated": len(set().union(*(c.translated for c in hipified.chunks))),
                                   "checked_for_warnings": len(checked),
                                   "lines_that_can_warn": sum(candidates for candidates, _ in checked.values()),
                                   "lines_checked": sum(lines for _, lines in checked.values())}
@@ -67,17 +55,14 @@ class Hipified(Settled):
     checked: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
 
-def hipified_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, amd: Toolchain, tables: WarningTables,
-                   transients: dict[str, str]) -> Hipified:
-    """The CUDA files of a chunk's samples translated and their warnings rebuilt from the store alone (on a worker;
-    nothing runs a tool; planned afresh in the second pass). ``transients``: the actions that failed transiently in
-    this stage run."""
-    rows, made = part
-    store = Store(store_root)
-    runner = store_runner(store, transients)
+def hipified_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, amd: Toolchain,
+                   tables: WarningTables) -> Hipified:
+    """The CUDA files of a chunk's samples translated and their warnings rebuilt as far as the store goes
+    (:mod:`cass.engine.settle`; planned afresh in the second pass)."""
+    store = lookups.store
     cuda_files = {(f["path"], f["digest"]) for fs in rows["files"] for f in fs if not is_opencl(fs[0]["path"])}
     translate, checked = plan_files(store, amd, tables, cuda_files)
-    outcomes = runner.run([*translate.values(), *(a for _, a in checked.values())], desc="hipify-perl")
+    outcomes = lookups.outcomes("amd", [*translate.values(), *(a for _, a in checked.values())])
     hip = {key: o.record.outputs["hip"] for key, a in translate.items() if (o := outcomes.get(a.key)) and o.ok}
     chunk = Hipified(translated=set(translate), checked={k: (c.candidates, len(c.lines)) for k, (c, _) in
                                                          checked.items()})
@@ -91,7 +76,7 @@ def hipified_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, amd:
         keys = [(f["path"], f["digest"]) for f in row["files"]]
         needed = [translate[k] for k in keys] + [checked[k][1] for k in keys if k in checked]
         if missing := [a for a in needed if a.key not in outcomes]:
-            chunk.unsettled[row["sample_id"]] = missing
+            chunk.wait(row["sample_id"], {"amd": missing})
             continue
         failed = [(k[0], outcomes[translate[k].key]) for k in keys if k not in hip]
         failed += [(k[0], outcomes[checked[k][1].key]) for k in keys
@@ -115,6 +100,4 @@ def hipified_chunk(part: tuple[pl.DataFrame, dict | None], store_root: str, amd:
             "hipify_warnings": store.put_text(text),
             "hipify_warning_count": sum("warning" in ln for ln in text.splitlines()),
         })
-    if made is None:
-        chunk.looked_up(runner, "amd")
     return chunk

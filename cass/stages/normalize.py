@@ -9,7 +9,7 @@ assembler's message (``normalized_asm_rejected``). The raw texts stay in the sto
 export. With ``normalize.strip_host_registration`` the CUDA host assembly also gets a normalised
 copy without nvcc's registration boilerplate (:func:`cass.text.host_asm.strip_host_registration`). Texts are
 normalised, and their checks looked up, a chunk at a time on stage hosts or ``executor.workers`` processes; the
-driver runs only the checks the store lacks (:meth:`cass.engine.stage_work.StageWork.settle`).
+driver runs only the checks the store lacks (:mod:`cass.engine.settle`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from cass.engine.actions import Action, Settled, merge_settled, pipeline_toolchains, plan, stage_runner, store_runner
+from cass.engine.actions import Action, pipeline_toolchains, plan
+from cass.engine.settle import Lookups, Settled, settle
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
 from cass.pipeline.metrics import mean_reduction
@@ -32,25 +33,15 @@ from toolchains import Toolchain
 
 def run(stage: Stage) -> None:
     params = stage.params
-    store = stage.store
-    amd = pipeline_toolchains(stage.params, ("amd",))["amd"]
+    amd = pipeline_toolchains(params, ("amd",))["amd"]
     rows = stage.upstream("pair")
     out = stage.output(rows.height)
-    runner = stage_runner(stage.store, amd, stage.params, params["amd"]["timeout_s"])
-    args = (str(store.root), params["normalize"]["strip_host_registration"], amd)
     # the workers normalise a chunk and settle every sample whose assembler checks the store has; the driver runs the
     # other checks, then the workers settle the samples that waited for them (their normalised texts sent back)
-
-    def run_misses(chunks: list[Normalized]) -> dict[str, str]:
-        runner.run([a for c in chunks for n in c.unsettled.values() for a in n["missing"]],
-                   desc=f"{amd.assembler} (normalised AMD asm)")
-        return runner.transients
-
-    normalized = stage.work.settle(normalized_chunk, rows, run_misses, *args)
-    added = merge_settled(out, normalized, {"amd": runner})
-    out.run["actions"] = runner.counts.as_dict()
-    out.run.update(runner.time_metrics())
-    words = {sample: counts for c in normalized for sample, counts in c.words.items()}
+    normalized = settle(stage, out, rows, {"amd": amd}, params["amd"]["timeout_s"], normalized_chunk,
+                        params["normalize"]["strip_host_registration"], amd)
+    added = normalized.added
+    words = {sample: counts for c in normalized.chunks for sample, counts in c.words.items()}
     kept_in_order = [sample for sample in rows["sample_id"] if sample in words]   # the mean sums in row order
     out.extra_metrics["reduction"] = {vendor: mean_reduction([words[s][vendor] for s in kept_in_order])
                                       for vendor in ("sass", "amd")}
@@ -61,32 +52,29 @@ def run(stage: Stage) -> None:
 
 @dataclass
 class Normalized(Settled):
-    """A chunk's samples normalised, settled as far as the store's assembler checks go (a sample waiting with its
-    normalised texts and the ``missing`` checks), with the (raw, normalised) token counts per vendor of each sample
+    """A chunk's samples normalised, settled as far as the store's assembler checks go (a sample waiting for checks
+    carries its normalised texts), with the (raw, normalised) token counts per vendor of each sample
     that passed."""
 
     words: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
 
-def normalized_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_root: str, strip_host: bool,
-                     amd: Toolchain, transients: dict[str, str]) -> Normalized:
+def normalized_chunk(rows: pl.DataFrame, carried: dict[str, dict] | None, lookups: Lookups, strip_host: bool,
+                     amd: Toolchain) -> Normalized:
     """The samples of a chunk normalised (or, given their normalised texts, not again) and their normalised AMD
-    assembly checked from the store alone (on a worker; nothing runs a tool). ``transients``: the checks that failed
-    transiently in this stage run."""
-    rows, made = part
-    store = Store(store_root)
-    texts = normalized_texts(store, rows, strip_host) if made is None else made
-    runner = store_runner(store, transients)
+    assembly checked as far as the store goes (:mod:`cass.engine.settle`)."""
+    store = lookups.store
+    texts = normalized_texts(store, rows, strip_host) if carried is None else carried
     checks: dict[str, list[tuple[str, Action]]] = {
         sample: [(a["arch"], plan(amd, amd.assemble_step(a["arch"], "device.s"), {"device.s": a["digest"]}))
                  for a in norm["amd"][0]] for sample, norm in texts.items()}
-    outcomes = runner.run([a for arch_actions in checks.values() for _, a in arch_actions], desc=amd.assembler)
+    outcomes = lookups.outcomes("amd", [a for arch_actions in checks.values() for _, a in arch_actions])
     chunk = Normalized()
     for row in rows.iter_rows(named=True):
         norm = texts[row["sample_id"]]
         results = [(arch, outcomes.get(a.key)) for arch, a in checks[row["sample_id"]]]
         if missing := [a for _, a in checks[row["sample_id"]] if outcomes.get(a.key) is None]:
-            chunk.unsettled[row["sample_id"]] = {**norm, "missing": missing}
+            chunk.wait(row["sample_id"], {"amd": missing}, carry=norm)
             continue
         if failed := [(arch, o) for arch, o in results if not o.ok]:
             arch, outcome = failed[0]
@@ -97,8 +85,6 @@ def normalized_chunk(part: tuple[pl.DataFrame, dict[str, dict] | None], store_ro
         chunk.added.append({"sample_id": row["sample_id"], "nvidia_device_norm": norm["nvidia"][0],
                             "amd_device_norm": norm["amd"][0], "nvidia_host_norm": norm["host"]})
         chunk.words[row["sample_id"]] = {"sass": norm["nvidia"][1], "amd": norm["amd"][1]}
-    if made is None:
-        chunk.looked_up(runner, "amd")
     return chunk
 
 

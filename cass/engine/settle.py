@@ -1,0 +1,173 @@
+"""A tool stage's rows settled by the engine: the two passes over the stage's workers, the store lookups, the executor
+round trip for what the store lacks, transient failures and the merged counts.
+
+A tool stage gives only its chunk's work (:data:`ChunkWork`): for a chunk of rows, what each row needs from the tools
+and what it makes of their outcomes. The engine runs it twice (:meth:`cass.engine.stage_work.StageWork.settle`):
+
+1. on the workers, from the store alone (:class:`Lookups`: read-only runners, told the actions that failed
+   transiently in this run): every row whose actions the store has is settled (added to the stage's columns, or
+   dropped with why); the others wait (:class:`Waiting`), with the actions or target runs they miss, by vendor, and
+   what the chunk made for them;
+2. on the driver, the missing actions of every chunk run on the executor where params.yaml places the vendor's tools
+   (a target run's later steps as soon as its earlier ones succeed);
+3. on the workers again, the rows that waited, given what the first pass made for them.
+
+The drops go to the stage's output, and its run report gets the actions (the distinct keys found in the store,
+wherever they were looked up, and the runs) and the tools' time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import polars as pl
+
+from cass.engine.actions import Action, ActionCounts, ActionRunner, Outcome, stage_runner
+from cass.engine.stage_work import StageWork
+from cass.engine.targets import TargetRun, run_targets
+from store import Store
+from toolchains import Toolchain
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A row the store could not settle: what it misses by vendor (actions, or target runs at their next step), and
+    what the first pass made for it (handed to the second pass, which does not make it again)."""
+
+    missing: Mapping[str, list[Action] | list[TargetRun]]
+    carry: Any = None
+
+
+@dataclass
+class Settled:
+    """A chunk as the engine settles it: the columns the stage adds for the rows it settled, the rows it drops
+    (identity, reason, detail), the rows that wait (sample id -> :class:`Waiting`), and the store lookups of the
+    first pass (the keys found, by vendor; the damaged outputs set aside). A stage subclasses it for what else its
+    chunks count."""
+
+    added: list[dict] = field(default_factory=list)
+    dropped: list[tuple[dict, str, str]] = field(default_factory=list)
+    unsettled: dict[str, Waiting] = field(default_factory=dict)
+    found: dict[str, set[str]] = field(default_factory=dict)
+    corrupt: int = 0
+
+    def wait(self, sample: str, missing: Mapping[str, list[Action] | list[TargetRun]], carry: Any = None) -> None:
+        """``sample`` waits for the actions (or target runs) ``missing``, by vendor; ``carry``: what the second pass
+        gets for it."""
+        self.unsettled[sample] = Waiting(missing, carry)
+
+
+class Lookups:
+    """A chunk's view of the store (on a worker: nothing runs a tool): read-only runners per vendor, told the actions
+    that failed transiently in this stage run."""
+
+    def __init__(self, store: Store, vendors: tuple[str, ...], transients: Mapping[str, str]):
+        self.store = store
+        self.runners = {vendor: ActionRunner(store, None, timeout_s=0) for vendor in vendors}
+        for runner in self.runners.values():
+            runner.transients.update(transients)
+
+    def outcomes(self, vendor: str, actions: list[Action]) -> dict[str, Outcome]:
+        """The outcomes the store (or this run's transient failures) has for ``actions``, by key; a miss has none."""
+        return self.runners[vendor].run(actions, desc=f"{vendor} (store)")
+
+    def advance(self, toolchain: Toolchain, runs: list[TargetRun]) -> None:
+        """Every target run as far as the store's records go (one left ``pending`` needs an action run)."""
+        run_targets(toolchain, self.runners[toolchain.vendor], runs)
+
+
+ChunkWork = Callable[..., Settled]
+"""``work(rows, carried, lookups, *args)``: a chunk of rows settled as far as ``lookups`` go. ``carried`` is None in
+the first pass; in the second, what the first made for each waiting row (sample id -> its ``carry``), and ``rows``
+are those rows. A module-level function whose arguments pickle (it runs on the stage's workers)."""
+
+
+def settle_chunk(part: tuple[pl.DataFrame, dict[str, Waiting] | None], work: ChunkWork, store_root: str,
+                 vendors: tuple[str, ...], args: tuple, transients: dict[str, str]) -> Settled:
+    """One chunk through ``work`` on a worker; the first pass's lookups are kept (the second only repeats them)."""
+    rows, waiting = part
+    lookups = Lookups(Store(store_root), vendors, transients)
+    chunk = work(rows, None if waiting is None else {sample: w.carry for sample, w in waiting.items()}, lookups, *args)
+    if waiting is None:
+        chunk.found = {vendor: set(runner.found) for vendor, runner in lookups.runners.items()}
+        chunk.corrupt = len(lookups.store.corrupt_found)
+    return chunk
+
+
+class StageRun(Protocol):
+    """What the engine needs of a stage (:class:`cass.pipeline.context.Stage`)."""
+
+    name: str
+    params: dict
+    store: Store
+    work: StageWork
+
+
+class Drops(Protocol):
+    """A stage's output (``StageOutput``): its drops and its run report."""
+
+    run: dict
+
+    def drop(self, row: dict, reason: str, detail: str = "") -> None: ...
+
+
+@dataclass(frozen=True)
+class SettledRows:
+    """A stage's settled chunks: the first pass's in chunk order, then the second's."""
+
+    chunks: list[Settled]
+
+    @property
+    def added(self) -> list[dict]:
+        """The stage's columns for every row it keeps (a dict per row, with its ``sample_id``)."""
+        return [row for chunk in self.chunks for row in chunk.added]
+
+
+def settle(stage: StageRun, out: Drops, rows: pl.DataFrame, toolchains: Mapping[str, Toolchain], timeout_s: float,
+           work: ChunkWork, *args: object) -> SettledRows:
+    """``rows`` settled by ``work`` in the two passes, the actions planned with ``toolchains`` (by vendor, as
+    :func:`cass.engine.actions.pipeline_toolchains` gives them) and missed ones run where params.yaml places them
+    (``timeout_s`` each); the drops recorded in ``out``, and the actions and tool time in its run report."""
+    vendors = tuple(toolchains)
+    runners = {vendor: stage_runner(stage.store, tc, stage.params, timeout_s) for vendor, tc in toolchains.items()}
+
+    def run_misses(chunks: list[Settled]) -> dict[str, str]:
+        for vendor, runner in runners.items():
+            missing = [m for chunk in chunks for w in chunk.unsettled.values() for m in w.missing.get(vendor, ())]
+            if runs := [m for m in missing if isinstance(m, TargetRun)]:
+                run_targets(toolchains[vendor], runner, runs)
+            if actions := [m for m in missing if isinstance(m, Action)]:
+                tools = "+".join(sorted({a.step.tool for a in actions}))
+                runner.run(actions, desc=f"{stage.name}: {vendor} {tools}")
+        return {key: why for runner in runners.values() for key, why in runner.transients.items()}
+
+    chunks = stage.work.settle(settle_chunk, rows, run_misses, work, str(stage.store.root), vendors, args)
+    merge(out, chunks, runners)
+    return SettledRows(chunks)
+
+
+def merge(out: Drops, chunks: list[Settled], runners: Mapping[str, ActionRunner]) -> None:
+    """The ``chunks``' drops recorded in ``out``; their lookups in the driver's ``runners``' counts (hits: the
+    distinct keys found here or on a worker; the damaged outputs the workers set aside, on the first runner), and the
+    runners' actions and time in ``out``'s run report."""
+    for chunk in chunks:
+        for identity, reason, detail in chunk.dropped:
+            out.drop(identity, reason, detail)
+    for vendor, runner in runners.items():
+        runner.counts.hits = len(runner.found.union(*(chunk.found.get(vendor, ()) for chunk in chunks)))
+    next(iter(runners.values())).counts.corrupt += sum(chunk.corrupt for chunk in chunks)
+    out.run.update(run_metrics(runners))
+
+
+def run_metrics(runners: Mapping[str, ActionRunner]) -> dict:
+    """The run report's actions and tool time: one vendor's as they are; several vendors' summed, and each apart."""
+    if len(runners) == 1:
+        runner = next(iter(runners.values()))
+        return {"actions": runner.counts.as_dict(), **runner.time_metrics()}
+    times = {vendor: runner.time_metrics() for vendor, runner in runners.items()}
+    return {"actions": sum((r.counts for r in runners.values()), ActionCounts()).as_dict(),
+            **{k: round(sum(t[k] for t in times.values()), 3) for k in ("tool_jobs", "tool_cpu_s", "tool_wall_s")},
+            "actions_by_vendor": {vendor: runner.counts.as_dict() for vendor, runner in runners.items()},
+            "by_vendor": times}
