@@ -136,7 +136,7 @@ def build(project: Path) -> list[dict]:
 
 
 WORKER_LOOKUPS = ("hipify", "compile_nvidia", "repair", "compile_amd", "branch_parity", "normalize", "tokens")
-"""Stages whose workers look their actions up (:meth:`cass.engine.stage_work.StageWork.settle`, the repair and token
+"""Stages whose workers look their actions up (:mod:`cass.engine.settle`, the repair and token
 caches): the lookups a real build adds there are spread work, any other stage's stay on the driver."""
 
 

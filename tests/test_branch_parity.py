@@ -131,8 +131,10 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
 
     first = settle_chunk((rows, None), *args, {})
     assert first.added == [] and list(first.unsettled) == ["s"] and first.found == {"nvidia": set(), "amd": set()}
-    waiting = {vendor: actions[0] for vendor, actions in first.unsettled["s"].missing.items()}
-    assert [a.vendor for a in waiting.values()] == ["nvidia", "amd"]
+    missing = first.unsettled["s"].missing
+    assert {vendor: [a.vendor for a in actions] for vendor, actions in missing.items()} == {
+        "nvidia": ["nvidia"], "amd": ["amd"]}   # one preprocessing run a side, each under its own vendor
+    waiting = {vendor: actions[0] for vendor, actions in missing.items()}
     runner.run([waiting["amd"]], desc="preprocess")
     assert list(settle_chunk((rows, first.unsettled), *args, {}).unsettled) == ["s"]   # still one side to run
     told = settle_chunk((rows, first.unsettled), *args, {waiting["nvidia"].key: "killed by signal 9"})

@@ -130,6 +130,8 @@ def settle(stage: StageRun, out: Drops, rows: pl.DataFrame, toolchains: Mapping[
     """``rows`` settled by ``work`` in the two passes, the actions planned with ``toolchains`` (by vendor, as
     :func:`cass.engine.actions.pipeline_toolchains` gives them) and missed ones run where params.yaml places them
     (``timeout_s`` each); the drops recorded in ``out``, and the actions and tool time in its run report."""
+    if strays := [f"{name}: {tc.vendor}" for name, tc in toolchains.items() if name != tc.vendor]:
+        raise ValueError(f"stage {stage.name}: toolchains must be given by their vendor ({', '.join(strays)})")
     vendors = tuple(toolchains)
     runners = {vendor: stage_runner(stage.store, tc, stage.params, timeout_s) for vendor, tc in toolchains.items()}
 
@@ -139,25 +141,28 @@ def settle(stage: StageRun, out: Drops, rows: pl.DataFrame, toolchains: Mapping[
             if runs := [m for m in missing if isinstance(m, TargetRun)]:
                 run_targets(toolchains[vendor], runner, runs)
             if actions := [m for m in missing if isinstance(m, Action)]:
-                tools = "+".join(sorted({a.step.tool for a in actions}))
-                runner.run(actions, desc=f"{stage.name}: {vendor} {tools}")
+                runner.run(actions, desc=f"{vendor} {'+'.join(sorted({a.step.tool for a in actions}))}")
         return {key: why for runner in runners.values() for key, why in runner.transients.items()}
 
-    chunks = stage.work.settle(settle_chunk, rows, run_misses, work, str(stage.store.root), vendors, args)
+    chunks = stage.work.settle(settle_chunk, rows, run_misses, work, str(stage.store.root), vendors, args,
+                               name=f"{stage.name} ({work.__name__})")
     merge(out, chunks, runners)
     return SettledRows(chunks)
 
 
 def merge(out: Drops, chunks: list[Settled], runners: Mapping[str, ActionRunner]) -> None:
     """The ``chunks``' drops recorded in ``out``; their lookups in the driver's ``runners``' counts (hits: the
-    distinct keys found here or on a worker; the damaged outputs the workers set aside, on the first runner), and the
-    runners' actions and time in ``out``'s run report."""
+    distinct keys found here or on a worker; the damaged outputs set aside here or on the workers, on the first
+    runner: the runners share one store), and the runners' actions and time in ``out``'s run report."""
     for chunk in chunks:
         for identity, reason, detail in chunk.dropped:
             out.drop(identity, reason, detail)
     for vendor, runner in runners.items():
         runner.counts.hits = len(runner.found.union(*(chunk.found.get(vendor, ()) for chunk in chunks)))
-    next(iter(runners.values())).counts.corrupt += sum(chunk.corrupt for chunk in chunks)
+    # the runners share the stage's store: the damaged outputs their lookups set aside are counted once
+    found_here = max(runner.counts.corrupt for runner in runners.values())
+    for number, runner in enumerate(runners.values()):
+        runner.counts.corrupt = found_here + sum(chunk.corrupt for chunk in chunks) if number == 0 else 0
     out.run.update(run_metrics(runners))
 
 

@@ -12,9 +12,9 @@ than the tools do on many hosts (bench/scale.py). Two places run it, behind :cla
   paths, so it must mount the store and the project where the driver does; one that cannot see them fails the item
   saying so.
 
-A tool stage settles its rows in two passes around the driver's tool runs (:meth:`StageWork.settle`): the workers
-plan and look up a chunk's actions and make the rows the store has everything for; the driver runs only the
-actions the store lacks; then the workers make the rows that waited for them.
+A tool stage settles its rows in two passes around the driver's tool runs (:meth:`StageWork.settle`, run by
+:mod:`cass.engine.settle`): the workers plan and look up a chunk's actions and make the rows the store has everything
+for; the driver runs only the actions the store lacks; then the workers make the rows that waited for them.
 
 ``work`` is a module-level function whose arguments pickle (paths as strings: a stage host works in the driver's
 project folder, so relative ones hold there too; it refuses items if its code is not the driver's). At most two items
@@ -175,9 +175,10 @@ class StageWork(ABC):
         """Workers for a map of ``items`` items (None: not known); None: run them in this process."""
 
     def map(self, work: Callable[..., Result], items: Iterable[Item], *args: object, count: int | None = None,
-            label: Callable[[Item], str] | None = None) -> Iterator[Result]:
+            label: Callable[[Item], str] | None = None, name: str | None = None) -> Iterator[Result]:
         """``work(item, *args)`` for every item, in the items' order (``count``: how many, if known; ``label``: what
-        an error calls an item, by default its number)."""
+        an error calls an item, by default its number; ``name``: what it calls the work, by default its function's
+        name)."""
         try:
             with self.pool(count) as pool:
                 pending: deque[tuple[str, Pending]] = deque()
@@ -185,21 +186,21 @@ class StageWork(ABC):
                     pending.append((label(item) if label else f"item {number} of its map",
                                     InProcess(work, item, args) if pool is None else pool.submit(work, item, args)))
                     if len(pending) >= 2 * (pool.slots if pool else 1):
-                        yield self._take(pending, work)
+                        yield self._take(pending, name or work.__name__)
                 while pending:
-                    yield self._take(pending, work)
+                    yield self._take(pending, name or work.__name__)
         finally:
             if self.report is not None:
                 write_json(self.report, {"where": self.where, **self.tally.as_dict()})
 
-    def _take(self, pending: deque[tuple[str, Pending]], work: Callable) -> Any:
+    def _take(self, pending: deque[tuple[str, Pending]], work: str) -> Any:
         name, future = pending.popleft()
         try:
             done = future.result()
         except Exception as exc:
             for _, other in pending:   # the items not started yet are not worked on
                 other.cancel()
-            raise RuntimeError(f"{work.__name__} failed on {name} ({self.where}): {exc}") from exc
+            raise RuntimeError(f"{work} failed on {name} ({self.where}): {exc}") from exc
         self.tally.add(done)
         self.keys |= done.keys
         return done.result
@@ -210,21 +211,22 @@ class StageWork(ABC):
         return self.map(work, rows.iter_slices(chunk_rows), *args, count=-(-rows.height // chunk_rows))
 
     def settle(self, work: Callable[..., Settling], rows: pl.DataFrame,
-               run_misses: Callable[[list], dict[str, str]], *args: object) -> list:
-        """A tool stage's rows in two passes over the workers. First ``work((chunk, None), *args, {})`` per chunk
-        settles every row whose actions the store has and returns the others in ``unsettled`` (sample id -> what it
-        made for them, such as their actions); then ``run_misses(results)`` runs those actions here on the executor
-        and returns the keys that failed transiently (with why); then ``work((their rows, their unsettled), *args,
-        transients)`` settles them. The first pass's results in chunk order, then the second's."""
+               run_misses: Callable[[list], dict[str, str]], *args: object, name: str | None = None) -> list:
+        """Rows in two passes over the workers (a tool stage's: :mod:`cass.engine.settle` gives the ``work``). First
+        ``work((chunk, None), *args, {})`` per chunk settles every row it can and returns the others in
+        ``unsettled`` (by sample id, what the row waits for and what the pass made for it); then
+        ``run_misses(results)`` runs what they wait for here and returns the keys that failed transiently (with why);
+        then ``work((their rows, their unsettled), *args, transients)`` settles them. The first pass's results in
+        chunk order, then the second's. ``name``: what errors call the work, by default its function's name."""
+        name = name or work.__name__
         slices = list(rows.iter_slices(CHUNK_ROWS))
-        first = list(self.map(work, ((part, None) for part in slices), *args, {}, count=len(slices)))
+        first = list(self.map(work, ((part, None) for part in slices), *args, {}, count=len(slices), name=name))
         transients = run_misses(first)
         waiting = [(part.filter(pl.col("sample_id").is_in(list(done.unsettled))), done.unsettled)
                    for part, done in zip(slices, first, strict=True) if done.unsettled]
-        second = list(self.map(work, waiting, *args, transients, count=len(waiting)))
+        second = list(self.map(work, waiting, *args, transients, count=len(waiting), name=name))
         if lost := [sample for done in second for sample in done.unsettled]:
-            raise RuntimeError(f"{work.__name__}: {lost[0]} still needs an action after the executor ran every miss "
-                               "(a bug)")
+            raise RuntimeError(f"{name}: {lost[0]} still needs an action after the executor ran every miss (a bug)")
         return first + second
 
     def write_shards(self, make: Callable[..., pl.DataFrame], parts: Iterable[Item], count: int, folder: Path,
