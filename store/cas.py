@@ -223,11 +223,6 @@ class Store:
 
     # -- action cache ----------------------------------------------------------------------
 
-    @staticmethod
-    def action_key(action: Mapping) -> str:
-        """Digest of the canonical encoding of an action description plus the schema version."""
-        return digest_bytes(canonical_json({"schema": SCHEMA_VERSION, "action": action}))
-
     def _action_path(self, key: str) -> Path:
         return self._actions / key[:2] / key[2:]
 

@@ -13,7 +13,7 @@ import pytest
 
 from cass.engine.cached import CachedMap
 from cass.engine.stage_work import LocalWork
-from store import tracking
+from store import ActionSpec, tracking
 
 
 def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
@@ -24,16 +24,16 @@ def test_only_the_misses_are_computed_and_each_is_recorded_as_it_comes(store):
             computed.append(n)
             yield n, {"value": str(2 * n).encode()}
 
-    keys = {n: store.action_key({"test": "double", "n": n}) for n in range(4)}
+    actions = {n: ActionSpec("cass", "double", None, env={"n": n}) for n in range(4)}
     first = CachedMap(store)
-    first.map({n: keys[n] for n in (0, 1)}, double)
+    first.map({n: actions[n] for n in (0, 1)}, double)
     assert computed == [0, 1] and first.counts() == {"hits": 0, "misses": 2}
 
     again = CachedMap(store)
     with tracking() as used:
-        records = again.map(keys, double)
+        records = again.map(actions, double)
     assert computed == [0, 1, 2, 3]   # 0 and 1 came from the store
-    assert again.counts() == {"hits": 2, "misses": 2} and used == set(keys.values())
+    assert again.counts() == {"hits": 2, "misses": 2} and used == {a.key for a in actions.values()}
     assert {n: store.get_text(r.outputs["value"]) for n, r in records.items()} == {0: "0", 1: "2", 2: "4", 3: "6"}
 
 
@@ -44,24 +44,24 @@ def test_an_interrupted_computation_keeps_what_it_finished(store):
                 raise KeyboardInterrupt
             yield n, {"value": b"x"}
 
-    keys = {n: store.action_key({"test": "interrupted", "n": n}) for n in range(4)}
+    actions = {n: ActionSpec("cass", "interrupted", None, env={"n": n}) for n in range(4)}
     with pytest.raises(KeyboardInterrupt):
-        CachedMap(store).map(keys, fails_at_two)
+        CachedMap(store).map(actions, fails_at_two)
     rerun = CachedMap(store)
-    rerun.map(keys, lambda items: [(n, {"value": b"y"}) for n in items])
+    rerun.map(actions, lambda items: [(n, {"value": b"y"}) for n in items])
     assert rerun.counts() == {"hits": 2, "misses": 2}   # 0 and 1 were recorded before the interruption
 
 
 def test_an_item_the_computation_skips_is_an_error_not_a_silent_gap(store):
-    keys = {n: store.action_key({"test": "skips", "n": n}) for n in range(3)}
+    actions = {n: ActionSpec("cass", "skips", None, env={"n": n}) for n in range(3)}
     with pytest.raises(ValueError, match="1 of 3 items got no result"):
-        CachedMap(store).map(keys, lambda items: [(n, {"value": b"v"}) for n in items if n != 1])
+        CachedMap(store).map(actions, lambda items: [(n, {"value": b"v"}) for n in items if n != 1])
 
 
 def test_a_result_without_an_error_stream_records_none(store):
     cache = CachedMap(store)
-    with_stream = cache.record(store.action_key({"test": "stream"}), {"value": b"v"}, stderr=b"warning\n")
-    without = cache.record(store.action_key({"test": "none"}), {"value": b"v"}, stderr=None)
+    with_stream = cache.record(ActionSpec("cass", "stream", None), {"value": b"v"}, stderr=b"warning\n")
+    without = cache.record(ActionSpec("cass", "none", None), {"value": b"v"}, stderr=None)
     assert store.get_text(with_stream.stderr) == "warning\n" and without.stderr == ""
 
 

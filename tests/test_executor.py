@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cass.engine.actions import Action, ActionRunner
-from store import Store
+from store import ActionSpec
 from toolchains import Step
 from toolchains.executor import Job, LocalExecutor
 from toolchains.launchers import HostLauncher
@@ -131,8 +131,8 @@ def test_follow_up_jobs_start_while_earlier_jobs_still_run(executor, tmp_path):
 
 def shell_action(store, script: str, inputs: dict[str, bytes]) -> Action:
     step = Step("sh", ("-c", script), ())
-    frozen = tuple(sorted((name, store.put(data)) for name, data in inputs.items()))
-    return Action("shell", step, frozen, Store.action_key({"script": script, "inputs": frozen}), "sh")
+    return Action(step, ActionSpec("shell", "sh", "sh", step.args, {name: store.put(data) for name, data in
+                                                                     inputs.items()}))
 
 
 def test_runner_starts_the_largest_inputs_first_and_runs_follow_ups(tmp_path, store):

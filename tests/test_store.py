@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
 from cass.pipeline.memo import Memo
-from store import ActionRecord, CorruptObjectError, MissingObjectError, Store, digest_bytes, tracking
+from store import (
+    ActionRecord,
+    ActionSpec,
+    CorruptObjectError,
+    MissingObjectError,
+    Store,
+    action_key,
+    digest_bytes,
+    tracking,
+)
 
 
 def test_put_get_roundtrip_is_keyed_by_blake3(store):
@@ -45,18 +55,30 @@ def test_verify_reports_truncated_objects(store):
     assert store.has(good)
 
 
-def test_action_key_is_canonical_and_sensitive_to_every_field():
-    a = {"tool": "nvcc", "args": ["-arch=sm_89"], "inputs": [["k.cu", "00"]]}
-    b = {"inputs": [["k.cu", "00"]], "args": ["-arch=sm_89"], "tool": "nvcc"}
-    assert Store.action_key(a) == Store.action_key(b)
-    assert Store.action_key(a) != Store.action_key({**a, "args": ["-arch=sm_80"]})
-    assert Store.action_key(a) != Store.action_key({**a, "inputs": [["k.cu", "01"]]})
+def test_an_action_s_key_comes_from_its_description_alone_and_changes_with_every_field():
+    a = ActionSpec("nvidia", "nvcc", "fp", ("-arch=sm_89",), {"k.cu": "00", "h.h": "01"}, ("k.o",))
+    b = ActionSpec("nvidia", "nvcc", "fp", ["-arch=sm_89"], [("h.h", "01"), ("k.cu", "00")], ["k.o"])
+    assert a.key == b.key == action_key(a)   # the inputs in any order
+    for changed in (replace(a, vendor="amd"), replace(a, tool="ptxas"), replace(a, toolchain="fp2"),
+                    replace(a, args=("-arch=sm_80",)), replace(a, inputs={"k.cu": "02", "h.h": "01"}),
+                    replace(a, inputs={"k2.cu": "00", "h.h": "01"}), replace(a, outputs=("k.s",)),
+                    replace(a, stdout_as="k.o"), replace(a, env={"limits": 1})):
+        assert changed.key != a.key, changed
+    # a tool run keeps the key the actions had before the schema (5ed59bf's `plan`): no compile is redone for it
+    assert a.key == "71c9fa99723cbcd5c8acfe001e56b0a2bbe34bc11569381e4fe70d07a718e22c"
+    with pytest.raises(ValueError, match="two inputs share a name"):
+        ActionSpec("cass", "t", None, inputs=[("a", "01"), ("a", "02")])
+
+
+def action(**env) -> ActionSpec:
+    """An action of these tests, told apart by ``env``."""
+    return ActionSpec("cass", "test", None, env=env)
 
 
 def test_action_record_needs_its_blobs_and_lookup_checks_them(store):
     out = store.put(b"asm")
     err = store.put(b"")
-    key = Store.action_key({"x": 1})
+    key = action(x=1).key
     with pytest.raises(MissingObjectError):
         store.record(key, ActionRecord("ok", 0, {"out.s": "cd" * 32}, err))
     store.record(key, ActionRecord("ok", 0, {"out.s": out}, err))
@@ -96,7 +118,7 @@ def _write_everything(root: str) -> None:
     s = Store(root)
     for i in range(300):
         digest = s.put(f"blob {i}".encode() * 50)
-        s.record(Store.action_key({"i": i}), ActionRecord("ok", 0, {"out": digest}, s.put(b"")))
+        s.record(action(i=i).key, ActionRecord("ok", 0, {"out": digest}, s.put(b"")))
 
 
 def test_two_processes_writing_one_store_leave_it_valid(tmp_path):
@@ -111,14 +133,14 @@ def test_two_processes_writing_one_store_leave_it_valid(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0]
     s = Store(tmp_path / "s")
     assert s.verify() == []
-    assert all(s.lookup(Store.action_key({"i": i})) is not None for i in range(300))
+    assert all(s.lookup(action(i=i).key) is not None for i in range(300))
     assert s.stats().objects == 301
 
 
 def test_packs_round_trip_into_an_empty_store(store, tmp_path):
     digests = {store.put(f"object {i}".encode()) for i in range(40)}
     err = store.put(b"warning: x")
-    key = Store.action_key({"tool": "nvcc"})
+    key = action(tool="nvcc").key
     store.record(key, ActionRecord("ok", 0, {"out": sorted(digests)[0]}, err))
     packs = tmp_path / "packs"
     first = store.write_packs(packs, digests | {err}, {key}, prefix_len=1)
@@ -135,7 +157,7 @@ def test_packs_round_trip_into_an_empty_store(store, tmp_path):
 def test_gc_removes_only_what_is_not_live(store):
     live = store.put(b"live")
     dead = store.put(b"dead")
-    key_live, key_dead = Store.action_key({"k": 1}), Store.action_key({"k": 2})
+    key_live, key_dead = action(k=1).key, action(k=2).key
     store.record(key_live, ActionRecord("ok", 0, {"o": live}, live))
     store.record(key_dead, ActionRecord("ok", 0, {"o": dead}, dead))
     result = store.gc({live}, {key_live})
@@ -145,7 +167,7 @@ def test_gc_removes_only_what_is_not_live(store):
 
 def test_a_rewritten_record_rewrites_its_pack(store, tmp_path):
     out = store.put(b"out")
-    key = Store.action_key({"k": "rewritten"})
+    key = action(k="rewritten").key
     store.record(key, ActionRecord("ok", 0, {"o": out}, out))
     packs = tmp_path / "packs"
     store.write_packs(packs, {out}, {key}, prefix_len=1)

@@ -11,7 +11,7 @@ import polars as pl
 
 from cass.dedup.minhash import MinHashParams, signatures_parallel
 from cass.engine.cached import CachedMap
-from store import Store
+from store import ActionSpec, Store
 
 REMOVED_SCHEMA = {"sample_id": pl.String, "origin": pl.String, "path": pl.String, "reason": pl.String,
                   "cluster": pl.Int64, "kept_sample_id": pl.String, "kept": pl.String, "similarity": pl.Float64}
@@ -29,7 +29,8 @@ def cached_signatures(store: Store, texts: dict[str, str], params: MinHashParams
         computed = signatures_parallel([texts[d] for d in missing], params, workers)
         return ((d, {"signature": sig.tobytes()}) for d, sig in zip(missing, computed, strict=True))
 
-    records = cache.map({d: Store.action_key({"tool": "minhash", **spec, "input": d}) for d in texts}, compute)
+    records = cache.map({d: ActionSpec("cass", "minhash", spec, inputs={"text": d}, outputs=("signature",))
+                         for d in texts}, compute)
     found = {d: np.frombuffer(store.get(r.outputs["signature"]), dtype=np.uint32) for d, r in records.items()}
     return found, cache.misses
 

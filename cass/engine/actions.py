@@ -1,8 +1,8 @@
 """Cached tool runs: action keys, store lookups, and executing only the misses.
 
-An action is one :class:`toolchains.Step` applied to named input blobs. Its key is the BLAKE3
-digest of the canonical description (tool, arguments, expected outputs, the tool's toolchain
-fingerprint, the input names and digests; the store adds its schema version). A hit costs one
+An action is one :class:`toolchains.Step` applied to named input blobs, described as every cached result is
+(:class:`store.ActionSpec`: the vendor, the tool and its toolchain's fingerprint, the arguments, the input names and
+digests, the outputs kept), which alone derives its key. A hit costs one
 lookup; a miss is sent to the executor with the input bytes, and its outputs, its stderr and
 then its record are written to the store. Transient failures are returned but never recorded.
 Misses start largest inputs first (input size stands in for a job's length, so the longest jobs
@@ -26,19 +26,32 @@ from tqdm import tqdm
 
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
-from store import ActionRecord, CorruptObjectError, MissingObjectError, Store
+from store import ActionRecord, ActionSpec, CorruptObjectError, MissingObjectError, Store
 from toolchains import Executor, Job, JobResult, Step, Toolchain
 
 
 @dataclass(frozen=True)
 class Action:
-    """A step bound to its inputs (name -> digest) and the toolchain that runs it."""
+    """A step bound to its inputs and the toolchain that runs it, described by ``spec`` (which derives its key)."""
 
-    vendor: str
     step: Step
-    inputs: tuple[tuple[str, str], ...]
-    key: str
-    fingerprint: str
+    spec: ActionSpec
+
+    @property
+    def vendor(self) -> str:
+        return self.spec.vendor
+
+    @property
+    def inputs(self) -> tuple[tuple[str, str], ...]:
+        return self.spec.inputs
+
+    @property
+    def fingerprint(self) -> str:
+        return self.spec.toolchain
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
 
 
 @dataclass(frozen=True)
@@ -54,19 +67,9 @@ class Outcome:
 
 
 def plan(toolchain: Toolchain, step: Step, inputs: Mapping[str, str]) -> Action:
-    """Bind ``step`` to its inputs and compute its action key."""
-    frozen = tuple(sorted(inputs.items()))
-    fingerprint = toolchain.fingerprint(step.tool)
-    description = {
-        "vendor": toolchain.vendor,
-        "tool": step.tool,
-        "args": list(step.args),
-        "outputs": list(step.outputs),
-        "stdout_as": step.stdout_as,
-        "toolchain": fingerprint,
-        "inputs": [list(p) for p in frozen],
-    }
-    return Action(toolchain.vendor, step, frozen, Store.action_key(description), fingerprint)
+    """Bind ``step`` to its inputs, described as its toolchain runs it."""
+    return Action(step, ActionSpec(toolchain.vendor, step.tool, toolchain.fingerprint(step.tool), step.args, inputs,
+                                   step.outputs, step.stdout_as))
 
 
 @dataclass
@@ -161,7 +164,7 @@ class ActionRunner:
                         continue   # running: its follow-ups come when it finishes
                     if (transient := self.transients.get(action.key)) is not None:
                         outcomes[action.key] = Outcome(None, transient)
-                    elif (record := self.cache.lookup(action.key)) is None:
+                    elif (record := self.cache.lookup(action.spec)) is None:
                         queued.add(action.key)
                         if self.executor is not None:
                             misses.append((action, self.job(action)))
@@ -207,7 +210,7 @@ class ActionRunner:
             return Outcome(None, result.transient)
         self.counts.misses += 1
         ok = result.exit_code == 0 and set(action.step.outputs) <= set(result.outputs)   # and optional ones
-        return Outcome(self.cache.record(action.key, result.outputs, "ok" if ok else "failed", result.exit_code,
+        return Outcome(self.cache.record(action.spec, result.outputs, "ok" if ok else "failed", result.exit_code,
                                          result.stderr))
 
     def time_metrics(self) -> dict:

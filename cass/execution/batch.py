@@ -81,7 +81,7 @@ def merge_batches(folder: Path, batches: list[Path]) -> int:
 
 def not_recorded(store: Store, planned: set[ProgramRun], recorded: ExecutionHost) -> set[ProgramRun]:
     """The planned runs the store holds no result of for the ``recorded`` host (what a new batch must run)."""
-    return planned - set(CachedMap(store).split({r: r.action(recorded.host).key for r in planned})[0])
+    return planned - set(CachedMap(store).split({r: r.action(recorded.host).spec for r in planned})[0])
 
 
 def export_batch(store: Store, params: dict, folder: Path, placement: Placement,

@@ -27,7 +27,7 @@ from cass.engine.placement import Placement, cluster_at
 from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
 from cass.execution.hosts import ExecutionHost
 from hosts.gpu import RunHost, launcher_for
-from store import Store
+from store import ActionSpec, Store
 from toolchains import LocalExecutor, Step, Toolchain
 from toolchains.language import is_opencl
 from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
@@ -215,12 +215,10 @@ def run_plan(row: dict, params: dict) -> tuple[list[Invocation], ProgramLimits]:
 def run_action(host: RunHost, limits: ProgramLimits, binary: str, run: int,
                invocation: Invocation) -> Action:
     """Run number ``run`` of ``binary`` on ``host`` under ``limits`` as ``invocation`` says, as an action."""
-    inputs = ((invocation.tool, binary), *invocation.inputs)
-    description = {"vendor": "gpu", "tool": invocation.tool, "runner": RUNNER_VERSION, "host": host.fingerprint(),
-                   "limits": asdict(limits), "args": list(invocation.args),
-                   "inputs": [list(i) for i in inputs], "outputs": list(PROGRAM_OUTPUTS), "run": run}
-    return Action("gpu", Step(invocation.tool, invocation.args, PROGRAM_OUTPUTS, stdout_as="stdout"), inputs,
-                  Store.action_key(description), host.fingerprint())
+    step = Step(invocation.tool, invocation.args, PROGRAM_OUTPUTS, stdout_as="stdout")
+    return Action(step, ActionSpec("gpu", invocation.tool, host.fingerprint(), invocation.args,
+                                   ((invocation.tool, binary), *invocation.inputs), PROGRAM_OUTPUTS, "stdout",
+                                   {"runner": RUNNER_VERSION, "limits": asdict(limits), "run": run}))
 
 
 @dataclass(frozen=True)
@@ -278,7 +276,7 @@ def run_programs(store: Store, host: ExecutionHost, planned: set[ProgramRun], wo
             outcomes |= runner.run([a for r, a in actions.items() if r.limits == limits], desc=f"run on {host.name}")
             counts.update({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
     else:
-        recorded, missing = CachedMap(store).split({a.key: a.key for a in actions.values()})
+        recorded, missing = CachedMap(store).split({a.key: a.spec for a in actions.values()})
         outcomes = {key: Outcome(record) for key, record in recorded.items()}
         counts.update(hits=len(recorded), not_recorded=len(missing))
     found = {run: (o if (o := outcomes.get(action.key)) and o.record else None) for run, action in actions.items()}

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from cass.engine.cached import CachedMap
 from cass.models.backends import Backend, Messages, Sampling
-from store import Store
+from store import ActionSpec, Store, canonical_json, digest_bytes
 
 COMPLETION_TOOL = "generate"
 """The tool name in every completion key (the stage that first made them): the same request is the same action,
@@ -23,10 +23,12 @@ GENERATOR_VERSION = 1
 FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
-def completion_key(identity: dict, messages: Messages, sampling: Sampling, sample: int) -> str:
+def completion_action(identity: dict, messages: Messages, sampling: Sampling, sample: int) -> ActionSpec:
+    """Sample ``sample`` of a model's completion of ``messages`` (the prompt by the digest of its canonical JSON)."""
     drawn = {k: v for k, v in sampling.describe().items() if k != "samples"}   # one more sample keeps the others
-    return Store.action_key({"tool": COMPLETION_TOOL, "version": GENERATOR_VERSION, "model": identity,
-                             "messages": messages, "sampling": drawn, "sample": sample})
+    return ActionSpec("model", COMPLETION_TOOL, {"generator": GENERATOR_VERSION, "model": identity},
+                      inputs={"messages": digest_bytes(canonical_json(messages))}, outputs=("completion",),
+                      env={"sampling": drawn, "sample": sample})
 
 
 def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Messages], sampling: Sampling,
@@ -39,16 +41,16 @@ def complete_all(store: Store, backend: Backend, asked: dict[tuple[str, str], Me
     cache = CachedMap(store)
     lock = threading.Lock()   # the HTTP backend finishes completions on its threads
     for sample in range(sampling.samples):
-        keys = {k: completion_key(backend.identity, m, sampling, sample) for k, m in asked.items()}
-        found, missing = cache.split(keys)
+        actions = {k: completion_action(backend.identity, m, sampling, sample) for k, m in asked.items()}
+        found, missing = cache.split(actions)
         texts.update({(*k, sample): store.get_text(r.outputs["completion"]) for k, r in found.items()})
         if not missing:
             continue
         bar = tqdm(total=len(missing), desc=f"{label} sample {sample + 1}/{sampling.samples}", unit="prompt")
 
-        def done(index: int, text: str, missing=missing, keys=keys, sample=sample, bar=bar) -> None:
+        def done(index: int, text: str, missing=missing, actions=actions, sample=sample, bar=bar) -> None:
             k = missing[index]
-            cache.record(keys[k], {"completion": text.encode()})
+            cache.record(actions[k], {"completion": text.encode()})
             with lock:
                 texts[(*k, sample)] = text
                 bar.update()

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from cass.engine.cached import CachedMap
-from store import Store, canonical_json, digest_bytes
+from store import ActionSpec, Store, canonical_json, digest_bytes
 
 
 class Memo:
@@ -24,8 +24,8 @@ class Memo:
         self.settings = dict(settings)
         self.cache = CachedMap(store)
 
-    def _key(self, text_digest: str) -> str:
-        return Store.action_key({"memo": self.name, "settings": self.settings, "text": text_digest})
+    def _action(self, text_digest: str) -> ActionSpec:
+        return ActionSpec("cass", f"memo:{self.name}", self.settings, inputs={"text": text_digest}, outputs=("value",))
 
     def map(self, texts: Sequence[str], compute: Callable[[list[str]], list]) -> list:
         """``compute(texts)`` for every text, calling ``compute`` once, on the texts not seen before
@@ -39,7 +39,7 @@ class Memo:
                 raise ValueError(f"memo {self.name}: {len(todo)} texts but {len(values)} results")
             return [(d, {"value": canonical_json(v)}) for d, v in zip(todo, values, strict=True)]
 
-        records = self.cache.map({d: self._key(d) for d in by_digest}, missing, stderr=None)
+        records = self.cache.map({d: self._action(d) for d in by_digest}, missing, stderr=None)
         values = {d: json.loads(self.cache.store.get(r.outputs["value"])) for d, r in records.items()}
         return [values[d] for d in digests]
 

@@ -30,7 +30,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 
 from cass.engine.cached import CachedMap
 from cass.pipeline.metrics import write_json
-from store import ActionRecord, Store, digest_bytes
+from store import ActionRecord, ActionSpec, Store, digest_bytes
 from store.machine_cache import machine_cache
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,6 +265,8 @@ def execute_notebook(path: Path, executed_dir: Path, env: dict[str, str], timeou
 
 NOTEBOOK_SCHEME = 1
 """Enters every key of a kept notebook result: bump it when what :class:`NotebookMemo` keeps changes meaning."""
+NOTEBOOK_OUTPUTS = ("executed.ipynb", "figures/*", "plots/*", "metrics.json")
+"""What a notebook run keeps (:func:`notebook_outputs`): the executed notebook, the files it wrote, its metrics."""
 
 KEY_PREFIXES = ("CASS_ANALYSIS_MAX_SAMPLES", "PYTHONHASHSEED", "POLARS_", "MPL", "MATPLOTLIB", "OMP_", "OPENBLAS_",
                 "MKL_", "NPY_")
@@ -329,13 +331,13 @@ class NotebookMemo:
         self.metrics_dir = Path(env["CASS_METRICS_DIR"])
         self.common = load_common(directory)
         packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
-        self.base = {"action": "analysis-notebook", "scheme": NOTEBOOK_SCHEME, "python": sys.version,
-                     "machine": platform.machine(), "packages": digest_bytes("\n".join(packages).encode()),
-                     "common": digest_bytes((directory / "_common.py").read_bytes()),
-                     "runner": digest_bytes(Path(__file__).read_bytes()),   # conversion, kernel, outputs
-                     "env": {k: v for k, v in sorted(env.items()) if k.startswith(KEY_PREFIXES)},
-                     "matplotlibrc": matplotlib_settings(directory, env),
-                     "shown": [self.common.shown_path(p) for p in (self.export_dir, str(self.metrics_dir))]}
+        self.identity = {"scheme": NOTEBOOK_SCHEME, "python": sys.version, "machine": platform.machine(),
+                         "packages": digest_bytes("\n".join(packages).encode()),
+                         "common": digest_bytes((directory / "_common.py").read_bytes()),
+                         "runner": digest_bytes(Path(__file__).read_bytes()),   # conversion, kernel, outputs
+                         "matplotlibrc": matplotlib_settings(directory, env)}
+        self.env = {"env": {k: v for k, v in sorted(env.items()) if k.startswith(KEY_PREFIXES)},
+                    "shown": [self.common.shown_path(p) for p in (self.export_dir, str(self.metrics_dir))]}
 
     @staticmethod
     def usable(env: dict[str, str]) -> bool:
@@ -360,11 +362,15 @@ class NotebookMemo:
         return {stage: path for stage in reads.get("metrics", [])
                 if (path := self.metrics_dir / f"{stage}.json").is_file()}
 
-    def key(self, path: Path, reads: dict[str, list[str]]) -> str:
-        tables = {config: self._table(config, reads) for config in sorted(reads) if config != "metrics"}
-        metrics = {stage: digest_bytes(p.read_bytes()) for stage, p in self._metrics(reads).items()}
-        return Store.action_key({**self.base, "notebook": digest_bytes(path.read_bytes()), "reads": reads,
-                                 "tables": tables, "metrics": metrics})
+    def action(self, path: Path, reads: dict[str, list[str]]) -> ActionSpec:
+        """Running the notebook at ``path``, as an action: its inputs the notebook, the tables and the stage metrics
+        it reads (a configuration without a table is not among them), by digest."""
+        tables = {f"table:{config}": digest for config in sorted(reads) if config != "metrics"
+                  if (digest := self._table(config, reads)) is not None}
+        metrics = {f"metrics:{stage}": digest_bytes(p.read_bytes()) for stage, p in self._metrics(reads).items()}
+        return ActionSpec("cass", "analysis-notebook", self.identity,
+                          inputs={"notebook": digest_bytes(path.read_bytes()), **tables, **metrics},
+                          outputs=NOTEBOOK_OUTPUTS, env={**self.env, "reads": reads})
 
     def view(self, reads: dict[str, list[str]], scratch: Path) -> dict[str, str]:
         """The environment that shows a notebook only what ``reads`` names: the tables' columns through ``_common``,
@@ -417,8 +423,8 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
     if not isinstance(durations, dict):
         durations = {}
     reads = {path: declared_reads(path) for path in paths} if memo else {}
-    keys = {path: memo.key(path, reads[path]) for path in paths} if memo else {}
-    kept = {path: record for path in paths if memo and (record := memo.cache.lookup(keys[path])) is not None}
+    actions = {path: memo.action(path, reads[path]) for path in paths} if memo else {}
+    kept = {path: record for path in paths if memo and (record := memo.cache.lookup(actions[path])) is not None}
     todo: queue.SimpleQueue[Path] = queue.SimpleQueue()
     for path in longest_first([p for p in paths if p not in kept], durations):
         todo.put(path)
@@ -467,7 +473,7 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
             elif path not in errors:
                 outputs[path] = notebook_outputs(path, executed_dir, scratch[path])
                 if memo:
-                    memo.cache.record(keys[path], outputs[path], stderr=None)
+                    memo.cache.record(actions[path], outputs[path], stderr=None)
         merged = place_outputs(outputs, env)
     for path in paths:
         if path in errors:

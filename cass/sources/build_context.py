@@ -36,12 +36,12 @@ import posixpath
 import shlex
 import tarfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cass.sources.includes import ROOT_DIR, TreeIndex, within
 from cass.sources.runspecs import BUILD_FILES, Makefile, folder_glob, recipe_commands
-from store import ActionRecord, Store, canonical_json, digest_bytes
+from store import ActionRecord, ActionSpec, Store, canonical_json, digest_bytes
 from toolchains import build_root, load_toolchains
 from toolchains.base import NVCC_LANGUAGE_FLAGS, cxx_standard_rank
 from toolchains.configure import BUILD, DEBIAN_SCRIPT, SCRIPT, SOURCE, CMakeConfigure, DebianConfigure
@@ -55,6 +55,9 @@ BUILD_DIR = "_cass_build"
 tree uses)."""
 MAX_BUILD_ARCHIVE = 256 << 20
 """A configure step's headers and compile database larger than this are refused (the step counts as failed)."""
+
+CONFIGURE_OUTPUTS = ("build.tar", "scratch.root", "configure.log")
+"""What a configure step's record keeps: the archive of what it wrote, the folder it ran in, its log."""
 
 
 @dataclass(frozen=True)
@@ -239,9 +242,10 @@ class BuildContexts:
         if tool.fingerprint is None:
             return ConfiguredProject({}, self._row(project, "cmake", "no cmake"))
         return self._run_step(
-            project, "cmake", {"action": "cmake-configure", "cmake": tool.fingerprint, "script": SCRIPT,
-                               "nvcc": nvidia.fingerprint("nvcc"), "tree": self._tree_digest(prefix),
-                               "cache": self.cache_values},
+            project, "cmake", ActionSpec("cass", "cmake-configure", {"cmake": tool.fingerprint, "script": SCRIPT,
+                                                                     "nvcc": nvidia.fingerprint("nvcc")},
+                                         inputs={"tree": self._tree_digest(prefix)}, outputs=CONFIGURE_OUTPUTS,
+                                         env={"cache": self.cache_values}),
             lambda: tool.configure(self.index.root / prefix if prefix else self.index.root, self.cache_values,
                                    self.params["timeout_s"], self.system_root))
 
@@ -253,10 +257,12 @@ class BuildContexts:
         nvidia = load_toolchains()["nvidia"]
         tool = DebianConfigure(nvidia.cuda_home / "bin" / "nvcc", nvidia.cuda_home)
         packaging = self.packaging if self.packaging.is_file() else None
+        inputs = {"tree": self._tree_digest(""), **({"packaging": digest_bytes(packaging.read_bytes())}
+                                                     if packaging else {})}
         return self._run_step(
-            ROOT_DIR, "debian", {"action": "debian-configure", "script": DEBIAN_SCRIPT,
-                                 "nvcc": nvidia.fingerprint("nvcc"), "tree": self._tree_digest(""),
-                                 "packaging": digest_bytes(packaging.read_bytes()) if packaging else None},
+            ROOT_DIR, "debian", ActionSpec("cass", "debian-configure", {"script": DEBIAN_SCRIPT,
+                                                                        "nvcc": nvidia.fingerprint("nvcc")},
+                                           inputs=inputs, outputs=CONFIGURE_OUTPUTS),
             lambda: tool.configure(self.index.root, packaging, self.params["timeout_s"], self.system_root))
 
     def _row(self, project: str, step: str, status: str) -> dict:
@@ -275,14 +281,15 @@ class BuildContexts:
             return ConfiguredProject({}, self._row(project, step, "no build root"))
         return None
 
-    def _run_step(self, project: str, step: str, key_fields: dict, run: Callable[[], JobResult],
+    def _run_step(self, project: str, step: str, action: ActionSpec, run: Callable[[], JobResult],
                   ) -> ConfiguredProject:
-        """One configure step of ``project``: its record in the store (``key_fields`` with the sandbox's mode and the
-        system's identity), else ``run`` and record it; the files it lists and the headers it wrote."""
+        """One configure step of ``project``: its record in the store (``action`` in the sandbox's mode, on the
+        build root's system if one is named), else ``run`` and record it; the files it lists and the headers it
+        wrote."""
         status = self._row(project, step, "failed")
         system = self._system
-        key = Store.action_key({**key_fields, "sandbox": detect().mode, **({"system": system} if system else {})})
-        record = self.store.lookup(key)
+        action = replace(action, env={**action.env, "sandbox": detect().mode, **({"system": system} if system else {})})
+        record = self.store.lookup(action.key)
         if record is None:
             result = run()
             log = result.outputs.get("configure.log", b"") + result.stderr
@@ -297,7 +304,7 @@ class BuildContexts:
                                   {"build.tar": self.store.put(archive if ok else b""),
                                    "scratch.root": self.store.put(result.outputs.get("scratch.root", b"")),
                                    "configure.log": self.store.put(log)}, "")
-            self.store.record(key, record)
+            self.store.record(action.key, record)
         status.update(exit_code=record.exit_code, log=record.outputs["configure.log"])
         if record.status != "ok":
             return ConfiguredProject({}, status)

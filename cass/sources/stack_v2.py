@@ -22,7 +22,7 @@ from tqdm import tqdm
 from cass.engine.cached import CachedMap
 from cass.pipeline.manifests import StageOutput, sample_id
 from cass.pipeline.remote import backoff_s, git_blob_id
-from store import Store
+from store import ActionSpec, Store
 
 ORIGIN = "stack_v2"
 ENDPOINT_ENV = "CASS_S3_ENDPOINT"
@@ -242,16 +242,17 @@ class BlobFetcher:
         self.stop = threading.Event()
         self.cache = CachedMap(store)
 
-    def action_key(self, blob_id: str) -> str:
-        return Store.action_key({"kind": "swh_content", "bucket": self.bucket, "key_prefix": self.key_prefix,
-                                 "blob_id": blob_id})
+    def action(self, blob_id: str) -> ActionSpec:
+        """Fetching blob ``blob_id`` from the bucket, as an action."""
+        return ActionSpec("s3", "swh_content", {"bucket": self.bucket, "key_prefix": self.key_prefix}, (blob_id,),
+                          outputs=("content",))
 
     def fetch(self, blob_id: str | None) -> Fetched:
         """The blob from the store if recorded, else from S3 (stored and recorded before returning)."""
         if not blob_id:
             return Fetched("", "missing", detail="the metadata row has no blob_id")
-        key = self.action_key(blob_id)
-        record = self.cache.lookup(key)
+        action = self.action(blob_id)
+        record = self.cache.lookup(action)
         if record is not None and record.status == "ok" and "content" in record.outputs:
             return Fetched(blob_id, "held", record.outputs["content"])
         s3_key = f"{self.key_prefix}{blob_id}"
@@ -272,10 +273,10 @@ class BlobFetcher:
                 if kind == "transient":
                     continue
                 return Fetched(blob_id, "failed", detail=last)
-            return self._keep(blob_id, key, body)
+            return self._keep(blob_id, action, body)
         return Fetched(blob_id, "failed", detail=f"{self.retries + 1} attempts; last error: {last}")
 
-    def _keep(self, blob_id: str, key: str, body: bytes) -> Fetched:
+    def _keep(self, blob_id: str, action: ActionSpec, body: bytes) -> Fetched:
         try:
             data = gzip.decompress(body)
         except (OSError, EOFError, zlib.error) as exc:
@@ -283,7 +284,7 @@ class BlobFetcher:
         if not matches_name(blob_id, data):
             return Fetched(blob_id, "corrupt", detail=f"content ({len(data)} bytes) hashes to sha1 "
                            f"{hashlib.sha1(data).hexdigest()}, not to its name")
-        record = self.cache.record(key, {"content": data}, stderr=None)
+        record = self.cache.record(action, {"content": data}, stderr=None)
         return Fetched(blob_id, "fetched", record.outputs["content"], len(data), len(body))
 
 

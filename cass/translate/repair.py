@@ -84,7 +84,7 @@ from cass.engine.cached import CachedMap
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
 from cass.translate.names import CAST_OF_NAME, CudaHipNames, toolchain_names
 from cass.translate.ptx import rewrite_asm
-from store import Store
+from store import ActionSpec, Store
 from toolchains.amd import WARP_SYNC_HIP
 from toolchains.headers import split_top_level
 
@@ -478,7 +478,7 @@ class CachedRepair:
         self.store = store
         self.target = target
         self.rules = rules
-        self.action = {"tool": "cass-repair", "rules": ruleset_id(rules), **target.key()}
+        self.ruleset = ruleset_id(rules)
         self.cache = CachedMap(store)
         self._done: dict[tuple[str, frozenset[str]], tuple[str, list[str]]] = {}
 
@@ -492,8 +492,9 @@ class CachedRepair:
                 repaired, fired = repair_bytes(self.store.get(digest), target, self.rules)
                 return [(digest, {"hip": repaired, "fired": json.dumps(fired).encode()})]
 
-            key = Store.action_key({**self.action, **target.key(), "input": digest})
-            record = self.cache.map({digest: key}, compute)[digest]
+            action = ActionSpec("cass", "cass-repair", self.ruleset, inputs={"input": digest}, outputs=("hip", "fired"),
+                                env=target.key())
+            record = self.cache.map({digest: action}, compute)[digest]
             self._done[digest, shadowed] = (record.outputs["hip"],
                                             json.loads(self.store.get_text(record.outputs["fired"])))
         return self._done[digest, shadowed]
