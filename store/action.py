@@ -10,22 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from store.cas import SCHEMA_VERSION, canonical_json, digest_bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ActionSpec:
     """What an action is, all its key is made of.
 
     ``vendor``: where the tool comes from (a vendor's toolchain, ``gpu`` for a run host, ``model`` for a language
-    model, ``cass`` for the library's own functions); ``tool``: its name; ``toolchain``: its identity (a toolchain's
-    or a host's fingerprint, a model's identity, a function's version: what changes its results); ``args``: its
-    argument vector; ``inputs``: its inputs by name, each a digest; ``outputs``: the outputs it keeps, ``stdout_as``
-    the one its standard output becomes; ``env``: the settings of its environment that change what it makes (JSON
-    values; left out of the key when there are none)."""
+    model, ``s3`` for a bucket, ``cass`` for the library's own functions and steps); ``tool``: its name;
+    ``toolchain``: its identity (a toolchain's or a host's fingerprint, a model's identity, a function's version or
+    settings: what changes its results); ``args``: its argument vector; ``inputs``: its inputs by name, each a digest
+    (of a store object, or of what the action reads from elsewhere: a prompt, a tree, a table); ``outputs``: the
+    outputs it keeps, ``stdout_as`` the one its standard output becomes; ``env``: the settings of its environment
+    that change what it makes (JSON values; left out of the key when there are none). The key is taken when the
+    action is made (:func:`action_key`), and two actions are equal when their keys are."""
 
     vendor: str
     tool: str
@@ -35,22 +36,27 @@ class ActionSpec:
     outputs: tuple[str, ...] = ()
     stdout_as: str | None = None
     env: Mapping[str, Any] = field(default_factory=dict)
+    key: str = field(init=False, repr=False)
+    """The action's key (:func:`action_key`)."""
 
     def __post_init__(self) -> None:
-        pairs = self.inputs.items() if isinstance(self.inputs, Mapping) else self.inputs
-        object.__setattr__(self, "inputs", tuple(sorted((str(n), str(d)) for n, d in pairs)))
-        object.__setattr__(self, "args", tuple(self.args))
-        object.__setattr__(self, "outputs", tuple(self.outputs))
-        if len({name for name, _ in self.inputs}) < len(self.inputs):
-            raise ValueError(f"action {self.vendor}:{self.tool}: two inputs share a name: {self.inputs}")
+        pairs = list(self.inputs.items() if isinstance(self.inputs, Mapping) else self.inputs)
+        if bad := [(n, d) for n, d in pairs if not (isinstance(n, str) and isinstance(d, str) and d)]:
+            raise ValueError(f"action {self.vendor}:{self.tool}: an input is a name and a digest, not {bad[0]!r}")
+        if len({name for name, _ in pairs}) < len(pairs):
+            raise ValueError(f"action {self.vendor}:{self.tool}: two inputs share a name: {sorted(pairs)}")
+        for name in ("args", "outputs"):
+            if isinstance(getattr(self, name), str):
+                raise ValueError(f"action {self.vendor}:{self.tool}: {name} is a sequence of strings, not a string")
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "inputs", tuple(sorted(pairs)))
+        object.__setattr__(self, "key", action_key(self))
 
-    def __hash__(self) -> int:   # its fields may hold mappings: the key stands for them
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActionSpec) and other.key == self.key
+
+    def __hash__(self) -> int:
         return hash(self.key)
-
-    @cached_property
-    def key(self) -> str:
-        """The action's key (:func:`action_key`)."""
-        return action_key(self)
 
 
 def action_key(action: ActionSpec) -> str:

@@ -45,6 +45,15 @@ def test_an_input_file_the_tree_lacks_is_named_and_cd_moves_the_working_director
     assert spec.missing_inputs == ["b/graphs/web.egr"]
 
 
+def test_a_data_file_where_the_built_program_goes_is_not_laid_out():
+    """The binary is laid out as ``program`` in the working directory: a file of the folder by that name (an
+    extensionless file, so ambient data) is not an input, which would replace the binary or clash with it."""
+    sizes, read, has_main = tree({"app/Makefile": "run:\n\t./main 8\n", "app/main.cu": "int main() {}",
+                                  "app/program": "old binary", "app/table": "1 2"})
+    spec = discover(sizes, read, "app/main.cu", has_main, {})
+    assert spec.workdir == "app" and spec.inputs == ["app/table"]
+
+
 def test_without_a_build_file_units_are_the_folders_files_that_define_what_main_calls():
     sizes, read, has_main = tree({
         "p/main.cu": "int scale(int);\nint scale2(int);\nint main() { return scale(2) + scale2(1); }",

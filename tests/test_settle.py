@@ -16,8 +16,8 @@ from cass.engine.stage_work import LocalWork, StageWork
 from cass.engine.targets import TargetRun, failure_reason
 from cass.pipeline.context import load_params
 from cass.pipeline.manifests import StageOutput
-from store import Store
-from toolchains import Toolchain
+from store import SCHEMA_VERSION, Store, canonical_json, digest_bytes
+from toolchains import Step, Toolchain
 
 KERNEL = "__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n"
 DEVICE_ASM = '\t.amdgcn_target "amdgcn-amd-amdhsa--gfx1100"\n\t.text\n\ts_endpgm\n'
@@ -107,3 +107,14 @@ def test_toolchains_are_given_by_their_vendor_and_a_failing_chunk_names_the_stag
         settle(stage, out, rows, {"amd": toolchains["nvidia"]}, 300, broken)
     with pytest.raises(RuntimeError, match=r"stand_in \(broken\) failed on item 0 of its map .*no such column"):
         settle(stage, out, rows, {"amd": toolchains["amd"]}, 300, broken)
+
+
+def test_a_tool_run_keeps_the_key_it_had_before_the_one_action_schema(toolchains):
+    """``plan`` describes a tool run as :class:`store.ActionSpec` without settings: its key is the one 5ed59bf's
+    ``plan`` gave (the description written out here), so no compile in any store is done again for the schema."""
+    nvidia = toolchains["nvidia"]
+    step = Step("nvcc", ("-c", "k.cu", "-o", "k.o"), ("k.o",), stdout_as="k.log")
+    before = {"vendor": "nvidia", "tool": "nvcc", "args": ["-c", "k.cu", "-o", "k.o"], "outputs": ["k.o"],
+              "stdout_as": "k.log", "toolchain": nvidia.fingerprint("nvcc"), "inputs": [["h.h", "01"], ["k.cu", "00"]]}
+    assert plan(nvidia, step, {"k.cu": "00", "h.h": "01"}).key == \
+        digest_bytes(canonical_json({"schema": SCHEMA_VERSION, "action": before}))

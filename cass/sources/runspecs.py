@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cass.text.cuda import strip_comments_and_strings
+from toolchains.programs import PROGRAM
 
 UNIT_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 BUILD_FILES = ("GNUmakefile", "makefile", "Makefile")
@@ -424,7 +425,8 @@ def _lay_out_inputs(spec: RunSpec, files: Mapping[str, int], named: list[str]) -
             spec.missing_inputs.append(path)
     ambient = {p for p in files if posixpath.dirname(p) == spec.workdir and not NOT_DATA.search(p)
                and files[p] <= MAX_INPUT_BYTES}
-    for path in sorted(required | ambient):
+    binary = posixpath.join(spec.workdir, PROGRAM)   # where the built program is laid out: a file there is not data
+    for path in sorted((required | ambient) - {binary}):
         if path not in files or files[path] > MAX_INPUT_BYTES:
             spec.missing_inputs.append(path)
         else:
