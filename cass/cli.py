@@ -115,7 +115,7 @@ def cluster_toolchains(address: str | None) -> int:
                 for tool, fp in report.fingerprints().items():
                     print(f"    {vendor:7s} {tool:12s} {fp or 'MISSING'}")
         problems = 0
-        for vendor in ("nvidia", "amd"):
+        for vendor in ("nvidia", "amd", "hip-nvidia"):
             try:
                 problems += print_toolchain(f"{vendor} (as the hosts have it)", cluster.toolchain(vendor, hosts), True)
             except (NoHostError, ToolchainMismatchError) as exc:

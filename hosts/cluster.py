@@ -1,9 +1,10 @@
 """Vendor hosts on Dask ``distributed``: tool jobs run where the vendor's toolchain lives.
 
 A host runs ``dask worker <scheduler> --resources "nvidia=N" --preload hosts.cluster``
-(``amd=N`` and/or ``hipify=N`` on an AMD host; ``gpu=N`` on a host whose NVIDIA GPU runs pairs' programs:
-the preload then refuses to start without a GPU that ``nvidia-smi`` lists, and the host checks every
-program job's run-host fingerprint as it checks a tool's). The preload hook (:func:`dask_setup`) loads the
+(``amd=N`` and/or ``hipify=N`` on an AMD host; ``hip-nvidia=N`` on a host that builds HIP through HIP's NVIDIA back
+end, with the CUDA 12 runtime wheels and HIP's headers of ``scripts/setup.sh``; ``gpu=N`` on a host whose NVIDIA
+GPU runs pairs' programs: the preload then refuses to start without a GPU that ``nvidia-smi`` lists, and the host
+checks every program job's run-host fingerprint as it checks a tool's). The preload hook (:func:`dask_setup`) loads the
 host's own toolchains for the vendors it advertises, refuses to start when one is missing, and
 fingerprints every tool once. The driver (:class:`Cluster`) asks every host for its
 :class:`~toolchains.base.ToolchainReport`, plans and keys actions with the hosts' fingerprints
@@ -37,7 +38,7 @@ from toolchains.base import Toolchain, ToolchainReport
 from toolchains.executor import Executor, FollowUp, Job, JobResult, Launcher, kill_running
 from toolchains.programs import ProgramLimits
 
-RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd"}
+RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd", "hip-nvidia": "hip-nvidia"}
 """Worker resources and the vendor toolchain each one stands for."""
 GPU_RESOURCE = "gpu"
 """The resource of a host that runs programs on its NVIDIA GPU (jobs of vendor ``gpu``)."""
@@ -101,7 +102,7 @@ def dask_setup(worker) -> None:
 
 
 def _load_toolchains(worker) -> None:
-    from toolchains import load_toolchains
+    from toolchains import HipNvidiaToolchain, load_hip_nvidia, load_toolchains
 
     advertised = {r for r, n in worker.state.total_resources.items() if n > 0}
     resources = advertised & set(RESOURCE_VENDOR)
@@ -117,12 +118,13 @@ def _load_toolchains(worker) -> None:
     elif not resources:
         raise RuntimeError(f"worker {worker.name} advertises none of the resources "
                            f"{sorted([*RESOURCE_VENDOR, GPU_RESOURCE, STAGE_RESOURCE])}: start it with --resources "
-                           "\"nvidia=N\" (or amd=N, hipify=N, gpu=N, stage=1)")
+                           "\"nvidia=N\" (or amd=N, hipify=N, hip-nvidia=N, gpu=N, stage=1)")
     if not resources:
         return
     local = load_toolchains()
     for resource in sorted(resources):
-        tc = local[RESOURCE_VENDOR[resource]]
+        vendor = RESOURCE_VENDOR[resource]
+        tc = load_hip_nvidia() if vendor == HipNvidiaToolchain.vendor else local[vendor]
         for tool in resource_tools(tc, resource):
             tc.require(tool)   # ToolchainMissingError says how to install it; the worker does not start
         _toolchains[tc.vendor] = tc

@@ -38,7 +38,7 @@ from cass.pipeline.context import load_params
 from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
 from hosts.gpu import local_gpu_host
 from store import Store, tracking
-from toolchains import load_toolchains
+from toolchains import load_hip_nvidia, load_toolchains
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -83,7 +83,7 @@ def amd_root() -> None:
 def hosts(tmp_path_factory):
     cluster = VendorHosts(tmp_path_factory.mktemp("hosts"))
     try:
-        cluster.nvidia()
+        cluster.nvidia(hip_nvidia=True)
         cluster.amd()
         yield cluster
     finally:
@@ -119,11 +119,12 @@ def test_cass_toolchains_lists_every_host_with_resources_and_fingerprints(hosts,
                           capture_output=True, text=True, env=TOOL_ENV, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert re.search(r"nvidia-1 .* resources nvidia=2\n", out)
+    assert re.search(r"nvidia-1 .* resources hip-nvidia=2, nvidia=2\n", out)
     assert re.search(r"amd-1 .* resources amd=2, hipify=2\n", out)
-    for vendor, tc in toolchains.items():   # the same installations: the same fingerprints
-        for tool in tc.tools():
-            assert re.search(rf"{vendor}\s+{re.escape(tool)}\s+{tc.fingerprint(tool)}", out), tool
+    for vendor, tc in {**toolchains, "hip-nvidia": load_hip_nvidia()}.items():   # the same installations: the same
+        for tool in tc.tools():                                                   # fingerprints
+            assert re.search(rf"\n    {vendor}\s+{re.escape(tool)}\s+{tc.fingerprint(tool)}\n", out), tool
+        assert f"\n{vendor} (as the hosts have it):\n" in out
 
 
 def test_jobs_run_only_on_their_vendors_host_and_hits_never_leave_the_driver(cluster, store):
@@ -156,9 +157,12 @@ def placement_on(hosts):
     cluster_at.cache_clear()
 
 
-def test_the_benchmarks_compiles_and_the_programs_cuda_builds_go_to_their_vendors_host(hosts, placement_on, store):
-    """With a scheduler, the evaluator's hipcc compiles and a program's CUDA build run on their vendor's host; the HIP
-    program, built through HIP's NVIDIA back end (which no host kind offers), builds on this machine."""
+def test_the_benchmarks_compiles_and_the_programs_builds_go_to_the_hosts_serving_them(hosts, placement_on, store,
+                                                                                      monkeypatch):
+    """With a scheduler, the evaluator's hipcc compiles run on the AMD host, a program's CUDA build on the NVIDIA host,
+    and the HIP program, built through HIP's NVIDIA back end, on the host serving ``hip-nvidia`` (here the NVIDIA
+    one): none on this machine, which plans that build from the host's report (it has no HIP headers of its own)."""
+    monkeypatch.setenv("CASS_HIP_HEADERS", "/nonexistent/hip")
     params = placement_on
     placement = Placement.of(params)
     def new_on(host: str, tool: str, before: set[str]) -> set[str]:
@@ -175,9 +179,7 @@ def test_the_benchmarks_compiles_and_the_programs_cuda_builds_go_to_their_vendor
     with tracking() as built_keys:
         builds, counts = build_program_targets(store, params["execute"], programs, placement)
     assert builds["cuda"].binary and builds["hip"].binary and counts["misses"] == 2 and len(built_keys) == 2
-    on_nvidia = new_on("nvidia-1", "nvcc", nvidia_before)
-    assert len(on_nvidia) == 1 and on_nvidia < built_keys   # the CUDA program's build; the HIP one's built here
-    assert not (built_keys - on_nvidia) & set(started_actions(hosts.log("nvidia-1"), "nvcc"))
+    assert new_on("nvidia-1", "nvcc", nvidia_before) == built_keys   # the CUDA program's build and the HIP one's
 
 
 def test_a_host_refuses_a_job_keyed_for_another_compiler(cluster, store):
@@ -195,8 +197,9 @@ def test_a_host_refuses_a_job_keyed_for_another_compiler(cluster, store):
 
 def test_a_job_no_host_can_run_fails_fast_and_names_the_fix(nvidia_only, store, toolchains):
     _, cluster = nvidia_only
-    with pytest.raises(NoHostError, match=r"resource 'amd'.*connected: nvidia-1 \(nvidia=2\).*dask worker"):
-        cluster.toolchain("amd")
+    for vendor in ("amd", "hip-nvidia"):
+        with pytest.raises(NoHostError, match=rf"resource '{vendor}'.*connected: nvidia-1 \(nvidia=2\).*dask worker"):
+            cluster.toolchain(vendor)
     amd = toolchains["amd"]
     action = plan(amd, amd.hipify_step("saxpy.cu"), put_sample(store, "saxpy.cu", SAXPY))
     with pytest.raises(NoHostError, match=r"1 job\(s\) \(hipify-perl\) need .*resource 'hipify'"):

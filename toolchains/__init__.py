@@ -19,7 +19,8 @@ from toolchains.executor import Executor, Job, JobResult, LocalExecutor
 from toolchains.hip_nvidia import HipNvidiaToolchain, default_cuda12_root, default_hip_headers
 from toolchains.nvidia import NvidiaToolchain, default_cuda_home
 
-TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd": AmdToolchain}
+TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd": AmdToolchain,
+                                                  "hip-nvidia": HipNvidiaToolchain}
 
 
 def load_toolchains(amd_suite: str | None = None) -> dict[str, Toolchain]:

@@ -2,8 +2,8 @@
 
 * Tool actions (compiles, hipify-perl, disassembly, the programs' builds, the benchmark's compiles):
   :meth:`Placement.tool_executor`, on ``workers`` local processes or, with a Dask scheduler, on the vendor hosts it
-  connects (waiting ``host_wait_s`` for one that serves a job). HIP's NVIDIA back end always builds here: no host
-  kind carries the CUDA 12 runtime wheels and HIP's headers it needs together.
+  connects (waiting ``host_wait_s`` for one that serves a job); HIP's NVIDIA back end on the hosts serving
+  ``hip-nvidia``.
 * The toolchains actions are planned with: :meth:`Placement.toolchains` and :meth:`Placement.toolchain`, this
   machine's or the hosts'.
 * A stage's own per-item work: :meth:`Placement.stage_work`, on local processes or the scheduler's stage hosts.
@@ -72,9 +72,9 @@ class Placement:
         return {v: cluster.toolchain(v, hosts) for v in vendors}
 
     def toolchain(self, vendor: str, amd_suite: str | None = None) -> Toolchain:
-        """``vendor``'s toolchain as :meth:`toolchains` gives it (``amd_suite``: the AMD one's root); HIP's NVIDIA back
-        end (``hip-nvidia``) is this machine's."""
-        if vendor == HipNvidiaToolchain.vendor:
+        """``vendor``'s toolchain as :meth:`toolchains` gives it (``amd_suite``: the AMD one's root), or HIP's NVIDIA
+        back end (``hip-nvidia``): this machine's, or the hosts' when a scheduler is configured."""
+        if vendor == HipNvidiaToolchain.vendor and self.scheduler is None:
             return load_hip_nvidia()
         return self.toolchains(amd_suite, (vendor,))[vendor]
 

@@ -5,7 +5,8 @@ The CUDA original is built with the pipeline's nvcc, the HIP translation through
 ``execute.archs``, each from its main file and the other units its run spec lists (on the HIP side, the units'
 translations: a unit that is a pair of its own gives its HIP files, one that uses no CUDA name is taken as it is,
 any other stops the HIP build). Builds run where the placement runs their toolchain's tools
-(:meth:`cass.engine.placement.Placement.tool_executor`: HIP's NVIDIA back end on this machine). A run is an action
+(:meth:`cass.engine.placement.Placement.tool_executor`; with a scheduler, the HIP builds on the hosts serving
+``hip-nvidia``). A run is an action
 too: its key is the binary's digest, the run host's fingerprint, the invocation (arguments, working directory, data
 files), the limits and the run's number, so a rerun with nothing changed runs nothing, and runs brought back from a
 GPU host elsewhere are store hits here.

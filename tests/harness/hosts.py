@@ -74,8 +74,10 @@ class VendorHosts:
             self.wait_for(name)
         return proc
 
-    def nvidia(self, name: str = "nvidia-1", nthreads: int = 2) -> subprocess.Popen:
-        return self.start_worker(name, {"nvidia": nthreads}, NO_AMD, nthreads)
+    def nvidia(self, name: str = "nvidia-1", nthreads: int = 2, hip_nvidia: bool = False) -> subprocess.Popen:
+        """An NVIDIA host; with ``hip_nvidia``, it also builds HIP through HIP's NVIDIA back end."""
+        resources = {"nvidia": nthreads, **({"hip-nvidia": nthreads} if hip_nvidia else {})}
+        return self.start_worker(name, resources, NO_AMD, nthreads)
 
     def amd(self, name: str = "amd-1", nthreads: int = 2, suite: str | None = None) -> subprocess.Popen:
         """An AMD host on the root of ``suite`` (default: this checkout's params.yaml amd.toolchain)."""
