@@ -131,7 +131,7 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
 
     first = settle_chunk((rows, None), *args, {})
     assert first.added == [] and list(first.unsettled) == ["s"] and first.found == {"nvidia": set(), "amd": set()}
-    missing = first.unsettled["s"].missing
+    missing = first.missing["s"]
     assert {vendor: [a.vendor for a in actions] for vendor, actions in missing.items()} == {
         "nvidia": ["nvidia"], "amd": ["amd"]}   # one preprocessing run a side, each under its own vendor
     waiting = {vendor: actions[0] for vendor, actions in missing.items()}

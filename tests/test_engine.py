@@ -144,14 +144,17 @@ def test_settled_chunks_merge_into_the_stage_output_and_count_each_key_found_onc
     from cass.engine.settle import Settled, SettledRows, merge
     from cass.pipeline.manifests import StageOutput
 
-    runner = ActionRunner(store, None, 0)   # the driver's runner: it found k3 itself
+    runner, nvidia = ActionRunner(store, None, 0), ActionRunner(store, None, 0)   # the driver's: it found k3 itself
     runner.found.add("k3")
+    for both in (runner, nvidia):   # one damaged object of the shared store, set aside by both vendors' lookups
+        both.counts.corrupt = 1
     chunks = [Settled(added=[{"sample_id": "a"}], found={"amd": {"k1", "k2"}}, corrupt=1),
               Settled(dropped=[({"sample_id": "b", "origin": "o", "path": "b.cu", "domain": "d"}, "why", "detail")],
                       found={"amd": {"k2", "k3"}})]
     out = StageOutput("stage", rows_in=2)
-    merge(out, chunks, {"amd": runner})
+    merge(out, chunks, {"amd": runner, "nvidia": nvidia})
     assert SettledRows(chunks).added == [{"sample_id": "a"}]
     assert [(d["sample_id"], d["reason"]) for d in out.dropped] == [("b", "why")]
-    assert runner.counts.hits == 3 and runner.counts.corrupt == 1   # k2 and k3 found twice, counted once
-    assert out.run["actions"]["hits"] == 3 and out.run["actions"]["corrupt_recomputed"] == 1   # in the run report
+    assert runner.counts.hits == 3 and nvidia.counts.hits == 0   # k2 and k3 found twice, counted once
+    assert out.run["actions"]["hits"] == 3 and out.run["actions"]["corrupt_recomputed"] == 2   # in the run report:
+    assert out.run["actions_by_vendor"]["nvidia"]["corrupt_recomputed"] == 0   # the driver's one and the worker's

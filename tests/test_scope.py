@@ -66,10 +66,11 @@ def test_a_chunk_is_compiled_from_the_store_alone_on_a_worker(toolchains, store)
     args = (compiled_chunk, str(store.root), ("nvidia",), (sent, vparams, params["scope"], "files"))
 
     before = settle_chunk((rows, None), *args, {})
-    assert sorted(before.unsettled) == sorted(names) and before.added == [] and before.found == {"nvidia": set()}
-    pending = [r for waiting in before.unsettled.values() for r in waiting.missing["nvidia"]]
+    assert before.added == [] and before.found == {"nvidia": set()} and sorted(before.missing) == sorted(names)
+    assert before.unsettled == dict.fromkeys(names)   # the second pass gets only the carries (compiling carries none)
+    pending = [r for missing in before.missing.values() for r in missing["nvidia"]]
     assert {r.next_step for r in pending} == {0}
-    typo_run = before.unsettled["typo.cu"].missing["nvidia"][0]
+    typo_run = before.missing["typo.cu"]["nvidia"][0]
     typo = plan(nvidia, typo_run.target.steps[0], typo_run.inputs).key
     told = settle_chunk((rows, None), *args, {typo: "killed by signal 9"})
     assert [(identity["sample_id"], reason) for identity, reason, _ in told.dropped] == [("typo.cu", "transient")]

@@ -6,11 +6,11 @@ and what it makes of their outcomes. The engine runs it twice (:meth:`cass.engin
 
 1. on the workers, from the store alone (:class:`Lookups`: read-only runners, told the actions that failed
    transiently in this run): every row whose actions the store has is settled (added to the stage's columns, or
-   dropped with why); the others wait (:class:`Waiting`), with the actions or target runs they miss, by vendor, and
-   what the chunk made for them;
+   dropped with why); the others wait (:meth:`Settled.wait`), with the actions or target runs they miss, by vendor,
+   and what the chunk made for them (its carry);
 2. on the driver, the missing actions of every chunk run on the executor where params.yaml places the vendor's tools
    (a target run's later steps as soon as its earlier ones succeed);
-3. on the workers again, the rows that waited, given what the first pass made for them.
+3. on the workers again, the rows that waited, given only their carries (what they missed stays on the driver).
 
 The drops go to the stage's output, and its run report gets the actions (the distinct keys found in the store,
 wherever they were looked up, and the runs) and the tools' time.
@@ -31,32 +31,26 @@ from store import Store
 from toolchains import Toolchain
 
 
-@dataclass(frozen=True)
-class Waiting:
-    """A row the store could not settle: what it misses by vendor (actions, or target runs at their next step), and
-    what the first pass made for it (handed to the second pass, which does not make it again)."""
-
-    missing: Mapping[str, list[Action] | list[TargetRun]]
-    carry: Any = None
-
-
 @dataclass
 class Settled:
     """A chunk as the engine settles it: the columns the stage adds for the rows it settled, the rows it drops
-    (identity, reason, detail), the rows that wait (sample id -> :class:`Waiting`), and the store lookups of the
-    first pass (the keys found, by vendor; the damaged outputs set aside). A stage subclasses it for what else its
-    chunks count."""
+    (identity, reason, detail), the rows that wait (sample id -> what the first pass made for it, handed to the
+    second, which does not make it again) and what they miss (sample id -> by vendor, actions or target runs at their
+    next step: for the driver alone), and the store lookups of the first pass (the keys found, by vendor; the damaged
+    outputs set aside). A stage subclasses it for what else its chunks count."""
 
     added: list[dict] = field(default_factory=list)
     dropped: list[tuple[dict, str, str]] = field(default_factory=list)
-    unsettled: dict[str, Waiting] = field(default_factory=dict)
+    unsettled: dict[str, Any] = field(default_factory=dict)
+    missing: dict[str, Mapping[str, list[Action] | list[TargetRun]]] = field(default_factory=dict)
     found: dict[str, set[str]] = field(default_factory=dict)
     corrupt: int = 0
 
     def wait(self, sample: str, missing: Mapping[str, list[Action] | list[TargetRun]], carry: Any = None) -> None:
         """``sample`` waits for the actions (or target runs) ``missing``, by vendor; ``carry``: what the second pass
         gets for it."""
-        self.unsettled[sample] = Waiting(missing, carry)
+        self.unsettled[sample] = carry
+        self.missing[sample] = missing
 
 
 class Lookups:
@@ -84,13 +78,14 @@ the first pass; in the second, what the first made for each waiting row (sample 
 are those rows. A module-level function whose arguments pickle (it runs on the stage's workers)."""
 
 
-def settle_chunk(part: tuple[pl.DataFrame, dict[str, Waiting] | None], work: ChunkWork, store_root: str,
+def settle_chunk(part: tuple[pl.DataFrame, dict[str, Any] | None], work: ChunkWork, store_root: str,
                  vendors: tuple[str, ...], args: tuple, transients: dict[str, str]) -> Settled:
-    """One chunk through ``work`` on a worker; the first pass's lookups are kept (the second only repeats them)."""
-    rows, waiting = part
+    """One chunk through ``work`` on a worker (``part``: its rows, and in the second pass their carries); the first
+    pass's lookups are kept (the second only repeats them)."""
+    rows, carried = part
     lookups = Lookups(Store(store_root), vendors, transients)
-    chunk = work(rows, None if waiting is None else {sample: w.carry for sample, w in waiting.items()}, lookups, *args)
-    if waiting is None:
+    chunk = work(rows, carried, lookups, *args)
+    if carried is None:
         chunk.found = {vendor: set(runner.found) for vendor, runner in lookups.runners.items()}
         chunk.corrupt = len(lookups.store.corrupt_found)
     return chunk
@@ -137,7 +132,7 @@ def settle(stage: StageRun, out: Drops, rows: pl.DataFrame, toolchains: Mapping[
 
     def run_misses(chunks: list[Settled]) -> dict[str, str]:
         for vendor, runner in runners.items():
-            missing = [m for chunk in chunks for w in chunk.unsettled.values() for m in w.missing.get(vendor, ())]
+            missing = [m for chunk in chunks for by_vendor in chunk.missing.values() for m in by_vendor.get(vendor, ())]
             if runs := [m for m in missing if isinstance(m, TargetRun)]:
                 run_targets(toolchains[vendor], runner, runs)
             if actions := [m for m in missing if isinstance(m, Action)]:
@@ -159,10 +154,11 @@ def merge(out: Drops, chunks: list[Settled], runners: Mapping[str, ActionRunner]
             out.drop(identity, reason, detail)
     for vendor, runner in runners.items():
         runner.counts.hits = len(runner.found.union(*(chunk.found.get(vendor, ()) for chunk in chunks)))
-    # the runners share the stage's store: the damaged outputs their lookups set aside are counted once
-    found_here = max(runner.counts.corrupt for runner in runners.values())
-    for number, runner in enumerate(runners.values()):
-        runner.counts.corrupt = found_here + sum(chunk.corrupt for chunk in chunks) if number == 0 else 0
+    # the runners share the stage's store: the damaged outputs their lookups set aside are counted once, on the first
+    first, *others = runners.values()
+    first.counts.corrupt = max(r.counts.corrupt for r in runners.values()) + sum(chunk.corrupt for chunk in chunks)
+    for runner in others:
+        runner.counts.corrupt = 0
     out.run.update(run_metrics(runners))
 
 

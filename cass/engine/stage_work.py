@@ -124,7 +124,8 @@ class WorkTally:
 
 
 class Settling(Protocol):
-    """A chunk's result in :meth:`StageWork.settle`: the rows it could not settle yet, by sample id."""
+    """A chunk's result in :meth:`StageWork.settle`: the rows it could not settle yet, by sample id (with what the
+    second pass gets for each)."""
 
     unsettled: dict[str, Any]
 
@@ -214,7 +215,7 @@ class StageWork(ABC):
                run_misses: Callable[[list], dict[str, str]], *args: object, name: str | None = None) -> list:
         """Rows in two passes over the workers (a tool stage's: :mod:`cass.engine.settle` gives the ``work``). First
         ``work((chunk, None), *args, {})`` per chunk settles every row it can and returns the others in
-        ``unsettled`` (by sample id, what the row waits for and what the pass made for it); then
+        ``unsettled`` (by sample id, what the pass made for the row: all the second pass is handed); then
         ``run_misses(results)`` runs what they wait for here and returns the keys that failed transiently (with why);
         then ``work((their rows, their unsettled), *args, transients)`` settles them. The first pass's results in
         chunk order, then the second's. ``name``: what errors call the work, by default its function's name."""
