@@ -35,7 +35,7 @@ from cass.translate.names import toolchain_names
 from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
 from store import Store
 from store.tree import tree_blobs
-from toolchains import AMD_SUITES, Toolchain, amd_root_path, load_toolchains
+from toolchains import AMD_SUITES, HipNvidiaToolchain, Toolchain, amd_root_path, load_toolchains
 from toolchains.amd_root import read_seal
 from toolchains.sandbox import detect as detect_sandbox
 from toolchains.system import header_parity
@@ -113,15 +113,19 @@ def cluster_toolchains(address: str | None) -> int:
             print(f"  {h.name}  {h.address}  threads {h.nthreads}  resources {resources}")
             for vendor, report in sorted(h.reports.items()):
                 for tool, fp in report.fingerprints().items():
-                    print(f"    {vendor:7s} {tool:12s} {fp or 'MISSING'}")
+                    print(f"    {vendor:10s} {tool:12s} {fp or 'MISSING'}")
         problems = 0
-        for vendor in ("nvidia", "amd", "hip-nvidia"):
+        for vendor in ("nvidia", "amd"):
             try:
                 problems += print_toolchain(f"{vendor} (as the hosts have it)", cluster.toolchain(vendor, hosts), True)
             except (NoHostError, ToolchainMismatchError) as exc:
                 problems += 1
                 print(f"{vendor}: {exc}")
-        return 1 if problems else 0
+        placement = Placement(address, None, 0.0)
+        hip_nvidia = placement.toolchain(HipNvidiaToolchain.vendor)
+        where = "as the hosts have it" if placement.hosts_serve(hip_nvidia.vendor) else \
+            "no host serves it: this machine's"
+        return 1 if problems + print_toolchain(f"{hip_nvidia.vendor} ({where})", hip_nvidia, True) else 0
     finally:
         cluster.close()
 

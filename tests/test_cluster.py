@@ -35,10 +35,10 @@ from cass.engine.actions import ActionRunner, plan
 from cass.engine.placement import Placement, cluster_at
 from cass.execution.programs import ProgramSource, build_program_targets
 from cass.pipeline.context import load_params
-from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
+from hosts.cluster import Cluster, DaskExecutor, NoHostError, ToolchainMismatchError
 from hosts.gpu import local_gpu_host
 from store import Store, tracking
-from toolchains import load_hip_nvidia, load_toolchains
+from toolchains import LocalExecutor, load_hip_nvidia, load_toolchains
 
 SAXPY = b"""__global__ void saxpy(int n, float a, const float *x, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -197,13 +197,29 @@ def test_a_host_refuses_a_job_keyed_for_another_compiler(cluster, store):
 
 def test_a_job_no_host_can_run_fails_fast_and_names_the_fix(nvidia_only, store, toolchains):
     _, cluster = nvidia_only
-    for vendor in ("amd", "hip-nvidia"):
-        with pytest.raises(NoHostError, match=rf"resource '{vendor}'.*connected: nvidia-1 \(nvidia=2\).*dask worker"):
-            cluster.toolchain(vendor)
+    with pytest.raises(NoHostError, match=r"resource 'amd'.*connected: nvidia-1 \(nvidia=2\).*dask worker"):
+        cluster.toolchain("amd")
     amd = toolchains["amd"]
     action = plan(amd, amd.hipify_step("saxpy.cu"), put_sample(store, "saxpy.cu", SAXPY))
     with pytest.raises(NoHostError, match=r"1 job\(s\) \(hipify-perl\) need .*resource 'hipify'"):
         ActionRunner(store, cluster.executor(host_wait_s=600), timeout_s=300).run([action], desc="no host")
+
+
+def test_without_a_host_serving_hip_nvidia_it_builds_here(nvidia_only):
+    """A cluster whose hosts do not serve ``hip-nvidia`` builds HIP on NVIDIA on this machine, as before that resource
+    existed; the CUDA side still goes to the NVIDIA host."""
+    hosts, _ = nvidia_only
+    placement = Placement(hosts.address, None, 30.0)
+    try:
+        hip_nvidia, nvidia = placement.toolchain("hip-nvidia"), placement.toolchain("nvidia")
+        assert not placement.hosts_serve("hip-nvidia") and placement.hosts_serve("nvidia")
+        assert isinstance(placement.tool_executor({"hip-nvidia": hip_nvidia}), LocalExecutor)
+        assert isinstance(placement.tool_executor({"nvidia": nvidia}), DaskExecutor)
+        with pytest.raises(ValueError, match="one executor cannot run both"):
+            placement.tool_executor({"hip-nvidia": hip_nvidia, "nvidia": nvidia})
+    finally:
+        cluster_at(hosts.address).close()
+        cluster_at.cache_clear()
 
 
 def test_a_host_without_the_toolchain_it_advertises_does_not_start(hosts):
@@ -211,6 +227,10 @@ def test_a_host_without_the_toolchain_it_advertises_does_not_start(hosts):
     assert proc.wait(timeout=120) != 0
     assert "host false-amd cannot start: amd tool hipcc: not found" in hosts.log("false-amd")
     assert "scripts/setup.sh" in hosts.log("false-amd")
+    proc = hosts.start_worker("false-hip", {"hip-nvidia": 1}, {"CASS_HIP_HEADERS": "/nonexistent/hip"}, wait=False)
+    assert proc.wait(timeout=120) != 0
+    assert "host false-hip cannot start: hip-nvidia tool nvcc: no HIP headers for NVIDIA at /nonexistent/hip" \
+        in hosts.log("false-hip")
 
 
 def test_a_host_advertising_a_gpu_it_lacks_does_not_start_and_none_is_offered(hosts, cluster):

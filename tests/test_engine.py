@@ -146,8 +146,7 @@ def test_settled_chunks_merge_into_the_stage_output_and_count_each_key_found_onc
 
     runner, nvidia = ActionRunner(store, None, 0), ActionRunner(store, None, 0)   # the driver's: it found k3 itself
     runner.found.add("k3")
-    for both in (runner, nvidia):   # one damaged object of the shared store, set aside by both vendors' lookups
-        both.counts.corrupt = 1
+    runner.counts.corrupt, nvidia.counts.corrupt = 1, 2   # the shared store's damaged objects each runner set aside
     chunks = [Settled(added=[{"sample_id": "a"}], found={"amd": {"k1", "k2"}}, corrupt=1),
               Settled(dropped=[({"sample_id": "b", "origin": "o", "path": "b.cu", "domain": "d"}, "why", "detail")],
                       found={"amd": {"k2", "k3"}})]
@@ -156,5 +155,6 @@ def test_settled_chunks_merge_into_the_stage_output_and_count_each_key_found_onc
     assert SettledRows(chunks).added == [{"sample_id": "a"}]
     assert [(d["sample_id"], d["reason"]) for d in out.dropped] == [("b", "why")]
     assert runner.counts.hits == 3 and nvidia.counts.hits == 0   # k2 and k3 found twice, counted once
-    assert out.run["actions"]["hits"] == 3 and out.run["actions"]["corrupt_recomputed"] == 2   # in the run report:
-    assert out.run["actions_by_vendor"]["nvidia"]["corrupt_recomputed"] == 0   # the driver's one and the worker's
+    # in the run report: the driver's two (one of them found by both vendors' runners) and the worker's one
+    assert out.run["actions"]["hits"] == 3 and out.run["actions"]["corrupt_recomputed"] == 3
+    assert out.run["actions_by_vendor"]["nvidia"]["corrupt_recomputed"] == 0

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +32,8 @@ from harness.project import (
 from cass.engine.actions import ActionRunner, plan
 from cass.report.summary import summary
 from hosts.gpu import local_gpu_host
-from toolchains import local_executor
+from toolchains import load_hip_nvidia, local_executor
+from toolchains.hip_nvidia import default_hip_headers
 
 pytestmark = pytest.mark.slow
 
@@ -501,6 +503,28 @@ def test_a_code_edit_reruns_exactly_the_stages_that_run_it(project):
     finally:
         layout.write_text(original)
         run(["dvc", "repro", "code_digests"], project)
+    assert stages_out_of_date(project) == before
+
+
+def test_a_changed_hip_on_nvidia_install_reruns_the_stages_that_build_with_it(project, tmp_path):
+    """HIP's NVIDIA back end is recorded with the compilers: a header added to its install (a newer Debian package, say)
+    changes its fingerprint, and `dvc status` lists the stages that build with the compilers, `pair` and `execute`
+    among them; put back, nothing is left to rerun."""
+    run(["dvc", "repro", "toolchain_fingerprints"], project)
+    before = stages_out_of_date(project)
+    record = project / "data" / "toolchain_fingerprints" / "toolchains.json"
+    recorded = json.loads(record.read_text())["hip-nvidia"]["nvcc"]["fingerprint"]
+    assert recorded == load_hip_nvidia().fingerprint("nvcc")
+    install = tmp_path / "hip-nvidia"
+    shutil.copytree(default_hip_headers().parent, install, symlinks=True)
+    (install / "hip" / "hip_newer_package.h").write_text("#define HIP_NEWER_PACKAGE 1\n")
+    try:
+        newer = {**TOOL_ENV, "CASS_HIP_HEADERS": str(install / "hip")}
+        run_in(["dvc", "repro", "toolchain_fingerprints"], project, newer)
+        assert json.loads(record.read_text())["hip-nvidia"]["nvcc"]["fingerprint"] != recorded
+        assert {"pair", "execute", "compile_amd"} <= stages_out_of_date(project) - before
+    finally:
+        run(["dvc", "repro", "toolchain_fingerprints"], project)
     assert stages_out_of_date(project) == before
 
 

@@ -3,7 +3,7 @@
 * Tool actions (compiles, hipify-perl, disassembly, the programs' builds, the benchmark's compiles):
   :meth:`Placement.tool_executor`, on ``workers`` local processes or, with a Dask scheduler, on the vendor hosts it
   connects (waiting ``host_wait_s`` for one that serves a job); HIP's NVIDIA back end on the hosts serving
-  ``hip-nvidia``.
+  ``hip-nvidia``, or here where no connected host does.
 * The toolchains actions are planned with: :meth:`Placement.toolchains` and :meth:`Placement.toolchain`, this
   machine's or the hosts'.
 * A stage's own per-item work: :meth:`Placement.stage_work`, on local processes or the scheduler's stage hosts.
@@ -23,9 +23,6 @@ from pathlib import Path
 from cass.engine.stage_work import StageWork, stage_work
 from hosts.cluster import RESOURCE_VENDOR, Cluster, scheduler_address
 from toolchains import Executor, HipNvidiaToolchain, Toolchain, load_hip_nvidia, load_toolchains, local_executor
-
-HOST_VENDORS = frozenset(RESOURCE_VENDOR.values())
-"""The vendors whose tools vendor hosts run."""
 
 
 @functools.cache
@@ -73,16 +70,28 @@ class Placement:
 
     def toolchain(self, vendor: str, amd_suite: str | None = None) -> Toolchain:
         """``vendor``'s toolchain as :meth:`toolchains` gives it (``amd_suite``: the AMD one's root), or HIP's NVIDIA
-        back end (``hip-nvidia``): this machine's, or the hosts' when a scheduler is configured."""
-        if vendor == HipNvidiaToolchain.vendor and self.scheduler is None:
+        back end (``hip-nvidia``): the hosts' where a connected host serves it, else this machine's (a cluster
+        without such a host builds HIP on NVIDIA here, as a pipeline without a scheduler does)."""
+        if vendor == HipNvidiaToolchain.vendor and not self.hosts_serve(vendor):
             return load_hip_nvidia()
         return self.toolchains(amd_suite, (vendor,))[vendor]
 
+    def hosts_serve(self, vendor: str) -> bool:
+        """Whether a scheduler is configured and some host connected to it serves ``vendor``'s tools."""
+        return self.scheduler is not None and any(
+            RESOURCE_VENDOR.get(resource) == vendor and units > 0
+            for resources in cluster_at(self.scheduler).resources().values() for resource, units in resources.items())
+
     def tool_executor(self, toolchains: Mapping[str, Toolchain]) -> Executor:
-        """Where tool actions run: the cluster when a scheduler is configured and the hosts serve every vendor of
-        ``toolchains``, else ``workers`` local processes."""
-        if self.scheduler is None or not set(toolchains) <= HOST_VENDORS:
+        """Where ``toolchains``' tool actions run: on ``workers`` local processes for this machine's toolchains, on
+        the scheduler's hosts for toolchains known from the hosts' report (:meth:`toolchain`)."""
+        reported = sorted(vendor for vendor, tc in toolchains.items() if tc.launcher is None)
+        if not reported:
             return local_executor(dict(toolchains), self.workers)
+        if self.scheduler is None or len(reported) < len(toolchains):
+            raise ValueError(f"toolchains {', '.join(reported)} are known from hosts' reports and run on a scheduler's "
+                             f"hosts; {', '.join(sorted(set(toolchains) - set(reported))) or 'no scheduler'} here: "
+                             "one executor cannot run both")
         return cluster_at(self.scheduler).executor(self.host_wait_s)
 
     def stage_work(self, report: Path) -> StageWork:

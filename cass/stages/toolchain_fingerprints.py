@@ -1,5 +1,6 @@
 """Stage ``toolchain_fingerprints``: record which compilers build the dataset (versions and fingerprints): this
-machine's, or the connected vendor hosts' when a Dask scheduler is configured.
+machine's, or the connected vendor hosts' when a Dask scheduler is configured; with them HIP's NVIDIA back end
+(``hip-nvidia``), which builds the pairs' HIP programs and the `pair` stage's checks.
 
 It runs on every `dvc repro` (``always_changed``) because a compiler can change outside the
 repository; its output changes only when a toolchain does, and the stages that run tools depend
@@ -13,12 +14,15 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 from cass.engine.actions import pipeline_toolchains
+from cass.engine.placement import Placement
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import TOOLCHAIN_FILE
+from toolchains import HipNvidiaToolchain
 
 
 def run(stage: Stage) -> None:
-    toolchains = pipeline_toolchains(stage.params)
+    hip_nvidia = Placement.of(stage.params).toolchain(HipNvidiaToolchain.vendor)
+    toolchains = {**pipeline_toolchains(stage.params), hip_nvidia.vendor: hip_nvidia}
     with ThreadPoolExecutor(max_workers=8) as pool:   # version commands wait on processes: start them together
         for tc in toolchains.values():
             for tool in tc.tools():
