@@ -15,8 +15,10 @@ from cass.translate.ctext import find_calls, rewrite_calls
 from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
+    PTX_PRELUDE,
     RULES,
     SYNCWARP,
+    THRUST_PRELUDE,
     WARP_PRELUDE,
     CachedRepair,
     RepairTarget,
@@ -24,6 +26,7 @@ from cass.translate.repair import (
     cuda_header_guards,
     cuda_runtime_overloads,
     cuda_version_macros,
+    hip_elaborated_types,
     hip_vector_compound_operators,
     ptx_inline_asm,
     repair,
@@ -44,6 +47,8 @@ NAMES = CudaHipNames(
     versions={"CUDA_VERSION": "13050", "CUDART_VERSION": "13050", "__CUDACC_VER_MAJOR__": "13",
               "CUSPARSE_VERSION": "((12) * 1000 + (9) * 100 + (4))"},
     constants={"CUDART_PI_F": "HIP_PI_F", "CUDART_INF_F": "HIP_INF_F"},
+    hip_names={"hipMemcpyKind": "cudaMemcpyKind", "hipChannelFormatDesc": "cudaChannelFormatDesc",
+               "hipMemcpy": "cudaMemcpy"},
     overloads={
         "hipEventCreate": {"2": {"target": "hipEventCreateWithFlags", "params": ["event", "flags"], "required": 2,
                                  "defaults": [], "args": ["event", "flags"]}},
@@ -269,12 +274,27 @@ def test_cuda_version_macros_take_the_nvidia_sides_values_in_conditionals():
     assert cuda_version_macros(VERSIONS_BEFORE, HIP57) == VERSIONS_AFTER
 
 
-def test_thrust_cuda_backend_becomes_rocthrusts_hip_backend():
+def test_thrust_cuda_backend_is_rocthrusts_hip_backend_on_amd_and_stays_on_nvidia():
     before = ("#include <thrust/system/cuda/execution_policy.h>\n"
               "thrust::sort(thrust::cuda::par.on(stream), a, b); thrust::cuda_cub::tag t; thrust::system::cuda::x y;\n")
-    after = ("#include <thrust/system/hip/execution_policy.h>\n"
-             "thrust::sort(thrust::hip::par.on(stream), a, b); thrust::hip_rocprim::tag t; thrust::system::hip::x y;\n")
+    after = (THRUST_PRELUDE + "#if defined(__HIP_PLATFORM_NVIDIA__)\n#include <thrust/system/cuda/execution_policy.h>\n"
+             "#else\n#include <thrust/system/hip/execution_policy.h>\n#endif\n"
+             "thrust::sort(CASS_THRUST(thrust::cuda, thrust::hip)::par.on(stream), a, b); "
+             "CASS_THRUST(thrust::cuda_cub, thrust::hip_rocprim)::tag t; "
+             "CASS_THRUST(thrust::system::cuda, thrust::system::hip)::x y;\n")
     assert thrust_cuda_backend(before, HIP57) == after
+    assert thrust_cuda_backend(after, HIP57) == after   # repaired before: left alone
+
+
+def test_elaborated_hip_types_lose_the_keyword_and_tag_declarations_stay():
+    before = ("cudaError_t copy(void *d, const void *s, size_t n, enum hipMemcpyKind kind);\n"
+              "struct hipChannelFormatDesc desc; enum hipMemcpyKind;\nstruct hipMemcpyKind { int x; };\n"
+              "enum hipMemcpyKind : int { A };\nstruct own_t o; enum hipMemcpyKindx k; /* enum hipMemcpyKind */\n")
+    after = ("cudaError_t copy(void *d, const void *s, size_t n, hipMemcpyKind kind);\n"
+             "hipChannelFormatDesc desc; enum hipMemcpyKind;\nstruct hipMemcpyKind { int x; };\n"
+             "enum hipMemcpyKind : int { A };\nstruct own_t o; enum hipMemcpyKindx k; /* hipMemcpyKind */\n")
+    assert hip_elaborated_types(before, HIP57) == after
+    assert hip_elaborated_types(before, replace(HIP57, names=CudaHipNames())) == before   # no table: no rewrite
 
 
 PTX_BEFORE = """#define LD_NC_V1 "ld.global.cs.nc.u32"
@@ -292,10 +312,12 @@ __device__ void store(void *p, unsigned a) { asm("st.u32 [%0], {%1};" : : "l"(p)
 __device__ void wait() { asm volatile("bar.sync %0, %1;" : : "r"(1), "r"(64) : "memory"); }
 """
 LOAD = "((const unsigned int *)((const char *)(p) + {}))[{}]"
-PTX_AFTER = f"""#define LD_NC_V1 "ld.global.cs.nc.u32"
-__device__ unsigned lane() {{ unsigned id; (id = __lane_id()); return id; }}
-__device__ unsigned ge() {{ unsigned m; (m = (unsigned)~__lanemask_lt()); return m; }}
-__device__ unsigned sm() {{ unsigned s; (s = __smid()); return s; }}
+PTX_AFTER = PTX_PRELUDE + f"""#define LD_NC_V1 "ld.global.cs.nc.u32"
+__device__ unsigned lane() {{ unsigned id; CASS_PTX(asm("mov.u32 %0, %%laneid;" : "=r"(id)), (id = __lane_id())); \
+return id; }}
+__device__ unsigned ge() {{ unsigned m; CASS_PTX(asm volatile("mov.u32 %0, %%lanemask_ge;" : "=r"(m)), \
+(m = (unsigned)~__lanemask_lt())); return m; }}
+__device__ unsigned sm() {{ unsigned s; CASS_PTX(asm("mov.u32 %0, %smid;" : "=r"(s)), (s = __smid())); return s; }}
 __device__ unsigned field(unsigned v, int p, int l) {{
   unsigned r; (r = {BFE[32].format("(v)", "(p)", "(l)")}); return r;
 }}
@@ -309,7 +331,9 @@ __device__ void wait() {{ asm volatile("bar.sync %0, %1;" : : "r"(1), "r"(64) : 
 
 
 def test_ptx_inline_asm_idioms_become_the_cpp_they_compute():
+    """The special registers' device functions are AMD's alone: HIP's NVIDIA platform keeps their PTX."""
     assert ptx_inline_asm(PTX_BEFORE, HIP57) == PTX_AFTER   # named barriers have no equivalent: kept
+    assert ptx_inline_asm(PTX_AFTER, HIP57) == PTX_AFTER   # repaired before: left alone
 
 
 def test_ptx_accesses_keep_volatility_and_unknown_forms_stay():
@@ -550,19 +574,66 @@ int main() { return 0; }
 """
 
 
-def test_warp_rule_output_builds_for_amd_and_for_hips_nvidia_platform(toolchains, store):
-    """The warp rule's output keeps CUDA's ``*_sync`` calls for HIP's NVIDIA platform (where HIP 5.7's votes are
-    ones ptxas refuses and AMD's builtins are unknown) and the AMD forms for AMD: both build."""
-    from cass.engine.targets import TargetRun
+def hip_nvidia_builds(store, texts: dict[str, str]) -> dict:
+    """Each text as a program of one file through HIP's NVIDIA back end (sm_90): its :class:`Build`."""
     from cass.execution.programs import run_plans
     from toolchains import load_hip_nvidia
 
+    hip_nvidia = load_hip_nvidia()
+    target = hip_nvidia.program_target(["kernel.cu"], ["sm_90"], ["-std=c++17", "-w"])
+    plans = {name: [TargetRun(target, {"kernel.cu": store.put(text.encode())})] for name, text in texts.items()}
+    return run_plans(store, hip_nvidia, plans, 600, Placement.local())[0]
+
+
+def test_warp_rule_output_builds_for_amd_and_for_hips_nvidia_platform(toolchains, store):
+    """The warp rule's output keeps CUDA's ``*_sync`` calls for HIP's NVIDIA platform (where HIP 5.7's votes are
+    ones ptxas refuses and AMD's builtins are unknown) and the AMD forms for AMD: both build."""
     text = "#include <hip/hip_runtime.h>\n" + WARP_AFTER_HIP57 + WARP_PROGRAM
     runner = ActionRunner(store, local_executor({"amd": toolchains["amd"]}), 300)
     amd = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})
     assert amd.ok, store.get_text(amd.record.stderr)
-    hip_nvidia = load_hip_nvidia()
-    target = hip_nvidia.program_target(["kernel.cu"], ["sm_90"], ["-std=c++17", "-w"])
-    builds, _ = run_plans(store, hip_nvidia, {"k": [TargetRun(target, {"kernel.cu": store.put(text.encode())})]},
-                          600, Placement.local())
-    assert builds["k"].binary, builds["k"].detail
+    build = hip_nvidia_builds(store, {"k": text})["k"]
+    assert build.binary, build.detail
+
+
+PLATFORM_PROGRAM = """#include <thrust/fill.h>
+#include <thrust/system/cuda/execution_policy.h>
+__device__ unsigned lane_id() { unsigned id; asm("mov.u32 %0, %%laneid;" : "=r"(id)); return id; }
+__global__ void kernel(unsigned *out) { out[threadIdx.x] += lane_id(); }
+static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
+  return cudaMemcpy(dst, src, n, kind);
+}
+int main() {
+  unsigned *d, h[32];
+  cudaStream_t stream;
+  cudaMalloc(&d, sizeof h);
+  cudaStreamCreate(&stream);
+  thrust::fill(thrust::cuda::par.on(stream), d, d + 32, 1u);
+  kernel<<<1, 32, 0, stream>>>(d);
+  copy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  return h[31] != 32;
+}
+"""
+AMD_FORMS = "#define CASS_PTX(cuda, amd) amd\n#define CASS_THRUST(cuda, amd) amd\n"
+"""Put before a repaired text, the platform-selecting rules' AMD forms on HIP's NVIDIA platform too."""
+
+
+def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(toolchains, store):
+    """Real hipify-perl, then the repairs: lane ids from PTX, thrust's CUDA policy and an ``enum cudaMemcpyKind``
+    build for AMD and through HIP's NVIDIA back end. The AMD forms alone (``__lane_id``, ``thrust::hip``, the
+    elaborated typedef) do not build there: each is one of the errors."""
+    amd = toolchains["amd"]
+    runner = ActionRunner(store, local_executor({"amd": amd}), 300)
+    action = plan(amd, amd.hipify_step("kernel.cu"), {"kernel.cu": store.put(PLATFORM_PROGRAM.encode())})
+    hipified = store.get_text(runner.run([action], desc="hipify")[action.key].record.outputs["hip"])
+    target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd), hipblas_v2=amd.hipblas_v2())
+    text, fired = repair(hipified, target)
+    assert {"thrust_cuda_backend", "ptx_inline_asm", "hip_elaborated_types"} <= set(fired)
+    built = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})
+    assert built.ok, store.get_text(built.record.stderr)
+    amd_only, _ = repair(hipified, target, tuple(r for r in RULES if r.name != "hip_elaborated_types"))
+    builds = hip_nvidia_builds(store, {"repaired": text, "amd forms": AMD_FORMS + amd_only})
+    assert builds["repaired"].binary, builds["repaired"].detail
+    assert builds["amd forms"].binary is None
+    for error in ('"__lane_id" is undefined', 'name followed by "::"', 'typedef "hipMemcpyKind" may not be used'):
+        assert error in builds["amd forms"].detail

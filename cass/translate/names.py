@@ -22,7 +22,9 @@ counterparts. Each table here is computed from the files of the two toolchains:
   with the same definition (``CUDART_PI_F`` -> ``HIP_PI_F``);
 * **runtime overloads**: the C++ overloads CUDA's runtime header adds to its C API (a two-argument
   ``cudaEventCreate``, a ``cudaFuncSetAttribute`` that takes the kernel itself), as the calls they make,
-  where HIP's runtime header has no overload of its own (:func:`runtime_overloads`).
+  where HIP's runtime header has no overload of its own (:func:`runtime_overloads`);
+* **HIP names**: every identifier hipify-perl writes for a CUDA one (``hipMemcpyKind`` for ``cudaMemcpyKind``),
+  with that CUDA name.
 
 :func:`derive` computes them from paths; :func:`cached_names` once per pair of toolchain
 fingerprints, kept in this machine's cache.
@@ -46,7 +48,7 @@ from store.machine_cache import machine_cache
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 3
+SCHEME = 4
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
 
 _NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
@@ -111,6 +113,8 @@ class CudaHipNames:
     overloads: dict[str, dict[str, dict]] = field(default_factory=dict)
     """HIP runtime function -> arity -> the call CUDA's C++ overload of that arity makes (``target``, ``args`` over
     ``params``, ``defaults`` of the optional ones), where HIP has no such overload"""
+    hip_names: dict[str, str] = field(default_factory=dict)
+    """HIP identifier -> the CUDA one hipify-perl writes it for"""
     hipify_headers: dict[str, str] = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
@@ -122,7 +126,7 @@ class CudaHipNames:
 
     def tables(self) -> dict[str, dict[str, str]]:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
-                "constants": self.constants, "overloads": self.overloads}
+                "constants": self.constants, "overloads": self.overloads, "hip_names": self.hip_names}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
@@ -133,7 +137,8 @@ class CudaHipNames:
         return (f"{len(self.covered)} CUDA headers hipify-perl maps with a guard pair "
                 f"({len(self.uncovered)} without), {len(self.presence)} presence macros (guards and markers), "
                 f"{len(self.headers)} more headers, {len(self.versions)} version macros, "
-                f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads")
+                f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads, "
+                f"{len(self.hip_names)} HIP names")
 
 
 def _evaluate(body: str, known: dict[str, str]) -> str | None:
@@ -346,8 +351,9 @@ def derive(cuda_index: dict, hip_index: dict) -> CudaHipNames:
             if macro.startswith(cp) and macro not in hip_defined and body.replace(cp, hp) in hip_objects.get(twin, ()):
                 constants.setdefault(macro, twin)
     overloads = runtime_overloads(cuda, hip, names)
+    hip_names = {h: c for c, h in sorted(names.items()) if h.isidentifier()}
     covered = sorted(n for n in hipify if n in cuda and n not in uncovered)
-    return CudaHipNames(headers, presence, versions, constants, overloads, hipify, covered, uncovered)
+    return CudaHipNames(headers, presence, versions, constants, overloads, hip_names, hipify, covered, uncovered)
 
 
 _CACHE_FORMAT = 2

@@ -15,6 +15,7 @@ are left as they are.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cass.translate.ctext import find_heads
@@ -33,6 +34,8 @@ _ADDRESS = r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]"
 _HINTS = r"((?:\.(?:cs|nc|ca|cg|lu|cv|wb|wt))*)"
 _LOAD = re.compile(rf"^ld(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_REGS}\s*,\s*{_ADDRESS}\s*;?$")
 _STORE = re.compile(rf"^st(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_ADDRESS}\s*,\s*{_REGS}\s*;?$")
+AMD_DEVICE_FUNCTIONS = re.compile(r"\b(?:__lane_id|__lanemask_(?:lt|gt|eq)|__smid)\(")
+"""The AMD platform's device functions that the special registers' idioms become (HIP's NVIDIA platform has none)."""
 _LANE_MASKS = {
     "lt": "(unsigned)__lanemask_lt()", "gt": "(unsigned)__lanemask_gt()",
     "le": "(unsigned)(__lanemask_lt() | __lanemask_eq())", "ge": "(unsigned)~__lanemask_lt()",
@@ -136,9 +139,11 @@ def _translate(statement: AsmStatement, lanes: bool) -> str | None:
     return None
 
 
-def rewrite_asm(text: str, lanes: bool = True) -> str:
+def rewrite_asm(text: str, lanes: bool = True, amd_only: Callable[[str, str], str] | None = None) -> str:
     """``text`` with every asm statement of a known PTX idiom replaced by its C++ expression;
-    ``lanes``: lane ids and masks too (only where a wavefront has a warp's 32 lanes)."""
+    ``lanes``: lane ids and masks too (only where a wavefront has a warp's 32 lanes); ``amd_only(asm statement,
+    expression)``: what stands for an expression that calls :data:`AMD_DEVICE_FUNCTIONS` (default: the
+    expression)."""
     if "asm" not in text:
         return text
     macros = dict(re.findall(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+"([^"\\\n]*)"[ \t]*$', text, re.M)[::-1])
@@ -153,6 +158,8 @@ def rewrite_asm(text: str, lanes: bool = True) -> str:
             continue
         volatile = "volatile" in text[call.start:call.args[0][0]] or (len(parts) > 3 and '"memory"' in parts[3])
         new = translate(AsmStatement(template, outputs, inputs, volatile), lanes)
+        if new is not None and amd_only is not None and AMD_DEVICE_FUNCTIONS.search(new):
+            new = amd_only(text[call.start:call.end], new)
         if new is not None:
             out += [text[pos:call.start], new]
             pos = call.end

@@ -47,10 +47,19 @@ enters the repair action's key.
   whose vector types are CUDA's.
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
   ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``<thrust/system/cuda/...>``) become
-  rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy.
+  rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy, on AMD; on HIP's
+  NVIDIA platform, whose thrust is CUDA's, they stay (``CASS_THRUST(thrust::cuda, thrust::hip)::par``, and the
+  ``#include`` in an ``#if`` on the platform).
 * ``ptx_inline_asm``: PTX inline assembly idioms (lane id and lane masks, ``bfe``/``bfi`` bit
   fields, ``ld``/``st`` with cache hints) become the C++ they compute (:mod:`cass.translate.ptx`);
-  other PTX is left as it is.
+  other PTX is left as it is. The special registers (lane id, lane masks, multiprocessor id) become device
+  functions that only HIP's AMD platform has: on HIP's NVIDIA platform the PTX stays
+  (``CASS_PTX(asm(...), (id = __lane_id()))``); the other idioms' C++ builds on both.
+* ``hip_elaborated_types``: ``enum hipMemcpyKind kind`` (hipify-perl's text for ``enum cudaMemcpyKind``) names a
+  tag on AMD, but HIP's NVIDIA platform declares ``typedef enum cudaMemcpyKind hipMemcpyKind``, a typedef, which no
+  ``enum``, ``struct`` or ``union`` keyword may name. Before a name hipify-perl writes (the derived table), the keyword
+  goes: in C++ the name alone is the same type on both platforms. Definitions and declarations of the tag
+  (``{``, ``:``, ``;`` after the name) are left alone.
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -64,9 +73,10 @@ enters the repair action's key.
   No HIP declares ``__syncwarp()``: it becomes a wavefront barrier between release and acquire
   fences at wavefront scope (lanes of a wavefront run in lockstep; the fences order their memory
   operations as ``__syncwarp`` does).
-  Each rewritten call is ``CASS_WARP(<the CUDA call>, <the AMD form>)``, a macro the file defines once at its top:
-  the AMD form for AMD, the CUDA call on HIP's NVIDIA platform (whose headers are CUDA's, where HIP 5.7's own votes
-  are ones ptxas refuses from sm_70 and AMD's builtins are unknown), so the translation builds on both.
+  Each rewritten call is ``CASS_WARP(<the CUDA call>, <the AMD form>)``, a macro the file defines once at its top
+  (:func:`platform_select`): the AMD form for AMD, the CUDA call on HIP's NVIDIA platform (whose headers are CUDA's,
+  where HIP 5.7's own votes are ones ptxas refuses from sm_70 and AMD's builtins are unknown), so the translation
+  builds on both.
 
 A rule's ``version`` is bumped whenever its output can change; the rule set's id (every rule's
 name and version) enters the repair action's key, with the HIP version the rules were chosen for.
@@ -339,24 +349,54 @@ def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
     return _BINARY_OPERATOR.sub(binary, _COMPOUND_OPERATOR.sub(compound, text))
 
 
-_THRUST_CUDA = (
-    (re.compile(r"\bthrust::cuda_cub::"), "thrust::hip_rocprim::"),
-    (re.compile(r"\bthrust::system::cuda::"), "thrust::system::hip::"),
-    (re.compile(r"\bthrust::cuda::"), "thrust::hip::"),
-    (re.compile(r"([<\"])thrust/system/cuda/"), r"\1thrust/system/hip/"),
-)
+def platform_select(macro: str) -> str:
+    """The prelude a rule puts once at the top of a file it rewrites: ``macro(cuda, amd)`` is the CUDA form on HIP's
+    NVIDIA platform (whose headers are CUDA's) and the AMD form elsewhere, so the translation builds on both."""
+    return (f"#ifndef {macro}\n#if defined(__HIP_PLATFORM_NVIDIA__)\n#define {macro}(cuda, amd) cuda\n"
+            f"#else\n#define {macro}(cuda, amd) amd\n#endif\n#endif\n")
+
+
+def _selected(text: str, repaired: str, prelude: str) -> str:
+    return repaired if repaired == text else prelude + repaired
+
+
+THRUST_SELECT = "CASS_THRUST"
+THRUST_PRELUDE = platform_select(THRUST_SELECT)
+_THRUST_CUDA = {"thrust::cuda_cub": "thrust::hip_rocprim", "thrust::system::cuda": "thrust::system::hip",
+                "thrust::cuda": "thrust::hip"}
+_THRUST_NAME = re.compile(r"\b(thrust::cuda_cub|thrust::system::cuda|thrust::cuda)::")
+_THRUST_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])thrust/system/cuda/(.*)$', re.M)
 
 
 def thrust_cuda_backend(text: str, target: RepairTarget) -> str:
-    if "thrust" not in text:
-        return text
-    for pattern, hip_name in _THRUST_CUDA:
-        text = pattern.sub(hip_name, text)
-    return text
+    if "thrust" not in text or THRUST_PRELUDE in text:
+        return text   # no thrust, or repaired before
+    repaired = _THRUST_NAME.sub(lambda m: f"{THRUST_SELECT}({m.group(1)}, {_THRUST_CUDA[m.group(1)]})::", text)
+    repaired = _THRUST_INCLUDE.sub(lambda m: f"#if defined(__HIP_PLATFORM_NVIDIA__)\n{m.group(0)}\n#else\n"
+                                             f"{m.group(1)}thrust/system/hip/{m.group(2)}\n#endif", repaired)
+    return _selected(text, repaired, THRUST_PRELUDE)
+
+
+PTX_SELECT = "CASS_PTX"
+PTX_PRELUDE = platform_select(PTX_SELECT)
 
 
 def ptx_inline_asm(text: str, target: RepairTarget) -> str:
-    return rewrite_asm(text, lanes=target.wave32)
+    if PTX_PRELUDE in text:
+        return text   # repaired before
+    repaired = rewrite_asm(text, lanes=target.wave32,
+                           amd_only=lambda original, translated: f"{PTX_SELECT}({original}, {translated})")
+    return _selected(text, repaired, PTX_PRELUDE) if PTX_SELECT in repaired else repaired
+
+
+_ELABORATED = re.compile(r"\b(?:enum|struct|union)\s+(\w+)\b(?!\s*[{:;])")
+
+
+def hip_elaborated_types(text: str, target: RepairTarget) -> str:
+    hip_names = target.names.hip_names
+    if not hip_names or not re.search(r"\b(?:enum|struct|union)\b", text):
+        return text
+    return _ELABORATED.sub(lambda m: m.group(1) if m.group(1) in hip_names else m.group(0), text)
 
 
 SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
@@ -398,8 +438,7 @@ def _vote(name: str) -> Callable[[list[str], str], str]:
 
 
 WARP_SELECT = "CASS_WARP"
-WARP_PRELUDE = (f"#ifndef {WARP_SELECT}\n#if defined(__HIP_PLATFORM_NVIDIA__)\n#define {WARP_SELECT}(cuda, amd) cuda\n"
-                f"#else\n#define {WARP_SELECT}(cuda, amd) amd\n#endif\n#endif\n")
+WARP_PRELUDE = platform_select(WARP_SELECT)
 """Chooses a warp call's form by HIP platform: on NVIDIA, HIP's headers are CUDA's, whose own ``*_sync`` intrinsics
 work (HIP 5.7's NVIDIA votes are the ones ptxas refuses from sm_70, and AMD's builtins are unknown there)."""
 
@@ -427,7 +466,7 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
     repaired = text
     for name in (*SHUFFLES, *VOTES, "__activemask", "__syncwarp"):
         repaired = rewrite_calls(repaired, name, _per_platform(rewrites[name]))
-    return repaired if repaired == text else WARP_PRELUDE + repaired
+    return _selected(text, repaired, WARP_PRELUDE)
 
 
 RULES: tuple[Rule, ...] = (
@@ -441,8 +480,10 @@ RULES: tuple[Rule, ...] = (
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 3,
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
-    Rule("thrust_cuda_backend", 1, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
-    Rule("ptx_inline_asm", 3, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
+    Rule("thrust_cuda_backend", 2, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
+    Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
+    Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
+         "enum, struct or union keyword may name", hip_elaborated_types),
     Rule("warp_sync_builtins", 7, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
