@@ -35,7 +35,7 @@ from cass.translate.names import toolchain_names
 from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
 from store import Store
 from store.tree import tree_blobs
-from toolchains import AMD_SUITES, HipNvidiaToolchain, Toolchain, amd_root_path, load_toolchains
+from toolchains import AMD_SUITES, HipNvidiaToolchain, Toolchain, amd_root_path, load_hip_nvidia, load_toolchains
 from toolchains.amd_root import read_seal
 from toolchains.sandbox import detect as detect_sandbox
 from toolchains.system import header_parity
@@ -91,7 +91,12 @@ def cmd_toolchains(args: argparse.Namespace) -> int:
         print(root_state(suite, params["amd"].get("root") if suite == params["amd"]["toolchain"] else None))
     if not missing:
         print_header_parity(toolchains)
-        print(f"CUDA->HIP names derived: {toolchain_names(toolchains['nvidia'], toolchains['amd']).summary()}")
+        hip_nvidia = load_hip_nvidia()
+        if problem := hip_nvidia.status("nvcc").problem:
+            print(f"CUDA->HIP names not derived: HIP on NVIDIA: {problem}. {hip_nvidia.install_hint}")
+        else:
+            names = toolchain_names(toolchains["nvidia"], toolchains["amd"], hip_nvidia)
+            print(f"CUDA->HIP names derived: {names.summary()}")
     mode = detect_sandbox().mode
     print(f"sandbox: {mode}" + ("" if mode == "bwrap" else
                                 " (bubblewrap missing or refused: tools can read this host's files; "

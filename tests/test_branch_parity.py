@@ -7,7 +7,7 @@ from cass.compiling.branch_parity import aligned, branches, divergences, instrum
 from cass.engine.actions import ActionRunner, plan
 from cass.translate.names import toolchain_names
 from cass.translate.repair import RepairTarget, repair
-from toolchains import local_executor
+from toolchains import load_hip_nvidia, local_executor
 
 NESTED = """#if A /* #if not here */
 int a;
@@ -75,7 +75,7 @@ def translated_sample(toolchains, store) -> tuple[ActionRunner, str, str]:
     cuda = store.put(SAMPLE.encode())
     hipify = plan(amd, amd.hipify_step("k.cu"), {"k.cu": cuda})
     hip_text = store.get_text(runner.run([hipify], desc="hipify")[hipify.key].record.outputs["hip"])
-    hip_text, _ = repair(hip_text, RepairTarget(amd.hip_version(), toolchain_names(nvidia, amd)))
+    hip_text, _ = repair(hip_text, RepairTarget(amd.hip_version(), toolchain_names(nvidia, amd, load_hip_nvidia())))
     return runner, cuda, hip_text
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cass.translate.names import CudaHipNames, HeaderIndex, cached_names, derive, is_version_name, toolchain_names
+from toolchains import load_hip_nvidia
 from toolchains.headers import index_headers, parse_header
+from toolchains.hip_nvidia import platform_typedefs
 
 
 def test_a_header_says_its_guard_markers_unconditional_macros_and_includes():
@@ -111,7 +113,10 @@ def test_derived_tables_are_computed_once_per_key(tmp_path, monkeypatch):
 
 def test_the_real_toolchains_cover_every_cuda_header_hipify_perl_maps(toolchains):
     nvidia, amd = toolchains["nvidia"], toolchains["amd"]
-    names = toolchain_names(nvidia, amd)
+    names = toolchain_names(nvidia, amd, load_hip_nvidia())
+    # hipify-perl's names HIP's NVIDIA platform declares as typedefs; a tag only AMD has is none of them
+    assert {"hipMemcpyKind", "hipChannelFormatDesc", "hipExtent"} <= set(names.nvidia_typedefs)
+    assert "ihipStream_t" not in names.nvidia_typedefs
     cuda = nvidia.header_index()["headers"]
     hip_index = HeaderIndex(amd.header_index()["headers"])
     hip = {alias for facts in amd.header_index()["headers"].values() for alias in facts["names"]}
@@ -156,6 +161,7 @@ def test_a_header_hipify_perl_leaves_maps_to_the_one_declaring_what_hipify_perl_
     derived = derive({"headers": index_headers([cuda], files(cuda), lambda h, n: "/" not in h)}, index)
     assert derived.headers == {"cuda_bf16.h": "hip/hip_bfloat16.h"}
     assert derived.presence == {"__CUDA_BF16_H__": "HIP_BFLOAT16_H"}
+    assert derived.nvidia_typedefs == []   # no HIP-on-NVIDIA headers given
     index["hipify_names"] = {"__nv_bfloat16": "__hip_bfloat16"}   # hipify-perl 7.0's name: HIP's naming holds
     assert derive({"headers": index_headers([cuda], files(cuda), lambda h, n: "/" not in h)},
                   index | {"headers": index_headers([hip], files(hip), lambda _, n: n == "__hip_bfloat16")}
@@ -186,3 +192,15 @@ def test_a_header_name_is_provided_by_a_path_that_is_it_or_ends_in_it_after_a_sl
     assert names.provided_by(["math_constants.h", "src/xcub/cub.cuh"]) == {"math_constants.h", "cub.cuh"}
     assert names.provided_by(["my_math_constants.h", "cub/cub.cuh.in"]) == frozenset()   # a name's tail is no match
     assert names.provided_by([]) == frozenset()
+
+
+def test_nvidia_typedefs_are_hipify_perls_names_that_hips_nvidia_headers_declare_by_typedef(tmp_path):
+    write(tmp_path / "hip", {"nvidia_detail/nvidia_hip_runtime_api.h": (
+        "typedef enum cudaMemcpyKind hipMemcpyKind;\ntypedef struct cudaExtent\n  hipExtent;\n"
+        "typedef struct hipOwn { int x; } hipOwn;\ntypedef void (*hipHostFn_t)(void *);\n"
+        "typedef cudaStream_t hipStream_t;\n"), "hip_runtime_api.h": "typedef int hipNotNvidia;\n"})
+    typedefs = platform_typedefs(tmp_path / "hip")
+    assert typedefs == ["hipExtent", "hipMemcpyKind", "hipStream_t"]   # no body, no function type; nvidia_detail only
+    hip = {"headers": {}, "hipify": {}, "hipify_names": {"cudaMemcpyKind": "hipMemcpyKind", "cudaExtent": "hipExtent",
+                                                          "CUstream_st": "ihipStream_t"}}
+    assert derive({"headers": {}}, hip, {"typedefs": typedefs}).nvidia_typedefs == ["hipExtent", "hipMemcpyKind"]

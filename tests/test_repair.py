@@ -36,7 +36,7 @@ from cass.translate.repair import (
     warp_sync_builtins,
 )
 from store import tracking
-from toolchains import local_executor
+from toolchains import load_hip_nvidia, local_executor
 
 NAMES = CudaHipNames(
     headers={"cub/block/block_reduce.cuh": "hipcub/hipcub.hpp", "cub/warp/warp_scan.cuh": "hipcub/hipcub.hpp",
@@ -47,8 +47,7 @@ NAMES = CudaHipNames(
     versions={"CUDA_VERSION": "13050", "CUDART_VERSION": "13050", "__CUDACC_VER_MAJOR__": "13",
               "CUSPARSE_VERSION": "((12) * 1000 + (9) * 100 + (4))"},
     constants={"CUDART_PI_F": "HIP_PI_F", "CUDART_INF_F": "HIP_INF_F"},
-    hip_names={"hipMemcpyKind": "cudaMemcpyKind", "hipChannelFormatDesc": "cudaChannelFormatDesc",
-               "hipMemcpy": "cudaMemcpy"},
+    nvidia_typedefs=["hipChannelFormatDesc", "hipMemcpyKind", "hipStream_t"],
     overloads={
         "hipEventCreate": {"2": {"target": "hipEventCreateWithFlags", "params": ["event", "flags"], "required": 2,
                                  "defaults": [], "args": ["event", "flags"]}},
@@ -275,10 +274,13 @@ def test_cuda_version_macros_take_the_nvidia_sides_values_in_conditionals():
 
 
 def test_thrust_cuda_backend_is_rocthrusts_hip_backend_on_amd_and_stays_on_nvidia():
-    before = ("#include <thrust/system/cuda/execution_policy.h>\n"
-              "thrust::sort(thrust::cuda::par.on(stream), a, b); thrust::cuda_cub::tag t; thrust::system::cuda::x y;\n")
-    after = (THRUST_PRELUDE + "#if defined(__HIP_PLATFORM_NVIDIA__)\n#include <thrust/system/cuda/execution_policy.h>\n"
-             "#else\n#include <thrust/system/hip/execution_policy.h>\n#endif\n"
+    before = ("#include <thrust/system/cuda/execution_policy.h> // the policy\n#include <thrust/system/cuda/x.h> /* a\n"
+              "b */\nthrust::sort(thrust::cuda::par.on(stream), a, b); thrust::cuda_cub::tag t; "
+              "thrust::system::cuda::x y;\n")
+    after = (THRUST_PRELUDE + "#if defined(__HIP_PLATFORM_NVIDIA__)\n"
+             "#include <thrust/system/cuda/execution_policy.h> // the policy\n"
+             "#else\n#include <thrust/system/hip/execution_policy.h> // the policy\n#endif\n"
+             "#include <thrust/system/cuda/x.h> /* a\nb */\n"   # a block comment would swallow the #else: left
              "thrust::sort(CASS_THRUST(thrust::cuda, thrust::hip)::par.on(stream), a, b); "
              "CASS_THRUST(thrust::cuda_cub, thrust::hip_rocprim)::tag t; "
              "CASS_THRUST(thrust::system::cuda, thrust::system::hip)::x y;\n")
@@ -287,12 +289,17 @@ def test_thrust_cuda_backend_is_rocthrusts_hip_backend_on_amd_and_stays_on_nvidi
 
 
 def test_elaborated_hip_types_lose_the_keyword_and_tag_declarations_stay():
+    """Only before the names HIP's NVIDIA platform declares as typedefs; never where the tag is declared."""
     before = ("cudaError_t copy(void *d, const void *s, size_t n, enum hipMemcpyKind kind);\n"
               "struct hipChannelFormatDesc desc; enum hipMemcpyKind;\nstruct hipMemcpyKind { int x; };\n"
-              "enum hipMemcpyKind : int { A };\nstruct own_t o; enum hipMemcpyKindx k; /* enum hipMemcpyKind */\n")
+              "enum hipMemcpyKind /* kinds */\n: int { A };\nstruct hipChannelFormatDesc // its fields\n{};\n"
+              "struct hipChannelFormatDesc final {};\ntypedef struct ihipStream_t *hipStream_t;\n"
+              "struct own_t o; enum hipMemcpyKindx k; /* enum hipMemcpyKind */\n")
     after = ("cudaError_t copy(void *d, const void *s, size_t n, hipMemcpyKind kind);\n"
              "hipChannelFormatDesc desc; enum hipMemcpyKind;\nstruct hipMemcpyKind { int x; };\n"
-             "enum hipMemcpyKind : int { A };\nstruct own_t o; enum hipMemcpyKindx k; /* hipMemcpyKind */\n")
+             "enum hipMemcpyKind /* kinds */\n: int { A };\nstruct hipChannelFormatDesc // its fields\n{};\n"
+             "struct hipChannelFormatDesc final {};\ntypedef struct ihipStream_t *hipStream_t;\n"
+             "struct own_t o; enum hipMemcpyKindx k; /* hipMemcpyKind */\n")
     assert hip_elaborated_types(before, HIP57) == after
     assert hip_elaborated_types(before, replace(HIP57, names=CudaHipNames())) == before   # no table: no rewrite
 
@@ -549,7 +556,8 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
     stderr = store.get_text(raw.record.stderr)
     assert "cub/block/block_reduce.cuh" in stderr or "math_constants.h" in stderr
     amd = toolchains["amd"]
-    repairer = CachedRepair(store, RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd)))
+    names = toolchain_names(toolchains["nvidia"], amd, load_hip_nvidia())
+    repairer = CachedRepair(store, RepairTarget(amd.hip_version(), names))
     repaired = {p: repairer(d) for p, d in hip.items()}
     assert repaired["helper.cuh"][1] == ["cuda_header_guards"]
     assert repaired["kernel.cu"][1] == ["unmapped_headers", "cuda_runtime_overloads", "hip_vector_compound_operators",
@@ -577,7 +585,6 @@ int main() { return 0; }
 def hip_nvidia_builds(store, texts: dict[str, str]) -> dict:
     """Each text as a program of one file through HIP's NVIDIA back end (sm_90): its :class:`Build`."""
     from cass.execution.programs import run_plans
-    from toolchains import load_hip_nvidia
 
     hip_nvidia = load_hip_nvidia()
     target = hip_nvidia.program_target(["kernel.cu"], ["sm_90"], ["-std=c++17", "-w"])
@@ -626,7 +633,8 @@ def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(
     runner = ActionRunner(store, local_executor({"amd": amd}), 300)
     action = plan(amd, amd.hipify_step("kernel.cu"), {"kernel.cu": store.put(PLATFORM_PROGRAM.encode())})
     hipified = store.get_text(runner.run([action], desc="hipify")[action.key].record.outputs["hip"])
-    target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd), hipblas_v2=amd.hipblas_v2())
+    target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd, load_hip_nvidia()),
+                          hipblas_v2=amd.hipblas_v2())
     text, fired = repair(hipified, target)
     assert {"thrust_cuda_backend", "ptx_inline_asm", "hip_elaborated_types"} <= set(fired)
     built = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})

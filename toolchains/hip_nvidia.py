@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
+import re
 import subprocess
 import sysconfig
 import tempfile
@@ -197,3 +198,18 @@ class HipNvidiaToolchain(NvidiaToolchain):
 
     def program_flags(self) -> tuple[str, ...]:
         return ("-x", "cu", "-D__HIP_PLATFORM_NVIDIA__")
+
+    def local_header_index(self) -> dict:
+        """``typedefs``: the names HIP's NVIDIA platform declares as typedefs (``typedef enum cudaMemcpyKind
+        hipMemcpyKind;``), which no ``enum``, ``struct`` or ``union`` keyword may name there."""
+        self.require("nvcc")
+        return {"typedefs": platform_typedefs(self.hip_headers)}
+
+
+_TYPEDEF = re.compile(r"\btypedef\b[^;{}]*?\b(\w+)\s*;")
+
+
+def platform_typedefs(hip_headers: Path) -> list[str]:
+    """The names the ``typedef ... name;`` declarations (without a body) of HIP's NVIDIA headers declare."""
+    return sorted({m.group(1) for path in sorted((hip_headers / "nvidia_detail").glob("*.h"))
+                   for m in _TYPEDEF.finditer(path.read_text(errors="replace"))})

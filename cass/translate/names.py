@@ -23,8 +23,9 @@ counterparts. Each table here is computed from the files of the two toolchains:
 * **runtime overloads**: the C++ overloads CUDA's runtime header adds to its C API (a two-argument
   ``cudaEventCreate``, a ``cudaFuncSetAttribute`` that takes the kernel itself), as the calls they make,
   where HIP's runtime header has no overload of its own (:func:`runtime_overloads`);
-* **HIP names**: every identifier hipify-perl writes for a CUDA one (``hipMemcpyKind`` for ``cudaMemcpyKind``),
-  with that CUDA name.
+* **NVIDIA typedefs**: the identifiers hipify-perl writes (``hipMemcpyKind`` for ``cudaMemcpyKind``) that HIP's
+  NVIDIA platform declares as typedefs (``typedef enum cudaMemcpyKind hipMemcpyKind;``), from the HIP-on-NVIDIA
+  toolchain's headers.
 
 :func:`derive` computes them from paths; :func:`cached_names` once per pair of toolchain
 fingerprints, kept in this machine's cache.
@@ -113,8 +114,7 @@ class CudaHipNames:
     overloads: dict[str, dict[str, dict]] = field(default_factory=dict)
     """HIP runtime function -> arity -> the call CUDA's C++ overload of that arity makes (``target``, ``args`` over
     ``params``, ``defaults`` of the optional ones), where HIP has no such overload"""
-    hip_names: dict[str, str] = field(default_factory=dict)
-    """HIP identifier -> the CUDA one hipify-perl writes it for"""
+    nvidia_typedefs: list[str] = field(default_factory=list)
     hipify_headers: dict[str, str] = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
@@ -126,7 +126,8 @@ class CudaHipNames:
 
     def tables(self) -> dict[str, dict[str, str]]:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
-                "constants": self.constants, "overloads": self.overloads, "hip_names": self.hip_names}
+                "constants": self.constants, "overloads": self.overloads,
+                "nvidia_typedefs": self.nvidia_typedefs}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
@@ -138,7 +139,7 @@ class CudaHipNames:
                 f"({len(self.uncovered)} without), {len(self.presence)} presence macros (guards and markers), "
                 f"{len(self.headers)} more headers, {len(self.versions)} version macros, "
                 f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads, "
-                f"{len(self.hip_names)} HIP names")
+                f"{len(self.nvidia_typedefs)} HIP names that are typedefs on NVIDIA")
 
 
 def _evaluate(body: str, known: dict[str, str]) -> str | None:
@@ -305,9 +306,9 @@ def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str]
     return dict(sorted(table.items()))
 
 
-def derive(cuda_index: dict, hip_index: dict) -> CudaHipNames:
-    """The tables from the NVIDIA toolchain's header index (``headers``, ``predefined``) and the AMD one's
-    (``headers``, ``hipify``)."""
+def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = None) -> CudaHipNames:
+    """The tables from the NVIDIA toolchain's header index (``headers``, ``predefined``), the AMD one's
+    (``headers``, ``hipify``, ``hipify_names``) and the HIP-on-NVIDIA one's (``typedefs``)."""
     cuda, hip = HeaderIndex(cuda_index.get("headers", {})), HeaderIndex(hip_index.get("headers", {}))
     hipify = hip_index.get("hipify", {})
     uncovered: dict[str, str] = {}
@@ -351,9 +352,10 @@ def derive(cuda_index: dict, hip_index: dict) -> CudaHipNames:
             if macro.startswith(cp) and macro not in hip_defined and body.replace(cp, hp) in hip_objects.get(twin, ()):
                 constants.setdefault(macro, twin)
     overloads = runtime_overloads(cuda, hip, names)
-    hip_names = {h: c for c, h in sorted(names.items()) if h.isidentifier()}
+    nvidia_typedefs = sorted(set(names.values()) & set((hip_nvidia_index or {}).get("typedefs", [])))
     covered = sorted(n for n in hipify if n in cuda and n not in uncovered)
-    return CudaHipNames(headers, presence, versions, constants, overloads, hip_names, hipify, covered, uncovered)
+    return CudaHipNames(headers, presence, versions, constants, overloads, nvidia_typedefs, hipify, covered,
+                        uncovered)
 
 
 _CACHE_FORMAT = 2
@@ -381,9 +383,9 @@ def cached_names(key: dict, compute: Callable[[], CudaHipNames]) -> CudaHipNames
     return names
 
 
-def toolchain_names(nvidia: Toolchain, amd: Toolchain) -> CudaHipNames:
-    """The tables of two installed (or reported) toolchains, derived once per pair of fingerprints of the tools
-    whose files they come from (nvcc's tree, hipcc's HIP headers, hipify-perl's script)."""
+def toolchain_names(nvidia: Toolchain, amd: Toolchain, hip_nvidia: Toolchain) -> CudaHipNames:
+    """The tables of the installed (or reported) toolchains, derived once per set of fingerprints of the tools
+    whose files they come from (nvcc's tree, hipcc's HIP headers, hipify-perl's script, HIP's NVIDIA headers)."""
     key = {"nvcc": nvidia.fingerprint("nvcc"), "hipcc": amd.fingerprint("hipcc"),
-           "hipify-perl": amd.fingerprint("hipify-perl")}
-    return cached_names(key, lambda: derive(nvidia.header_index(), amd.header_index()))
+           "hipify-perl": amd.fingerprint("hipify-perl"), "hip-nvidia": hip_nvidia.fingerprint("nvcc")}
+    return cached_names(key, lambda: derive(nvidia.header_index(), amd.header_index(), hip_nvidia.header_index()))

@@ -34,12 +34,14 @@ _ADDRESS = r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]"
 _HINTS = r"((?:\.(?:cs|nc|ca|cg|lu|cv|wb|wt))*)"
 _LOAD = re.compile(rf"^ld(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_REGS}\s*,\s*{_ADDRESS}\s*;?$")
 _STORE = re.compile(rf"^st(?:\.global)?{_HINTS}\.(?:v([24])\.)?{_TYPE}\s+{_ADDRESS}\s*,\s*{_REGS}\s*;?$")
-AMD_DEVICE_FUNCTIONS = re.compile(r"\b(?:__lane_id|__lanemask_(?:lt|gt|eq)|__smid)\(")
-"""The AMD platform's device functions that the special registers' idioms become (HIP's NVIDIA platform has none)."""
-_LANE_MASKS = {
-    "lt": "(unsigned)__lanemask_lt()", "gt": "(unsigned)__lanemask_gt()",
-    "le": "(unsigned)(__lanemask_lt() | __lanemask_eq())", "ge": "(unsigned)~__lanemask_lt()",
+SPECIAL_REGISTERS = {
+    "smid": "__smid()", "laneid": "__lane_id()", "lanemask_lt": "(unsigned)__lanemask_lt()",
+    "lanemask_gt": "(unsigned)__lanemask_gt()", "lanemask_le": "(unsigned)(__lanemask_lt() | __lanemask_eq())",
+    "lanemask_ge": "(unsigned)~__lanemask_lt()",
 }
+"""PTX special registers as the device functions of HIP's AMD platform (HIP's NVIDIA platform has none); all but
+``%smid`` count lanes."""
+_SPECIAL_MOVE = re.compile(r"mov\.u32 %0, %(smid|laneid|lanemask_(?:lt|le|gt|ge));?")
 BFE = {
     32: "({{ unsigned __v = {0}, __p = ({1}) & 0xff, __l = ({2}) & 0xff; "
         "(__p >= 32 || __l == 0) ? 0u : (__v >> __p) & (__l >= 32 ? ~0u : (1u << __l) - 1u); }})",
@@ -110,12 +112,8 @@ def _translate(statement: AsmStatement, lanes: bool) -> str | None:
     def op(ref: str) -> str:
         return f"({ops[int(ref.strip().lstrip('%'))]})"
 
-    if re.fullmatch(r"mov\.u32 %0, %smid;?", t.replace("%%", "%")):
-        return f"({outs[0]} = __smid())"
-    if lanes and re.fullmatch(r"mov\.u32 %0, %laneid;?", t.replace("%%", "%")):
-        return f"({outs[0]} = __lane_id())"
-    if lanes and (m := re.fullmatch(r"mov\.u32 %0, %lanemask_(lt|le|gt|ge);?", t.replace("%%", "%"))):
-        return f"({outs[0]} = {_LANE_MASKS[m.group(1)]})"
+    if m := _SPECIAL_MOVE.fullmatch(t.replace("%%", "%")):
+        return f"({outs[0]} = {SPECIAL_REGISTERS[m.group(1)]})" if lanes or m.group(1) == "smid" else None
     if m := re.fullmatch(r"bfe\.u(32|64) %0, %1, %2, %3;?", t):
         return f"({outs[0]} = {BFE[int(m.group(1))].format(op('1'), op('2'), op('3'))})"
     if re.fullmatch(r"bfi\.b32 %0, %1, %2, %3, %4;?", t):
@@ -142,7 +140,7 @@ def _translate(statement: AsmStatement, lanes: bool) -> str | None:
 def rewrite_asm(text: str, lanes: bool = True, amd_only: Callable[[str, str], str] | None = None) -> str:
     """``text`` with every asm statement of a known PTX idiom replaced by its C++ expression;
     ``lanes``: lane ids and masks too (only where a wavefront has a warp's 32 lanes); ``amd_only(asm statement,
-    expression)``: what stands for an expression that calls :data:`AMD_DEVICE_FUNCTIONS` (default: the
+    expression)``: what stands for a special register's expression (:data:`SPECIAL_REGISTERS`; default: the
     expression)."""
     if "asm" not in text:
         return text
@@ -158,7 +156,7 @@ def rewrite_asm(text: str, lanes: bool = True, amd_only: Callable[[str, str], st
             continue
         volatile = "volatile" in text[call.start:call.args[0][0]] or (len(parts) > 3 and '"memory"' in parts[3])
         new = translate(AsmStatement(template, outputs, inputs, volatile), lanes)
-        if new is not None and amd_only is not None and AMD_DEVICE_FUNCTIONS.search(new):
+        if new is not None and amd_only is not None and _SPECIAL_MOVE.fullmatch(template.replace("%%", "%")):
             new = amd_only(text[call.start:call.end], new)
         if new is not None:
             out += [text[pos:call.start], new]

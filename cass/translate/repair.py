@@ -22,7 +22,8 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   the sample has a file of that name; CUDA constants HIP defines under its own prefix with the same
   definition (``CUDART_PI_F`` -> ``HIP_PI_F``) are renamed.
 
-The tables (presence macros, version macros, headers and constants, runtime overloads) are not written here:
+The tables (presence macros, version macros, headers and constants, runtime overloads, NVIDIA typedefs) are not
+written here:
 they are derived from the installed toolchains (:mod:`cass.translate.names`), and their digest
 enters the repair action's key.
 * ``cuda_runtime_overloads``: the C++ overloads of CUDA's runtime header that HIP lacks (derived from
@@ -57,9 +58,11 @@ enters the repair action's key.
   (``CASS_PTX(asm(...), (id = __lane_id()))``); the other idioms' C++ builds on both.
 * ``hip_elaborated_types``: ``enum hipMemcpyKind kind`` (hipify-perl's text for ``enum cudaMemcpyKind``) names a
   tag on AMD, but HIP's NVIDIA platform declares ``typedef enum cudaMemcpyKind hipMemcpyKind``, a typedef, which no
-  ``enum``, ``struct`` or ``union`` keyword may name. Before a name hipify-perl writes (the derived table), the keyword
-  goes: in C++ the name alone is the same type on both platforms. Definitions and declarations of the tag
-  (``{``, ``:``, ``;`` after the name) are left alone.
+  ``enum``, ``struct`` or ``union`` keyword may name. Before such a name (the derived table: the names hipify-perl
+  writes that HIP's NVIDIA headers declare as typedefs), the keyword goes: on AMD the name is both the tag and a
+  typedef of it, so the name alone is the same type on both platforms. Declarations and definitions of the tag
+  (``{``, ``:``, ``;`` or ``final`` after the name) are left alone, and so are tags only AMD has
+  (``typedef struct ihipStream_t *hipStream_t``).
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -91,6 +94,7 @@ from dataclasses import dataclass, field, replace
 
 from cass.engine.actions import pipeline_toolchains
 from cass.engine.cached import CachedMap
+from cass.engine.placement import Placement
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
 from cass.translate.names import CAST_OF_NAME, CudaHipNames, toolchain_names
 from cass.translate.ptx import rewrite_asm
@@ -365,7 +369,10 @@ THRUST_PRELUDE = platform_select(THRUST_SELECT)
 _THRUST_CUDA = {"thrust::cuda_cub": "thrust::hip_rocprim", "thrust::system::cuda": "thrust::system::hip",
                 "thrust::cuda": "thrust::hip"}
 _THRUST_NAME = re.compile(r"\b(thrust::cuda_cub|thrust::system::cuda|thrust::cuda)::")
-_THRUST_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])thrust/system/cuda/(.*)$', re.M)
+_THRUST_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])thrust/system/cuda/([^>"\n]*[>"][ \t]*(?://.*)?)$',
+                             re.M)
+"""A whole ``#include`` line of thrust's CUDA backend (a ``//`` comment may follow; a ``/*`` one would enclose the
+lines written after it)."""
 
 
 def thrust_cuda_backend(text: str, target: RepairTarget) -> str:
@@ -389,14 +396,16 @@ def ptx_inline_asm(text: str, target: RepairTarget) -> str:
     return _selected(text, repaired, PTX_PRELUDE) if PTX_SELECT in repaired else repaired
 
 
-_ELABORATED = re.compile(r"\b(?:enum|struct|union)\s+(\w+)\b(?!\s*[{:;])")
+_ELABORATED = re.compile(r"\b(?:enum|struct|union)\s+(\w+)\b(?!(?:\s|/\*.*?\*/|//[^\n]*\n)*(?:[{:;]|final\b))", re.S)
+"""An elaborated type specifier, not where it declares or defines the tag (whitespace and comments before ``{``,
+``:``, ``;`` or ``final``)."""
 
 
 def hip_elaborated_types(text: str, target: RepairTarget) -> str:
-    hip_names = target.names.hip_names
-    if not hip_names or not re.search(r"\b(?:enum|struct|union)\b", text):
+    typedefs = frozenset(target.names.nvidia_typedefs)
+    if not typedefs or not re.search(r"\b(?:enum|struct|union)\b", text):
         return text
-    return _ELABORATED.sub(lambda m: m.group(1) if m.group(1) in hip_names else m.group(0), text)
+    return _ELABORATED.sub(lambda m: m.group(1) if m.group(1) in typedefs else m.group(0), text)
 
 
 SHUFFLES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
@@ -542,10 +551,11 @@ class CachedRepair:
 
 
 def pipeline_repair_target(params: dict) -> RepairTarget:
-    """What the pipeline's repair stage repairs for: ``params``' toolchains and AMD archs."""
+    """What the pipeline's repair stage repairs for: ``params``' toolchains (HIP's NVIDIA back end among them) and
+    AMD archs."""
     toolchains = pipeline_toolchains(params, ("nvidia", "amd"))
-    amd = toolchains["amd"]
-    return RepairTarget(hip=amd.hip_version(), names=toolchain_names(toolchains["nvidia"], amd),
+    amd, hip_nvidia = toolchains["amd"], Placement.of(params).toolchain("hip-nvidia")
+    return RepairTarget(hip=amd.hip_version(), names=toolchain_names(toolchains["nvidia"], amd, hip_nvidia),
                         wave32=all_wave32(params["amd"]["archs"]), hipblas_v2=amd.hipblas_v2())
 
 
