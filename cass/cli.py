@@ -25,14 +25,14 @@ import sys
 from pathlib import Path
 
 from cass.benchmark import REAL_BASELINES, REAL_SUITE
-from cass.engine.placement import Placement
+from cass.engine.placement import Placement, cluster_at
 from cass.pipeline.context import load_params, open_store
 from cass.pipeline.manifests import live_set
 from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
 from cass.toolchain_root import RootPullError, pin_root, pull_root, root_state, seal_root
 from cass.translate.names import toolchain_names
-from hosts.cluster import Cluster, NoHostError, ToolchainMismatchError
+from hosts.cluster import NoHostError, ToolchainMismatchError
 from store import Store
 from store.tree import tree_blobs
 from toolchains import AMD_SUITES, HipNvidiaToolchain, Toolchain, amd_root_path, load_hip_nvidia, load_toolchains
@@ -109,30 +109,27 @@ def cluster_toolchains(address: str | None) -> int:
     if not address:
         print("no scheduler: pass --cluster tcp://HOST:PORT, set CASS_SCHEDULER or params.yaml executor.scheduler")
         return 2
-    cluster = Cluster(address)
-    try:
-        hosts = cluster.hosts()
-        print(f"scheduler {address}: {len(hosts)} host(s)")
-        for h in hosts:
-            resources = ", ".join(f"{r}={n:g}" for r, n in sorted(h.resources.items())) or "none"
-            print(f"  {h.name}  {h.address}  threads {h.nthreads}  resources {resources}")
-            for vendor, report in sorted(h.reports.items()):
-                for tool, fp in report.fingerprints().items():
-                    print(f"    {vendor:10s} {tool:12s} {fp or 'MISSING'}")
-        problems = 0
-        for vendor in ("nvidia", "amd"):
-            try:
-                problems += print_toolchain(f"{vendor} (as the hosts have it)", cluster.toolchain(vendor, hosts), True)
-            except (NoHostError, ToolchainMismatchError) as exc:
-                problems += 1
-                print(f"{vendor}: {exc}")
-        placement = Placement(address, None, 0.0)
-        hip_nvidia = placement.toolchain(HipNvidiaToolchain.vendor)
-        where = "as the hosts have it" if placement.hosts_serve(hip_nvidia.vendor) else \
-            "no host serves it: this machine's"
-        return 1 if problems + print_toolchain(f"{hip_nvidia.vendor} ({where})", hip_nvidia, True) else 0
-    finally:
-        cluster.close()
+    cluster = cluster_at(address)   # the connection placement uses too
+    hosts = cluster.hosts()
+    print(f"scheduler {address}: {len(hosts)} host(s)")
+    for h in hosts:
+        resources = ", ".join(f"{r}={n:g}" for r, n in sorted(h.resources.items())) or "none"
+        print(f"  {h.name}  {h.address}  threads {h.nthreads}  resources {resources}")
+        for vendor, report in sorted(h.reports.items()):
+            for tool, fp in report.fingerprints().items():
+                print(f"    {vendor:10s} {tool:12s} {fp or 'MISSING'}")
+    problems = 0
+    for vendor in ("nvidia", "amd"):
+        try:
+            problems += print_toolchain(f"{vendor} (as the hosts have it)", cluster.toolchain(vendor, hosts), True)
+        except (NoHostError, ToolchainMismatchError) as exc:
+            problems += 1
+            print(f"{vendor}: {exc}")
+    placement = Placement(address, None, 0.0)
+    hip_nvidia = placement.toolchain(HipNvidiaToolchain.vendor)
+    where = "as the hosts have it" if placement.hosts_serve(hip_nvidia.vendor) else \
+        "no host serves it: this machine's"
+    return 1 if problems + print_toolchain(f"{hip_nvidia.vendor} ({where})", hip_nvidia, True) else 0
 
 
 def cmd_store_stats(_: argparse.Namespace) -> int:
