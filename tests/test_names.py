@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cass.translate.names import CudaHipNames, HeaderIndex, cached_names, derive, is_version_name, toolchain_names
+from cass.translate.names import (
+    CudaHipNames,
+    HeaderIndex,
+    cached_names,
+    derive,
+    is_version_name,
+    runtime_overloads,
+    toolchain_names,
+)
 from toolchains import load_hip_nvidia
 from toolchains.headers import index_headers, parse_header
 from toolchains.hip_nvidia import platform_typedefs
@@ -145,6 +153,8 @@ def test_the_real_toolchains_cover_every_cuda_header_hipify_perl_maps(toolchains
     assert names.overloads["hipEventCreate"]["2"]["target"] == "hipEventCreateWithFlags"
     assert names.overloads["hipFuncSetAttribute"]["3"]["args"][0] == "(const void*)func"
     assert "hipMalloc" not in names.overloads
+    # a typed pointer's hipMallocAsync: a template on AMD, not on HIP's NVIDIA platform
+    assert names.overloads["hipMallocAsync"]["3"]["args"] == ["(void**)(void*)ptr", "size", "stream"]
 
 
 def test_a_header_hipify_perl_leaves_maps_to_the_one_declaring_what_hipify_perl_maps_its_names_to(tmp_path):
@@ -204,3 +214,19 @@ def test_nvidia_typedefs_are_hipify_perls_names_that_hips_nvidia_headers_declare
     hip = {"headers": {}, "hipify": {}, "hipify_names": {"cudaMemcpyKind": "hipMemcpyKind", "cudaExtent": "hipExtent",
                                                           "CUstream_st": "ihipStream_t"}}
     assert derive({"headers": {}}, hip, {"typedefs": typedefs}).nvidia_typedefs == ["hipExtent", "hipMemcpyKind"]
+
+
+def test_an_overload_hips_nvidia_platform_lacks_is_rewritten_though_amd_has_it():
+    cuda_fn = {"name": "cudaMallocAsync", "params": ["ptr", "size", "stream"], "required": 3, "defaults": [],
+               "template": True, "target": "cudaMallocAsync", "args": ["(void**)(void*)ptr", "size", "stream"]}
+    c_api = {**cuda_fn, "params": ["devPtr", "size", "hStream"], "template": False, "target": None, "args": None}
+    cuda = HeaderIndex({"cuda_runtime.h": {"runtime": [cuda_fn]}, "cuda_runtime_api.h": {"runtime": [c_api]}})
+    hip = HeaderIndex({"hip/hip_runtime_api.h": {"runtime": [{**c_api, "name": "hipMallocAsync"},
+                                                             {**cuda_fn, "name": "hipMallocAsync"}]}})
+    names = {"cudaMallocAsync": "hipMallocAsync"}
+    assert runtime_overloads(cuda, hip, names) == {}   # AMD has its own template
+    assert runtime_overloads(cuda, hip, names, [{**c_api, "name": "hipMallocAsync"}])["hipMallocAsync"]["3"] == {
+        "target": "hipMallocAsync", "params": ["ptr", "size", "stream"], "required": 3, "defaults": [],
+        "args": ["(void**)(void*)ptr", "size", "stream"]}
+    both = [{**c_api, "name": "hipMallocAsync"}, {**cuda_fn, "name": "hipMallocAsync"}]
+    assert runtime_overloads(cuda, hip, names, both) == {}   # both platforms have it

@@ -613,8 +613,8 @@ static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKin
 int main() {
   unsigned *d, h[32];
   cudaStream_t stream;
-  cudaMalloc(&d, sizeof h);
   cudaStreamCreate(&stream);
+  cudaMallocAsync(&d, sizeof h, stream);
   thrust::fill(thrust::cuda::par.on(stream), d, d + 32, 1u);
   kernel<<<1, 32, 0, stream>>>(d);
   copy(h, d, sizeof h, cudaMemcpyDeviceToHost);
@@ -626,9 +626,10 @@ AMD_FORMS = "#define CASS_PTX(cuda, amd) amd\n#define CASS_THRUST(cuda, amd) amd
 
 
 def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(toolchains, store):
-    """Real hipify-perl, then the repairs: lane ids from PTX, thrust's CUDA policy and an ``enum cudaMemcpyKind``
-    build for AMD and through HIP's NVIDIA back end. The AMD forms alone (``__lane_id``, ``thrust::hip``, the
-    elaborated typedef) do not build there: each is one of the errors."""
+    """Real hipify-perl, then the repairs: lane ids from PTX, thrust's CUDA policy, an ``enum cudaMemcpyKind`` and a
+    typed pointer's ``cudaMallocAsync`` build for AMD and through HIP's NVIDIA back end. The AMD forms alone
+    (``__lane_id``, ``thrust::hip``, the elaborated typedef, the overload only AMD has) do not build there: each is
+    one of the errors."""
     amd = toolchains["amd"]
     runner = ActionRunner(store, local_executor({"amd": amd}), 300)
     action = plan(amd, amd.hipify_step("kernel.cu"), {"kernel.cu": store.put(PLATFORM_PROGRAM.encode())})
@@ -636,12 +637,15 @@ def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(
     target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd, load_hip_nvidia()),
                           hipblas_v2=amd.hipblas_v2())
     text, fired = repair(hipified, target)
-    assert {"thrust_cuda_backend", "ptx_inline_asm", "hip_elaborated_types"} <= set(fired)
+    assert {"cuda_runtime_overloads", "thrust_cuda_backend", "ptx_inline_asm", "hip_elaborated_types"} <= set(fired)
     built = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})
     assert built.ok, store.get_text(built.record.stderr)
-    amd_only, _ = repair(hipified, target, tuple(r for r in RULES if r.name != "hip_elaborated_types"))
+    amd_overloads = {n: o for n, o in target.names.overloads.items() if n != "hipMallocAsync"}   # AMD's template
+    amd_only, _ = repair(hipified, replace(target, names=replace(target.names, overloads=amd_overloads)),
+                         tuple(r for r in RULES if r.name != "hip_elaborated_types"))
     builds = hip_nvidia_builds(store, {"repaired": text, "amd forms": AMD_FORMS + amd_only})
     assert builds["repaired"].binary, builds["repaired"].detail
     assert builds["amd forms"].binary is None
-    for error in ('"__lane_id" is undefined', 'name followed by "::"', 'typedef "hipMemcpyKind" may not be used'):
+    for error in ('"__lane_id" is undefined', 'name followed by "::"', 'typedef "hipMemcpyKind" may not be used',
+                  'argument of type "unsigned int **" is incompatible with parameter of type "void **"'):
         assert error in builds["amd forms"].detail

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from store.machine_cache import machine_cache
 from toolchains.base import ToolchainMissingError, ToolStatus
+from toolchains.headers import runtime_functions
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
 CUDA12_PACKAGES = ("nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 "
@@ -200,10 +201,15 @@ class HipNvidiaToolchain(NvidiaToolchain):
         return ("-x", "cu", "-D__HIP_PLATFORM_NVIDIA__")
 
     def local_header_index(self) -> dict:
-        """``typedefs``: the names HIP's NVIDIA platform declares as typedefs (``typedef enum cudaMemcpyKind
-        hipMemcpyKind;``), which no ``enum``, ``struct`` or ``union`` keyword may name there."""
+        """What HIP's NVIDIA platform declares: ``typedefs``, the names it declares as typedefs (``typedef enum
+        cudaMemcpyKind hipMemcpyKind;``), which no ``enum``, ``struct`` or ``union`` keyword may name there; and
+        ``runtime``, the :func:`~toolchains.headers.runtime_functions` of HIP's runtime header as nvcc preprocesses
+        it for this platform (the overloads it has and those it lacks)."""
         self.require("nvcc")
-        return {"typedefs": platform_typedefs(self.hip_headers)}
+        preprocessed = self.run_tool("nvcc", ("-E", "-x", "cu", *self.program_flags()[2:], "-include",
+                                              "hip/hip_runtime_api.h", "/dev/null"))
+        return {"typedefs": platform_typedefs(self.hip_headers),
+                "runtime": [f for f in runtime_functions(preprocessed) if f["name"].startswith("hip")]}
 
 
 _TYPEDEF = re.compile(r"\btypedef\b[^;{}]*?\b(\w+)\s*;")

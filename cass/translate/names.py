@@ -22,7 +22,7 @@ counterparts. Each table here is computed from the files of the two toolchains:
   with the same definition (``CUDART_PI_F`` -> ``HIP_PI_F``);
 * **runtime overloads**: the C++ overloads CUDA's runtime header adds to its C API (a two-argument
   ``cudaEventCreate``, a ``cudaFuncSetAttribute`` that takes the kernel itself), as the calls they make,
-  where HIP's runtime header has no overload of its own (:func:`runtime_overloads`);
+  where HIP's runtime header has no overload of its own on one of its platforms (:func:`runtime_overloads`);
 * **NVIDIA typedefs**: the identifiers hipify-perl writes (``hipMemcpyKind`` for ``cudaMemcpyKind``) that HIP's
   NVIDIA platform declares as typedefs (``typedef enum cudaMemcpyKind hipMemcpyKind;``), from the HIP-on-NVIDIA
   toolchain's headers.
@@ -49,7 +49,7 @@ from store.machine_cache import machine_cache
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 4
+SCHEME = 5
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
 
 _NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
@@ -271,17 +271,20 @@ def _renamed(expression: str, names: dict[str, str]) -> str:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: names.get(m.group(0), m.group(0)), expression)
 
 
-def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str]) -> dict[str, dict[str, dict]]:
+def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str],
+                      nvidia_platform: list[dict] | None = None) -> dict[str, dict[str, dict]]:
     """The C++ overloads of CUDA's runtime header that HIP lacks, as the calls they make: a CUDA function whose
     body is one ``return ::other(args)`` with every argument a parameter or constant under casts, renamed to HIP's
     names by hipify-perl's map, for each arity where HIP declares no overload of its own (a template for a
-    template) and where, unless the overload only casts its parameters on to its own name, CUDA's C API does not
-    take as many arguments (there the overload is chosen by type, which a rewrite cannot see)."""
+    template) on AMD or, given its runtime functions (``nvidia_platform``), on HIP's NVIDIA platform, and where,
+    unless the overload only casts its parameters on to its own name, CUDA's C API does not take as many arguments
+    (there the overload is chosen by type, which a rewrite cannot see)."""
     cuda_functions = [f for facts in cuda.headers.values() for f in facts.get("runtime", [])]
-    hip_functions: dict[str, list[dict]] = {}
-    for facts in hip.headers.values():
-        for f in facts.get("runtime", []):
-            hip_functions.setdefault(f["name"], []).append(f)
+    platforms: list[dict[str, list[dict]]] = [{}, *([{}] if nvidia_platform is not None else [])]
+    for f in [f for facts in hip.headers.values() for f in facts.get("runtime", [])]:
+        platforms[0].setdefault(f["name"], []).append(f)
+    for f in nvidia_platform or []:
+        platforms[1].setdefault(f["name"], []).append(f)
     c_api: dict[str, set[int]] = {}
     for f in cuda_functions:
         if f["target"] is None and not f["template"]:
@@ -296,8 +299,8 @@ def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str]
         for arity in range(f["required"], len(f["params"]) + 1):
             if arity in c_api.get(f["name"], ()) and not passes_on:
                 continue
-            if any(h["template"] == f["template"] and h["required"] <= arity <= len(h["params"])
-                   for h in hip_functions.get(hip_name, [])):
+            if all(any(h["template"] == f["template"] and h["required"] <= arity <= len(h["params"])
+                       for h in functions.get(hip_name, [])) for functions in platforms):
                 continue
             table.setdefault(hip_name, {}).setdefault(str(arity), {
                 "target": hip_target, "params": f["params"], "required": f["required"],
@@ -351,7 +354,7 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
             twin = hp + macro.removeprefix(cp)
             if macro.startswith(cp) and macro not in hip_defined and body.replace(cp, hp) in hip_objects.get(twin, ()):
                 constants.setdefault(macro, twin)
-    overloads = runtime_overloads(cuda, hip, names)
+    overloads = runtime_overloads(cuda, hip, names, (hip_nvidia_index or {}).get("runtime"))
     nvidia_typedefs = sorted(set(names.values()) & set((hip_nvidia_index or {}).get("typedefs", [])))
     covered = sorted(n for n in hipify if n in cuda and n not in uncovered)
     return CudaHipNames(headers, presence, versions, constants, overloads, nvidia_typedefs, hipify, covered,

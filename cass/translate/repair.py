@@ -26,9 +26,11 @@ The tables (presence macros, version macros, headers and constants, runtime over
 written here:
 they are derived from the installed toolchains (:mod:`cass.translate.names`), and their digest
 enters the repair action's key.
-* ``cuda_runtime_overloads``: the C++ overloads of CUDA's runtime header that HIP lacks (derived from
-  both runtime headers), replaced by the call they make there: ``cudaEventCreate(event, flags)``
-  (hipified to a two-argument ``hipEventCreate``) is ``cudaEventCreateWithFlags(event, flags)``;
+* ``cuda_runtime_overloads``: the C++ overloads of CUDA's runtime header that HIP lacks on either of its
+  platforms (derived from CUDA's runtime header, HIP's, and HIP's as nvcc preprocesses it for the NVIDIA platform,
+  where ``hipMallocAsync`` has no template for a typed pointer), replaced by the call they make there:
+  ``cudaEventCreate(event, flags)`` (hipified to a two-argument ``hipEventCreate``) is
+  ``cudaEventCreateWithFlags(event, flags)``;
   ``cudaFuncSetAttribute(kernel, attr, value)`` passes ``(const void*)kernel``, ``cudaHostAlloc(&p, ...)``
   ``(void**)(void*)&p``.
 * ``cublas_gemm_ex``: ``cublasSgemmEx`` (a single-precision-compute GEMM on inputs of given data
