@@ -286,6 +286,10 @@ def test_thrust_cuda_backend_is_rocthrusts_hip_backend_on_amd_and_stays_on_nvidi
              "CASS_THRUST(thrust::system::cuda, thrust::system::hip)::x y;\n")
     assert thrust_cuda_backend(before, HIP57) == after
     assert thrust_cuda_backend(after, HIP57) == after   # repaired before: left alone
+    crlf = "#include <thrust/system/cuda/x.h> /* closed */\r\n"   # a Windows line, a comment that ends on it
+    assert thrust_cuda_backend(crlf, HIP57) == (
+        THRUST_PRELUDE + "#if defined(__HIP_PLATFORM_NVIDIA__)\r\n#include <thrust/system/cuda/x.h> /* closed */\r\n"
+        "#else\r\n#include <thrust/system/hip/x.h> /* closed */\r\n#endif\r\n")
 
 
 def test_elaborated_hip_types_lose_the_keyword_and_tag_declarations_stay():

@@ -206,8 +206,8 @@ class HipNvidiaToolchain(NvidiaToolchain):
         ``runtime``, the :func:`~toolchains.headers.runtime_functions` of HIP's runtime header as nvcc preprocesses
         it for this platform (the overloads it has and those it lacks)."""
         self.require("nvcc")
-        preprocessed = self.run_tool("nvcc", ("-E", "-x", "cu", *self.program_flags()[2:], "-include",
-                                              "hip/hip_runtime_api.h", "/dev/null"))
+        preprocessed = self.run_tool("nvcc", ("-E", *self.program_flags(), "-include", "hip/hip_runtime_api.h",
+                                              "/dev/null"))
         return {"typedefs": platform_typedefs(self.hip_headers),
                 "runtime": [f for f in runtime_functions(preprocessed) if f["name"].startswith("hip")]}
 

@@ -1,7 +1,7 @@
 """CUDA-to-HIP name tables derived from the installed toolchains, not listed by hand.
 
 The repair layer needs to know, for the CUDA names hipify-perl leaves in a HIP text, their HIP
-counterparts. Each table here is computed from the files of the two toolchains:
+counterparts. Each table here is computed from the files of the toolchains (NVIDIA, AMD, and HIP on NVIDIA):
 
 * **headers**: hipify-perl's own header map (read from the installed script's substitutions), and
   for a CUDA header it does not map, the HIP header that names the most of what hipify-perl maps that
@@ -25,9 +25,9 @@ counterparts. Each table here is computed from the files of the two toolchains:
   where HIP's runtime header has no overload of its own on one of its platforms (:func:`runtime_overloads`);
 * **NVIDIA typedefs**: the identifiers hipify-perl writes (``hipMemcpyKind`` for ``cudaMemcpyKind``) that HIP's
   NVIDIA platform declares as typedefs (``typedef enum cudaMemcpyKind hipMemcpyKind;``), from the HIP-on-NVIDIA
-  toolchain's headers.
+  toolchain's headers (:func:`toolchains.hip_nvidia.platform_typedefs`).
 
-:func:`derive` computes them from paths; :func:`cached_names` once per pair of toolchain
+:func:`derive` computes them from the toolchains' header indexes; :func:`cached_names` once per set of toolchain
 fingerprints, kept in this machine's cache.
 """
 
@@ -124,7 +124,7 @@ class CudaHipNames:
         """Of the tables the repair rules read: enters the repair action's key."""
         return blake3.blake3(json.dumps([SCHEME, self.tables()], sort_keys=True).encode()).hexdigest()
 
-    def tables(self) -> dict[str, dict[str, str]]:
+    def tables(self) -> dict[str, dict | list]:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads,
                 "nvidia_typedefs": self.nvidia_typedefs}
@@ -311,7 +311,7 @@ def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str]
 
 def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = None) -> CudaHipNames:
     """The tables from the NVIDIA toolchain's header index (``headers``, ``predefined``), the AMD one's
-    (``headers``, ``hipify``, ``hipify_names``) and the HIP-on-NVIDIA one's (``typedefs``)."""
+    (``headers``, ``hipify``, ``hipify_names``) and the HIP-on-NVIDIA one's (``typedefs``, ``runtime``)."""
     cuda, hip = HeaderIndex(cuda_index.get("headers", {})), HeaderIndex(hip_index.get("headers", {}))
     hipify = hip_index.get("hipify", {})
     uncovered: dict[str, str] = {}

@@ -371,18 +371,19 @@ THRUST_PRELUDE = platform_select(THRUST_SELECT)
 _THRUST_CUDA = {"thrust::cuda_cub": "thrust::hip_rocprim", "thrust::system::cuda": "thrust::system::hip",
                 "thrust::cuda": "thrust::hip"}
 _THRUST_NAME = re.compile(r"\b(thrust::cuda_cub|thrust::system::cuda|thrust::cuda)::")
-_THRUST_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])thrust/system/cuda/([^>"\n]*[>"][ \t]*(?://.*)?)$',
-                             re.M)
-"""A whole ``#include`` line of thrust's CUDA backend (a ``//`` comment may follow; a ``/*`` one would enclose the
-lines written after it)."""
+_THRUST_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])thrust/system/cuda/'
+                             r'([^>"\r\n]*[>"][ \t]*(?://[^\r\n]*|/\*[^\r\n]*?\*/[ \t]*)?)(\r?)$', re.M)
+"""A whole ``#include`` line of thrust's CUDA backend (a ``//`` comment, or a ``/* */`` one that ends on the line, may
+follow; one that goes on would enclose the lines written after it)."""
 
 
 def thrust_cuda_backend(text: str, target: RepairTarget) -> str:
     if "thrust" not in text or THRUST_PRELUDE in text:
         return text   # no thrust, or repaired before
     repaired = _THRUST_NAME.sub(lambda m: f"{THRUST_SELECT}({m.group(1)}, {_THRUST_CUDA[m.group(1)]})::", text)
-    repaired = _THRUST_INCLUDE.sub(lambda m: f"#if defined(__HIP_PLATFORM_NVIDIA__)\n{m.group(0)}\n#else\n"
-                                             f"{m.group(1)}thrust/system/hip/{m.group(2)}\n#endif", repaired)
+    repaired = _THRUST_INCLUDE.sub(lambda m: f"#if defined(__HIP_PLATFORM_NVIDIA__){m.group(3)}\n{m.group(0)}\n"
+                                             f"#else{m.group(3)}\n{m.group(1)}thrust/system/hip/{m.group(2)}"
+                                             f"{m.group(3)}\n#endif{m.group(3)}", repaired)
     return _selected(text, repaired, THRUST_PRELUDE)
 
 
