@@ -53,6 +53,9 @@ NAMES = CudaHipNames(
                                  "defaults": [], "args": ["event", "flags"]}},
         "hipFuncSetAttribute": {"3": {"target": "hipFuncSetAttribute", "params": ["func", "attr", "value"],
                                       "required": 3, "defaults": [], "args": ["(const void*)func", "attr", "value"]}},
+        "hipMallocPitch": {"4": {"target": "hipMallocPitch", "params": ["devPtr", "pitch", "width", "height"],
+                                 "required": 4, "defaults": [],
+                                 "args": ["(void**)(void*)devPtr", "pitch", "width", "height"]}},
         "hipStreamAttachMemAsync": {str(n): {"target": "hipStreamAttachMemAsync", "required": 2,
                                              "params": ["stream", "devPtr", "length", "flags"],
                                              "defaults": ["0", "hipMemAttachSingle"],
@@ -143,10 +146,13 @@ def test_cublas_sgemmex_is_gemmex_with_fp32_compute():
 def test_cuda_runtime_overloads_call_what_cudas_own_overload_calls():
     before = ('CHECK(hipEventCreate(&start, hipEventDisableTiming), "timer");\nhipEventCreate(&stop);\n'
               "hipFuncSetAttribute(kernel<float, 4>, attribute, bytes);\n"
-              "hipStreamAttachMemAsync(s, data);\n")
+              "hipStreamAttachMemAsync(s, data);\n"
+              "hipMallocPitch(&p, &pitch, w, h); hipMallocPitch((void **) &q, &pitch, w, h);\n")
     after = ('CHECK(hipEventCreateWithFlags(&start, hipEventDisableTiming), "timer");\nhipEventCreate(&stop);\n'
              "hipFuncSetAttribute((const void*)(kernel<float, 4>), attribute, bytes);\n"
-             "hipStreamAttachMemAsync(s, (void*)(data), 0, hipMemAttachSingle);\n")
+             "hipStreamAttachMemAsync(s, (void*)(data), 0, hipMemAttachSingle);\n"
+             "hipMallocPitch((void**)(void*)(&p), &pitch, w, h); hipMallocPitch((void **) &q, &pitch, w, h);\n")
+    # the second hipMallocPitch passes what the C API takes: it calls that, and stays
     assert cuda_runtime_overloads(before, HIP57) == after
 
 

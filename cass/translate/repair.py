@@ -246,13 +246,21 @@ def _overload_call(name: str, overloads: dict[str, dict]) -> Callable[[list[str]
         given = [a.strip() for a in args]
         values = dict(zip(overload["params"], given + overload["defaults"][len(given) - overload["required"]:],
                           strict=True))
-        passed = []
+        passed, cast_already = [], []
         for expression in overload["args"]:
             casts, passed_name = CAST_OF_NAME.match(expression).groups()
             value = values.get(passed_name)
             passed.append(expression if value is None else value if not casts else f"{casts}({value})")
+            if casts and value is not None:
+                cast_already.append(_squeezed(value).startswith(_squeezed(casts)[: _squeezed(casts).index(")") + 1]))
+        if overload["target"] == name and cast_already and all(cast_already):
+            return original   # the call passes what the C API takes already: it calls that, not the overload
         return f"{overload['target']}({', '.join(passed)})"
     return rewrite
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
 
 
 def cuda_runtime_overloads(text: str, target: RepairTarget) -> str:
@@ -487,7 +495,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_version_macros", 3, "CUDA version macros are undefined in HIP code", cuda_version_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
-    Rule("cuda_runtime_overloads", 4, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
+    Rule("cuda_runtime_overloads", 5, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
     Rule("cublas_gemm_ex", 5, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 3,
