@@ -271,6 +271,13 @@ def _renamed(expression: str, names: dict[str, str]) -> str:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: names.get(m.group(0), m.group(0)), expression)
 
 
+def _by_name(functions: list[dict]) -> dict[str, list[dict]]:
+    by_name: dict[str, list[dict]] = {}
+    for f in functions:
+        by_name.setdefault(f["name"], []).append(f)
+    return by_name
+
+
 def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str],
                       nvidia_platform: list[dict] | None = None) -> dict[str, dict[str, dict]]:
     """The C++ overloads of CUDA's runtime header that HIP lacks, as the calls they make: a CUDA function whose
@@ -280,11 +287,8 @@ def runtime_overloads(cuda: HeaderIndex, hip: HeaderIndex, names: dict[str, str]
     unless the overload only casts its parameters on to its own name, CUDA's C API does not take as many arguments
     (there the overload is chosen by type, which a rewrite cannot see)."""
     cuda_functions = [f for facts in cuda.headers.values() for f in facts.get("runtime", [])]
-    platforms: list[dict[str, list[dict]]] = [{}, *([{}] if nvidia_platform is not None else [])]
-    for f in [f for facts in hip.headers.values() for f in facts.get("runtime", [])]:
-        platforms[0].setdefault(f["name"], []).append(f)
-    for f in nvidia_platform or []:
-        platforms[1].setdefault(f["name"], []).append(f)
+    amd_platform = [f for facts in hip.headers.values() for f in facts.get("runtime", [])]
+    platforms = [_by_name(amd_platform), *([_by_name(nvidia_platform)] if nvidia_platform is not None else [])]
     c_api: dict[str, set[int]] = {}
     for f in cuda_functions:
         if f["target"] is None and not f["template"]:

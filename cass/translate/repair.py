@@ -251,8 +251,8 @@ def _overload_call(name: str, overloads: dict[str, dict]) -> Callable[[list[str]
             casts, passed_name = CAST_OF_NAME.match(expression).groups()
             value = values.get(passed_name)
             passed.append(expression if value is None else value if not casts else f"{casts}({value})")
-            if casts and value is not None:
-                cast_already.append(_squeezed(value).startswith(_squeezed(casts)[: _squeezed(casts).index(")") + 1]))
+            if casts and value is not None:   # the outermost cast: the type the C API takes
+                cast_already.append(_squeezed(value).startswith(_squeezed(casts).split(")")[0] + ")"))
         if overload["target"] == name and cast_already and all(cast_already):
             return original   # the call passes what the C API takes already: it calls that, not the overload
         return f"{overload['target']}({', '.join(passed)})"
