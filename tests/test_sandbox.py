@@ -159,3 +159,16 @@ def test_a_sandboxed_tools_cpu_seconds_reach_its_result(toolchains, vendor):
     # the loop costs some 0.7 CPU-s here; bubblewrap's own are some 0.005 (its share of the wall time depends on the
     # load: another test worker sharing the cores took it below half)
     assert result.ok and result.cpu_s > 0.1
+
+
+def test_two_jobs_compile_a_file_with_internal_symbols_to_the_same_bytes(toolchains):
+    """nvcc names a translation unit's internal symbols after its source's absolute path (``_INTERNAL_<hash>``): each
+    job's scratch directory is seen at one path, so every job gives the same host assembly; out of the sandbox, the
+    scratch directories' own paths give two."""
+    source = "namespace { __device__ int hits; }\n__global__ void count() { atomicAdd(&hits, 1); }\nint main() {}\n"
+    modes = {"bwrap": toolchains["nvidia"], "rlimits": weakened(toolchains["nvidia"])}
+    runs = {mode: [compile_source(tc, source) for _ in range(2)] for mode, tc in modes.items()}
+    assert all(r.exit_code == 0 for pair in runs.values() for r in pair)
+    assert b"_INTERNAL_" in runs["bwrap"][0].outputs["host.s"]
+    assert runs["bwrap"][0].outputs == runs["bwrap"][1].outputs
+    assert runs["rlimits"][0].outputs["host.s"] != runs["rlimits"][1].outputs["host.s"]

@@ -38,6 +38,9 @@ FILE_SIZE_LIMIT = 4 << 30
 """No file a tool writes may exceed 4 GiB (the largest assembly of real code is a few MiB)."""
 
 MODE_ENV = "CASS_SANDBOX"
+JOB_DIR = "/tmp/job"
+"""Where a host tool sees its job's scratch directory (bwrap mode): one path for every job, since outputs can depend on
+it (nvcc names a translation unit's internal symbols, ``_INTERNAL_<hash>``, after its source's absolute path)."""
 
 
 @dataclass(frozen=True)
@@ -105,13 +108,14 @@ class Sandbox:
                 raise ValueError(f"mounts ({list(binds)}) need the bwrap sandbox, not {self.mode}")
             return [*self.limits(), *argv]
         return [*self.limits(), *self.command([*self.system_view(trees, system_root), *binds]),
-                *self.workdir(scratch, str(scratch)), "--", *argv]
+                *self.workdir(scratch, JOB_DIR), "--", *argv]
 
     def chroot(self, root: Path, argv: list[str], scratch: Path, scratch_parent: str) -> list[str]:
         """``argv`` inside the OS root ``root``, read-only, with ``scratch`` (a directory under the root's
-        ``scratch_parent``, where other jobs' directories are hidden) as working directory (bwrap mode)."""
+        ``scratch_parent``, where other jobs' directories are hidden) as working directory, at one path for every job
+        (bwrap mode)."""
         return [*self.limits(), *self.command(["--tmpfs", scratch_parent], root=["--ro-bind", str(root), "/"]),
-                *self.workdir(scratch, inner_path(root, scratch)), "--", *argv]
+                *self.workdir(scratch, f"{scratch_parent}/job"), "--", *argv]
 
     def exit_signal(self, returncode: int) -> signal.Signals | None:
         """The signal that ended a tool, if one did (bubblewrap reports it as 128 + N: :func:`exit_signal`)."""
