@@ -228,17 +228,8 @@ def test_the_kernels_a_program_runs_on_the_gpu_are_counted(store, gpu):
         "int main() { int *v; cudaMalloc(&v, 64 * sizeof(int)); for (int i = 0; i < 3; ++i) add<<<1, 64>>>(v);\n" \
         "cudaDeviceSynchronize(); printf(\"done\\n\"); return 0; }\n"
     cpu = "int main() { long s = 0; for (int i = 0; i < 1000; ++i) s += i; printf(\"%ld\\n\", s); return 0; }\n"
-    params = load_params(REPO / "params.yaml")
-    sources = {name: store.put((PRELUDE + source).encode()) for name, source in (("gpu", kernels), ("cpu", cpu))}
-    builds, _ = build_program_targets(store, params["execute"], {
-        name: ProgramSource("cuda", [f"{name}.cu"], [], {f"{name}.cu": digest}) for name, digest in sources.items()},
-        Placement.local(1))
-    assert all(b.binary for b in builds.values()), builds
-    # built as the execute stage builds (in the tool sandbox): the same bytes on every machine, as a recorded run needs
-    planned = {name: PlannedRun(b.binary, Invocation(), ProgramLimits(**LIMITS), 1) for name, b in builds.items()}
-    host = gpu.host(store, "counter", params, set(planned.values()))
-    found, _ = run_programs(store, host, set(planned.values()), 1, 0)
-    runs = {name: Run.of(store, found[run]) for name, run in planned.items()}
+    runs = gpu.run_cuda(store, "counter", load_params(REPO / "params.yaml"),
+                        {"gpu": PRELUDE + kernels, "cpu": PRELUDE + cpu}, ProgramLimits(**LIMITS))
     assert all(r.ok for r in runs.values()), runs
     assert {name: r.kernel_launches for name, r in runs.items()} == {"gpu": 3, "cpu": 0}
 

@@ -7,14 +7,17 @@ import subprocess
 from dataclasses import replace
 
 import pytest
+from harness.project import REPO
 
 from cass.engine.actions import ActionRunner, plan
 from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun, run_targets
+from cass.pipeline.context import load_params
 from cass.translate.ctext import find_calls, rewrite_calls
 from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
+    COOPERATIVE_GROUPS_REDUCE,
     PTX_PRELUDE,
     RULES,
     SYNCWARP,
@@ -22,6 +25,7 @@ from cass.translate.repair import (
     WARP_PRELUDE,
     CachedRepair,
     RepairTarget,
+    cooperative_groups_reduce,
     cublas_gemm_ex,
     cuda_header_guards,
     cuda_runtime_overloads,
@@ -37,6 +41,7 @@ from cass.translate.repair import (
 )
 from store import tracking
 from toolchains import load_hip_nvidia, local_executor
+from toolchains.programs import ProgramLimits
 
 NAMES = CudaHipNames(
     headers={"cub/block/block_reduce.cuh": "hipcub/hipcub.hpp", "cub/warp/warp_scan.cuh": "hipcub/hipcub.hpp",
@@ -659,3 +664,124 @@ def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(
     for error in ('"__lane_id" is undefined', 'name followed by "::"', 'typedef "hipMemcpyKind" may not be used',
                   'argument of type "unsigned int **" is incompatible with parameter of type "void **"'):
         assert error in builds["amd forms"].detail
+
+
+def test_reduce_through_cooperative_groups_or_an_alias_gets_the_functions_once():
+    target = replace(HIP57, names=CudaHipNames(cooperative_groups_reduce=True))
+    aliased = ("namespace cg = cooperative_groups;\n"
+               "__device__ float f(T w, float x) { return cg::reduce(w, x, cg::plus<float>()); }\n")
+    repaired = cooperative_groups_reduce(aliased, target)
+    assert repaired == COOPERATIVE_GROUPS_REDUCE + aliased
+    assert cooperative_groups_reduce(repaired, target) == repaired   # once
+    spelled = "int g(T w, int x) { return ::cooperative_groups :: reduce (w, x, op); }"
+    assert cooperative_groups_reduce(spelled, target).startswith(COOPERATIVE_GROUPS_REDUCE)
+    for untouched in ("int g(T w, int x) { return cg::reduce(w, x, op); }",          # cg is no alias here
+                      "namespace cg = cooperative_groups;\nint r = thrust::reduce(v.begin(), v.end());",
+                      "namespace cg = cooperative_groups;\nauto op = cg::plus<int>();"):   # no reduce call
+        assert cooperative_groups_reduce(untouched, target) == untouched
+    assert cooperative_groups_reduce(aliased, HIP57) == aliased   # the tables say HIP has reduce
+
+
+REDUCE_PROGRAM = """#include <cstdio>
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+struct Range { float low, high; int count; };
+struct Widen {
+  __device__ Range operator()(Range a, Range b) const {
+    return {fminf(a.low, b.low), fmaxf(a.high, b.high), a.count + b.count};
+  }
+};
+__global__ void kernel(const int *in, int *out) {
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  cg::thread_block_tile<8> eight = cg::tiled_partition<8>(block);
+  int t = threadIdx.x, v = in[t], *o = out + 7 * t;
+  o[0] = cg::reduce(warp, v, cg::plus<int>());
+  o[1] = cg::reduce(warp, v, cg::less<int>());
+  o[2] = cg::reduce(warp, v, cg::greater<int>());
+  o[3] = cg::reduce(eight, v, cg::bit_xor<int>());
+  o[4] = cg::reduce(eight, v, cg::bit_and<int>()) ^ cg::reduce(eight, v, cg::bit_or<int>());
+  if (v % 3) o[5] = cg::reduce(cg::coalesced_threads(), v, cg::plus<int>());   // groups of any size
+  else o[5] = -1;
+  Range r = cg::reduce(warp, Range{(float)v, (float)v, 1}, Widen());   // three words through the shuffles
+  o[6] = (int)r.low * 7 + (int)r.high * 3 + r.count;
+}
+int main() {
+  const int n = 64;
+  int in[n], out[7 * n], want[7 * n], *d_in, *d_out;
+  for (int i = 0; i < n; ++i) in[i] = (i * 7919 + 13) % 1000 - 300;
+  for (int t = 0; t < n; ++t) {
+    int w = t / 32 * 32, e = t / 8 * 8, sum = 0, low = in[w], high = in[w], x = 0, a = -1, b = 0, odd = 0;
+    for (int i = w; i < w + 32; ++i) {
+      sum += in[i]; low = in[i] < low ? in[i] : low; high = in[i] > high ? in[i] : high;
+      if (in[i] % 3) odd += in[i];
+    }
+    for (int i = e; i < e + 8; ++i) { x ^= in[i]; a &= in[i]; b |= in[i]; }
+    int *o = want + 7 * t;
+    o[0] = sum; o[1] = low; o[2] = high; o[3] = x; o[4] = a ^ b; o[5] = in[t] % 3 ? odd : -1;
+    o[6] = low * 7 + high * 3 + 32;
+  }
+  cudaMalloc(&d_in, sizeof in); cudaMalloc(&d_out, sizeof out);
+  cudaMemcpy(d_in, in, sizeof in, cudaMemcpyHostToDevice);
+  kernel<<<1, n>>>(d_in, d_out);
+  cudaMemcpy(out, d_out, sizeof out, cudaMemcpyDeviceToHost);
+  int wrong = 0, check = 0;
+  for (int i = 0; i < 7 * n; ++i) { wrong += out[i] != want[i]; check = check * 31 + out[i]; }
+  printf("%d values, %d wrong, checksum %d\\n", 7 * n, wrong, check);
+  return wrong != 0;
+}
+"""
+"""CUDA's reduce over warps, tiles of 8, coalesced groups of uneven size and a struct, checked against the CPU."""
+
+
+def test_a_reduce_through_cooperative_groups_builds_for_amd_and_hips_nvidia_platform(toolchains, store):
+    """Real hipify-perl, then the repairs: the program builds for AMD and through HIP's NVIDIA back end. Without the
+    rule it builds on neither (no ``reduce`` in HIP; hipify-perl's header leaves CUDA's ``reduce.h`` out)."""
+    amd = toolchains["amd"]
+    runner = ActionRunner(store, local_executor({"amd": amd}), 300)
+    action = plan(amd, amd.hipify_step("kernel.cu"), {"kernel.cu": store.put(REDUCE_PROGRAM.encode())})
+    hipified = store.get_text(runner.run([action], desc="hipify")[action.key].record.outputs["hip"])
+    target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd, load_hip_nvidia()),
+                          hipblas_v2=amd.hipblas_v2())
+    assert target.names.cooperative_groups_reduce
+    texts = {"repaired": repair(hipified, target), "unrepaired": repair(hipified, target, tuple(
+        r for r in RULES if r.name != "cooperative_groups_reduce"))}
+    assert "cooperative_groups_reduce" in texts["repaired"][1]
+    amd_builds = {name: compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})
+                  for name, (text, _) in texts.items()}
+    assert amd_builds["repaired"].ok, store.get_text(amd_builds["repaired"].record.stderr)
+    assert "no member named 'reduce' in namespace 'cooperative_groups'" in store.get_text(
+        amd_builds["unrepaired"].record.stderr)
+    builds = hip_nvidia_builds(store, {name: text for name, (text, _) in texts.items()})
+    assert builds["repaired"].binary, builds["repaired"].detail
+    assert builds["unrepaired"].binary is None and 'namespace "cooperative_groups" has no member' in \
+        builds["unrepaired"].detail
+
+
+SHIM_MUTANTS = {
+    "unbounded": ("    if (group.thread_rank() + offset < group.size()) value = op(value, other);\n",
+                  "    value = op(value, other);\n"),
+    "unbroadcast": ("  return cass_shuffle(group, value, 0, false);\n", "  return value;\n"),
+}
+"""The AMD functions with one step left out: each gives other results (the test below shows it)."""
+
+
+@pytest.mark.gpu
+def test_the_amd_reduce_computes_what_cudas_does_and_its_mutants_do_not(store, gpu):
+    """On an NVIDIA GPU, whose cooperative groups have the shuffles HIP's do: the functions the rule writes for AMD
+    (compiled without ``__HIP_PLATFORM_NVIDIA__``, CUDA's ``reduce.h`` left out) print what CUDA's own ``reduce``
+    prints, every value checked against the CPU; with the bound or the broadcast left out they do not."""
+    gpu.require()
+    amd_program = REDUCE_PROGRAM.replace("#include <cooperative_groups/reduce.h>\n", "")
+    sources = {"cuda": REDUCE_PROGRAM, "amd": COOPERATIVE_GROUPS_REDUCE + amd_program}
+    for name, (step, mutant) in SHIM_MUTANTS.items():
+        assert step in COOPERATIVE_GROUPS_REDUCE
+        sources[name] = COOPERATIVE_GROUPS_REDUCE.replace(step, mutant) + amd_program
+    limits = ProgramLimits(wall_s=60, cpu_s=60, data_bytes=8 << 30, file_bytes=1 << 20, processes=64)
+    runs = gpu.run_cuda(store, "cooperative_groups_reduce", load_params(REPO / "params.yaml"), sources, limits)
+    printed = {name: store.get_text(run.stdout) for name, run in runs.items()}
+    assert runs["cuda"].ok and printed["cuda"].startswith("448 values, 0 wrong, checksum "), printed
+    assert runs["amd"].ok and printed["amd"] == printed["cuda"]
+    for name in SHIM_MUTANTS:
+        assert not runs[name].ok and " 0 wrong" not in printed[name], printed

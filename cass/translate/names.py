@@ -25,7 +25,9 @@ counterparts. Each table here is computed from the files of the toolchains (NVID
   where HIP's runtime header has no overload of its own on one of its platforms (:func:`runtime_overloads`);
 * **NVIDIA typedefs**: the identifiers hipify-perl writes (``hipMemcpyKind`` for ``cudaMemcpyKind``) that HIP's
   NVIDIA platform declares as typedefs (``typedef enum cudaMemcpyKind hipMemcpyKind;``), from the HIP-on-NVIDIA
-  toolchain's headers (:func:`toolchains.hip_nvidia.platform_typedefs`).
+  toolchain's headers (:func:`toolchains.hip_nvidia.platform_typedefs`);
+* **cooperative-groups reduce**: whether the HIP header hipify-perl maps ``cooperative_groups.h`` to, with what it
+  includes, lacks CUDA's ``cooperative_groups::reduce`` (no HIP up to 7.2 has it).
 
 :func:`derive` computes them from the toolchains' header indexes; :func:`cached_names` once per set of toolchain
 fingerprints, kept in this machine's cache.
@@ -49,7 +51,7 @@ from store.machine_cache import machine_cache
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 5
+SCHEME = 6
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
 
 _NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
@@ -115,6 +117,8 @@ class CudaHipNames:
     """HIP runtime function -> arity -> the call CUDA's C++ overload of that arity makes (``target``, ``args`` over
     ``params``, ``defaults`` of the optional ones), where HIP has no such overload"""
     nvidia_typedefs: list[str] = field(default_factory=list)
+    cooperative_groups_reduce: bool = False
+    """HIP's cooperative groups lack ``reduce``"""
     hipify_headers: dict[str, str] = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
@@ -127,7 +131,7 @@ class CudaHipNames:
     def tables(self) -> dict[str, dict | list]:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads,
-                "nvidia_typedefs": self.nvidia_typedefs}
+                "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups_reduce": self.cooperative_groups_reduce}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
@@ -360,9 +364,12 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
                 constants.setdefault(macro, twin)
     overloads = runtime_overloads(cuda, hip, names, (hip_nvidia_index or {}).get("runtime"))
     nvidia_typedefs = sorted(set(names.values()) & set((hip_nvidia_index or {}).get("typedefs", [])))
+    groups = hipify.get("cooperative_groups.h")
+    lacks_reduce = groups in hip and not any("reduce" in hip.facts(member).get("identifiers", ())
+                                             for member in hip.closure(groups))
     covered = sorted(n for n in hipify if n in cuda and n not in uncovered)
-    return CudaHipNames(headers, presence, versions, constants, overloads, nvidia_typedefs, hipify, covered,
-                        uncovered)
+    return CudaHipNames(headers, presence, versions, constants, overloads, nvidia_typedefs, lacks_reduce, hipify,
+                        covered, uncovered)
 
 
 _CACHE_FORMAT = 2

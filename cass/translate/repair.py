@@ -65,6 +65,12 @@ enters the repair action's key.
   typedef of it, so the name alone is the same type on both platforms. Declarations and definitions of the tag
   (``{``, ``:``, ``;`` or ``final`` after the name) are left alone, and so are tags only AMD has
   (``typedef struct ihipStream_t *hipStream_t``).
+* ``cooperative_groups_reduce``: CUDA's ``cooperative_groups::reduce(group, value, op)`` and its operators
+  (``cg::plus``, ``less``, ``greater``, ``bit_and``, ``bit_or``, ``bit_xor``) have no HIP counterpart (the derived
+  table says whether the HIP header of ``cooperative_groups.h`` names ``reduce``), and hipify-perl maps
+  ``<cooperative_groups/reduce.h>`` to HIP's cooperative groups header. A file calling ``reduce`` through
+  ``cooperative_groups`` or an alias it declares for it gets :data:`COOPERATIVE_GROUPS_REDUCE` at its top: CUDA's
+  header on HIP's NVIDIA platform, the same functions written over the group's shuffles on AMD.
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -412,6 +418,50 @@ _ELABORATED = re.compile(r"\b(?:enum|struct|union)\s+(\w+)\b(?!(?:\s|/\*.*?\*/|/
 ``:``, ``;`` or ``final``)."""
 
 
+_GROUPS_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::\s*)?cooperative_groups\s*;")
+COOPERATIVE_GROUPS_REDUCE = """#ifndef CASS_CG_REDUCE
+#define CASS_CG_REDUCE
+#if defined(__HIP_PLATFORM_NVIDIA__)
+#include <cooperative_groups/reduce.h>
+#else
+namespace cooperative_groups {
+template <class T> struct plus { __device__ T operator()(T a, T b) const { return a + b; } };
+template <class T> struct less { __device__ T operator()(T a, T b) const { return b < a ? b : a; } };
+template <class T> struct greater { __device__ T operator()(T a, T b) const { return a < b ? b : a; } };
+template <class T> struct bit_and { __device__ T operator()(T a, T b) const { return a & b; } };
+template <class T> struct bit_or { __device__ T operator()(T a, T b) const { return a | b; } };
+template <class T> struct bit_xor { __device__ T operator()(T a, T b) const { return a ^ b; } };
+template <class Group, class T> __device__ T cass_shuffle(const Group& group, T value, unsigned int lane, bool down) {
+  unsigned int words[(sizeof(T) + 3) / 4] = {};
+  __builtin_memcpy(words, &value, sizeof(T));
+  for (unsigned int& word : words) word = down ? group.shfl_down(word, lane) : group.shfl(word, lane);
+  __builtin_memcpy(&value, words, sizeof(T));
+  return value;
+}
+template <class Group, class T, class Op> __device__ T reduce(const Group& group, T value, Op op) {
+  for (unsigned int offset = 1; offset < group.size(); offset *= 2) {
+    T other = cass_shuffle(group, value, offset, true);
+    if (group.thread_rank() + offset < group.size()) value = op(value, other);
+  }
+  return cass_shuffle(group, value, 0, false);
+}
+}
+#endif
+#endif
+"""
+"""CUDA's ``cooperative_groups::reduce`` and its operators (``cooperative_groups/reduce.h``): on HIP's NVIDIA platform
+CUDA's header (hipify-perl's ``hip_cooperative_groups.h`` does not include it), on AMD the same semantics, written
+over the group's shuffles: lane ``i`` folds lane ``i + offset``'s value in, for offsets 1, 2, 4, ... (a group of any
+size, values of any trivially copyable type, shuffled as 32-bit words), then every lane takes lane 0's result."""
+
+
+def cooperative_groups_reduce(text: str, target: RepairTarget) -> str:
+    if not target.names.cooperative_groups_reduce or COOPERATIVE_GROUPS_REDUCE in text:
+        return text
+    spaces = "|".join(sorted({"cooperative_groups", *_GROUPS_ALIAS.findall(text)}))
+    return COOPERATIVE_GROUPS_REDUCE + text if re.search(rf"\b(?:{spaces})\s*::\s*reduce\s*\(", text) else text
+
+
 def hip_elaborated_types(text: str, target: RepairTarget) -> str:
     typedefs = frozenset(target.names.nvidia_typedefs)
     if not typedefs or not re.search(r"\b(?:enum|struct|union)\b", text):
@@ -504,6 +554,7 @@ RULES: tuple[Rule, ...] = (
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
          "enum, struct or union keyword may name", hip_elaborated_types),
+    Rule("cooperative_groups_reduce", 1, "HIP's cooperative groups have no reduce", cooperative_groups_reduce),
     Rule("warp_sync_builtins", 7, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )

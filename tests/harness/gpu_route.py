@@ -21,11 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from cass.engine.placement import Placement
 from cass.execution.batch import import_results, write_batch
 from cass.execution.hosts import ExecutionHost, resolve_host
+from cass.execution.programs import ProgramRun, ProgramSource, Run, build_program_targets, run_programs
 from harness.project import run_in
 from hosts.gpu import local_gpu_host
 from store import Store
+from toolchains.programs import Invocation, ProgramLimits
 
 ROUTE = "CASS_GPU_TESTS"
 
@@ -87,3 +90,16 @@ class GpuRoute:
         if self.mode == "recorded":
             run_in([cass, "gpu-batch", "import", str(self.folder / test), "--name", self.name], root)
         self.require()
+
+    def run_cuda(self, store: Store, test: str, params: dict, sources: dict[str, str],
+                 limits: ProgramLimits) -> dict[str, Run]:
+        """Each CUDA source (one file) built as the ``execute`` stage builds a program (the same bytes on every
+        machine), then run once, without arguments, on this route's GPU: the runs by name. Every source must build."""
+        programs = {name: ProgramSource("cuda", [f"{name}.cu"], [], {f"{name}.cu": store.put(source.encode())})
+                    for name, source in sources.items()}
+        builds, _ = build_program_targets(store, params["execute"], programs, Placement.local(1))
+        assert all(b.binary for b in builds.values()), {name: b.detail for name, b in builds.items() if not b.binary}
+        planned = {name: ProgramRun(b.binary, Invocation(), limits, 1) for name, b in builds.items()}
+        host = self.host(store, test, params, set(planned.values()))
+        found, _ = run_programs(store, host, set(planned.values()), 1, 0)
+        return {name: Run.of(store, found[run]) for name, run in planned.items()}
