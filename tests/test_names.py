@@ -15,6 +15,7 @@ from cass.translate.names import (
     toolchain_names,
 )
 from toolchains import load_hip_nvidia
+from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS
 from toolchains.headers import index_headers, parse_header
 from toolchains.hip_nvidia import platform_typedefs
 
@@ -125,6 +126,7 @@ def test_the_real_toolchains_cover_every_cuda_header_hipify_perl_maps(toolchains
     # hipify-perl's names HIP's NVIDIA platform declares as typedefs; a tag only AMD has is none of them
     assert {"hipMemcpyKind", "hipChannelFormatDesc", "hipExtent"} <= set(names.nvidia_typedefs)
     assert "ihipStream_t" not in names.nvidia_typedefs
+    assert names.cooperative_groups == ["reduce"]   # no HIP up to 7.2 has cooperative_groups::reduce
     cuda = nvidia.header_index()["headers"]
     hip_index = HeaderIndex(amd.header_index()["headers"])
     hip = {alias for facts in amd.header_index()["headers"].values() for alias in facts["names"]}
@@ -230,3 +232,17 @@ def test_an_overload_hips_nvidia_platform_lacks_is_rewritten_though_amd_has_it()
         "args": ["(void**)(void*)ptr", "size", "stream"]}
     both = [{**c_api, "name": "hipMallocAsync"}, {**cuda_fn, "name": "hipMallocAsync"}]
     assert runtime_overloads(cuda, hip, names, both) == {}   # both platforms have it
+
+
+def test_reduce_is_lacking_where_hips_cooperative_groups_header_and_its_includes_never_name_it(tmp_path):
+    detail = "namespace cooperative_groups { template <class T> T shfl(T v); }\n"
+    lacking = {}
+    for case, extra in (("without", "// a reduce in a comment is no declaration\n"),
+                        ("with", "namespace cooperative_groups { template <class G, class T> T reduce(G, T); }\n")):
+        hip = write(tmp_path / case, {"hip/hip_cooperative_groups.h": '#include "amd_detail/groups.h"\n',
+                                      "hip/amd_detail/groups.h": detail + extra})
+        headers = index_headers([hip], files(hip), lambda _, name: name in COOPERATIVE_GROUPS_FUNCTIONS)
+        index = {"headers": headers, "hipify": {"cooperative_groups.h": "hip/hip_cooperative_groups.h"}}
+        lacking[case] = derive({"headers": {}}, index).cooperative_groups
+    assert lacking == {"without": ["reduce"], "with": []}
+    assert derive({"headers": {}}, {"headers": headers}).cooperative_groups == []   # no HIP header for it: not asked

@@ -667,7 +667,7 @@ def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(
 
 
 def test_reduce_through_cooperative_groups_or_an_alias_gets_the_functions_once():
-    target = replace(HIP57, names=CudaHipNames(cooperative_groups_reduce=True))
+    target = replace(HIP57, names=CudaHipNames(cooperative_groups=["reduce"]))
     aliased = ("namespace cg = cooperative_groups;\n"
                "__device__ float f(T w, float x) { return cg::reduce(w, x, cg::plus<float>()); }\n")
     repaired = cooperative_groups_reduce(aliased, target)
@@ -744,7 +744,7 @@ def test_a_reduce_through_cooperative_groups_builds_for_amd_and_hips_nvidia_plat
     hipified = store.get_text(runner.run([action], desc="hipify")[action.key].record.outputs["hip"])
     target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd, load_hip_nvidia()),
                           hipblas_v2=amd.hipblas_v2())
-    assert target.names.cooperative_groups_reduce
+    assert target.names.cooperative_groups == ["reduce"]
     texts = {"repaired": repair(hipified, target), "unrepaired": repair(hipified, target, tuple(
         r for r in RULES if r.name != "cooperative_groups_reduce"))}
     assert "cooperative_groups_reduce" in texts["repaired"][1]

@@ -95,9 +95,9 @@ NO_CUID = ("-fuse-cuid=none",)
 options>``, so one kernel under two file names would compile to two assemblies. A program that is not linked with
 ``-fgpu-rdc`` does not use it."""
 
-INDEXED_NAMES = frozenset({"reduce"})
-"""Names the header index records where a HIP header names them, besides hipify-perl's targets: whether HIP's
-cooperative groups have CUDA's ``reduce`` (the repair layer's ``cooperative_groups_reduce``)."""
+COOPERATIVE_GROUPS_FUNCTIONS = frozenset({"reduce"})
+"""CUDA's cooperative-groups functions the header index records where a HIP header names them, besides hipify-perl's
+targets (the repair layer's ``cooperative_groups_reduce`` asks whether HIP has ``reduce``)."""
 
 AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 """hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
@@ -183,7 +183,7 @@ class AmdToolchain(Toolchain):
         """The HIP headers (every file under the include directory's ``hip/``, and the headers hipify-perl
         maps CUDA headers to, with what they include, on the include directory and the library folders),
         ``hipify``: hipify-perl's header map, and ``hipify_names``: its identifier map (each header keeps the
-        names of that map's HIP side, and of :data:`INDEXED_NAMES`, that it names)."""
+        names of that map's HIP side, and of :data:`COOPERATIVE_GROUPS_FUNCTIONS`, that it names)."""
         script = self.tool_path("hipify-perl")
         text = script.read_text(errors="replace") if script else ""
         root = self.include_root()
@@ -191,7 +191,7 @@ class AmdToolchain(Toolchain):
         hipify, names = header_map(text), name_map(text)
         mapped = [p for name in hipify.values() if name for d in dirs if (p := d / name).is_file()]
         hip = sorted(p for p in (root / "hip").rglob("*") if p.is_file())
-        targets = set(names.values()) | INDEXED_NAMES
+        targets = set(names.values()) | COOPERATIVE_GROUPS_FUNCTIONS
         return {"headers": index_headers(dirs, [*hip, *mapped], lambda _, name: name in targets, OTHER_PLATFORM),
                 "hipify": hipify, "hipify_names": names}
 

@@ -26,8 +26,9 @@ counterparts. Each table here is computed from the files of the toolchains (NVID
 * **NVIDIA typedefs**: the identifiers hipify-perl writes (``hipMemcpyKind`` for ``cudaMemcpyKind``) that HIP's
   NVIDIA platform declares as typedefs (``typedef enum cudaMemcpyKind hipMemcpyKind;``), from the HIP-on-NVIDIA
   toolchain's headers (:func:`toolchains.hip_nvidia.platform_typedefs`);
-* **cooperative-groups reduce**: whether the HIP header hipify-perl maps ``cooperative_groups.h`` to, with what it
-  includes, lacks CUDA's ``cooperative_groups::reduce`` (no HIP up to 7.2 has it).
+* **cooperative groups**: which of CUDA's cooperative-groups functions asked about (``reduce``:
+  :data:`toolchains.amd.COOPERATIVE_GROUPS_FUNCTIONS`) the HIP header hipify-perl maps ``cooperative_groups.h``
+  to, with what it includes, never names (no HIP up to 7.2 has ``reduce``).
 
 :func:`derive` computes them from the toolchains' header indexes; :func:`cached_names` once per set of toolchain
 fingerprints, kept in this machine's cache.
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING
 import blake3
 
 from store.machine_cache import machine_cache
+from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS
 
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
@@ -117,8 +119,8 @@ class CudaHipNames:
     """HIP runtime function -> arity -> the call CUDA's C++ overload of that arity makes (``target``, ``args`` over
     ``params``, ``defaults`` of the optional ones), where HIP has no such overload"""
     nvidia_typedefs: list[str] = field(default_factory=list)
-    cooperative_groups_reduce: bool = False
-    """HIP's cooperative groups lack ``reduce``"""
+    cooperative_groups: list[str] = field(default_factory=list)
+    """CUDA's cooperative-groups functions HIP's cooperative groups lack (of those asked about: ``reduce``)"""
     hipify_headers: dict[str, str] = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
@@ -131,7 +133,7 @@ class CudaHipNames:
     def tables(self) -> dict[str, dict | list]:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads,
-                "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups_reduce": self.cooperative_groups_reduce}
+                "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups": self.cooperative_groups}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
@@ -143,7 +145,8 @@ class CudaHipNames:
                 f"({len(self.uncovered)} without), {len(self.presence)} presence macros (guards and markers), "
                 f"{len(self.headers)} more headers, {len(self.versions)} version macros, "
                 f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads, "
-                f"{len(self.nvidia_typedefs)} HIP names that are typedefs on NVIDIA")
+                f"{len(self.nvidia_typedefs)} HIP names that are typedefs on NVIDIA, "
+                f"cooperative groups lacking {', '.join(self.cooperative_groups) or 'nothing asked about'} in HIP")
 
 
 def _evaluate(body: str, known: dict[str, str]) -> str | None:
@@ -365,10 +368,10 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
     overloads = runtime_overloads(cuda, hip, names, (hip_nvidia_index or {}).get("runtime"))
     nvidia_typedefs = sorted(set(names.values()) & set((hip_nvidia_index or {}).get("typedefs", [])))
     groups = hipify.get("cooperative_groups.h")
-    lacks_reduce = groups in hip and not any("reduce" in hip.facts(member).get("identifiers", ())
-                                             for member in hip.closure(groups))
+    named = set().union(*(hip.facts(m).get("identifiers", ()) for m in hip.closure(groups))) if groups in hip else None
+    lacking = [] if named is None else sorted(COOPERATIVE_GROUPS_FUNCTIONS - named)
     covered = sorted(n for n in hipify if n in cuda and n not in uncovered)
-    return CudaHipNames(headers, presence, versions, constants, overloads, nvidia_typedefs, lacks_reduce, hipify,
+    return CudaHipNames(headers, presence, versions, constants, overloads, nvidia_typedefs, lacking, hipify,
                         covered, uncovered)
 
 

@@ -456,7 +456,7 @@ size, values of any trivially copyable type, shuffled as 32-bit words), then eve
 
 
 def cooperative_groups_reduce(text: str, target: RepairTarget) -> str:
-    if not target.names.cooperative_groups_reduce or COOPERATIVE_GROUPS_REDUCE in text:
+    if "reduce" not in target.names.cooperative_groups or COOPERATIVE_GROUPS_REDUCE in text:
         return text
     spaces = "|".join(sorted({"cooperative_groups", *_GROUPS_ALIAS.findall(text)}))
     return COOPERATIVE_GROUPS_REDUCE + text if re.search(rf"\b(?:{spaces})\s*::\s*reduce\s*\(", text) else text
