@@ -31,10 +31,13 @@ fi
 # uv installs the packages from the sources pip is configured with (scripts/pip_sources.py), in under a minute where
 # pip takes four; unsafe-best-match takes the newest version any source offers, as pip does; the bytecode is compiled
 # at install, as pip does, for processes that may not write it (PYTHONDONTWRITEBYTECODE)
-[ -x .venv/bin/uv ] || .venv/bin/pip install -q --disable-pip-version-check "uv==0.13.9"
+UV_VERSION=0.13.9
+[[ "$(.venv/bin/uv --version 2>/dev/null) " == "uv $UV_VERSION "* ]] ||   # it prints "uv 0.13.9 (<platform>)"
+  .venv/bin/pip install -q --disable-pip-version-check "uv==$UV_VERSION"
 sources=$(.venv/bin/python scripts/pip_sources.py)
 mapfile -t pip_sources <<<"$sources"; [ -n "$sources" ] || pip_sources=()
-.venv/bin/uv pip install -q --python .venv/bin/python --index-strategy unsafe-best-match --compile-bytecode \
+cert=$(.venv/bin/python scripts/pip_sources.py --cert)   # the bundle pip trusts, if one is set
+env ${cert:+"SSL_CERT_FILE=$cert"} .venv/bin/uv pip install -q --python .venv/bin/python --index-strategy unsafe-best-match --compile-bytecode \
   "${pip_sources[@]}" -e ".[test]"
 py() { .venv/bin/python -c "$1" "${@:2}"; }
 
