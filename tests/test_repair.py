@@ -683,6 +683,7 @@ def test_reduce_through_cooperative_groups_or_an_alias_gets_the_functions_once()
 
 
 REDUCE_PROGRAM = """#include <cstdio>
+#include <cstring>
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
 namespace cg = cooperative_groups;
@@ -696,7 +697,7 @@ __global__ void kernel(const int *in, int *out) {
   cg::thread_block block = cg::this_thread_block();
   cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
   cg::thread_block_tile<8> eight = cg::tiled_partition<8>(block);
-  int t = threadIdx.x, v = in[t], *o = out + 7 * t;
+  int t = threadIdx.x, v = in[t], *o = out + 9 * t;
   o[0] = cg::reduce(warp, v, cg::plus<int>());
   o[1] = cg::reduce(warp, v, cg::less<int>());
   o[2] = cg::reduce(warp, v, cg::greater<int>());
@@ -706,10 +707,14 @@ __global__ void kernel(const int *in, int *out) {
   else o[5] = -1;
   Range r = cg::reduce(warp, Range{(float)v, (float)v, 1}, Widen());   // three words through the shuffles
   o[6] = (int)r.low * 7 + (int)r.high * 3 + r.count;
+  float warp_sum = cg::reduce(warp, v / 7.0f, cg::plus<float>());
+  float eight_sum = cg::reduce(eight, v / 7.0f, cg::plus<float>());
+  memcpy(o + 7, &warp_sum, 4);   // rounded as the order of the additions says: checked against CUDA's, bit for bit
+  memcpy(o + 8, &eight_sum, 4);
 }
 int main() {
   const int n = 64;
-  int in[n], out[7 * n], want[7 * n], *d_in, *d_out;
+  int in[n], out[9 * n], want[7 * n], *d_in, *d_out;
   for (int i = 0; i < n; ++i) in[i] = (i * 7919 + 13) % 1000 - 300;
   for (int t = 0; t < n; ++t) {
     int w = t / 32 * 32, e = t / 8 * 8, sum = 0, low = in[w], high = in[w], x = 0, a = -1, b = 0, odd = 0;
@@ -727,7 +732,10 @@ int main() {
   kernel<<<1, n>>>(d_in, d_out);
   cudaMemcpy(out, d_out, sizeof out, cudaMemcpyDeviceToHost);
   int wrong = 0, check = 0;
-  for (int i = 0; i < 7 * n; ++i) { wrong += out[i] != want[i]; check = check * 31 + out[i]; }
+  for (int i = 0; i < 9 * n; ++i) {
+    wrong += i % 9 < 7 && out[i] != want[i / 9 * 7 + i % 9];
+    check = check * 31 + out[i];
+  }
   printf("%d values, %d wrong, checksum %d\\n", 7 * n, wrong, check);
   return wrong != 0;
 }
@@ -760,18 +768,23 @@ def test_a_reduce_through_cooperative_groups_builds_for_amd_and_hips_nvidia_plat
 
 
 SHIM_MUTANTS = {
-    "unbounded": ("    if (group.thread_rank() + offset < group.size()) value = op(value, other);\n",
+    "unbounded": ("    if (group.thread_rank() + offset < size) value = op(value, other);\n",
                   "    value = op(value, other);\n"),
-    "unbroadcast": ("  return cass_shuffle(group, value, 0, false);\n", "  return value;\n"),
+    "unbroadcast": ("  return cass_words(value, [&](unsigned int word) { return group.shfl(word, 0); });\n",
+                    "  return value;\n"),
+    "ascending": ("for (unsigned int mask = group.size() / 2; mask > 0; mask /= 2)",
+                  "for (unsigned int mask = 1; mask < group.size(); mask *= 2)"),
 }
-"""The AMD functions with one step left out: each gives other results (the test below shows it)."""
+"""The AMD functions with a step left out (the bound on a coalesced group's size, the broadcast of lane 0's result) or
+the tile's butterfly in the other order (the same integers, other float sums): each prints other results."""
 
 
 @pytest.mark.gpu
 def test_the_amd_reduce_computes_what_cudas_does_and_its_mutants_do_not(store, gpu):
     """On an NVIDIA GPU, whose cooperative groups have the shuffles HIP's do: the functions the rule writes for AMD
     (compiled without ``__HIP_PLATFORM_NVIDIA__``, CUDA's ``reduce.h`` left out) print what CUDA's own ``reduce``
-    prints, every value checked against the CPU; with the bound or the broadcast left out they do not."""
+    prints, every value checked against the CPU and a tile's float sums bit for bit; with the bound or the broadcast
+    left out, or the butterfly in the other order, they do not."""
     gpu.require()
     amd_program = REDUCE_PROGRAM.replace("#include <cooperative_groups/reduce.h>\n", "")
     sources = {"cuda": REDUCE_PROGRAM, "amd": COOPERATIVE_GROUPS_REDUCE + amd_program}
@@ -783,5 +796,6 @@ def test_the_amd_reduce_computes_what_cudas_does_and_its_mutants_do_not(store, g
     printed = {name: store.get_text(run.stdout) for name, run in runs.items()}
     assert runs["cuda"].ok and printed["cuda"].startswith("448 values, 0 wrong, checksum "), printed
     assert runs["amd"].ok and printed["amd"] == printed["cuda"]
-    for name in SHIM_MUTANTS:
+    for name in ("unbounded", "unbroadcast"):
         assert not runs[name].ok and " 0 wrong" not in printed[name], printed
+    assert runs["ascending"].ok and printed["ascending"] != printed["cuda"]   # the float sums' last bits

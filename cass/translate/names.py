@@ -404,5 +404,6 @@ def toolchain_names(nvidia: Toolchain, amd: Toolchain, hip_nvidia: Toolchain) ->
     """The tables of the installed (or reported) toolchains, derived once per set of fingerprints of the tools
     whose files they come from (nvcc's tree, hipcc's HIP headers, hipify-perl's script, HIP's NVIDIA headers)."""
     key = {"nvcc": nvidia.fingerprint("nvcc"), "hipcc": amd.fingerprint("hipcc"),
-           "hipify-perl": amd.fingerprint("hipify-perl"), "hip-nvidia": hip_nvidia.fingerprint("nvcc")}
+           "hipify-perl": amd.fingerprint("hipify-perl"), "hip-nvidia": hip_nvidia.fingerprint("nvcc"),
+           "cooperative_groups": sorted(COOPERATIVE_GROUPS_FUNCTIONS)}   # what the AMD index records of HIP's names
     return cached_names(key, lambda: derive(nvidia.header_index(), amd.header_index(), hip_nvidia.header_index()))

@@ -70,7 +70,8 @@ enters the repair action's key.
   table says whether the HIP header of ``cooperative_groups.h`` names ``reduce``), and hipify-perl maps
   ``<cooperative_groups/reduce.h>`` to HIP's cooperative groups header. A file calling ``reduce`` through
   ``cooperative_groups`` or an alias it declares for it gets :data:`COOPERATIVE_GROUPS_REDUCE` at its top: CUDA's
-  header on HIP's NVIDIA platform, the same functions written over the group's shuffles on AMD.
+  header on HIP's NVIDIA platform, the same functions written over the group's shuffles on AMD (CUDA's order of
+  operations on a tile).
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -431,28 +432,40 @@ template <class T> struct greater { __device__ T operator()(T a, T b) const { re
 template <class T> struct bit_and { __device__ T operator()(T a, T b) const { return a & b; } };
 template <class T> struct bit_or { __device__ T operator()(T a, T b) const { return a | b; } };
 template <class T> struct bit_xor { __device__ T operator()(T a, T b) const { return a ^ b; } };
-template <class Group, class T> __device__ T cass_shuffle(const Group& group, T value, unsigned int lane, bool down) {
+template <class T, class Shuffle> __device__ T cass_words(T value, Shuffle shuffle) {
   unsigned int words[(sizeof(T) + 3) / 4] = {};
   __builtin_memcpy(words, &value, sizeof(T));
-  for (unsigned int& word : words) word = down ? group.shfl_down(word, lane) : group.shfl(word, lane);
+  for (unsigned int& word : words) word = shuffle(word);
   __builtin_memcpy(&value, words, sizeof(T));
   return value;
 }
-template <class Group, class T, class Op> __device__ T reduce(const Group& group, T value, Op op) {
-  for (unsigned int offset = 1; offset < group.size(); offset *= 2) {
-    T other = cass_shuffle(group, value, offset, true);
-    if (group.thread_rank() + offset < group.size()) value = op(value, other);
+template <class Group, class T, class Op> __device__ T cass_fold(const Group& group, T value, Op op, ...) {
+  const unsigned int size = group.size();
+  for (unsigned int offset = 1; offset < size; offset *= 2) {
+    T other = cass_words(value, [&](unsigned int word) { return group.shfl_down(word, offset); });
+    if (group.thread_rank() + offset < size) value = op(value, other);
   }
-  return cass_shuffle(group, value, 0, false);
+  return cass_words(value, [&](unsigned int word) { return group.shfl(word, 0); });
+}
+template <class Group, class T, class Op>
+__device__ auto cass_fold(const Group& group, T value, Op op, int) -> decltype(group.shfl_xor(0u, 1u), value) {
+  for (unsigned int mask = group.size() / 2; mask > 0; mask /= 2)
+    value = op(value, cass_words(value, [&](unsigned int word) { return group.shfl_xor(word, mask); }));
+  return value;
+}
+template <class Group, class T, class Op> __device__ T reduce(const Group& group, T value, Op op) {
+  return cass_fold(group, value, op, 0);
 }
 }
 #endif
 #endif
 """
 """CUDA's ``cooperative_groups::reduce`` and its operators (``cooperative_groups/reduce.h``): on HIP's NVIDIA platform
-CUDA's header (hipify-perl's ``hip_cooperative_groups.h`` does not include it), on AMD the same semantics, written
-over the group's shuffles: lane ``i`` folds lane ``i + offset``'s value in, for offsets 1, 2, 4, ... (a group of any
-size, values of any trivially copyable type, shuffled as 32-bit words), then every lane takes lane 0's result."""
+CUDA's header (hipify-perl's ``hip_cooperative_groups.h`` does not include it), on AMD the same functions over the
+group's shuffles (values of any trivially copyable type, shuffled as 32-bit words). A tile folds as CUDA's does, an
+xor butterfly from half its size down, so even a float sum is CUDA's to the bit; a coalesced group (no xor shuffle)
+folds lane ``i + offset``'s value into lane ``i``'s for offsets 1, 2, 4, ... while that lane is in the group, then
+every lane takes lane 0's result: exact operations give CUDA's result, a float sum may differ in its last bits."""
 
 
 def cooperative_groups_reduce(text: str, target: RepairTarget) -> str:
@@ -554,7 +567,7 @@ RULES: tuple[Rule, ...] = (
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
          "enum, struct or union keyword may name", hip_elaborated_types),
-    Rule("cooperative_groups_reduce", 1, "HIP's cooperative groups have no reduce", cooperative_groups_reduce),
+    Rule("cooperative_groups_reduce", 2, "HIP's cooperative groups have no reduce", cooperative_groups_reduce),
     Rule("warp_sync_builtins", 7, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
