@@ -618,6 +618,18 @@ def test_warp_rule_output_builds_for_amd_and_for_hips_nvidia_platform(toolchains
     assert build.binary, build.detail
 
 
+def hipified_with_target(toolchains, store, cuda: str) -> tuple[ActionRunner, str, RepairTarget]:
+    """``cuda`` (as kernel.cu) through the real hipify-perl: the AMD runner, the HIP text, and the repair target of
+    the real toolchains (their derived tables)."""
+    amd = toolchains["amd"]
+    runner = ActionRunner(store, local_executor({"amd": amd}), 300)
+    action = plan(amd, amd.hipify_step("kernel.cu"), {"kernel.cu": store.put(cuda.encode())})
+    hipified = store.get_text(runner.run([action], desc="hipify")[action.key].record.outputs["hip"])
+    return runner, hipified, RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd,
+                                                                             load_hip_nvidia()),
+                                          hipblas_v2=amd.hipblas_v2())
+
+
 PLATFORM_PROGRAM = """#include <thrust/fill.h>
 #include <thrust/system/cuda/execution_policy.h>
 __device__ unsigned lane_id() { unsigned id; asm("mov.u32 %0, %%laneid;" : "=r"(id)); return id; }
@@ -645,12 +657,7 @@ def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(
     typed pointer's ``cudaMallocAsync`` build for AMD and through HIP's NVIDIA back end. The AMD forms alone
     (``__lane_id``, ``thrust::hip``, the elaborated typedef, the overload only AMD has) do not build there: each is
     one of the errors."""
-    amd = toolchains["amd"]
-    runner = ActionRunner(store, local_executor({"amd": amd}), 300)
-    action = plan(amd, amd.hipify_step("kernel.cu"), {"kernel.cu": store.put(PLATFORM_PROGRAM.encode())})
-    hipified = store.get_text(runner.run([action], desc="hipify")[action.key].record.outputs["hip"])
-    target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd, load_hip_nvidia()),
-                          hipblas_v2=amd.hipblas_v2())
+    runner, hipified, target = hipified_with_target(toolchains, store, PLATFORM_PROGRAM)
     text, fired = repair(hipified, target)
     assert {"cuda_runtime_overloads", "thrust_cuda_backend", "ptx_inline_asm", "hip_elaborated_types"} <= set(fired)
     built = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})
@@ -746,12 +753,7 @@ int main() {
 def test_a_reduce_through_cooperative_groups_builds_for_amd_and_hips_nvidia_platform(toolchains, store):
     """Real hipify-perl, then the repairs: the program builds for AMD and through HIP's NVIDIA back end. Without the
     rule it builds on neither (no ``reduce`` in HIP; hipify-perl's header leaves CUDA's ``reduce.h`` out)."""
-    amd = toolchains["amd"]
-    runner = ActionRunner(store, local_executor({"amd": amd}), 300)
-    action = plan(amd, amd.hipify_step("kernel.cu"), {"kernel.cu": store.put(REDUCE_PROGRAM.encode())})
-    hipified = store.get_text(runner.run([action], desc="hipify")[action.key].record.outputs["hip"])
-    target = RepairTarget(amd.hip_version(), toolchain_names(toolchains["nvidia"], amd, load_hip_nvidia()),
-                          hipblas_v2=amd.hipblas_v2())
+    runner, hipified, target = hipified_with_target(toolchains, store, REDUCE_PROGRAM)
     assert target.names.cooperative_groups == ["reduce"]
     texts = {"repaired": repair(hipified, target), "unrepaired": repair(hipified, target, tuple(
         r for r in RULES if r.name != "cooperative_groups_reduce"))}
