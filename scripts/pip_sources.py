@@ -41,7 +41,7 @@ def uv_arguments(settings: dict[str, str]) -> list[str]:
     arguments = [arg for key, value in settings.items() if key in LISTS
                  for item in value.split() for arg in (LISTS[key], item)]
     return arguments + [arg for key, on in SWITCHES.items()
-                        if settings.get(key, "").lower() in ("1", "true", "yes", "on") for arg in on]
+                        if settings.get(key, "").lower() in ("1", "y", "yes", "t", "true", "on") for arg in on]
 
 
 if __name__ == "__main__":

@@ -439,7 +439,7 @@ template <class T, class Shuffle> __device__ T cass_words(T value, Shuffle shuff
   __builtin_memcpy(&value, words, sizeof(T));
   return value;
 }
-template <class Group, class T, class Op> __device__ T cass_fold(const Group& group, T value, Op op, ...) {
+template <class Group, class T, class Op> __device__ T cass_fold(const Group& group, T value, Op op, long) {
   const unsigned int size = group.size();
   for (unsigned int offset = 1; offset < size; offset *= 2) {
     T other = cass_words(value, [&](unsigned int word) { return group.shfl_down(word, offset); });
@@ -448,7 +448,7 @@ template <class Group, class T, class Op> __device__ T cass_fold(const Group& gr
   return cass_words(value, [&](unsigned int word) { return group.shfl(word, 0); });
 }
 template <class Group, class T, class Op>
-__device__ auto cass_fold(const Group& group, T value, Op op, int) -> decltype(group.shfl_xor(0u, 1u), value) {
+__device__ auto cass_fold(const Group& group, T value, Op op, int) -> decltype(void(group.shfl_xor(0u, 1u)), T(value)) {
   for (unsigned int mask = group.size() / 2; mask > 0; mask /= 2)
     value = op(value, cass_words(value, [&](unsigned int word) { return group.shfl_xor(word, mask); }));
   return value;
@@ -567,7 +567,7 @@ RULES: tuple[Rule, ...] = (
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
          "enum, struct or union keyword may name", hip_elaborated_types),
-    Rule("cooperative_groups_reduce", 2, "HIP's cooperative groups have no reduce", cooperative_groups_reduce),
+    Rule("cooperative_groups_reduce", 3, "HIP's cooperative groups have no reduce", cooperative_groups_reduce),
     Rule("warp_sync_builtins", 7, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
