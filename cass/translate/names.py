@@ -28,7 +28,7 @@ counterparts. Each table here is computed from the files of the toolchains (NVID
   toolchain's headers (:func:`toolchains.hip_nvidia.platform_typedefs`);
 * **cooperative groups**: which of CUDA's cooperative-groups functions asked about (``reduce``:
   :data:`toolchains.amd.COOPERATIVE_GROUPS_FUNCTIONS`) the HIP header hipify-perl maps ``cooperative_groups.h``
-  to, with what it includes, never names (no HIP up to 7.2 has ``reduce``).
+  to, with what it includes, never names (HIP 7.2 has no ``reduce``).
 
 :func:`derive` computes them from the toolchains' header indexes; :func:`cached_names` once per set of toolchain
 fingerprints, kept in this machine's cache.
