@@ -1,6 +1,7 @@
 """`cass` command line.
 
-    cass toolchains           what toolchains were found, their versions, and why a piece is missing
+    cass toolchains           what toolchains were found, their versions, and why a piece is missing; in a
+                              pipeline project, recorded for stage toolchain_fingerprints (.cass/toolchains.json)
     cass toolchains --cluster the Dask cluster's hosts: resources, tools and fingerprints
     cass amd-root seal|pin|pull   the AMD root as a stored tree: seal it, pin it for DVC, pull the pinned one
     cass store stats          object and action counts and sizes
@@ -26,10 +27,11 @@ from pathlib import Path
 
 from cass.benchmark import REAL_BASELINES, REAL_SUITE
 from cass.engine.placement import Placement, cluster_at
-from cass.pipeline.context import load_params, open_store
+from cass.pipeline.context import PIPELINE_FILE, load_params, open_store
 from cass.pipeline.manifests import live_set
 from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
+from cass.stages.toolchain_fingerprints import MACHINE_RECORD, toolchain_record, write_record
 from cass.toolchain_root import RootPullError, pin_root, pull_root, root_state, seal_root
 from cass.translate.names import toolchain_names
 from hosts.cluster import NoHostError, ToolchainMismatchError
@@ -101,6 +103,9 @@ def cmd_toolchains(args: argparse.Namespace) -> int:
     print(f"sandbox: {mode}" + ("" if mode == "bwrap" else
                                 " (bubblewrap missing or refused: tools can read this host's files; "
                                 "apt-get install bubblewrap)"))
+    if not missing and suite == params["amd"]["toolchain"] and PIPELINE_FILE.exists():
+        changed = write_record(toolchain_record(params), MACHINE_RECORD)
+        print(f"recorded in {MACHINE_RECORD}: {'changed, `dvc repro` rebuilds with them' if changed else 'unchanged'}")
     return 1 if missing else 0
 
 

@@ -4,8 +4,11 @@ Every file a task names (its CUDA program, its human port, its data files: ``tra
 read from ``benchmark.real.source`` and checked against the manifest's BLAKE3 digest, then put in the store. A task
 whose files do not all check is dropped with the first file that failed (``mirror_missing``: no mirror there;
 ``mirror_mismatch``: a file missing or other than the manifest's), so a collaborator without the mirror builds the
-dataset without the suite and the metrics say so. The manifest (one row per task: its id, domain, difficulty and
-CUDA files) is what ``dedup`` decontaminates against and ``evaluate`` scores.
+dataset without the suite and the metrics say so. DVC does not see the mirror (it is outside the project): the stage
+reruns when its code, parameters or the manifest change; a mirror put in place later is read with `dvc repro --force
+--single-item real_tasks`. What later stages use is in the store by digest (the packs carry it), not in the mirror.
+The manifest (one row per task: its id, domain, difficulty and CUDA files) is what ``dedup`` decontaminates against
+and ``evaluate`` scores.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ def run(stage: Stage) -> None:
     if not (mirror / "src").is_dir():
         for row in rows:
             out.drop(row, "mirror_missing", f"no mirror of {upstream['repository']} at {mirror} "
-                                            "(params.yaml benchmark.real.source)")
+                                            "(params.yaml benchmark.real.source; once it is there: dvc repro "
+                                            "--force --single-item real_tasks)")
         kept = []
     else:
         _, problems = load_files(stage.store, mirror, tasks)

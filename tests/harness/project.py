@@ -3,6 +3,7 @@ reading a built copy (stage metrics, run reports, Parquet digests)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -16,6 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from cass.pipeline.context import load_params
+from cass.stages.toolchain_fingerprints import MACHINE_RECORD, toolchain_record, write_record
 from store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,7 +134,22 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
         params.write_text(text)
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"]):
         run_in(cmd, dest)
+    record_toolchains(dest)
     return dest
+
+
+@functools.cache
+def _toolchain_record(placed: str) -> dict:
+    return toolchain_record(json.loads(placed))
+
+
+def record_toolchains(project: Path) -> None:
+    """Record this machine's toolchains in ``project`` as `cass toolchains` does after setup (stage
+    toolchain_fingerprints depends on that record; computed once per placement in this process)."""
+    params = load_params(project / "params.yaml")
+    placed = json.dumps({"executor": params["executor"], "amd": {"toolchain": params["amd"]["toolchain"]}},
+                        sort_keys=True)
+    write_record(_toolchain_record(placed), project / MACHINE_RECORD)
 
 
 def copy_bundled_build(dest: Path) -> Path:
