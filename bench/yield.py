@@ -39,7 +39,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]   # the pipeline, and the harness in tests/
 
-from harness.project import copy_pipeline, run_in, update_pipeline  # noqa: E402
+from harness.project import copy_pipeline, record_toolchains, run_in, update_pipeline  # noqa: E402
 
 from bench.corpora import HECBENCH, load_split  # noqa: E402
 from bench.results import replace_section  # noqa: E402
@@ -116,6 +116,7 @@ def build(project: Path, params: dict) -> dict:
         copy_pipeline(project, with_bundled_corpus=False)
         (project / "corpus").mkdir()
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    record_toolchains(project)   # the variant's AMD root, as `cass toolchains` would record it there
     run_in(["dvc", "repro", "yield_report"], project)
     return json.loads((project / "metrics" / "yield.json").read_text())
 

@@ -188,7 +188,9 @@ def first_hex_digit_in(digits: str) -> Callable[[str], bool]:
 
 def update_pipeline(dest: Path) -> Path:
     """A project made by :func:`copy_pipeline` with this checkout's pipeline files again (its data,
-    metrics and ``dvc.lock`` stay, so ``dvc repro`` reruns what the new code changes)."""
+    metrics and ``dvc.lock`` stay, so ``dvc repro`` reruns what the new code changes), this machine's toolchains
+    recorded there."""
     for name in PIPELINE_FILES:
         _copy(name, dest)
+    record_toolchains(dest)
     return dest
