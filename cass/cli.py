@@ -104,8 +104,10 @@ def cmd_toolchains(args: argparse.Namespace) -> int:
                                 " (bubblewrap missing or refused: tools can read this host's files; "
                                 "apt-get install bubblewrap)"))
     if not missing and suite == params["amd"]["toolchain"] and PIPELINE_FILE.exists():
+        first = not MACHINE_RECORD.exists()
         changed = write_record(toolchain_record(params), MACHINE_RECORD)
-        print(f"recorded in {MACHINE_RECORD}: {'changed, `dvc repro` rebuilds with them' if changed else 'unchanged'}")
+        state = "first record" if first else "changed: `dvc repro` rebuilds with them" if changed else "unchanged"
+        print(f"recorded in {MACHINE_RECORD} for stage toolchain_fingerprints: {state}")
     return 1 if missing else 0
 
 
