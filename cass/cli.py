@@ -22,22 +22,31 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 from cass.benchmark import REAL_BASELINES, REAL_SUITE
+from cass.engine.actions import toolchain_record
 from cass.engine.placement import Placement, cluster_at
 from cass.pipeline.context import PIPELINE_FILE, load_params, open_store
-from cass.pipeline.manifests import live_set
+from cass.pipeline.manifests import MACHINE_RECORD, live_set, write_record
 from cass.pipeline.wiring import report as wiring_report
 from cass.report.summary import summary
-from cass.stages.toolchain_fingerprints import MACHINE_RECORD, toolchain_record, write_record
 from cass.toolchain_root import RootPullError, pin_root, pull_root, root_state, seal_root
 from cass.translate.names import toolchain_names
 from hosts.cluster import NoHostError, ToolchainMismatchError
 from store import Store
 from store.tree import tree_blobs
-from toolchains import AMD_SUITES, HipNvidiaToolchain, Toolchain, amd_root_path, load_hip_nvidia, load_toolchains
+from toolchains import (
+    AMD_SUITES,
+    HipNvidiaToolchain,
+    Toolchain,
+    ToolchainMissingError,
+    amd_root_path,
+    load_hip_nvidia,
+    load_toolchains,
+)
 from toolchains.amd_root import read_seal
 from toolchains.sandbox import detect as detect_sandbox
 from toolchains.system import header_parity
@@ -84,7 +93,12 @@ def print_header_parity(toolchains: dict[str, Toolchain]) -> int:
 
 def cmd_toolchains(args: argparse.Namespace) -> int:
     if args.cluster is not None:
-        return cluster_toolchains(args.cluster or Placement.of(load_params()).scheduler)
+        params = load_params()
+        scheduler = Placement.of(params).scheduler
+        status = cluster_toolchains(args.cluster or scheduler)
+        if scheduler and args.cluster in ("", scheduler):   # the hosts the pipeline builds with
+            record_for_pipeline(params)
+        return status
     params = load_params()
     suite = args.amd_suite or params["amd"]["toolchain"]
     toolchains = load_toolchains(suite)
@@ -103,12 +117,29 @@ def cmd_toolchains(args: argparse.Namespace) -> int:
     print(f"sandbox: {mode}" + ("" if mode == "bwrap" else
                                 " (bubblewrap missing or refused: tools can read this host's files; "
                                 "apt-get install bubblewrap)"))
-    if not missing and suite == params["amd"]["toolchain"] and PIPELINE_FILE.exists():
-        first = not MACHINE_RECORD.exists()
-        changed = write_record(toolchain_record(params), MACHINE_RECORD)
-        state = "first record" if first else "changed: `dvc repro` rebuilds with them" if changed else "unchanged"
-        print(f"recorded in {MACHINE_RECORD} for stage toolchain_fingerprints: {state}")
+    if suite == params["amd"]["toolchain"]:
+        record_for_pipeline(params)
+    elif PIPELINE_FILE.exists():
+        print(f"not recorded in {MACHINE_RECORD}: --amd-suite {suite} is not params.yaml's amd.toolchain")
     return 1 if missing else 0
+
+
+def record_for_pipeline(params: dict) -> None:
+    """In a pipeline project (a dvc.yaml here), record for stage toolchain_fingerprints the toolchains ``params`` place
+    (this machine's, or a scheduler's hosts'), or say why not."""
+    if not PIPELINE_FILE.exists():
+        return
+    scheduler = Placement.of(params).scheduler
+    try:
+        record = toolchain_record(params)
+    except (ToolchainMissingError, NoHostError, ToolchainMismatchError, OSError, subprocess.SubprocessError) as exc:
+        print(f"not recorded in {MACHINE_RECORD} for stage toolchain_fingerprints: {exc}")
+        return
+    first = not MACHINE_RECORD.exists()
+    changed = write_record(record, MACHINE_RECORD)
+    state = "first record" if first else "changed: `dvc repro` rebuilds with them" if changed else "unchanged"
+    whose = f"the hosts' of {scheduler}" if scheduler else "this machine's"
+    print(f"recorded in {MACHINE_RECORD} for stage toolchain_fingerprints ({whose}): {state}")
 
 
 def cluster_toolchains(address: str | None) -> int:

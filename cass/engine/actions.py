@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
@@ -27,7 +28,7 @@ from tqdm import tqdm
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
 from store import ActionRecord, ActionSpec, CorruptObjectError, MissingObjectError, Store
-from toolchains import Executor, Job, JobResult, Step, Toolchain
+from toolchains import Executor, HipNvidiaToolchain, Job, JobResult, Step, Toolchain
 
 
 @dataclass(frozen=True)
@@ -223,9 +224,22 @@ class ActionRunner:
                 "workers": getattr(self.executor, "workers", None), "by_tool": tools}
 
 
-def pipeline_toolchains(params: dict, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:
+def pipeline_toolchains(params: Mapping, vendors: tuple[str, ...] = ("nvidia", "amd")) -> dict[str, Toolchain]:
     """The toolchains actions are planned with, where params.yaml places the tools (:mod:`cass.engine.placement`)."""
     return Placement.of(params).toolchains(params["amd"]["toolchain"], vendors)
+
+
+def toolchain_record(params: Mapping) -> dict:
+    """{vendor: {tool: {version, fingerprint}}} of the toolchains ``params`` (``executor``, ``amd.toolchain``) place:
+    the nvidia and amd ones, and HIP's NVIDIA back end (what stage ``toolchain_fingerprints`` records)."""
+    hip_nvidia = Placement.of(params).toolchain(HipNvidiaToolchain.vendor)
+    toolchains = {**pipeline_toolchains(params), hip_nvidia.vendor: hip_nvidia}
+    with ThreadPoolExecutor(max_workers=8) as pool:   # version commands wait on processes: start them together
+        for tc in toolchains.values():
+            for tool in tc.tools():
+                pool.submit(tc.version, tool)   # cached on tc; a failure is raised again below, where it was
+    return {vendor: {tool: {"version": tc.version(tool), "fingerprint": tc.fingerprint(tool)} for tool in tc.tools()}
+            for vendor, tc in toolchains.items()}
 
 
 def stage_runner(store: Store, toolchain: Toolchain, params: dict, timeout_s: float) -> ActionRunner:

@@ -9,6 +9,7 @@ fixed compression, no timestamps.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections import Counter
@@ -28,6 +29,9 @@ PACK_DIR = DATA_DIR / "store_packs"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 TOOLCHAIN_FILE = "toolchains.json"
 """What stage ``toolchain_fingerprints`` writes in its folder: every tool's version and fingerprint."""
+MACHINE_RECORD = Path(".cass") / TOOLCHAIN_FILE
+"""Where `cass toolchains` records, in a pipeline project, the toolchains this machine builds with: the same record,
+which stage ``toolchain_fingerprints`` depends on (DVC does not see the compilers, which are outside the project)."""
 
 SAMPLE_COLUMNS = ("sample_id", "origin", "path", "domain")
 """Identity columns every manifest carries, so later stages never need to join back."""
@@ -172,3 +176,13 @@ class StageOutput:
         write_metrics(self.stage, metrics)
         write_run_report(self.stage, self.run)
         return metrics
+
+
+def write_record(record: dict, path: Path) -> bool:
+    """Write a toolchain record to ``path`` unless it holds it already (its time then stays); whether it changed."""
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    changed = not path.exists() or path.read_text() != text
+    if changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return changed

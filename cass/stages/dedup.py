@@ -53,8 +53,8 @@ def suite_texts(stage: Stage) -> dict[str, str]:
         raise NoSuiteMirrorError(f"dedup.real_tasks is on, but stage real_tasks read no task of the real-program "
                                  f"suite ({why}), so decontamination against it would remove nothing. Put the "
                                  "suite's mirror at params.yaml benchmark.real.source and read it (`dvc repro "
-                                 "--force --single-item real_tasks`: DVC does not see a mirror outside the project "
-                                 "change), or turn this off: params.yaml dedup.real_tasks: false")
+                                 "--force --single-item real_tasks`: DVC does not see changes outside the project), "
+                                 "or turn this off: params.yaml dedup.real_tasks: false")
     return {f"{row['origin']}:{f['path']}": stage.store.get_text(f["digest"], "replace")
             for row in suite.iter_rows(named=True) for f in row["files"]}
 

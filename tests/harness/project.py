@@ -17,8 +17,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from cass.engine.actions import toolchain_record
 from cass.pipeline.context import load_params
-from cass.stages.toolchain_fingerprints import MACHINE_RECORD, toolchain_record, write_record
+from cass.pipeline.manifests import MACHINE_RECORD, write_record
 from store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,17 +140,19 @@ def copy_pipeline(dest: Path, with_bundled_corpus: bool = True, bench_tasks: Seq
 
 
 @functools.cache
-def _toolchain_record(placed: str) -> dict:
+def _toolchain_record(placed: str, environment: str) -> dict:
     return toolchain_record(json.loads(placed))
 
 
 def record_toolchains(project: Path) -> None:
     """Record this machine's toolchains in ``project`` as `cass toolchains` does after setup (stage
-    toolchain_fingerprints depends on that record; computed once per placement in this process)."""
+    toolchain_fingerprints depends on that record; computed once per placement and ``CASS_*`` environment in this
+    process)."""
     params = load_params(project / "params.yaml")
     placed = json.dumps({"executor": params["executor"], "amd": {"toolchain": params["amd"]["toolchain"]}},
                         sort_keys=True)
-    write_record(_toolchain_record(placed), project / MACHINE_RECORD)
+    environment = json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("CASS_")))
+    write_record(_toolchain_record(placed, environment), project / MACHINE_RECORD)
 
 
 def copy_bundled_build(dest: Path) -> Path:
