@@ -527,7 +527,7 @@ def test_a_changed_hip_on_nvidia_install_reruns_the_stages_that_build_with_it(pr
         newer = {**TOOL_ENV, "CASS_HIP_HEADERS": str(install / "hip")}
         assert stages_out_of_date(project) == before   # DVC does not look outside the project by itself
         recorded_again = run_in(["cass", "toolchains"], project, newer)
-        assert "toolchains.json for stage toolchain_fingerprints: changed" in recorded_again
+        assert "for stage toolchain_fingerprints (this machine's): changed" in recorded_again
         assert stages_out_of_date(project) == before | {"toolchain_fingerprints"}
         run_in(["dvc", "repro", "toolchain_fingerprints"], project, newer)
         assert json.loads(record.read_text())["hip-nvidia"]["nvcc"]["fingerprint"] != recorded
