@@ -3,6 +3,8 @@ cached action, and real hipify-perl + hipcc on code that fails without the rules
 
 from __future__ import annotations
 
+import random
+import re
 import subprocess
 from dataclasses import replace
 
@@ -14,6 +16,7 @@ from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun, run_targets
 from cass.pipeline.context import load_params
 from cass.translate.ctext import find_calls, rewrite_calls
+from cass.translate.device_builtins import DEFINED, DP4A, GROUPS, NV_ATOMIC_ENUMS
 from cass.translate.names import CudaHipNames, toolchain_names
 from cass.translate.ptx import BFE, BFI
 from cass.translate.repair import (
@@ -27,6 +30,7 @@ from cass.translate.repair import (
     RepairTarget,
     cooperative_groups_reduce,
     cublas_gemm_ex,
+    cuda_device_builtins,
     cuda_header_guards,
     cuda_runtime_overloads,
     cuda_version_macros,
@@ -41,6 +45,7 @@ from cass.translate.repair import (
 )
 from store import tracking
 from toolchains import load_hip_nvidia, local_executor
+from toolchains.amd import CUDA_DEVICE_BUILTINS
 from toolchains.programs import ProgramLimits
 
 NAMES = CudaHipNames(
@@ -555,9 +560,10 @@ def hipified(toolchains, tmp_path_factory):
     return store, runner, {p: outcomes[a.key].record.outputs["hip"] for p, a in actions.items()}
 
 
-def compile_amd(toolchains, store, runner, files: dict[str, str]):
+def compile_amd(toolchains, store, runner, files: dict[str, str], flags: tuple[str, ...] = ()):
+    """kernel.cu's device compile for gfx1100 (``flags`` added: ``-emit-llvm`` gives LLVM's IR as its output)."""
     amd = toolchains["amd"]
-    [device] = [t for t in amd.targets("kernel.cu", ["gfx1100"], {"common": ["-std=c++17"], "opt": ["-O1"]})
+    [device] = [t for t in amd.targets("kernel.cu", ["gfx1100"], {"common": ["-std=c++17", *flags], "opt": ["-O1"]})
                 if t.kind == "device"]
     step = device.steps[0]
     action = plan(amd, step, files)
@@ -801,3 +807,162 @@ def test_the_amd_reduce_computes_what_cudas_does_and_its_mutants_do_not(store, g
     for name in ("unbounded", "unbroadcast"):
         assert not runs[name].ok and " 0 wrong" not in printed[name], printed
     assert runs["ascending"].ok and printed["ascending"] != printed["cuda"]   # the float sums' last bits
+
+
+ALL_LACKING = replace(HIP57, names=CudaHipNames(device_builtins=sorted(CUDA_DEVICE_BUILTINS)))
+
+
+def test_a_file_calling_builtins_hip_lacks_gets_their_groups_definitions_once():
+    text = "__global__ void k(float *p, int *q) { p[0] = __ldcs (p + 1); q[0] = __nv_atomic_load_n(q, 0); }\n"
+    repaired = cuda_device_builtins(text, ALL_LACKING)
+    assert repaired.endswith(text) and cuda_device_builtins(repaired, ALL_LACKING) == repaired   # once
+    blocks = repaired.removesuffix(text)
+    assert "#define CASS_NV_ATOMIC\n" in blocks and "#define CASS_CACHE_HINTS\n" in blocks
+    assert "CASS_DP4A" not in blocks and "__dp4a" not in blocks   # not called: not defined
+    assert blocks.count("#if !defined(__HIP_PLATFORM_NVIDIA__)") == 2   # CUDA's own on HIP's NVIDIA platform
+    assert "__stcs(T* p, U value)" in blocks and "__nv_atomic_fetch_max(" in blocks   # the whole group: a header
+    only_ldcs = replace(HIP57, names=CudaHipNames(device_builtins=["__ldcs"]))            # may share its guard
+    block = cuda_device_builtins(text, only_ldcs).removesuffix(text)
+    assert "__ldcs(const T* p)" in block and "__ldcg" not in block and "__nv_atomic" not in block
+    for untouched in ("int __nv_atomic_count = 0;\n", "float x = ldcs(p) + my__ldcs(p) + __ldcs;\n"):
+        assert cuda_device_builtins(untouched, ALL_LACKING) == untouched
+    assert cuda_device_builtins(text, HIP57) == text   # the tables say HIP has them all
+
+
+def test_every_user_facing_nv_atomic_builtin_of_nvcc_is_defined(toolchains):
+    """The definitions are of exactly the builtins asked about, and cover every ``__nv_atomic_*`` name nvcc's front
+    end knows (its width-suffixed internal forms apart)."""
+    assert DEFINED == CUDA_DEVICE_BUILTINS
+    front_end = toolchains["nvidia"].tool_path("nvcc").parent / "cudafe++"
+    known = {m.decode() for m in re.findall(rb"__nv_atomic_[a-z_]*[a-z](?!\w)", front_end.read_bytes())}
+    assert len(known) >= 20 and known == {n for n in CUDA_DEVICE_BUILTINS if n.startswith("__nv_atomic_")}, known
+
+
+BUILTINS_PROGRAM = """#include <cstdio>
+__global__ void atomics(int *p, unsigned long long *q, float *f, int *out) {
+  int a = __nv_atomic_load_n(p, __NV_ATOMIC_RELAXED);
+  int b = __nv_atomic_load_n(p + 1, __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_BLOCK);
+  int r; __nv_atomic_load(p + 2, &r, __NV_ATOMIC_SEQ_CST, __NV_THREAD_SCOPE_THREAD);
+  __nv_atomic_store_n(p + 3, a + b, __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE);
+  __nv_atomic_store(p + 4, &r, __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_CLUSTER);
+  int c = __nv_atomic_fetch_add(p + 5, 1, __NV_ATOMIC_RELAXED);
+  float g = __nv_atomic_fetch_add(f, 1.0f, __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM);
+  int d = __nv_atomic_fetch_max(p + 6, 3, __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_BLOCK);
+  __nv_atomic_sub(p + 7, 1, __NV_ATOMIC_RELAXED);
+  int e = __nv_atomic_exchange_n(p + 8, 3, __NV_ATOMIC_ACQ_REL);
+  int x; __nv_atomic_exchange(p + 9, &e, &x, __NV_ATOMIC_ACQ_REL);
+  int expected = 1;
+  bool swapped = __nv_atomic_compare_exchange_n(p + 10, &expected, 5, false, __NV_ATOMIC_ACQ_REL, __NV_ATOMIC_RELAXED);
+  int desired = 4;
+  bool weak = __nv_atomic_compare_exchange(p + 11, &expected, &desired, true, __NV_ATOMIC_SEQ_CST, __NV_ATOMIC_ACQUIRE,
+                                           __NV_THREAD_SCOPE_BLOCK);
+  unsigned long long u = __nv_atomic_fetch_or(q, 1ull, __NV_ATOMIC_RELAXED);
+  __nv_atomic_thread_fence(__NV_ATOMIC_SEQ_CST, __NV_THREAD_SCOPE_DEVICE);
+  out[0] = a + b + r + c + d + e + x + swapped + weak + (int)u + (int)g;
+}
+__global__ void hinted(const float4 *in, float4 *out, float *s) {
+  float4 v = __ldcs(in + threadIdx.x);
+  float w = __ldcg(s) + __ldca(s + 1) + __ldlu(s + 2);
+  __stcs(out + threadIdx.x, v);
+  __stwt(s + 3, w);
+  __stcg(s + 4, 2.0);
+  __stwb(s + 5, w);
+}
+__global__ void dot(const int *a, const int *b, const char4 *c, const uchar4 *d, int *out, unsigned *uout) {
+  int i = threadIdx.x;
+  out[i] = __dp4a(a[i], b[i], out[i]) + __dp4a(c[i], c[i + 1], 7);
+  uout[i] = __dp4a((unsigned)a[i], (unsigned)b[i], uout[i]) + __dp4a(d[i], d[i + 1], 7u);
+}
+int main() { printf("built\\n"); return 0; }
+"""
+"""Every kind of ``__nv_atomic_*`` call (orders and scopes given and omitted), the cache-hinted loads and stores on
+vectors and scalars, and ``__dp4a``'s four overloads."""
+
+ATOMICS_IR = [("load", "", "monotonic"), ("load", "workgroup", "acquire"), ("load", "singlethread", "seq_cst"),
+              ("store", "agent", "release"), ("store", "agent", "monotonic"), ("atomicrmw add", "", "monotonic"),
+              ("atomicrmw fadd", "", "monotonic"), ("atomicrmw max", "workgroup", "acq_rel"),
+              ("atomicrmw sub", "", "monotonic"), ("atomicrmw xchg", "", "acq_rel"), ("atomicrmw xchg", "", "acq_rel"),
+              ("cmpxchg", "", "acq_rel monotonic"), ("cmpxchg", "workgroup", "seq_cst acquire"),
+              ("atomicrmw or", "", "monotonic"), ("fence", "", "seq_cst")]
+"""The atomic operations of the ``atomics`` kernel as LLVM's IR says them, in order: (operation, sync scope, orders).
+No scope is the system (CUDA's default); cluster and device are the agent; a fence of any scope is the system's."""
+_IR_ATOMIC = re.compile(r'\b(load atomic|store atomic|atomicrmw \w+|cmpxchg|fence)\b.*?(?:syncscope\("(\w+)"\) )?'
+                        r'((?:monotonic|acquire|release|acq_rel|seq_cst)(?: (?:monotonic|acquire|seq_cst))?)')
+
+
+def atomics_in_ir(ir: str) -> list[tuple[str, str, str]]:
+    kernel = ir[ir.index("@_Z7atomics"):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    return [(op.removesuffix(" atomic"), scope or "", orders) for op, scope, orders in _IR_ATOMIC.findall(kernel)]
+
+
+def test_the_builtins_build_for_amd_with_cudas_orders_and_scopes_and_stay_cudas_on_nvidia(toolchains, store):
+    """Real hipify-perl, then the repairs: the program builds for gfx1100, each atomic with CUDA's order and its scope
+    as HIP's, and through HIP's NVIDIA back end (CUDA's own builtins). Without the rule it does not build for AMD
+    (``__NV_ATOMIC_RELAXED`` undeclared); a block scope mapped to the agent, or an acquire order taken as relaxed,
+    shows in the IR."""
+    runner, hipified, target = hipified_with_target(toolchains, store, BUILTINS_PROGRAM)
+    assert set(target.names.device_builtins) == CUDA_DEVICE_BUILTINS   # HIP 7.2 (the default root) has none
+    text, fired = repair(hipified, target)
+    assert "cuda_device_builtins" in fired
+    unrepaired, _ = repair(hipified, target, tuple(r for r in RULES if r.name != "cuda_device_builtins"))
+    shared, _ = GROUPS["CASS_NV_ATOMIC"]
+    mutants = {"block as agent": shared.replace("__NV_THREAD_SCOPE_BLOCK = __HIP_MEMORY_SCOPE_WORKGROUP",
+                                                "__NV_THREAD_SCOPE_BLOCK = __HIP_MEMORY_SCOPE_AGENT"),
+               "acquire as relaxed": shared.replace("__NV_ATOMIC_ACQUIRE = __ATOMIC_ACQUIRE",
+                                                    "__NV_ATOMIC_ACQUIRE = __ATOMIC_RELAXED")}
+    texts = {"repaired": text, "unrepaired": unrepaired,
+             **{name: text.replace(NV_ATOMIC_ENUMS, mutant) for name, mutant in mutants.items()}}
+    assert all(texts[name] != text for name in mutants)
+    built = {name: compile_amd(toolchains, store, runner, {"kernel.cu": store.put(t.encode())}, ("-emit-llvm",))
+             for name, t in texts.items()}
+    assert built["repaired"].ok, store.get_text(built["repaired"].record.stderr)
+    assert atomics_in_ir(store.get_text(built["repaired"].record.outputs["device.s"])) == ATOMICS_IR
+    assert not built["unrepaired"].ok
+    assert "use of undeclared identifier '__NV_ATOMIC_RELAXED'" in store.get_text(built["unrepaired"].record.stderr)
+    for name in mutants:
+        assert built[name].ok and atomics_in_ir(store.get_text(built[name].record.outputs["device.s"])) != ATOMICS_IR
+    build = hip_nvidia_builds(store, {"repaired": text})["repaired"]
+    assert build.binary, build.detail
+
+
+def _dp4a_reference(a: int, b: int, c: int, signed: bool) -> int:
+    def byte(v: int, i: int) -> int:
+        x = (v >> (8 * i)) & 0xFF
+        return x - 256 if signed and x > 127 else x
+    total = c + sum(byte(a, i) * byte(b, i) for i in range(4))
+    return (total + 2**31) % 2**32 - 2**31 if signed else total % 2**32
+
+
+DP4A_MUTANTS = {"unsigned bytes": ("(int)(signed char)(a >> i) * (int)(signed char)(b >> i)",
+                                   "(int)(unsigned char)(a >> i) * (int)(unsigned char)(b >> i)"),
+                "three bytes": ("for (int i = 0; i < 32; i += 8) c +=", "for (int i = 0; i < 24; i += 8) c +=")}
+
+
+def test_dp4a_computes_cudas_byte_dot_products_and_its_mutants_do_not(tmp_path):
+    """The AMD ``__dp4a`` overloads, compiled by a real C++ compiler and run on this machine, against the definition
+    (bytes signed for ``int`` and ``char4``, unsigned for ``unsigned`` and ``uchar4``, wrapping), on extremes and
+    random words; with bytes of the wrong sign, or one byte left out, other sums."""
+    rng = random.Random(0)
+    words = [0, 1, -1, 0x7F7F7F7F, -0x80808080, 0x01FF80FF, 2**31 - 1, -2**31] + \
+        [rng.randrange(-2**31, 2**31) for _ in range(40)]
+    cases = [(a, b, c) for a, b in zip(words, reversed(words), strict=True) for c in (0, -5, 2**31 - 1, -2**31)]
+    harness = ("#include <cstdio>\n#define __device__\nstruct char4 {{ signed char x, y, z, w; }};\n"
+               "struct uchar4 {{ unsigned char x, y, z, w; }};\n{dp4a}int main() {{\n  char4 p, q; uchar4 r, s;\n"
+               "{lines}}}\n")
+    lines = "".join(
+        f"  {{ int a = {a}, b = {b}, c = {c}; __builtin_memcpy(&p, &a, 4); __builtin_memcpy(&q, &b, 4);\n"
+        f"    __builtin_memcpy(&r, &a, 4); __builtin_memcpy(&s, &b, 4);\n"
+        f'    printf("%d %u %d %u\\n", __dp4a(a, b, c), __dp4a((unsigned)a, (unsigned)b, (unsigned)c), '
+        f"__dp4a(p, q, c), __dp4a(r, s, (unsigned)c)); }}\n" for a, b, c in cases)
+    want = [f"{_dp4a_reference(a, b, c, True)} {_dp4a_reference(a, b, c, False)} "
+            f"{_dp4a_reference(a, b, c, True)} {_dp4a_reference(a, b, c, False)}" for a, b, c in cases]
+    printed = {}
+    for name, code in {"dp4a": DP4A, **{n: DP4A.replace(*m) for n, m in DP4A_MUTANTS.items()}}.items():
+        assert name == "dp4a" or code != DP4A
+        (tmp_path / f"{name}.cpp").write_text(harness.format(dp4a=code, lines=lines))
+        exe = tmp_path / name.replace(" ", "_")
+        subprocess.run(["g++", "-O1", "-w", "-o", str(exe), str(tmp_path / f"{name}.cpp")], check=True)
+        printed[name] = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert printed["dp4a"] == want
+    assert all(printed[name] != want for name in DP4A_MUTANTS)

@@ -99,6 +99,16 @@ COOPERATIVE_GROUPS_FUNCTIONS = frozenset({"reduce"})
 """CUDA's cooperative-groups functions the header index records where a HIP header names them, besides hipify-perl's
 targets (the repair layer's ``cooperative_groups_reduce`` asks whether HIP has ``reduce``)."""
 
+NV_ATOMIC_OPERATIONS = ("add", "sub", "and", "or", "xor", "min", "max")
+"""The read-modify-write operations of CUDA's ``__nv_atomic_fetch_<op>`` / ``__nv_atomic_<op>`` builtins (CUDA 12.8)."""
+CUDA_DEVICE_BUILTINS = frozenset({
+    *(f"__nv_atomic_{kind}" for kind in ("load", "load_n", "store", "store_n", "exchange", "exchange_n",
+                                         "compare_exchange", "compare_exchange_n", "thread_fence")),
+    *(f"__nv_atomic_{op}" for op in NV_ATOMIC_OPERATIONS), *(f"__nv_atomic_fetch_{op}" for op in NV_ATOMIC_OPERATIONS),
+    "__ldcg", "__ldca", "__ldcs", "__ldlu", "__stwb", "__stcg", "__stcs", "__stwt", "__dp4a"})
+"""CUDA device builtins hipify-perl leaves as they are, which the header index records where a HIP header names them
+(the repair layer's ``cuda_device_builtins`` defines, for AMD, those HIP's runtime header never names)."""
+
 AMD_ENV = {"HIP_PLATFORM": "amd", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 """hipcc must target AMD (it picks NVIDIA when it sees nvcc); hipify-perl's hash order (the order
 of some warnings) is fixed."""
@@ -183,7 +193,8 @@ class AmdToolchain(Toolchain):
         """The HIP headers (every file under the include directory's ``hip/``, and the headers hipify-perl
         maps CUDA headers to, with what they include, on the include directory and the library folders),
         ``hipify``: hipify-perl's header map, and ``hipify_names``: its identifier map (each header keeps the
-        names of that map's HIP side, and of :data:`COOPERATIVE_GROUPS_FUNCTIONS`, that it names)."""
+        names of that map's HIP side, and of :data:`COOPERATIVE_GROUPS_FUNCTIONS` and
+        :data:`CUDA_DEVICE_BUILTINS`, that it names)."""
         script = self.tool_path("hipify-perl")
         text = script.read_text(errors="replace") if script else ""
         root = self.include_root()
@@ -191,7 +202,7 @@ class AmdToolchain(Toolchain):
         hipify, names = header_map(text), name_map(text)
         mapped = [p for name in hipify.values() if name for d in dirs if (p := d / name).is_file()]
         hip = sorted(p for p in (root / "hip").rglob("*") if p.is_file())
-        targets = set(names.values()) | COOPERATIVE_GROUPS_FUNCTIONS
+        targets = set(names.values()) | COOPERATIVE_GROUPS_FUNCTIONS | CUDA_DEVICE_BUILTINS
         return {"headers": index_headers(dirs, [*hip, *mapped], lambda _, name: name in targets, OTHER_PLATFORM),
                 "hipify": hipify, "hipify_names": names}
 

@@ -28,7 +28,10 @@ counterparts. Each table here is computed from the files of the toolchains (NVID
   toolchain's headers (:func:`toolchains.hip_nvidia.platform_typedefs`);
 * **cooperative groups**: which of CUDA's cooperative-groups functions asked about (``reduce``:
   :data:`toolchains.amd.COOPERATIVE_GROUPS_FUNCTIONS`) the HIP header hipify-perl maps ``cooperative_groups.h``
-  to, with what it includes, never names (HIP 7.2 has no ``reduce``).
+  to, with what it includes, never names (HIP 7.2 has no ``reduce``);
+* **device builtins**: which of CUDA's device builtins asked about (:data:`toolchains.amd.CUDA_DEVICE_BUILTINS`:
+  the CUDA 12.8 ``__nv_atomic_*`` builtins, the cache-hinted loads and stores, ``__dp4a``) the HIP header hipify-perl
+  maps ``cuda_runtime.h`` to (the one hipcc includes first), with what it includes, never names.
 
 :func:`derive` computes them from the toolchains' header indexes; :func:`cached_names` once per set of toolchain
 fingerprints, kept in this machine's cache.
@@ -48,12 +51,12 @@ from typing import TYPE_CHECKING
 import blake3
 
 from store.machine_cache import machine_cache
-from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS
+from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS, CUDA_DEVICE_BUILTINS, NVCC_PREINCLUDE
 
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 6
+SCHEME = 7
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
 
 _NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
@@ -121,6 +124,8 @@ class CudaHipNames:
     nvidia_typedefs: list[str] = field(default_factory=list)
     cooperative_groups: list[str] = field(default_factory=list)
     """CUDA's cooperative-groups functions HIP's cooperative groups lack (of those asked about: ``reduce``)"""
+    device_builtins: list[str] = field(default_factory=list)
+    """CUDA's device builtins HIP's runtime header lacks (of :data:`toolchains.amd.CUDA_DEVICE_BUILTINS`)"""
     hipify_headers: dict[str, str] = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
@@ -133,7 +138,8 @@ class CudaHipNames:
     def tables(self) -> dict[str, dict | list]:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads,
-                "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups": self.cooperative_groups}
+                "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups": self.cooperative_groups,
+                "device_builtins": self.device_builtins}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
@@ -146,7 +152,8 @@ class CudaHipNames:
                 f"{len(self.headers)} more headers, {len(self.versions)} version macros, "
                 f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads, "
                 f"{len(self.nvidia_typedefs)} HIP names that are typedefs on NVIDIA, "
-                f"cooperative groups lacking {', '.join(self.cooperative_groups) or 'nothing asked about'} in HIP")
+                f"cooperative groups lacking {', '.join(self.cooperative_groups) or 'nothing asked about'} in HIP, "
+                f"{len(self.device_builtins)} CUDA device builtins HIP lacks")
 
 
 def _evaluate(body: str, known: dict[str, str]) -> str | None:
@@ -367,12 +374,21 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
                 constants.setdefault(macro, twin)
     overloads = runtime_overloads(cuda, hip, names, (hip_nvidia_index or {}).get("runtime"))
     nvidia_typedefs = sorted(set(names.values()) & set((hip_nvidia_index or {}).get("typedefs", [])))
-    groups = hipify.get("cooperative_groups.h")
-    named = set().union(*(hip.facts(m).get("identifiers", ()) for m in hip.closure(groups))) if groups in hip else None
-    lacking = [] if named is None else sorted(COOPERATIVE_GROUPS_FUNCTIONS - named)
     covered = sorted(n for n in hipify if n in cuda and n not in uncovered)
-    return CudaHipNames(headers, presence, versions, constants, overloads, nvidia_typedefs, lacking, hipify,
-                        covered, uncovered)
+    return CudaHipNames(
+        headers, presence, versions, constants, overloads, nvidia_typedefs,
+        cooperative_groups=_lacking(hip, hipify.get("cooperative_groups.h"), COOPERATIVE_GROUPS_FUNCTIONS),
+        device_builtins=_lacking(hip, hipify.get(NVCC_PREINCLUDE), CUDA_DEVICE_BUILTINS),
+        hipify_headers=hipify, covered=covered, uncovered=uncovered)
+
+
+def _lacking(hip: HeaderIndex, header: str | None, asked: frozenset[str]) -> list[str]:
+    """The names of ``asked`` that the HIP ``header``, with what it includes, never names (none where HIP has no
+    such header: nothing is known)."""
+    if header not in hip:
+        return []
+    named = set().union(*(hip.facts(m).get("identifiers", ()) for m in hip.closure(header)))
+    return sorted(asked - named)
 
 
 _CACHE_FORMAT = 2
@@ -405,5 +421,6 @@ def toolchain_names(nvidia: Toolchain, amd: Toolchain, hip_nvidia: Toolchain) ->
     whose files they come from (nvcc's tree, hipcc's HIP headers, hipify-perl's script, HIP's NVIDIA headers)."""
     key = {"nvcc": nvidia.fingerprint("nvcc"), "hipcc": amd.fingerprint("hipcc"),
            "hipify-perl": amd.fingerprint("hipify-perl"), "hip-nvidia": hip_nvidia.fingerprint("nvcc"),
-           "cooperative_groups": sorted(COOPERATIVE_GROUPS_FUNCTIONS)}   # what the AMD index records of HIP's names
+           "cooperative_groups": sorted(COOPERATIVE_GROUPS_FUNCTIONS),   # what the AMD index records of HIP's names
+           "device_builtins": sorted(CUDA_DEVICE_BUILTINS)}
     return cached_names(key, lambda: derive(nvidia.header_index(), amd.header_index(), hip_nvidia.header_index()))

@@ -72,6 +72,11 @@ enters the repair action's key.
   ``cooperative_groups`` or an alias it declares for it gets :data:`COOPERATIVE_GROUPS_REDUCE` at its top: CUDA's
   header on HIP's NVIDIA platform, the same functions written over the group's shuffles on AMD (CUDA's order of
   operations on a tile).
+* ``cuda_device_builtins``: CUDA device builtins hipify-perl leaves as they are and HIP's runtime header never
+  names (the derived table; of those :mod:`cass.translate.device_builtins` writes): CUDA 12.8's ``__nv_atomic_*``
+  builtins (over clang's ``__hip_atomic_*``, CUDA's scopes as HIP's), the cache-hinted loads and stores (plain ones:
+  a hint changes no value) and ``__dp4a``. A file calling one gets its group's block at its top, once, for AMD only:
+  on HIP's NVIDIA platform the builtins are CUDA's own.
 * ``warp_sync_builtins``: ``__shfl_*_sync``, ``__ballot_sync``, ``__any_sync``, ``__all_sync``,
   ``__activemask`` and ``__syncwarp``. HIP before 6.2 has only the maskless forms: the mask
   argument is dropped (HIP's forms act on the whole wavefront, which a correct CUDA program's
@@ -105,6 +110,7 @@ from cass.engine.actions import pipeline_toolchains
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
 from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
+from cass.translate.device_builtins import add_definitions
 from cass.translate.names import CAST_OF_NAME, CudaHipNames, toolchain_names
 from cass.translate.ptx import rewrite_asm
 from store import ActionSpec, Store
@@ -475,6 +481,10 @@ def cooperative_groups_reduce(text: str, target: RepairTarget) -> str:
     return COOPERATIVE_GROUPS_REDUCE + text if re.search(rf"\b(?:{spaces})\s*::\s*reduce\s*\(", text) else text
 
 
+def cuda_device_builtins(text: str, target: RepairTarget) -> str:
+    return add_definitions(text, frozenset(target.names.device_builtins))
+
+
 def hip_elaborated_types(text: str, target: RepairTarget) -> str:
     typedefs = frozenset(target.names.nvidia_typedefs)
     if not typedefs or not re.search(r"\b(?:enum|struct|union)\b", text):
@@ -568,6 +578,8 @@ RULES: tuple[Rule, ...] = (
     Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
          "enum, struct or union keyword may name", hip_elaborated_types),
     Rule("cooperative_groups_reduce", 3, "HIP's cooperative groups have no reduce", cooperative_groups_reduce),
+    Rule("cuda_device_builtins", 1, "CUDA device builtins HIP lacks: __nv_atomic_*, cache-hinted loads and "
+         "stores, __dp4a", cuda_device_builtins),
     Rule("warp_sync_builtins", 7, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
 )
