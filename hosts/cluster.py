@@ -102,7 +102,7 @@ def dask_setup(worker) -> None:
 
 
 def _load_toolchains(worker) -> None:
-    from toolchains import HipNvidiaToolchain, load_hip_nvidia, load_toolchains
+    from toolchains import load_toolchains
 
     advertised = {r for r, n in worker.state.total_resources.items() if n > 0}
     resources = advertised & set(RESOURCE_VENDOR)
@@ -121,10 +121,9 @@ def _load_toolchains(worker) -> None:
                            "\"nvidia=N\" (or amd=N, hipify=N, hip-nvidia=N, gpu=N, stage=1)")
     if not resources:
         return
-    local = load_toolchains()
+    local = load_toolchains(vendors=sorted({RESOURCE_VENDOR[r] for r in resources}))
     for resource in sorted(resources):
-        vendor = RESOURCE_VENDOR[resource]
-        tc = load_hip_nvidia() if vendor == HipNvidiaToolchain.vendor else local[vendor]
+        tc = local[RESOURCE_VENDOR[resource]]
         for tool in resource_tools(tc, resource):
             tc.require(tool)   # ToolchainMissingError says how to install it; the worker does not start
         _toolchains[tc.vendor] = tc

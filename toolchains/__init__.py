@@ -10,6 +10,7 @@ Which AMD toolchain builds the dataset is a parameter (``amd.toolchain``: a suit
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from toolchains.amd import AMD_SUITES, DEFAULT_AMD_SUITE, AmdToolchain
@@ -23,16 +24,26 @@ TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd
                                                   "hip-nvidia": HipNvidiaToolchain}
 
 
-def load_toolchains(amd_suite: str | None = None) -> dict[str, Toolchain]:
-    """The NVIDIA and AMD toolchains of this machine, the AMD one for ``amd_suite`` (params.yaml
-    ``amd.toolchain``; a vendor host without the parameters takes ``CASS_AMD_SUITE``, else
-    :data:`DEFAULT_AMD_SUITE`)."""
+def load_toolchains(amd_suite: str | None = None, vendors: Sequence[str] = ("nvidia", "amd")) -> dict[str, Toolchain]:
+    """This machine's toolchains of ``vendors`` (of :data:`TOOLCHAIN_CLASSES`): NVIDIA's, AMD's for ``amd_suite``
+    (params.yaml ``amd.toolchain``; a vendor host without the parameters takes ``CASS_AMD_SUITE``, else
+    :data:`DEFAULT_AMD_SUITE`), and HIP's NVIDIA back end (the pipeline's nvcc, HIP's NVIDIA headers, CUDA 12's
+    runtime)."""
+    if unknown := sorted(set(vendors) - set(TOOLCHAIN_CLASSES)):
+        raise ValueError(f"no toolchain of vendor {', '.join(unknown)}: one of {', '.join(TOOLCHAIN_CLASSES)}")
     cuda_home = Path(os.environ.get("CASS_CUDA_HOME") or default_cuda_home())
-    if os.environ.get("CASS_ROCM_PATH"):
-        amd = AmdToolchain.native(Path(os.environ["CASS_ROCM_PATH"]))
-    else:
-        amd = AmdToolchain.in_root(amd_root_path(amd_suite or os.environ.get("CASS_AMD_SUITE") or DEFAULT_AMD_SUITE))
-    return {"nvidia": NvidiaToolchain(cuda_home), "amd": amd}
+    found: dict[str, Toolchain] = {}
+    for vendor in vendors:
+        if vendor == NvidiaToolchain.vendor:
+            found[vendor] = NvidiaToolchain(cuda_home)
+        elif vendor == HipNvidiaToolchain.vendor:
+            found[vendor] = HipNvidiaToolchain(cuda_home, default_hip_headers(), default_cuda12_root())
+        elif os.environ.get("CASS_ROCM_PATH"):
+            found[vendor] = AmdToolchain.native(Path(os.environ["CASS_ROCM_PATH"]))
+        else:
+            suite = amd_suite or os.environ.get("CASS_AMD_SUITE") or DEFAULT_AMD_SUITE
+            found[vendor] = AmdToolchain.in_root(amd_root_path(suite))
+    return found
 
 
 def amd_root_path(suite: str) -> Path:
@@ -41,9 +52,8 @@ def amd_root_path(suite: str) -> Path:
 
 
 def load_hip_nvidia() -> HipNvidiaToolchain:
-    """This machine's HIP-on-NVIDIA build: the pipeline's nvcc, HIP's NVIDIA headers, CUDA 12's runtime."""
-    cuda_home = Path(os.environ.get("CASS_CUDA_HOME") or default_cuda_home())
-    return HipNvidiaToolchain(cuda_home, default_hip_headers(), default_cuda12_root())
+    """This machine's HIP-on-NVIDIA build (:func:`load_toolchains`)."""
+    return load_toolchains(vendors=(HipNvidiaToolchain.vendor,))[HipNvidiaToolchain.vendor]
 
 
 def local_executor(toolchains: dict[str, Toolchain], workers: int | None = None) -> LocalExecutor:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cass.engine.stage_work import StageWork, stage_work
 from hosts.cluster import RESOURCE_VENDOR, Cluster, scheduler_address
-from toolchains import Executor, HipNvidiaToolchain, Toolchain, load_hip_nvidia, load_toolchains, local_executor
+from toolchains import Executor, HipNvidiaToolchain, Toolchain, load_toolchains, local_executor
 
 
 @functools.cache
@@ -62,8 +62,7 @@ class Placement:
         """The toolchains actions are planned with: this machine's (``amd_suite``: its AMD root), or the cluster
         hosts' when a scheduler is configured (a vendor no connected host serves is an error naming the fix)."""
         if self.scheduler is None:
-            local = load_toolchains(amd_suite)
-            return {v: local[v] for v in vendors}
+            return load_toolchains(amd_suite, vendors)
         cluster = cluster_at(self.scheduler)
         hosts = cluster.hosts()
         return {v: cluster.toolchain(v, hosts) for v in vendors}
@@ -73,7 +72,7 @@ class Placement:
         back end (``hip-nvidia``): the hosts' where a connected host serves it, else this machine's (a cluster
         without such a host builds HIP on NVIDIA here, as a pipeline without a scheduler does)."""
         if vendor == HipNvidiaToolchain.vendor and not self.hosts_serve(vendor):
-            return load_hip_nvidia()
+            return load_toolchains(amd_suite, (vendor,))[vendor]
         return self.toolchains(amd_suite, (vendor,))[vendor]
 
     def hosts_serve(self, vendor: str) -> bool:
