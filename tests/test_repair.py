@@ -824,7 +824,8 @@ def test_a_file_calling_builtins_hip_lacks_gets_their_groups_definitions_once():
     only_ldcs = replace(HIP57, names=CudaHipNames(device_builtins=["__ldcs"]))            # may share its guard
     block = cuda_device_builtins(text, only_ldcs).removesuffix(text)
     assert "__ldcs(const T* p)" in block and "__ldcg" not in block and "__nv_atomic" not in block
-    for untouched in ("int __nv_atomic_count = 0;\n", "float x = ldcs(p) + my__ldcs(p) + __ldcs;\n"):
+    for untouched in ("int __nv_atomic_count = 0;\n", "float x = ldcs(p) + my__ldcs(p) + __ldcs;\n",
+                      "#define __ldcs(p) (*(p))\nfloat x = __ldcs(p);\n"):   # the file's own macro stays alone
         assert cuda_device_builtins(untouched, ALL_LACKING) == untouched
     assert cuda_device_builtins(text, HIP57) == text   # the tables say HIP has them all
 
@@ -857,8 +858,19 @@ __global__ void atomics(int *p, unsigned long long *q, float *f, int *out) {
   bool weak = __nv_atomic_compare_exchange(p + 11, &expected, &desired, true, __NV_ATOMIC_SEQ_CST, __NV_ATOMIC_ACQUIRE,
                                            __NV_THREAD_SCOPE_BLOCK);
   unsigned long long u = __nv_atomic_fetch_or(q, 1ull, __NV_ATOMIC_RELAXED);
+  int h = __nv_atomic_fetch_sub(p + 12, 2, __NV_ATOMIC_RELAXED);
+  int i = __nv_atomic_fetch_and(p + 13, 6, __NV_ATOMIC_RELAXED);
+  int j = __nv_atomic_fetch_xor(p + 14, 5, __NV_ATOMIC_RELAXED);
+  int k = __nv_atomic_fetch_min(p + 15, 1, __NV_ATOMIC_RELAXED);
+  __nv_atomic_add(p + 16, 1, __NV_ATOMIC_RELAXED);
+  __nv_atomic_and(p + 17, 1, __NV_ATOMIC_RELAXED);
+  __nv_atomic_or(p + 18, 1, __NV_ATOMIC_RELAXED);
+  __nv_atomic_xor(p + 19, 1, __NV_ATOMIC_RELAXED);
+  __nv_atomic_min(p + 20, 1, __NV_ATOMIC_RELAXED);
+  __nv_atomic_max(p + 21, 1, __NV_ATOMIC_RELAXED);
+  int n = __nv_atomic_load_n(p + 22, 2, 1);   // CUDA's numbers: acquire, at the block
   __nv_atomic_thread_fence(__NV_ATOMIC_SEQ_CST, __NV_THREAD_SCOPE_DEVICE);
-  out[0] = a + b + r + c + d + e + x + swapped + weak + (int)u + (int)g;
+  out[0] = a + b + r + c + d + e + x + swapped + weak + (int)u + (int)g + h + i + j + k + n;
 }
 __global__ void hinted(const float4 *in, float4 *out, float *s) {
   float4 v = __ldcs(in + threadIdx.x);
@@ -875,15 +887,18 @@ __global__ void dot(const int *a, const int *b, const char4 *c, const uchar4 *d,
 }
 int main() { printf("built\\n"); return 0; }
 """
-"""Every kind of ``__nv_atomic_*`` call (orders and scopes given and omitted), the cache-hinted loads and stores on
-vectors and scalars, and ``__dp4a``'s four overloads."""
+"""Every ``__nv_atomic_*`` builtin (orders and scopes given, by name and by number, and omitted), the cache-hinted
+loads and stores on vectors and scalars, and ``__dp4a``'s four overloads."""
 
 ATOMICS_IR = [("load", "", "monotonic"), ("load", "workgroup", "acquire"), ("load", "singlethread", "seq_cst"),
               ("store", "agent", "release"), ("store", "agent", "monotonic"), ("atomicrmw add", "", "monotonic"),
               ("atomicrmw fadd", "", "monotonic"), ("atomicrmw max", "workgroup", "acq_rel"),
               ("atomicrmw sub", "", "monotonic"), ("atomicrmw xchg", "", "acq_rel"), ("atomicrmw xchg", "", "acq_rel"),
               ("cmpxchg", "", "acq_rel monotonic"), ("cmpxchg", "workgroup", "seq_cst acquire"),
-              ("atomicrmw or", "", "monotonic"), ("fence", "", "seq_cst")]
+              ("atomicrmw or", "", "monotonic"),
+              *((f"atomicrmw {op}", "", "monotonic") for op in ("sub", "and", "xor", "min", "add", "and", "or", "xor",
+                                                                 "min", "max")),
+              ("load", "workgroup", "acquire"), ("fence", "", "seq_cst")]
 """The atomic operations of the ``atomics`` kernel as LLVM's IR says them, in order: (operation, sync scope, orders).
 No scope is the system (CUDA's default); cluster and device are the agent; a fence of any scope is the system's."""
 _IR_ATOMIC = re.compile(r'\b(load atomic|store atomic|atomicrmw \w+|cmpxchg|fence)\b.*?(?:syncscope\("(\w+)"\) )?'
@@ -899,21 +914,27 @@ def atomics_in_ir(ir: str) -> list[tuple[str, str, str]]:
 def test_the_builtins_build_for_amd_with_cudas_orders_and_scopes_and_stay_cudas_on_nvidia(toolchains, store):
     """Real hipify-perl, then the repairs: the program builds for gfx1100, each atomic with CUDA's order and its scope
     as HIP's, and through HIP's NVIDIA back end (CUDA's own builtins). Without the rule it does not build for AMD
-    (``__NV_ATOMIC_RELAXED`` undeclared); a block scope mapped to the agent, or an acquire order taken as relaxed,
-    shows in the IR."""
+    (``__NV_ATOMIC_RELAXED`` undeclared); a block scope mapped to the agent, or an acquire order numbered as relaxed,
+    shows in the IR. A project's own AMD fallback of ``__dp4a`` (not a template) is taken over the block's, with no
+    redefinition; the block's overloads written as plain functions would clash with it."""
     runner, hipified, target = hipified_with_target(toolchains, store, BUILTINS_PROGRAM)
     assert set(target.names.device_builtins) == CUDA_DEVICE_BUILTINS   # HIP 7.2 (the default root) has none
     text, fired = repair(hipified, target)
     assert "cuda_device_builtins" in fired
     unrepaired, _ = repair(hipified, target, tuple(r for r in RULES if r.name != "cuda_device_builtins"))
     shared, _ = GROUPS["CASS_NV_ATOMIC"]
-    mutants = {"block as agent": shared.replace("__NV_THREAD_SCOPE_BLOCK = __HIP_MEMORY_SCOPE_WORKGROUP",
-                                                "__NV_THREAD_SCOPE_BLOCK = __HIP_MEMORY_SCOPE_AGENT"),
-               "acquire as relaxed": shared.replace("__NV_ATOMIC_ACQUIRE = __ATOMIC_ACQUIRE",
-                                                    "__NV_ATOMIC_ACQUIRE = __ATOMIC_RELAXED")}
+    mutants = {"block as agent": shared.replace("scope == __NV_THREAD_SCOPE_BLOCK ? __HIP_MEMORY_SCOPE_WORKGROUP",
+                                                "scope == __NV_THREAD_SCOPE_BLOCK ? __HIP_MEMORY_SCOPE_AGENT"),
+               "acquire as relaxed": shared.replace("__NV_ATOMIC_ACQUIRE, __NV_ATOMIC_RELEASE",
+                                                    "__NV_ATOMIC_ACQUIRE = 0, __NV_ATOMIC_RELEASE = 3")}
+    own = ("#ifdef __HIP_PLATFORM_AMD__\n__device__ int __dp4a(int a, int b, int c) { return a + b + c; }\n#endif\n"
+           "__global__ void k(int *o) { o[0] = __dp4a(o[1], o[2], o[3]); }\n")
+    own_repaired, _ = repair(own, target)
     texts = {"repaired": text, "unrepaired": unrepaired,
-             **{name: text.replace(NV_ATOMIC_ENUMS, mutant) for name, mutant in mutants.items()}}
-    assert all(texts[name] != text for name in mutants)
+             **{name: text.replace(NV_ATOMIC_ENUMS, mutant) for name, mutant in mutants.items()},
+             "own dp4a": own_repaired,
+             "own dp4a, plain overloads": own_repaired.replace("template <class = void> ", "")}
+    assert all(texts[name] != text for name in mutants) and "CASS_DP4A" in own_repaired
     built = {name: compile_amd(toolchains, store, runner, {"kernel.cu": store.put(t.encode())}, ("-emit-llvm",))
              for name, t in texts.items()}
     assert built["repaired"].ok, store.get_text(built["repaired"].record.stderr)
@@ -922,6 +943,8 @@ def test_the_builtins_build_for_amd_with_cudas_orders_and_scopes_and_stay_cudas_
     assert "use of undeclared identifier '__NV_ATOMIC_RELAXED'" in store.get_text(built["unrepaired"].record.stderr)
     for name in mutants:
         assert built[name].ok and atomics_in_ir(store.get_text(built[name].record.outputs["device.s"])) != ATOMICS_IR
+    assert built["own dp4a"].ok, store.get_text(built["own dp4a"].record.stderr)
+    assert "redefinition of '__dp4a'" in store.get_text(built["own dp4a, plain overloads"].record.stderr)
     build = hip_nvidia_builds(store, {"repaired": text})["repaired"]
     assert build.binary, build.detail
 
