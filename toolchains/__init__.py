@@ -25,10 +25,12 @@ TOOLCHAIN_CLASSES: dict[str, type[Toolchain]] = {"nvidia": NvidiaToolchain, "amd
 
 
 def load_toolchains(amd_suite: str | None = None, vendors: Sequence[str] = ("nvidia", "amd")) -> dict[str, Toolchain]:
-    """This machine's toolchains of ``vendors`` (of :data:`TOOLCHAIN_CLASSES`): NVIDIA's, AMD's for ``amd_suite``
-    (params.yaml ``amd.toolchain``; a vendor host without the parameters takes ``CASS_AMD_SUITE``, else
-    :data:`DEFAULT_AMD_SUITE`), and HIP's NVIDIA back end (the pipeline's nvcc, HIP's NVIDIA headers, CUDA 12's
-    runtime)."""
+    """This machine's toolchains of ``vendors`` (of :data:`TOOLCHAIN_CLASSES`): NVIDIA's, AMD's (the native ROCm tree
+    ``CASS_ROCM_PATH`` names, else the root of ``amd_suite``: params.yaml ``amd.toolchain``; a vendor host without the
+    parameters takes ``CASS_AMD_SUITE``, else :data:`DEFAULT_AMD_SUITE`), and HIP's NVIDIA back end (the pipeline's
+    nvcc, HIP's NVIDIA headers, CUDA 12's runtime)."""
+    if isinstance(vendors, str):
+        raise TypeError(f"vendors: a sequence of vendor names, not the string {vendors!r}")
     if unknown := sorted(set(vendors) - set(TOOLCHAIN_CLASSES)):
         raise ValueError(f"no toolchain of vendor {', '.join(unknown)}: one of {', '.join(TOOLCHAIN_CLASSES)}")
     cuda_home = Path(os.environ.get("CASS_CUDA_HOME") or default_cuda_home())
