@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 
+from cass.translate.ctext import find_heads
 from toolchains.amd import NV_ATOMIC_OPERATIONS
 
 _SCOPE_PARAM = "int scope = __NV_THREAD_SCOPE_SYSTEM"
@@ -150,8 +151,8 @@ def prelude(guard: str, lacking: frozenset[str]) -> str:
 
 
 def called(text: str, names: frozenset[str]) -> bool:
-    """Whether ``text`` names one of ``names`` as a call (``name (``)."""
-    return bool(names) and re.search(rf"\b(?:{'|'.join(sorted(names))})\s*\(", text) is not None
+    """Whether ``text`` calls one of ``names`` (outside comments and literals: :func:`find_heads`)."""
+    return bool(names) and bool(find_heads(text, rf"(?<![\w.>:])(?:{'|'.join(sorted(names))})\s*\("))
 
 
 def macros(text: str, names: frozenset[str]) -> frozenset[str]:

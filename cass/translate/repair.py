@@ -578,7 +578,7 @@ RULES: tuple[Rule, ...] = (
     Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
          "enum, struct or union keyword may name", hip_elaborated_types),
     Rule("cooperative_groups_reduce", 3, "HIP's cooperative groups have no reduce", cooperative_groups_reduce),
-    Rule("cuda_device_builtins", 2, "CUDA device builtins HIP lacks: __nv_atomic_*, cache-hinted loads and "
+    Rule("cuda_device_builtins", 3, "CUDA device builtins HIP lacks: __nv_atomic_*, cache-hinted loads and "
          "stores, __dp4a", cuda_device_builtins),
     Rule("warp_sync_builtins", 7, "warp-sync builtins: missing before HIP 6.2, 64-bit masks from HIP 6.2",
          warp_sync_builtins),
