@@ -58,6 +58,37 @@ def test_a_makefile_gives_its_defines_switches_and_include_folders(tmp_path):
     assert [f["path"] for f in aes["files"]] == ["aes-cuda/main.cu", "aes-cuda/kernels.h", "include/common.h"]
 
 
+VARIANTS = {
+    "lib/gpu/Makefile.cuda": ("NVCC = nvcc\nPRECISION = -D_SINGLE_DOUBLE\nCUDA = $(NVCC) -DUNIX $(PRECISION) -I../inc\n"
+                              "%.cubin: %.cu\n\t$(CUDA) --fatbin -DNV_KERNEL -o $@ $<\n"),
+    "lib/gpu/Makefile.cuda_mps": ("CUDA = nvcc -DUNIX -D_DOUBLE_DOUBLE -I../inc -DCUDA_MPS_SUPPORT\n"
+                                  "%.cubin: %.cu\n\t$(CUDA) --fatbin -DNV_KERNEL -o $@ $<\n"),
+    "lib/gpu/Makefile.hip": "%.o: %.cu\n\thipcc -DUSE_HIP -c $<\n",          # runs no nvcc
+    "lib/gpu/Makefile.am": "k.o: k.cu\n\tnvcc -DFROM_AUTOMAKE -c $<\n",     # a template, not a variant
+    "lib/gpu/Makefile.linux": "NVCC = nvcc\ninclude Nvidia.makefile\n",      # its recipes are in another file
+    "lib/gpu/k.cu": KERNEL,
+    "lib/inc/k.h": "\n",
+    "tools/Makefile": "all:\n\tnvcc -DTOOLS -c sub/t.cu\n",
+    "tools/sub/Makefile.inc": "FLAGS = -DNEVER_USED\n",                      # no recipe: the search goes on
+    "tools/sub/t.cu": KERNEL,
+}
+
+
+def test_makefile_variants_give_the_flags_every_cuda_variant_passes(tmp_path):
+    """A folder of Makefile variants and no Makefile (a build that asks the user to pick one): the flags all the
+    variants running nvcc pass, not one variant's choice (its precision, an extra switch); a variant running hipcc,
+    automake's template and a variant whose recipes lie in another file say nothing; a folder whose variants run no
+    nvcc is passed over for the Makefile above it."""
+    rows, _ = ingest(write(tmp_path / "src", VARIANTS), Store(tmp_path / "store"))
+    by_path = {r["path"]: r for r in rows}
+    k = by_path["lib/gpu/k.cu"]
+    assert k["build_context"] == "makefile:lib/gpu/Makefile.cuda,lib/gpu/Makefile.cuda_mps"
+    assert k["build_flags"] == ["-DUNIX", "-DNV_KERNEL"]
+    assert k["include_dirs"][0] == "lib/inc"   # -I../inc, found from the variants' folder
+    t = by_path["tools/sub/t.cu"]
+    assert (t["build_context"], t["build_flags"]) == ("makefile:tools/Makefile", ["-DTOOLS"])
+
+
 def test_each_program_of_a_collection_is_its_own_include_root(tmp_path):
     """A benchmark never takes another benchmark's header (bfs-cuda/helper.h for aes-cuda's <helper.h>); a tree whose
     root has a build file is one project, where the same include is found."""

@@ -4,7 +4,11 @@ language switches and the include folders its build passes, and the headers its 
 * A Makefile (``GNUmakefile``, ``makefile``, ``Makefile``) in the file's folder or above it, inside its project
   (:meth:`cass.sources.includes.TreeIndex.project_of`): the flags of every recipe in it that runs nvcc (their union,
   in order: a Makefile's targets rarely differ in them), expanded as the run specs expand them
-  (:class:`cass.sources.runspecs.Makefile`, with its conditionals followed). Make itself is not run.
+  (:class:`cass.sources.runspecs.Makefile`, with its conditionals followed). Make itself is not run. A folder with
+  no such Makefile but with variants of one (``Makefile.<platform>``, ``<platform>.makefile``: a build that asks the
+  user to pick one; automake's ``Makefile.am`` and ``Makefile.in`` are templates, not variants) takes the flags that
+  every variant with an nvcc recipe passes (a flag one platform's variant sets and another's does not is a choice
+  the pipeline cannot make); a folder whose variants run no nvcc is passed over.
 * A CMake project (a ``CMakeLists.txt`` at the project's root, and no Makefile with an nvcc recipe above the file):
   configured once
   per project in the sandbox with the NVIDIA wheels' nvcc as the CUDA compiler and no network
@@ -35,7 +39,7 @@ import json
 import posixpath
 import shlex
 import tarfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -97,17 +101,33 @@ def taken_flags(words: Iterable[str], locate: Callable[[str], str | None]) -> tu
     return list(dict.fromkeys(flags)), list(dict.fromkeys(dirs))
 
 
-def nearest_makefile(index: TreeIndex, rel: str) -> str | None:
-    """The Makefile in ``rel``'s folder, or the nearest one above it inside its project."""
+def makefile_folders(index: TreeIndex, rel: str) -> Iterator[str]:
+    """``rel``'s folder and those above it, inside its project, nearest first (the root as ``""``)."""
     project = index.project_of(rel)
     folder = posixpath.dirname(rel)
     while True:
-        for name in BUILD_FILES:
-            if (path := f"{folder}/{name}" if folder else name) in index.files:
-                return path
+        yield folder
         if (folder or ROOT_DIR) == project or not folder:
-            return None
+            return
         folder = posixpath.dirname(folder)
+
+
+def is_makefile_variant(name: str) -> bool:
+    """Whether a file name is a Makefile for one platform or configuration (``Makefile.cuda``, ``Nvidia.makefile``),
+    not an automake or autoconf template (``Makefile.am``, ``Makefile.in``)."""
+    stem, dot, suffix = name.partition(".")
+    if stem in BUILD_FILES:
+        return bool(dot) and bool(suffix) and suffix not in ("am", "in")
+    return name.lower().endswith(".makefile")
+
+
+def common_context(contexts: list[tuple[str, BuildContext]]) -> BuildContext:
+    """One context from several Makefile variants' (by path): the flags and include folders all of them give, in the
+    first one's order."""
+    (_, first), *rest = contexts
+    flags = tuple(f for f in first.flags if all(f in c.flags for _, c in rest))
+    dirs = tuple(d for d in first.include_dirs if all(d in c.include_dirs for _, c in rest))
+    return BuildContext(f"makefile:{','.join(path for path, _ in contexts)}", flags, dirs)
 
 
 def makefile_context(index: TreeIndex, build: str, folders: set[str]) -> BuildContext | None:
@@ -170,17 +190,37 @@ class BuildContexts:
         self.projects: dict[str, ConfiguredProject | None] = {}
         self.package: ConfiguredProject | None = None
         self._folders = tree_folders(index.files)
-        self._makefiles: dict[str, BuildContext | None] = {}
+        self._folder_contexts: dict[str, tuple[BuildContext | None] | None] = {}
+        self._variants: dict[str, list[str]] | None = None
+        """The Makefile variants by folder (read on the first folder without a Makefile)."""
         self._digests: dict[str, str] = {}
         self._system = build_root.identity(system_root) if system_root is not None else None
         """The build root's identity (None: no root named, or no Debian root there), read once per tree."""
 
     def makefile(self, rel: str) -> BuildContext | None:
-        """``rel``'s context from its nearest Makefile (each Makefile read once)."""
-        build = nearest_makefile(self.index, rel)
-        if build is not None and build not in self._makefiles:
-            self._makefiles[build] = makefile_context(self.index, build, self._folders)
-        return self._makefiles.get(build) if build else None
+        """``rel``'s context from the nearest folder with a Makefile, or with Makefile variants that run nvcc (each
+        Makefile read once)."""
+        for folder in makefile_folders(self.index, rel):
+            if folder not in self._folder_contexts:
+                self._folder_contexts[folder] = self._folder_makefiles(folder)
+            if (found := self._folder_contexts[folder]) is not None:
+                return found[0]
+        return None
+
+    def _folder_makefiles(self, folder: str) -> tuple[BuildContext | None] | None:
+        """The context ``folder``'s Makefile gives (None inside: it runs no nvcc), else its variants' common one;
+        None: the folder has neither (the search goes on above it)."""
+        prefix = f"{folder}/" if folder else ""
+        if build := next((prefix + n for n in BUILD_FILES if prefix + n in self.index.files), None):
+            return (makefile_context(self.index, build, self._folders),)
+        if self._variants is None:
+            self._variants = {}
+            for path in sorted(self.index.files):
+                if path not in self.index.generated and is_makefile_variant(posixpath.basename(path)):
+                    self._variants.setdefault(posixpath.dirname(path), []).append(path)
+        found = [(p, c) for p in self._variants.get(folder, [])
+                 if (c := makefile_context(self.index, p, self._folders)) is not None]
+        return (common_context(found),) if found else None
 
     def prepare(self, mains: Iterable[str]) -> None:
         """Configure the CMake projects of ``mains`` that no Makefile covers, and the Debian package where such a
