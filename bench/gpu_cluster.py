@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hosts.cluster import Cluster, ToolchainMismatchError
-from toolchains.programs import ProgramLimits, program_job
+from toolchains.sandboxed_runs import ProgramLimits, program_job
 
 
 def start(folder: Path) -> tuple[str, list[subprocess.Popen]]:

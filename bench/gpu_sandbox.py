@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toolchains.programs import ProgramLauncher, ProgramLimits, run_program
 from toolchains.sandbox import detect
+from toolchains.sandboxed_runs import ProgramLauncher, ProgramLimits, run_program
 
 PROGRAM = r"""
 #include <cstdio>

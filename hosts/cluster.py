@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from hosts.gpu import RunHost, launcher_for, local_gpu_host
 from toolchains.base import Toolchain, ToolchainReport
 from toolchains.executor import Executor, FollowUp, Job, JobResult, Launcher, kill_running
-from toolchains.programs import ProgramLimits
+from toolchains.sandboxed_runs import ProgramLimits
 
 RESOURCE_VENDOR = {"nvidia": "nvidia", "amd": "amd", "hipify": "amd", "hip-nvidia": "hip-nvidia"}
 """Worker resources and the vendor toolchain each one stands for."""

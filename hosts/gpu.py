@@ -40,8 +40,8 @@ import blake3
 
 from toolchains.executor import Job
 from toolchains.launches import CounterBuildError, LaunchCounter, build_counter
-from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, program_job, run_program
 from toolchains.sandbox import detect
+from toolchains.sandboxed_runs import Invocation, ProgramLauncher, ProgramLimits, program_job, run_program
 
 BATCH_FILE = "batch.json"
 RESULTS_FILE = "results.json"

@@ -17,8 +17,7 @@ import pytest
 from harness.project import REPO
 
 from cass.engine.placement import Placement
-from cass.execution.programs import ProgramRun as PlannedRun
-from cass.execution.programs import ProgramSource, Run, build_program_targets, run_programs
+from cass.execution.programs import ProgramRun, ProgramSource, Run, build_program_targets, run_programs
 from cass.pipeline.context import load_params
 from hosts.gpu import (
     COUNTER_DIR,
@@ -29,8 +28,8 @@ from hosts.gpu import (
     run_batch,
 )
 from toolchains.launches import CUPTI, LIBRARY, LaunchCounter
-from toolchains.programs import Invocation, ProgramLauncher, ProgramLimits, ProgramRun, program_job, run_program
 from toolchains.sandbox import Sandbox
+from toolchains.sandboxed_runs import Invocation, ProgramLauncher, ProgramLimits, SandboxedRun, program_job, run_program
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")
 
@@ -209,7 +208,7 @@ int main(int argc, char **argv) {
     job = program_job(build(tmp_path, source), launcher(runs_dir).limits, invocation, inputs)
     old_umask = os.umask(0o077)   # as on a GPU host whose runner keeps everything private
     try:
-        runs = [ProgramRun.from_result(launcher(runs_dir).run_job(job)) for _ in range(2)]
+        runs = [SandboxedRun.from_result(launcher(runs_dir).run_job(job)) for _ in range(2)]
     finally:
         os.umask(old_umask)
     assert runs[0].exit_code == 0, runs[0].stderr
@@ -316,7 +315,7 @@ def test_what_a_program_reads_back_from_the_gpu_tells_a_wrong_translation(store,
     builds, _ = build_program_targets(store, params["execute"], targets, Placement.local(1))
     assert all(b.binary for b in builds.values()), builds
     limits = ProgramLimits(**LIMITS)
-    planned = {(name, n): PlannedRun(b.binary, Invocation(), limits, n)
+    planned = {(name, n): ProgramRun(b.binary, Invocation(), limits, n)
                for name, b in builds.items() for n in range(1, 4 if name == "cuda" else 2)}
     host = gpu.host(store, "device-reads", params, set(planned.values()))
     found, _ = run_programs(store, host, set(planned.values()), 1, 0)

@@ -46,7 +46,7 @@ from cass.translate.repair import (
 from store import tracking
 from toolchains import load_hip_nvidia, local_executor
 from toolchains.amd import CUDA_DEVICE_BUILTINS
-from toolchains.programs import ProgramLimits
+from toolchains.sandboxed_runs import ProgramLimits
 
 NAMES = CudaHipNames(
     headers={"cub/block/block_reduce.cuh": "hipcub/hipcub.hpp", "cub/warp/warp_scan.cuh": "hipcub/hipcub.hpp",

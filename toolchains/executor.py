@@ -42,7 +42,7 @@ class Job:
     ``stdout_as`` names an output that receives the tool's standard output. ``fingerprint`` is
     the tool's fingerprint the job's action key was computed with (a host whose own differs
     refuses the job); ``action`` is that key (for names and logs); ``limits`` are a program job's
-    run limits (:class:`toolchains.programs.ProgramLimits` fields), for a host that runs it elsewhere.
+    run limits (:class:`toolchains.sandboxed_runs.ProgramLimits` fields), for a host that runs it elsewhere.
     """
 
     vendor: str

@@ -48,7 +48,7 @@ from cass.text.amdgpu import normalize_amd, split_amd
 from store import Store
 from toolchains import Target
 from toolchains.base import EXECUTABLE
-from toolchains.programs import Invocation, ProgramLimits
+from toolchains.sandboxed_runs import Invocation, ProgramLimits
 
 REFERENCE = "reference"
 HOST_SOURCE = "host.hip"

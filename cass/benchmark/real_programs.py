@@ -40,7 +40,7 @@ from cass.execution.programs import (
 )
 from cass.execution.verify import judge, kernel_problem, verified
 from store import Store
-from toolchains.programs import Invocation
+from toolchains.sandboxed_runs import Invocation
 
 REFERENCES = REAL_DIR / "references.parquet"
 ARG_SETS = ("visible", "hidden")

@@ -28,7 +28,7 @@ from cass.execution.programs import (
     run_programs,
 )
 from store import Store
-from toolchains.programs import Invocation
+from toolchains.sandboxed_runs import Invocation
 
 SETS = ("visible", "hidden")
 

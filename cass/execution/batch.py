@@ -30,7 +30,7 @@ from hosts.gpu import BATCH_FILE, COUNTER_DIR, RESULTS_FILE, RunHost
 from store import Store
 from toolchains import JobResult
 from toolchains.launches import CounterBuildError, LaunchCounter, build_counter, build_probe
-from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, Invocation, ProgramLimits
+from toolchains.sandboxed_runs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACT_KEYS, RUN_FACTS, Invocation, ProgramLimits
 
 
 def write_batch(store: Store, folder: Path, planned: set[ProgramRun], params: dict) -> int:

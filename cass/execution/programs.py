@@ -31,7 +31,7 @@ from hosts.gpu import RunHost, launcher_for
 from store import ActionSpec, Store
 from toolchains import LocalExecutor, Step, Toolchain
 from toolchains.language import is_opencl
-from toolchains.programs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
+from toolchains.sandboxed_runs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
 RUNNER_VERSION = 5
 """Changes when the way programs are run changes (the launcher's environment, mounts, verdicts): every run's

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cass.text.cuda import strip_comments_and_strings
-from toolchains.programs import PROGRAM
+from toolchains.sandboxed_runs import PROGRAM
 
 UNIT_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 BUILD_FILES = ("GNUmakefile", "makefile", "Makefile")

@@ -28,7 +28,7 @@ from cass.execution.programs import ProgramRun, ProgramSource, Run, build_progra
 from harness.project import run_in
 from hosts.gpu import local_gpu_host
 from store import Store
-from toolchains.programs import Invocation, ProgramLimits
+from toolchains.sandboxed_runs import Invocation, ProgramLimits
 
 ROUTE = "CASS_GPU_TESTS"
 

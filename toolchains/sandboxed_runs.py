@@ -167,7 +167,7 @@ def reachable(paths: list[Path]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ProgramRun:
+class SandboxedRun:
     """One run of a program: how it ended (:func:`verdict`), its exit code, output, time, peak memory, the kernels it
     ran and its device reads (None: not counted)."""
 
@@ -182,7 +182,7 @@ class ProgramRun:
     device_reads: bytes | None = None
 
     @classmethod
-    def from_result(cls, result: JobResult) -> ProgramRun:
+    def from_result(cls, result: JobResult) -> SandboxedRun:
         facts = json.loads(result.outputs[RUN_FACTS])
         return cls(facts["verdict"], result.exit_code, result.outputs["stdout"], result.stderr, facts["wall_s"],
                    facts["max_rss_kib"], facts["sandbox"], facts["kernel_launches"],
@@ -213,9 +213,9 @@ def program_job(binary: bytes, limits: ProgramLimits, invocation: Invocation = I
 
 
 def run_program(launcher: ProgramLauncher, binary: bytes, args: tuple[str, ...] = (),
-                inputs: dict[str, bytes] | None = None) -> ProgramRun:
+                inputs: dict[str, bytes] | None = None) -> SandboxedRun:
     """Run ``binary`` once in a fresh scratch directory (with ``inputs`` beside it)."""
     result = launcher.run_job(program_job(binary, launcher.limits, Invocation(args), inputs))
     if result.transient:
         raise SandboxFailedError(f"{result.transient}: {result.stderr.decode(errors='replace')}")
-    return ProgramRun.from_result(result)
+    return SandboxedRun.from_result(result)
