@@ -137,7 +137,7 @@ def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host:
     ports = {t: task_runs(tasks[t], programs[f"reference:{t}"], SELECTION, MIN_CALIBRATION_RUNS, execute)
              for t, found in candidates.items() if found and programs.get(f"reference:{t}")}
     choice.planned = {r for runs in ports.values() for r in runs} | {r for c in candidates.values() for _, r in c}
-    found = run_programs(store, host, choice.planned, execute["workers"], Placement.of(params).host_wait_s)[0] \
+    found = run_programs(store, host, choice.planned, execute["workers"])[0] \
         if host else {}
 
     def recorded(run: ProgramRun) -> Run | None:

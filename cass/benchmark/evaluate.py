@@ -183,7 +183,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     if host is not None:
         host.require_arch(execute["archs"])
         found, report["runs"] = run_programs(store, host, {r for rs in report["planned"].values() for r in rs},
-                                                execute["workers"], Placement.of(params).host_wait_s)
+                                                execute["workers"])
 
     chrf = CHRF()
     rows = []

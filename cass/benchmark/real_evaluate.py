@@ -109,7 +109,7 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
         host.require_arch(execute["archs"])
         found, report["runs"] = run_programs(store, host, {r for sets in planned.values()
                                                               for rs in sets.values() for r in rs},
-                                                execute["workers"], placement.host_wait_s)
+                                                execute["workers"])
     chrf, rows = CHRF(), []
     human_text = {t: program_text(store, tasks[t].overlay(tasks[t].human)) for t in wanted}
     for key, (task_id, sample, _, is_reference) in progress(list(entries.items())):

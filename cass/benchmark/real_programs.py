@@ -139,7 +139,7 @@ def record(store: Store, params: dict, tasks: list[RealTask], host: ExecutionHos
     """The kept tasks (with the hidden set settled and how each set went), the reference rows, and the tasks left
     out (benchmark, reason, detail), from the runs of ``host``."""
     plan = plan_recording(store, params, tasks, placement)
-    found, _ = run_programs(store, host, plan.planned, params["workers"], 0)
+    found, _ = run_programs(store, host, plan.planned, params["workers"])
     if missing := sum(outcome is None for outcome in found.values()):   # a partial batch: record nothing yet
         raise ValueError(f"{missing} of {len(found)} planned runs have no result for GPU host {host.name}: export "
                          f"the missing ones (--missing-for {host.name}), run and import them, then record")

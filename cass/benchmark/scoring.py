@@ -37,7 +37,7 @@ def run_host(params: dict, override: str | None = None) -> ExecutionHost | None:
     """Where the benchmark's programs run: ``override`` (``cass eval --host``), else ``benchmark.host``, else
     ``execute.host`` (the stage and the CLI alike)."""
     return resolve_host(override or params["benchmark"]["host"] or params["execute"]["host"],
-                        Placement.of(params).scheduler)
+                        Placement.of(params))
 
 
 def baseline_predictions(name: str, store: Store, params: dict, tasks: dict[str, Task] | dict[str, RealTask],

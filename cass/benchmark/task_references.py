@@ -77,7 +77,7 @@ def record(store: Store, params: dict, tasks: dict[str, Task], host: ExecutionHo
     folder): ``<id>.hidden.stdout`` and the kernel counts in ``references.json`` beside it. Returns why each task that
     was not recorded was not."""
     builds, planned = plan(store, params, tasks, placement)
-    found, _ = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"], 0)
+    found, _ = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"])
     if missing := sum(o is None for o in found.values()):
         raise ValueError(f"{missing} of {len(found)} planned runs have no result for GPU host {host.name}: run "
                          "and import the batch of `cass bench-tasks export-own` first")

@@ -7,8 +7,9 @@
 * The toolchains actions are planned with: :meth:`Placement.toolchains` and :meth:`Placement.toolchain`, this
   machine's or the hosts'.
 * A stage's own per-item work: :meth:`Placement.stage_work`, on local processes or the scheduler's stage hosts.
-* Program runs: the run host a setting names (:func:`cass.execution.hosts.resolve_host`, given this placement's
-  scheduler for ``auto``), on ``workers`` local processes or the scheduler's GPU hosts.
+* Program runs: the run host a setting names (:func:`cass.execution.hosts.resolve_host`; ``auto``: this placement's
+  :meth:`Placement.gpu_host`), run by :meth:`Placement.program_executor`: on the scheduler's GPU hosts, or here in
+  the program sandbox, ``execute.workers`` at a time.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cass.engine.stage_work import StageWork, stage_work
-from hosts.cluster import RESOURCE_VENDOR, Cluster, scheduler_address
-from toolchains import Executor, HipNvidiaToolchain, Toolchain, load_toolchains, local_executor
+from cass.engine.stage_work import ClusterWork, LocalWork, StageWork
+from hosts.cluster import RESOURCE_VENDOR, STAGE_RESOURCE, Cluster, scheduler_address
+from hosts.gpu import RunHost, launcher_for
+from toolchains import Executor, HipNvidiaToolchain, LocalExecutor, Toolchain, load_toolchains, local_executor
+from toolchains.sandboxed_runs import ProgramLimits
 
 
 @functools.cache
@@ -94,5 +97,21 @@ class Placement:
         return cluster_at(self.scheduler).executor(self.host_wait_s)
 
     def stage_work(self, report: Path) -> StageWork:
-        """Where a stage's own per-item work runs (``report``: where it says how that went)."""
-        return stage_work(self.scheduler, self.processes, report)
+        """Where a stage's own per-item work runs: the scheduler's stage hosts if it has any, else local processes
+        (``report``: where it says how that went)."""
+        if self.scheduler is not None:
+            cluster = cluster_at(self.scheduler)
+            if slots := int(sum(r.get(STAGE_RESOURCE, 0) for r in cluster.resources().values())):
+                return ClusterWork(cluster.client, slots, report)
+        return LocalWork(self.processes, report)
+
+    def gpu_host(self) -> RunHost | None:
+        """The scheduler's GPU host (its workers with the ``gpu`` resource), None without a scheduler or one."""
+        return cluster_at(self.scheduler).gpu_host() if self.scheduler is not None else None
+
+    def program_executor(self, host: RunHost, limits: ProgramLimits, workers: int) -> Executor:
+        """Where program runs go: the scheduler's GPU hosts (waiting ``host_wait_s`` for one), else this machine,
+        ``workers`` at a time, in the program sandbox ``host`` and ``limits`` describe."""
+        if self.scheduler is not None:
+            return cluster_at(self.scheduler).executor(self.host_wait_s)
+        return LocalExecutor({"gpu": launcher_for(host, limits)}, workers=workers)

@@ -294,19 +294,3 @@ class ClusterWork(StageWork):
         host = (str(Path.cwd().resolve()), code_digest())
         return nullcontext(Pool(self.slots, lambda work, item, args: self.client.submit(
             run_item, work, item, args, host, resources={STAGE_RESOURCE: 1}, pure=False)))
-
-
-def stage_work(address: str | None, workers: int, report: Path) -> StageWork:
-    """Where a stage's own work runs: the stage hosts of the scheduler at ``address`` if it has any, else ``workers``
-    local processes; ``report``: where it says how the work went."""
-    from hosts.cluster import STAGE_RESOURCE
-
-    if address is not None:
-        from hosts.cluster import Cluster
-
-        cluster = Cluster(address)
-        slots = int(sum(r.get(STAGE_RESOURCE, 0) for r in cluster.resources().values()))
-        if slots:
-            return ClusterWork(cluster.client, slots, report)
-        cluster.close()
-    return LocalWork(workers, report)

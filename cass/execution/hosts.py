@@ -15,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from cass.engine.placement import cluster_at
+from cass.engine.placement import Placement
 from hosts.gpu import RunHost, cpu_host, local_gpu_host
 
 RECORDED_DIR = Path("gpu_hosts")
@@ -28,8 +28,8 @@ class ExecutionHost:
     name: str
     host: RunHost
     live: bool
-    scheduler: str | None = None
-    """The Dask scheduler whose ``gpu`` workers run the programs (None: this machine)."""
+    cluster: Placement | None = None
+    """The placement whose scheduler's ``gpu`` workers run the programs (None: this machine)."""
 
     def require_arch(self, archs: list[str]) -> None:
         """Refuse a GPU the programs carry no SASS for (``execute.archs``), naming the fix."""
@@ -57,16 +57,16 @@ def record_host(name: str, host: RunHost) -> Path:
     return path
 
 
-def resolve_host(setting: str, scheduler: str | None = None) -> ExecutionHost | None:
-    """The run host ``execute.host`` names, or None where there is none (``auto`` with a ``scheduler``: its
-    workers with the ``gpu`` resource first)."""
+def resolve_host(setting: str, placement: Placement | None = None) -> ExecutionHost | None:
+    """The run host ``execute.host`` names, or None where there is none (``auto``: the GPU host of ``placement``'s
+    scheduler first)."""
     if setting == "none":
         return None
     if setting == "cpu":
         return ExecutionHost("cpu", cpu_host(), live=True)
     if setting == "auto":
-        if scheduler and (host := cluster_at(scheduler).gpu_host()):
-            return ExecutionHost("cluster", host, live=True, scheduler=scheduler)
+        if placement is not None and (host := placement.gpu_host()):
+            return ExecutionHost("cluster", host, live=True, cluster=placement)
         host = local_gpu_host()
         return ExecutionHost("local", host, live=True) if host else None
     if setting.startswith("recorded:"):

@@ -24,12 +24,12 @@ from typing import NamedTuple
 
 from cass.engine.actions import Action, ActionRunner, Outcome
 from cass.engine.cached import CachedMap
-from cass.engine.placement import Placement, cluster_at
+from cass.engine.placement import Placement
 from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
 from cass.execution.hosts import ExecutionHost
-from hosts.gpu import RunHost, launcher_for
+from hosts.gpu import RunHost
 from store import ActionSpec, Store
-from toolchains import LocalExecutor, Step, Toolchain
+from toolchains import Step, Toolchain
 from toolchains.language import is_opencl
 from toolchains.sandboxed_runs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
@@ -254,18 +254,14 @@ class Run:
         return f"run {number}: {self.verdict}, exit {self.exit_code}: {lines[0][:200] if lines else ''}"
 
 
-def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, workers: int,
-                   host_wait_s: float) -> ActionRunner:
-    """Runs program actions on ``host``: the cluster's GPU hosts, or this machine ``workers`` at a time."""
-    if host.scheduler:
-        executor = cluster_at(host.scheduler).executor(host_wait_s)
-    else:
-        executor = LocalExecutor({"gpu": launcher_for(host.host, limits)}, workers=workers)
+def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, workers: int) -> ActionRunner:
+    """Runs program actions on ``host``: its cluster's GPU hosts, or this machine ``workers`` at a time."""
+    executor = (host.cluster or Placement.local()).program_executor(host.host, limits, workers)
     return ActionRunner(store, executor, limits.wall_s, limits=asdict(limits))
 
 
 def run_programs(store: Store, host: ExecutionHost, planned: set[ProgramRun], workers: int,
-                 host_wait_s: float) -> tuple[dict[ProgramRun, Outcome | None], dict]:
+                 ) -> tuple[dict[ProgramRun, Outcome | None], dict]:
     """Every planned run on ``host``: taken from the store, and on a live host the others run there (one runner per
     set of limits). A run without a result (none recorded for a recorded host, or a transient failure) is None."""
     actions = {run: run.action(host.host) for run in planned}
@@ -273,7 +269,7 @@ def run_programs(store: Store, host: ExecutionHost, planned: set[ProgramRun], wo
     outcomes: dict[str, Outcome] = {}
     if host.live:
         for limits in sorted({run.limits for run in planned}, key=lambda lim: lim.wall_s):
-            runner = program_runner(store, host, limits, workers, host_wait_s)
+            runner = program_runner(store, host, limits, workers)
             outcomes |= runner.run([a for r, a in actions.items() if r.limits == limits], desc=f"run on {host.name}")
             counts.update({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
     else:

@@ -230,8 +230,7 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
     pairs = {(row["origin"], row["path"]): row for row in rows}
     builds, build_counts = build_programs(store, params, runnable, placement, pairs)
     planned = planned_runs(runnable, builds, params)
-    found, run_counts = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"],
-                                     placement.host_wait_s)
+    found, run_counts = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"])
     for row in runnable:
         sample, result = row["sample_id"], results[row["sample_id"]]
         built: dict[str, Build] = {side: builds[sample, side] for side in SIDES}

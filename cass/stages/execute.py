@@ -27,7 +27,7 @@ def run(stage: Stage) -> None:
     rows = stage.upstream("pair")
     out = stage.output(rows.height)
     placement = Placement.of(stage.params)
-    host = resolve_host(params["host"], placement.scheduler)
+    host = resolve_host(params["host"], placement)
     mains = {}
     for part in stage.work.chunks(main_signatures, rows.select("sample_id", "files"), str(stage.store.root)):
         mains |= part
