@@ -186,7 +186,7 @@ def table(args: argparse.Namespace) -> list[dict]:
                                           params["execute"])]
              for program, binary in ported.items()}
     found, _ = run_programs(store, host, {r for sets in planned.values() for rs in sets.values() for r in rs}
-                               | {r for rs in ports.values() for r in rs}, 1, 0)
+                               | {r for rs in ports.values() for r in rs}, 1)
     unmutated = {program: [Run.of(store, found[r], r.invocation.args) for r in runs]
                  for program, runs in ports.items() if all(found[r] is not None for r in runs)}
     unmutated |= {program: [Run(**{**r, "args": tuple(r["args"])}) for r in row["hip_runs"]]

@@ -33,10 +33,11 @@ from harness.project import (
 from cass.benchmark.evaluate import amd_compiles
 from cass.engine.actions import ActionRunner, plan
 from cass.engine.placement import Placement, cluster_at
-from cass.execution.programs import ProgramSource, build_program_targets
+from cass.execution.hosts import resolve_host
+from cass.execution.programs import ProgramSource, build_program_targets, limits_for
 from cass.pipeline.context import load_params
 from hosts.cluster import Cluster, DaskExecutor, NoHostError, ToolchainMismatchError
-from hosts.gpu import local_gpu_host
+from hosts.gpu import cpu_host, local_gpu_host
 from store import Store, tracking
 from toolchains import LocalExecutor, load_hip_nvidia, load_toolchains
 
@@ -233,7 +234,9 @@ def test_a_host_without_the_toolchain_it_advertises_does_not_start(hosts):
         in hosts.log("false-hip")
 
 
-def test_a_host_advertising_a_gpu_it_lacks_does_not_start_and_none_is_offered(hosts, cluster):
+def test_a_host_advertising_a_gpu_it_lacks_does_not_start_and_none_is_offered(hosts, cluster, placement_on):
+    """A false GPU host never joins, so the placement offers no GPU host and `auto` finds none (this machine has no
+    GPU either); program runs go to the scheduler's hosts under a scheduler, else to this machine's sandbox."""
     if local_gpu_host() is not None:
         pytest.skip("this machine has a GPU")
     proc = hosts.start_worker("false-gpu", {"gpu": 1}, NO_AMD, wait=False)
@@ -241,6 +244,12 @@ def test_a_host_advertising_a_gpu_it_lacks_does_not_start_and_none_is_offered(ho
     assert "host false-gpu cannot start: worker false-gpu advertises 'gpu' but nvidia-smi finds no NVIDIA GPU" in \
         hosts.log("false-gpu")
     assert cluster.gpu_host() is None   # the execute stage's `auto` then looks for a GPU on the driver's machine
+    placement = Placement.of(placement_on)
+    assert placement.gpu_host() is None and resolve_host("auto", placement) is None
+    assert resolve_host("cpu", placement).placement is None   # this machine's host: run here, not on the cluster
+    limits = limits_for(placement_on["execute"])
+    assert isinstance(placement.program_executor(cpu_host(), limits, 1), DaskExecutor)
+    assert isinstance(Placement.local().program_executor(cpu_host(), limits, 1), LocalExecutor)
 
 
 def running(marker: str) -> list[int]:

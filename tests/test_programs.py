@@ -318,7 +318,7 @@ def test_what_a_program_reads_back_from_the_gpu_tells_a_wrong_translation(store,
     planned = {(name, n): ProgramRun(b.binary, Invocation(), limits, n)
                for name, b in builds.items() for n in range(1, 4 if name == "cuda" else 2)}
     host = gpu.host(store, "device-reads", params, set(planned.values()))
-    found, _ = run_programs(store, host, set(planned.values()), 1, 0)
+    found, _ = run_programs(store, host, set(planned.values()), 1)
     runs = {key: Run.of(store, found[run]) for key, run in planned.items()}
     assert all(r.ok and r.kernel_launches == 2 for r in runs.values()), runs
     reads = {key: DeviceReads.parse(store.get(r.device_reads)) for key, r in runs.items()}

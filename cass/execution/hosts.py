@@ -28,7 +28,7 @@ class ExecutionHost:
     name: str
     host: RunHost
     live: bool
-    cluster: Placement | None = None
+    placement: Placement | None = None
     """The placement whose scheduler's ``gpu`` workers run the programs (None: this machine)."""
 
     def require_arch(self, archs: list[str]) -> None:
@@ -66,7 +66,7 @@ def resolve_host(setting: str, placement: Placement | None = None) -> ExecutionH
         return ExecutionHost("cpu", cpu_host(), live=True)
     if setting == "auto":
         if placement is not None and (host := placement.gpu_host()):
-            return ExecutionHost("cluster", host, live=True, cluster=placement)
+            return ExecutionHost("cluster", host, live=True, placement=placement)
         host = local_gpu_host()
         return ExecutionHost("local", host, live=True) if host else None
     if setting.startswith("recorded:"):

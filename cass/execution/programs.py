@@ -256,7 +256,7 @@ class Run:
 
 def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, workers: int) -> ActionRunner:
     """Runs program actions on ``host``: its cluster's GPU hosts, or this machine ``workers`` at a time."""
-    executor = (host.cluster or Placement.local()).program_executor(host.host, limits, workers)
+    executor = (host.placement or Placement.local()).program_executor(host.host, limits, workers)
     return ActionRunner(store, executor, limits.wall_s, limits=asdict(limits))
 
 

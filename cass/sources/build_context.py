@@ -6,10 +6,11 @@ language switches and the include folders its build passes, and the headers its 
   in order: a Makefile's targets rarely differ in them), expanded as the run specs expand them
   (:class:`cass.sources.runspecs.Makefile`, with its conditionals followed). Make itself is not run. A folder with
   no such Makefile but with variants of one (``Makefile.<platform>``, ``<platform>.makefile``: a build that asks the
-  user to pick one; automake's ``Makefile.am`` and ``Makefile.in`` are templates, not variants) takes the flags that
-  every variant with an nvcc recipe passes (a flag one platform's variant sets and another's does not is a choice
-  the pipeline cannot make); a folder whose variants run no nvcc is passed over.
-* A CMake project (a ``CMakeLists.txt`` at the project's root, and no Makefile with an nvcc recipe above the file):
+  user to pick one; templates, included fragments and leftovers are not: :func:`is_makefile_variant`) takes the
+  flags that every variant with an nvcc recipe passes (a flag one platform's variant sets and another's does not is
+  a choice the pipeline cannot make); a folder whose variants run no nvcc is passed over.
+* A CMake project (a ``CMakeLists.txt`` at the project's root, and no Makefile, or Makefile variants, with an nvcc
+  recipe above the file):
   configured once
   per project in the sandbox with the NVIDIA wheels' nvcc as the CUDA compiler and no network
   (:mod:`toolchains.configure`, a cached action); each file's entry of ``compile_commands.json`` gives its flags, and
@@ -112,13 +113,20 @@ def makefile_folders(index: TreeIndex, rel: str) -> Iterator[str]:
         folder = posixpath.dirname(folder)
 
 
+NOT_VARIANTS = ("am", "in", "inc", "include", "mk", "orig", "bak", "old", "rej")
+"""Suffixes of files beside a Makefile that are no variant of it: automake, autoconf and gettext templates, included
+fragments, and an editor's or patch's leftovers (the last suffix, in lower case: ``Makefile.in.in``,
+``Makefile.cuda.orig``)."""
+
+
 def is_makefile_variant(name: str) -> bool:
     """Whether a file name is a Makefile for one platform or configuration (``Makefile.cuda``, ``Nvidia.makefile``),
-    not an automake or autoconf template (``Makefile.am``, ``Makefile.in``)."""
-    stem, dot, suffix = name.partition(".")
+    not a template (``Makefile.am``, ``Makefile.in``), an included fragment (``Makefile.inc``) or a leftover
+    (``Makefile.orig``)."""
+    stem, _, suffix = name.partition(".")
     if stem in BUILD_FILES:
-        return bool(dot) and bool(suffix) and suffix not in ("am", "in")
-    return name.lower().endswith(".makefile")
+        return bool(suffix) and suffix.lower().rsplit(".", 1)[-1] not in NOT_VARIANTS
+    return bool(stem) and name.lower().endswith(".makefile")
 
 
 def common_context(contexts: list[tuple[str, BuildContext]]) -> BuildContext:

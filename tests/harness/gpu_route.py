@@ -101,5 +101,5 @@ class GpuRoute:
         assert all(b.binary for b in builds.values()), {name: b.detail for name, b in builds.items() if not b.binary}
         planned = {name: ProgramRun(b.binary, Invocation(), limits, 1) for name, b in builds.items()}
         host = self.host(store, test, params, set(planned.values()))
-        found, _ = run_programs(store, host, set(planned.values()), 1, 0)
+        found, _ = run_programs(store, host, set(planned.values()), 1)
         return {name: Run.of(store, found[run]) for name, run in planned.items()}
