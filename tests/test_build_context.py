@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from harness.project import REPO
 from test_ingest import INGEST_PARAMS, KERNEL, write
+from test_settle import StandIn
 
 from cass.engine.actions import ActionRunner
-from cass.engine.placement import Placement
+from cass.engine.stage_work import LocalWork
 from cass.engine.targets import TargetRun, run_targets
+from cass.pipeline.context import load_params
 from cass.pipeline.manifests import StageOutput
 from cass.sources import build_context
 from cass.sources.build_context import BuildContext, BuildContexts, tree_folders
@@ -65,20 +68,27 @@ VARIANTS = {
                                   "%.cubin: %.cu\n\t$(CUDA) --fatbin -DNV_KERNEL -o $@ $<\n"),
     "lib/gpu/Makefile.hip": "%.o: %.cu\n\thipcc -DUSE_HIP -c $<\n",          # runs no nvcc
     "lib/gpu/Makefile.am": "k.o: k.cu\n\tnvcc -DFROM_AUTOMAKE -c $<\n",     # a template, not a variant
+    "lib/gpu/Makefile.in": "k.o: k.cu\n\tnvcc -DFROM_AUTOCONF -c $<\n",     # nor this one
+    "lib/gpu/Makefile.inc": "k.o: k.cu\n\tnvcc -DFRAGMENT -c $<\n",         # an included fragment
+    "lib/gpu/Makefile.cuda.orig": "k.o: k.cu\n\tnvcc -DLEFTOVER -c $<\n",   # a patch's leftover
     "lib/gpu/Makefile.linux": "NVCC = nvcc\ninclude Nvidia.makefile\n",      # its recipes are in another file
     "lib/gpu/k.cu": KERNEL,
     "lib/inc/k.h": "\n",
     "tools/Makefile": "all:\n\tnvcc -DTOOLS -c sub/t.cu\n",
     "tools/sub/Makefile.inc": "FLAGS = -DNEVER_USED\n",                      # no recipe: the search goes on
     "tools/sub/t.cu": KERNEL,
+    "apps/Makefile": "all:\n\tnvcc -DAPPS -c x/a.cu\n",
+    "apps/x/Makefile": "all:\n\tg++ -c main.cpp\n",                           # runs no nvcc: the search stops here
+    "apps/x/Makefile.cuda": "all:\n\tnvcc -DNOT_TAKEN -c a.cu\n",
+    "apps/x/a.cu": KERNEL,
 }
 
 
 def test_makefile_variants_give_the_flags_every_cuda_variant_passes(tmp_path):
     """A folder of Makefile variants and no Makefile (a build that asks the user to pick one): the flags all the
     variants running nvcc pass, not one variant's choice (its precision, an extra switch); a variant running hipcc,
-    automake's template and a variant whose recipes lie in another file say nothing; a folder whose variants run no
-    nvcc is passed over for the Makefile above it."""
+    templates, a fragment, a leftover and a variant whose recipes lie in another file say nothing; a folder whose
+    variants run no nvcc is passed over for the Makefile above it; a folder's own Makefile is read as before."""
     rows, _ = ingest(write(tmp_path / "src", VARIANTS), Store(tmp_path / "store"))
     by_path = {r["path"]: r for r in rows}
     k = by_path["lib/gpu/k.cu"]
@@ -87,6 +97,8 @@ def test_makefile_variants_give_the_flags_every_cuda_variant_passes(tmp_path):
     assert k["include_dirs"][0] == "lib/inc"   # -I../inc, found from the variants' folder
     t = by_path["tools/sub/t.cu"]
     assert (t["build_context"], t["build_flags"]) == ("makefile:tools/Makefile", ["-DTOOLS"])
+    a = by_path["apps/x/a.cu"]   # a folder's own Makefile wins over its variants, and stops the search as before
+    assert (a["build_context"], a["build_flags"]) == ("standalone", [])
 
 
 def test_each_program_of_a_collection_is_its_own_include_root(tmp_path):
@@ -236,28 +248,34 @@ HIP_PAIRS = {
 @pytest.mark.slow
 def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     """The HIP side compiled through HIP's NVIDIA back end as the execute stage builds it, with the pair's own build
-    flags (BLOCK comes from its Makefile): a translation using an AMD-only macro fails there with its error; one
-    using hipBLAS, hipSPARSE, hipFFT and hipCUB finds their headers there, and fails only on a wrong call; an
-    OpenCL pair has no HIP side and is not checked."""
+    flags (BLOCK comes from its Makefile), settled by the engine's two passes: a translation using an AMD-only macro
+    fails there with its error; one using hipBLAS, hipSPARSE, hipFFT and hipCUB finds their headers there, and fails
+    only on a wrong call; an OpenCL pair has no HIP side and is not checked."""
     from cass.execution.programs import hip_nvidia_checks
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = load_params(REPO / "params.yaml")
+    stage = StandIn("pair", {**params, "executor": {**params["executor"], "workers": 1}}, store, LocalWork(1))
     rows = [{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}], "include_dirs": ["."],
              "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else []} for name, text in HIP_PAIRS.items()]
+
+    def check(rows: list[dict]) -> tuple[dict[str, tuple[str, str]], dict]:
+        out = StageOutput("pair", rows_in=len(rows))
+        return hip_nvidia_checks(stage, out, pl.DataFrame(rows)), out.run["actions"]
+
     with tracking() as used:
-        verdicts, counts = hip_nvidia_checks(store, params["execute"], rows, Placement.local())
+        verdicts, counts = check(rows)
     assert set(verdicts) == {"portable.cu", "amd_only.cu", "libraries.cu"} and len(used) == 3
-    assert counts["misses"] == 3
+    assert counts["misses"] == counts["jobs_sent"] == 3
     assert verdicts["portable.cu"] == ("ok", "")
     category, error = verdicts["libraries.cu"]   # the libraries' headers are there: only the one wrong call fails
     assert "hipblasSscal" in error and "No such file" not in error, error
     category, error = verdicts["amd_only.cu"]
     assert category == "undeclared" and "__AMDGCN_WAVEFRONT_SIZE" in error
-    here = Placement.local()
     without = [{**row, "build_flags": []} for row in rows[:1]]   # the build's define is what makes it compile
-    assert hip_nvidia_checks(store, params["execute"], without, here)[0]["portable.cu"][0] != "ok"
-    assert hip_nvidia_checks(store, params["execute"], rows, here)[1]["hits"] == 3   # cached: nothing ran again
+    assert check(without)[0]["portable.cu"][0] != "ok"
+    again, counts = check(rows)
+    assert again == verdicts and counts["hits"] == 3 and counts["jobs_sent"] == 0   # cached: nothing ran again
     fixed = [{**row, "hip_files": [{"path": "libraries.cu", "digest": store.put_text(
         HIP_PAIRS["libraries.cu"].replace("hipblasSscal(b, 4, x, 1)", "hipblasSscal(b, 4, x, x, 1)"))}]}
         for row in rows if row["sample_id"] == "libraries.cu"]
-    assert hip_nvidia_checks(store, params["execute"], fixed, here)[0]["libraries.cu"] == ("ok", "")
+    assert check(fixed)[0]["libraries.cu"] == ("ok", "")

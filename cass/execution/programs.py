@@ -22,9 +22,12 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
+import polars as pl
+
 from cass.engine.actions import Action, ActionRunner, Outcome
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
+from cass.engine.settle import Drops, Lookups, Settled, StageRun, settle
 from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
 from cass.execution.hosts import ExecutionHost
 from hosts.gpu import RunHost
@@ -112,25 +115,39 @@ def program_sources(store: Store, row: dict, pairs: dict[tuple[str, str], dict])
     return {"cuda": (cuda, None), "hip": (hip, problem)}
 
 
-def hip_nvidia_checks(store: Store, params: dict, rows: list[dict], placement: Placement,
-                      ) -> tuple[dict[str, tuple[str, str]], Counter]:
+def hip_nvidia_checks(stage: StageRun, out: Drops, rows: pl.DataFrame) -> dict[str, tuple[str, str]]:
     """The HIP side of every row (a pair: ``hip_files``, ``include_dirs``, ``build_flags``) compiled, not linked,
-    through HIP's NVIDIA back end as the execute stage builds it (``params``: ``execute``): by sample id, ``ok`` or
-    the failure's category, and its error; with the action counts. Whether the translation builds on the
-    platform its programs run on; OpenCL pairs have no HIP side and are left out, and so is a run that was stopped
-    (a timeout, a killed compiler: counted in the action counts, tried again next run)."""
-    toolchain = placement.toolchain("hip-nvidia")
+    through HIP's NVIDIA back end as the execute stage builds it (``execute`` of the stage's params), settled by the
+    engine in its two passes (the actions and tool time in ``out``'s run report): by sample id, ``ok`` or the
+    failure's category, and its error. Whether the translation builds on the platform its programs run on; OpenCL
+    pairs have no HIP side and are left out, and so is a run that was stopped (a timeout, a killed compiler: counted
+    in the actions, tried again next run)."""
+    params = stage.params["execute"]
+    toolchain = Placement.of(stage.params).toolchain("hip-nvidia")
+    checked = settle(stage, out, rows.select("sample_id", "hip_files", "include_dirs", "build_flags"),
+                     {toolchain.vendor: toolchain}, params["timeout_s"], hip_nvidia_chunk, toolchain, params)
+    return {row["sample_id"]: (row["hip_nvidia_build"], row["hip_nvidia_error"]) for row in checked.added}
+
+
+def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchain: Toolchain,
+                     params: dict) -> Settled:
+    """A chunk's HIP-NVIDIA checks as far as the store goes (:func:`hip_nvidia_checks`; planned afresh in the second
+    pass): a verdict per row whose check is recorded, the others waiting for their compile."""
+    chunk = Settled()
     runs = {row["sample_id"]: TargetRun(toolchain.build_check_target(
         row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
         row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})
-        for row in rows if not is_opencl(row["hip_files"][0]["path"])}
-    counts = run_target_runs(store, toolchain, list(runs.values()), params["timeout_s"], placement)
-    verdicts = {}
+        for row in rows.iter_rows(named=True) if not is_opencl(row["hip_files"][0]["path"])}
+    lookups.advance(toolchain, list(runs.values()))
     for sample, run in runs.items():
-        reason, detail = ("ok", "") if run.failure is None else failure_reason(toolchain, run, store)
+        if run.pending:
+            chunk.wait(sample, {toolchain.vendor: [run]})
+            continue
+        reason, detail = ("ok", "") if run.failure is None else failure_reason(toolchain, run, lookups.store)
         if reason not in ("timeout", "transient"):   # a run stopped says nothing of the pair: no verdict, not cached
-            verdicts[sample] = (reason.removeprefix("compile_failed:"), detail)
-    return verdicts, counts
+            chunk.added.append({"sample_id": sample, "hip_nvidia_build": reason.removeprefix("compile_failed:"),
+                                "hip_nvidia_error": detail})
+    return chunk
 
 
 def build_programs(store: Store, params: dict, rows: list[dict], placement: Placement,
@@ -255,7 +272,7 @@ class Run:
 
 
 def program_runner(store: Store, host: ExecutionHost, limits: ProgramLimits, workers: int) -> ActionRunner:
-    """Runs program actions on ``host``: its cluster's GPU hosts, or this machine ``workers`` at a time."""
+    """Runs program actions on ``host``: its placement's GPU hosts, or this machine ``workers`` at a time."""
     executor = (host.placement or Placement.local()).program_executor(host.host, limits, workers)
     return ActionRunner(store, executor, limits.wall_s, limits=asdict(limits))
 

@@ -5,7 +5,8 @@ hipify or in hipcc); it is dropped here with the reason ``not_paired:<which stac
 (the hipify and compile stages' own dropped manifests hold the tool's reason).
 
 Where ``pair.hip_nvidia`` is on, the HIP side of every pair is also compiled through HIP's NVIDIA back end, as the
-``execute`` stage builds it (:func:`cass.execution.programs.hip_nvidia_checks`, cached actions that keep no object):
+``execute`` stage builds it (:func:`cass.execution.programs.hip_nvidia_checks`, cached actions that keep no object,
+settled by the engine in its two passes like every tool stage's; the actions and tool time in the run report):
 a pair that builds for AMD only stays a pair, but is counted apart (``hip_nvidia_build``: ``ok`` or the failure's
 category, with its error in ``hip_nvidia_error``; null for OpenCL pairs, which have no HIP side, where the check is
 off, and for a check that was stopped, a timeout or a killed compiler, which the next run tries again).
@@ -17,7 +18,6 @@ from collections import Counter
 
 import polars as pl
 
-from cass.engine.placement import Placement
 from cass.execution.programs import hip_nvidia_checks
 from cass.pipeline.context import Stage
 
@@ -37,11 +37,7 @@ def run(stage: Stage) -> None:
     parity = stage.upstream("branch_parity").select("sample_id", "branch_parity", "branch_divergences")
     kept = cuda.join(nvidia, on="sample_id", how="inner").join(amd, on="sample_id", how="inner") \
         .join(parity, on="sample_id", how="left")
-    verdicts = {}
-    if stage.params["pair"]["hip_nvidia"] and kept.height:
-        verdicts, counts = hip_nvidia_checks(stage.store, stage.params["execute"], kept.to_dicts(),
-                                             Placement.of(stage.params))
-        out.run["hip_nvidia_actions"] = dict(counts)
+    verdicts = hip_nvidia_checks(stage, out, kept) if stage.params["pair"]["hip_nvidia"] and kept.height else {}
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
     kept = kept.with_columns(pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
                              pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
