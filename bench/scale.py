@@ -135,7 +135,7 @@ def build(project: Path) -> list[dict]:
     return rows
 
 
-WORKER_LOOKUPS = ("hipify", "compile_nvidia", "repair", "compile_amd", "branch_parity", "normalize", "tokens")
+WORKER_LOOKUPS = ("hipify", "compile_nvidia", "repair", "compile_amd", "branch_parity", "pair", "normalize", "tokens")
 """Stages whose workers look their actions up (:mod:`cass.engine.settle`, the repair and token
 caches): the lookups a real build adds there are spread work, any other stage's stay on the driver."""
 
@@ -219,7 +219,8 @@ def report(runs: dict[int, list[dict]], measured: dict, args: argparse.Namespace
     spread_lookup_s = sum(c["seconds"] for stage, c in lookups.items() if stage in WORKER_LOOKUPS)
     per_file = {"serial": (serial[large] - serial[small]) / (large - small),
                 "lookups": (lookup_s - spread_lookup_s) / distinct, "spread_lookups": spread_lookup_s / distinct,
-                "tools": sum(r.get("tool_cpu_s", 0) for r in measured["cold"]) / distinct}
+                # pair's HIP-NVIDIA checks are projected apart, per check (bench/projection.py --check-cpu-s)
+                "tools": sum(r.get("tool_cpu_s", 0) for r in measured["cold"] if r["stage"] != "pair") / distinct}
     fixed = max(serial[large] - per_file["serial"] * large, 0.0)
     work_rows = [r for r in runs[large] if r.get("work_items")]
 
