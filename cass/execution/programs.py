@@ -72,8 +72,8 @@ def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[Tar
     """Every key's target runs, as cached actions where ``placement`` runs the toolchain's tools, one after another
     up to the first that fails: a key's :class:`Build` is its last target's artifact, or why its failing target
     failed; with the action counts."""
-    counts = run_target_runs(store, toolchain, [run for runs in plans.values() for run in chain(runs)], timeout_s,
-                             placement)
+    runner = ActionRunner(store, placement.tool_executor({toolchain.vendor: toolchain}), timeout_s)
+    run_targets(toolchain, runner, [run for runs in plans.values() for run in chain(runs)])
     builds = {}
     for key, runs in plans.items():
         if failed := next((run for run in runs if run.failure is not None), None):
@@ -81,15 +81,7 @@ def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[Tar
             builds[key] = Build(None, reason.removeprefix("compile_failed:"), detail)
         else:
             builds[key] = Build(runs[-1].inputs[runs[-1].target.artifact])
-    return builds, counts
-
-
-def run_target_runs(store: Store, toolchain: Toolchain, runs: list[TargetRun], timeout_s: float,
-                    placement: Placement) -> Counter:
-    """Target runs as cached actions where ``placement`` runs the toolchain's tools; the action counts."""
-    runner = ActionRunner(store, placement.tool_executor({toolchain.vendor: toolchain}), timeout_s)
-    run_targets(toolchain, runner, runs)
-    return Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
+    return builds, Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
 
 
 def tree_path(row: dict, path: str) -> str:
