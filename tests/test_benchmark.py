@@ -19,7 +19,7 @@ from cass.benchmark.baselines import baseline
 from cass.benchmark.evaluate import evaluate, summarize
 from cass.benchmark.real_tasks import build_manifest
 from cass.benchmark.report import write_report
-from cass.benchmark.tasks import TASKS_DIR, PredictionsError, load_tasks, read_predictions
+from cass.benchmark.tasks import TASKS_DIR, Prediction, PredictionsError, load_tasks, read_predictions
 from cass.execution.hosts import ExecutionHost
 from cass.pipeline.context import load_params
 from hosts.gpu import cpu_host
@@ -179,6 +179,26 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
     assert written["summary"]["reference_check"] == {"pass": 8}   # every task with a prediction
     assert "| testing | 5 | 80.0% | 20.0% |" in (tmp_path / "report" / "report.md").read_text()
     assert (tmp_path / "report" / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_a_compile_that_was_stopped_is_no_verdict_and_the_next_evaluation_compiles_it(host_only_tasks, store):
+    tasks = {"testing_sum": load_tasks(host_only_tasks)["testing_sum"]}
+    params = load_params(REPO / "params.yaml")
+    text = tasks["testing_sum"].reference_hip + "\n// a prediction of its own\n"
+    predictions = [Prediction("testing_sum", "source", text)]
+    params["amd"]["timeout_s"] = 0.01   # hipcc is stopped before it can finish
+    rows, report = evaluate(store, params, tasks, predictions, None)
+    stopped = next(r for r in rows if not r["baseline_reference"])
+    assert (stopped["verdict"], stopped["amd_compiles"]) == ("not_run:transient", None)   # not compile_failed
+    assert stopped["detail"].startswith("hipcc stopped: timeout")
+    assert report["builds"]["amd"]["transient_failures"] > 0
+    assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] is None   # unknown, not 0%
+    params["amd"]["timeout_s"] = 600   # nothing of the stop was recorded: the next evaluation compiles it
+    rows, _ = evaluate(store, params, tasks, predictions, None)
+    compiled = next(r for r in rows if not r["baseline_reference"])
+    assert (compiled["verdict"], compiled["amd_compiles"]) == ("not_run:no_gpu_host", True)
+    assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] == 1.0
 
 
 @pytest.mark.gpu

@@ -403,8 +403,8 @@ int main() { float *d; cudaMalloc(&d, 32 * sizeof(float)); fill<<<1, 32>>>(d); p
 def test_a_program_builds_to_the_same_bytes_wherever_the_cuda_wheels_are_installed(tmp_path, side):
     """nvlink writes its library folders into the executable: the builds show nvcc the wheels at fixed paths, so a
     collaborator's clone elsewhere rebuilds the binaries the GPU host's runs are recorded under."""
-    from cass.engine.targets import TargetRun
-    from cass.execution.programs import build_toolchains, run_plans
+    from cass.engine.targets import TargetRun, run_plans
+    from cass.execution.programs import build_toolchains
     from store import Store
     from toolchains import HipNvidiaToolchain, NvidiaToolchain
 

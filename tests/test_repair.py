@@ -605,7 +605,7 @@ int main() { return 0; }
 
 def hip_nvidia_builds(store, texts: dict[str, str]) -> dict:
     """Each text as a program of one file through HIP's NVIDIA back end (sm_90): its :class:`Build`."""
-    from cass.execution.programs import run_plans
+    from cass.engine.targets import run_plans
 
     hip_nvidia = load_hip_nvidia()
     target = hip_nvidia.program_target(["kernel.cu"], ["sm_90"], ["-std=c++17", "-w"])

@@ -12,8 +12,7 @@ import pytest
 
 from cass.engine.actions import ActionRunner, plan
 from cass.engine.placement import Placement
-from cass.engine.targets import TargetRun, failure_reason, run_targets
-from cass.execution.programs import run_plans
+from cass.engine.targets import TargetRun, failure_reason, run_plans, run_targets
 from cass.pipeline.context import load_params
 from cass.text.host_asm import strip_host_registration
 from toolchains import AmdToolchain, NvidiaToolchain, Step, ToolchainMissingError, load_toolchains, local_executor

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from cass.benchmark.tasks import Task
 from cass.engine.placement import Placement
-from cass.engine.targets import TargetRun
-from cass.execution.programs import Build, run_plans
+from cass.engine.targets import Build, TargetRun, run_plans
 from cass.text.sass import normalize_sass
 from store import Store
 

@@ -39,10 +39,10 @@ from sacrebleu.metrics import CHRF
 
 from cass.benchmark.tasks import Prediction, Task
 from cass.engine.placement import Placement
-from cass.engine.targets import TargetRun
+from cass.engine.targets import Build, TargetRun, run_plans
 from cass.execution.compare import MIN_CALIBRATION_RUNS
 from cass.execution.hosts import ExecutionHost
-from cass.execution.programs import Build, ProgramRun, Run, run_plans, run_programs
+from cass.execution.programs import ProgramRun, Run, run_programs
 from cass.execution.verify import MATCHES, judge, verified
 from cass.text.amdgpu import normalize_amd, split_amd
 from store import Store
@@ -146,6 +146,24 @@ def recorded_runs(store: Store, task: Task, arg_set: str) -> list[Run]:
     return [Run("exited", 0, output, empty, 0.0, None, k, task.arguments(arg_set)) for k in counts]
 
 
+def unbuilt(compiled: Build, built: Build | None) -> tuple[str, str] | None:
+    """The verdict and detail of a prediction that did not get to run for want of a build: hipcc's compile
+    (``compiled``) or the program built through HIP's NVIDIA back end (``built``; None: not built). A build that was
+    stopped (:data:`~cass.engine.targets.STOPPED`) is ``not_run:transient``, no verdict on the prediction (the next
+    evaluation builds it again). None where both built."""
+    for build, failed, tool in ((compiled, "compile_failed", "hipcc"), (built, "build_failed", "HIP-NVIDIA build")):
+        if build is not None and build.stopped:
+            return "not_run:transient", f"{tool} stopped: {build.reason}: {build.detail[:1000]}"
+        if build is not None and build.binary is None:
+            return failed, f"{build.reason}: {build.detail[:1000]}"
+    return None
+
+
+def compiles(compiled: Build) -> bool | None:
+    """Whether hipcc compiled a prediction; None where its compile was stopped (unknown, not a failure)."""
+    return None if compiled.stopped else compiled.binary is not None
+
+
 def judge_assembly(prediction: str, program: Build, reference_assembly: str) -> tuple[bool, str]:
     """(whether the prediction became a program able to launch every kernel of the task, detail)."""
     if not prediction.strip():   # empty text assembles, and links into a program without kernels
@@ -191,12 +209,10 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         is_reference = key.startswith(REFERENCE)
         score = None if is_reference else chrf.sentence_score(text, [tasks[task_id].reference_hip]).score
         row = {"task_id": task_id, "task": "source", "sample": samples.get(key, 0), "baseline_reference": is_reference,
-               "amd_compiles": compiled[key].binary is not None, "runtime_ratio": None, "peak_rss_mib": None,
+               "amd_compiles": compiles(compiled[key]), "runtime_ratio": None, "peak_rss_mib": None,
                "memory_ratio": None, "chrf": None if score is None else round(score, 2)}
-        if not row["amd_compiles"]:
-            row.update(verdict="compile_failed", detail=f"{compiled[key].reason}: {compiled[key].detail[:1000]}")
-        elif built[key].binary is None:
-            row.update(verdict="build_failed", detail=f"{built[key].reason}: {built[key].detail[:1000]}")
+        if failed := unbuilt(compiled[key], built.get(key)):
+            row.update(verdict=failed[0], detail=failed[1])
         elif host is None or any(found.get(r) is None for r in report["planned"][key]):
             row.update(verdict="not_run:no_gpu_host", detail="no run host (execute.host), or no run recorded there")
         else:
@@ -224,10 +240,13 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         for key, p in asm.items():
             reference = reference_asm.get(p.task_id, "")
             linked, detail = judge_assembly(p.prediction, programs[key], reference)
+            verdict = "not_run:no_amd_host" if linked else "compile_failed"
+            if programs[key].stopped:
+                verdict, detail = unbuilt(programs[key], None)
             rows.append({"task_id": p.task_id, "task": "asm", "sample": p.sample, "baseline_reference": False,
-                         "amd_compiles": linked,
+                         "amd_compiles": compiles(programs[key]) and linked,
                          "runtime_ratio": None, "peak_rss_mib": None, "memory_ratio": None,
-                         "verdict": "not_run:no_amd_host" if linked else "compile_failed", "detail": detail,
+                         "verdict": verdict, "detail": detail,
                          "chrf": round(chrf.sentence_score(p.prediction, [reference]).score, 2) if reference else None})
     return rows, report
 
@@ -261,7 +280,8 @@ def summarize(rows: list[dict], tasks: dict[str, Task]) -> dict:
         ratios = [r["runtime_ratio"] for r in rows_of if r["runtime_ratio"] is not None]
         memory = [r["memory_ratio"] for r in rows_of if r["memory_ratio"] is not None]
         chrf = [r["chrf"] for r in rows_of if r["chrf"] is not None]
-        out = {"n": n, "compile_rate": round(sum(r["amd_compiles"] for r in rows_of) / n, 6),
+        known = not any(r["amd_compiles"] is None for r in rows_of)   # a compile stopped: unknown, not 0
+        out = {"n": n, "compile_rate": round(sum(r["amd_compiles"] for r in rows_of) / n, 6) if known else None,
                "mean_chrf": round(sum(chrf) / len(chrf), 2) if chrf else None,
                "verdicts": dict(sorted(Counter(r["verdict"] for r in rows_of).items()))}
         if kind == "source":

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import polars as pl
 from sacrebleu.metrics import CHRF
 
-from cass.benchmark.evaluate import amd_program_compiles, judge_sets
+from cass.benchmark.evaluate import amd_program_compiles, compiles, judge_sets, unbuilt
 from cass.benchmark.real_programs import build_task_programs, task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction
@@ -115,16 +115,14 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
     for key, (task_id, sample, _, is_reference) in progress(list(entries.items())):
         task, files = programs[key]
         row = {"task_id": task_id, "task": "source", "sample": sample, "baseline_reference": is_reference,
-               "amd_compiles": compiled[key].binary is not None, "runtime_ratio": None, "peak_rss_mib": None,
+               "amd_compiles": compiles(compiled[key]), "runtime_ratio": None, "peak_rss_mib": None,
                "memory_ratio": None, "_wall": None,
                "chrf": None if is_reference else round(chrf.sentence_score(program_text(store, files),
                                                                           [human_text[task_id]]).score, 2)}
-        if not row["amd_compiles"]:
-            row.update(verdict="compile_failed", detail=f"{compiled[key].reason}: {compiled[key].detail[:1000]}")
+        if failed := unbuilt(compiled[key], built.get(key)):
+            row.update(verdict=failed[0], detail=failed[1])
         elif key not in built:
             row.update(verdict="not_run:no_gpu_host", detail="no run host: programs not built")
-        elif built[key].binary is None:
-            row.update(verdict="build_failed", detail=f"{built[key].reason}: {built[key].detail[:1000]}")
         elif host is None or any(found.get(r) is None for rs in planned[key].values() for r in rs):
             row.update(verdict="not_run:no_gpu_host", detail="no run host, or no run recorded there")
         else:

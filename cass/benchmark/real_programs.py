@@ -27,10 +27,10 @@ import polars as pl
 
 from cass.benchmark.real_tasks import MANIFEST, REAL_DIR, RealTask, card, load_files, read_manifest
 from cass.engine.placement import Placement
+from cass.engine.targets import Build
 from cass.execution.compare import Calibration, prints_usage, self_check
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
-    Build,
     ProgramRun,
     ProgramSource,
     Run,

@@ -17,9 +17,9 @@ from pathlib import Path
 from cass.benchmark.evaluate import judge_sets
 from cass.benchmark.tasks import REFERENCES_FILE, Task
 from cass.engine.placement import Placement
+from cass.engine.targets import Build
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
-    Build,
     ProgramRun,
     ProgramSource,
     Run,

@@ -1,18 +1,27 @@
 """Targets of several steps as chains of cached actions: a target's next step runs as soon as the one before
 it succeeds (a follow-up of the runner), and a failed target says why.
 
-Compiling samples (the compile stages), building programs (execute) and the benchmark's builds all use this.
+Compiling samples (the compile stages, settled in two passes: :mod:`cass.engine.settle`) uses this; so does work
+that is not a stage's rows (building programs for ``execute`` and its batches, the benchmark's compiles, builds and
+hipify-perl runs), which hands the engine its plans (:func:`run_plans`) and gets each one's :class:`Build` back.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Collection
+from collections import Counter, defaultdict
+from collections.abc import Collection, Hashable
+from dataclasses import dataclass
 from itertools import pairwise
 
 from cass.engine.actions import Action, ActionRunner, Outcome, plan
+from cass.engine.placement import Placement
+from store import Store
 from toolchains import Target, Toolchain
 from toolchains.diagnostics import categorize, first_error_line
+
+STOPPED = ("timeout", "transient")
+"""The reasons of a target run that was stopped (out of time, or the host or the process lost): they say nothing of
+its source, and nothing of them is recorded, so the next run tries again."""
 
 
 class TargetRun:
@@ -99,3 +108,34 @@ def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Coll
         return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
     category = categorize(stderr, toolchain.vendor, unresolved)
     return f"compile_failed:{category}", f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
+
+
+@dataclass
+class Build:
+    """The artifact of a plan's last target (its digest), or why the plan did not get there."""
+
+    binary: str | None
+    reason: str | None = None
+    detail: str = ""
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the build was stopped (:data:`STOPPED`) rather than failed: no verdict on its source."""
+        return self.reason in STOPPED
+
+
+def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[TargetRun]], timeout_s: float,
+              placement: Placement) -> tuple[dict[Hashable, Build], Counter]:
+    """Every key's target runs, as cached actions where ``placement`` runs the toolchain's tools, one after another
+    up to the first that fails: a key's :class:`Build` is its last target's artifact, or why its failing target
+    failed (``compile_failed:`` taken off the category); with the action counts."""
+    runner = ActionRunner(store, placement.tool_executor({toolchain.vendor: toolchain}), timeout_s)
+    run_targets(toolchain, runner, [run for runs in plans.values() for run in chain(runs)])
+    builds = {}
+    for key, runs in plans.items():
+        if failed := next((run for run in runs if run.failure is not None), None):
+            reason, detail = failure_reason(toolchain, failed, store)
+            builds[key] = Build(None, reason.removeprefix("compile_failed:"), detail)
+        else:
+            builds[key] = Build(runs[-1].inputs[runs[-1].target.artifact])
+    return builds, Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})

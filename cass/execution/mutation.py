@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cass.engine.placement import Placement
+from cass.engine.targets import Build
 from cass.execution.compare import text_of, volatile_fields
 from cass.execution.programs import (
-    Build,
     ProgramRun,
     ProgramSource,
     Run,

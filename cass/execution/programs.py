@@ -4,9 +4,9 @@ The CUDA original is built with the pipeline's nvcc, the HIP translation through
 (:class:`toolchains.hip_nvidia.HipNvidiaToolchain`), both with the same flags and SASS for
 ``execute.archs``, each from its main file and the other units its run spec lists (on the HIP side, the units'
 translations: a unit that is a pair of its own gives its HIP files, one that uses no CUDA name is taken as it is,
-any other stops the HIP build). Builds run where the placement runs their toolchain's tools
-(:meth:`cass.engine.placement.Placement.tool_executor`; with a scheduler, the HIP builds on the hosts serving
-``hip-nvidia``). A run is an action
+any other stops the HIP build). This module describes the builds; the engine runs them
+(:func:`cass.engine.targets.run_plans`) where the placement runs their toolchain's tools (with a scheduler, the HIP
+builds on the hosts serving ``hip-nvidia``). A run is an action
 too: its key is the binary's digest, the run host's fingerprint, the invocation (arguments, working directory, data
 files), the limits and the run's number, so a rerun with nothing changed runs nothing, and runs brought back from a
 GPU host elsewhere are store hits here.
@@ -28,7 +28,7 @@ from cass.engine.actions import Action, ActionRunner, Outcome
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
 from cass.engine.settle import Drops, Lookups, Settled, StageRun, settle
-from cass.engine.targets import TargetRun, chain, failure_reason, run_targets
+from cass.engine.targets import STOPPED, Build, TargetRun, failure_reason, run_plans
 from cass.execution.hosts import ExecutionHost
 from hosts.gpu import RunHost
 from store import ActionSpec, Store
@@ -56,32 +56,6 @@ def takes_arguments(signature: str) -> bool:
 def build_toolchains(placement: Placement) -> dict[str, Toolchain]:
     """The toolchain of each side, as ``placement`` plans its actions."""
     return {"cuda": placement.toolchain("nvidia"), "hip": placement.toolchain("hip-nvidia")}
-
-
-@dataclass
-class Build:
-    """A side's binary (its digest) or why it did not build."""
-
-    binary: str | None
-    reason: str | None = None
-    detail: str = ""
-
-
-def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[TargetRun]], timeout_s: float,
-              placement: Placement) -> tuple[dict[Hashable, Build], Counter]:
-    """Every key's target runs, as cached actions where ``placement`` runs the toolchain's tools, one after another
-    up to the first that fails: a key's :class:`Build` is its last target's artifact, or why its failing target
-    failed; with the action counts."""
-    runner = ActionRunner(store, placement.tool_executor({toolchain.vendor: toolchain}), timeout_s)
-    run_targets(toolchain, runner, [run for runs in plans.values() for run in chain(runs)])
-    builds = {}
-    for key, runs in plans.items():
-        if failed := next((run for run in runs if run.failure is not None), None):
-            reason, detail = failure_reason(toolchain, failed, store)
-            builds[key] = Build(None, reason.removeprefix("compile_failed:"), detail)
-        else:
-            builds[key] = Build(runs[-1].inputs[runs[-1].target.artifact])
-    return builds, Counter({k: v for k, v in runner.counts.as_dict().items() if isinstance(v, int)})
 
 
 def tree_path(row: dict, path: str) -> str:
@@ -136,7 +110,7 @@ def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups,
             chunk.wait(sample, {toolchain.vendor: [run]})
             continue
         reason, detail = ("ok", "") if run.failure is None else failure_reason(toolchain, run, lookups.store)
-        if reason not in ("timeout", "transient"):   # a run stopped says nothing of the pair: no verdict, not cached
+        if reason not in STOPPED:   # a run stopped says nothing of the pair: no verdict, not cached
             chunk.added.append({"sample_id": sample, "hip_nvidia_build": reason.removeprefix("compile_failed:"),
                                 "hip_nvidia_error": detail})
     return chunk

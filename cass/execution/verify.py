@@ -27,12 +27,12 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from cass.engine.placement import Placement
+from cass.engine.targets import Build
 from cass.execution.compare import MIN_CALIBRATION_RUNS, Calibration, first_difference, prints_usage, self_check
 from cass.execution.device_reads import DeviceReads, DeviceReadsError, ReadsComparison, compare_reads
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import (
     SIDES,
-    Build,
     ProgramRun,
     Run,
     build_programs,
@@ -241,8 +241,7 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
                 result[f"{side}_runs"] = [asdict(Run.of(store, found[r], r.invocation.args)) for r in done]
         if failed := next((s for s in SIDES if built[s].binary is None), None):
             # a build that failed for no reason of the source (killed, out of time) is not a verdict on the pair
-            transient = built[failed].reason in ("transient", "timeout")
-            result.update(exec_status="not_run:transient" if transient else f"{failed}_failed",
+            result.update(exec_status="not_run:transient" if built[failed].stopped else f"{failed}_failed",
                           exec_detail=f"build: {built[failed].reason}: {built[failed].detail[:2000]}")
             continue
         if missing := (row["run_spec"] or {}).get("missing_inputs"):
