@@ -390,7 +390,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if real:
             _, report = evaluate_real(store, params, tasks, references, predictions, None, build_programs=True)
         else:
-            _, report = evaluate(store, params, tasks, predictions, None)
+            _, report = evaluate(store, params, tasks, predictions, None, build_programs=True)
         planned = {r for runs in report["planned"].values() for r in runs} | selection
         runs = write_batch(store, args.export_batch, planned, execute)
         print(f"{len(report['binaries'])} binaries, {runs} runs in {args.export_batch}: run them on a GPU host "

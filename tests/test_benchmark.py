@@ -182,7 +182,7 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
 
 
 @pytest.mark.slow
-def test_a_compile_that_was_stopped_is_no_verdict_and_the_next_evaluation_compiles_it(host_only_tasks, store):
+def test_a_stopped_compile_is_no_verdict_and_without_a_run_host_no_program_is_built(host_only_tasks, store):
     tasks = {"testing_sum": load_tasks(host_only_tasks)["testing_sum"]}
     params = load_params(REPO / "params.yaml")
     text = tasks["testing_sum"].reference_hip + "\n// a prediction of its own\n"
@@ -195,9 +195,11 @@ def test_a_compile_that_was_stopped_is_no_verdict_and_the_next_evaluation_compil
     assert report["builds"]["amd"]["transient_failures"] > 0
     assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] is None   # unknown, not 0%
     params["amd"]["timeout_s"] = 600   # nothing of the stop was recorded: the next evaluation compiles it
-    rows, _ = evaluate(store, params, tasks, predictions, None)
+    rows, report = evaluate(store, params, tasks, predictions, None)
     compiled = next(r for r in rows if not r["baseline_reference"])
     assert (compiled["verdict"], compiled["amd_compiles"]) == ("not_run:no_gpu_host", True)
+    assert compiled["detail"] == "no run host: programs not built"   # nothing would run them
+    assert report["builds"]["hip_nvidia"]["jobs_sent"] == 0 and not report["planned"]
     assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] == 1.0
 
 
@@ -230,7 +232,7 @@ def test_the_reference_passes_and_cheats_and_emptied_kernels_fail_on_a_gpu(tmp_p
                                    + "\n" for n, text in enumerate(texts.values())))
     params = load_params(REPO / "params.yaml")
     read = read_predictions(predictions, {task.id: task})
-    _, report = evaluate(store, params, {task.id: task}, read, None)
+    _, report = evaluate(store, params, {task.id: task}, read, None, build_programs=True)
     host = gpu.host(store, "benchmark", params, {r for rs in report["planned"].values() for r in rs})
     rows, _ = evaluate(store, params, {task.id: task}, read, host)
     verdicts = {("reference" if r["baseline_reference"] else list(texts)[r["sample"]]): r["verdict"] for r in rows}

@@ -177,8 +177,10 @@ def judge_assembly(prediction: str, program: Build, reference_assembly: str) -> 
 
 
 def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: list[Prediction],
-             host: ExecutionHost | None) -> tuple[list[dict], dict]:
-    """Per-prediction verdicts and the evaluation's run report (builds, runs, the host)."""
+             host: ExecutionHost | None, build_programs: bool | None = None) -> tuple[list[dict], dict]:
+    """Per-prediction verdicts and the evaluation's run report (builds, runs, the host). Programs are built through
+    HIP's NVIDIA back end where there is a run host, or where ``build_programs`` says so (a batch for a GPU host);
+    without either only the compile and link rates are measured."""
     execute = params["execute"]
     source = {f"{i}": (p.task_id, p.prediction) for i, p in enumerate(predictions) if p.task == "source"}
     samples = {f"{i}": p.sample for i, p in enumerate(predictions)}
@@ -187,7 +189,9 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     references = {f"{REFERENCE}:{t}": (t, tasks[t].reference_hip) for t in sorted(wanted)}
     named = {key: (tasks[t].path, text) for key, (t, text) in {**source, **references}.items()}
     compiled, amd_counts = amd_compiles(store, params, named)
-    built, nvidia_counts = nvidia_builds(store, params, {k: v for k, v in named.items() if compiled[k].binary})
+    make_programs = host is not None if build_programs is None else build_programs
+    built, nvidia_counts = nvidia_builds(store, params, {k: v for k, v in named.items()
+                                                         if compiled[k].binary and make_programs})
     binaries = {b.binary for b in built.values() if b.binary}
     report = {"host": host and {"name": host.name, **asdict(host.host)}, "binaries": sorted(binaries),
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(nvidia_counts)}}
@@ -213,6 +217,8 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
                "memory_ratio": None, "chrf": None if score is None else round(score, 2)}
         if failed := unbuilt(compiled[key], built.get(key)):
             row.update(verdict=failed[0], detail=failed[1])
+        elif key not in built:
+            row.update(verdict="not_run:no_gpu_host", detail="no run host: programs not built")
         elif host is None or any(found.get(r) is None for r in report["planned"][key]):
             row.update(verdict="not_run:no_gpu_host", detail="no run host (execute.host), or no run recorded there")
         else:
