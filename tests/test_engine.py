@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +72,7 @@ def chunk_facts(rows: pl.DataFrame, offset: int) -> tuple[list[int], int]:
 
 def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order(tmp_path):
     rows = pl.DataFrame({"v": list(range(10))})
-    work = LocalWork(2, tmp_path / "tally.json", spread_after_s=0)   # to the processes at once
+    work = LocalWork(2, tmp_path / "tally.json")
     parallel = list(work.chunks(chunk_facts, rows, 100, chunk_rows=3))
     assert [v for values, _ in parallel for v in values] == list(range(100, 110))   # every row, in order
     assert len(parallel) == 4 and os.getpid() not in {pid for _, pid in parallel}
@@ -83,23 +82,6 @@ def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order(tmp
     assert [values for values, _ in inline] == [values for values, _ in parallel]
     assert {pid for _, pid in inline} == {os.getpid()}
     assert list(work.chunks(chunk_facts, rows.head(0), 0)) == []
-
-
-def pid_after(item: int, seconds: float) -> int:
-    """The process that did ``item``, after ``seconds`` of work."""
-    time.sleep(seconds)
-    return os.getpid()
-
-
-def test_a_stage_starts_its_worker_processes_only_once_its_items_have_taken_a_while_here():
-    here = os.getpid()
-    quick = LocalWork(2)   # 40 items done in far less than a process takes to start: no process is started
-    assert list(quick.map(pid_after, range(40), 0.0)) == [here] * 40 and quick.executor is None
-    slow = LocalWork(2, spread_after_s=0.5)
-    pids = list(slow.map(pid_after, range(10), 0.3))
-    first_elsewhere = next(n for n, pid in enumerate(pids) if pid != here)
-    assert 1 <= first_elsewhere <= 2 and here not in pids[first_elsewhere:]   # the first here, then the workers
-    assert slow.executor is not None and here not in slow.map(pid_after, range(4), 0.0)   # kept for the next map
 
 
 def failing_chunk(rows: pl.DataFrame) -> int:

@@ -6,10 +6,7 @@ table rows and shards), which otherwise runs in the one stage process and, past 
 than the tools do on many hosts (bench/scale.py). Two places run it, behind :class:`StageWork`:
 
 * :class:`LocalWork`: ``executor.workers`` processes of this machine, started fresh (``spawn``: the stage process
-  holds Polars' thread pool, which a fork would copy mid-use); with one worker, or one item, the stage process. The
-  processes start only once the stage's items have taken :data:`SPREAD_AFTER_S` in the stage process: a spawned
-  process takes about a second to start Python and import the library, so a stage whose work is done sooner (a
-  small corpus, a rebuild of one changed file) starts none, and a larger one spreads all but its first items.
+  holds Polars' thread pool, which a fork would copy mid-use); with one worker, or one item, the stage process.
 * :class:`ClusterWork`: the Dask workers of ``executor.scheduler`` that advertise the ``stage`` resource (stage
   hosts, one thread per worker process). A stage host opens the store and writes the stage's files at the driver's
   paths, so it must mount the store and the project where the driver does; one that cannot see them fails the item
@@ -49,9 +46,6 @@ from store import digest_bytes, tracking
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-
-SPREAD_AFTER_S = 1.0
-"""Seconds of a stage's items done in the stage process before :class:`LocalWork` starts its worker processes."""
 
 CHUNK_ROWS = 2000
 """Rows a stage that reads texts holds at once (per-row work in chunks: memory stays flat as the corpus grows)."""
@@ -145,19 +139,14 @@ class Pending(Protocol):
 
 @dataclass(frozen=True)
 class InProcess:
-    """An item to work on in this process when its result is asked for (its errors then surface as a worker's do);
-    ``done``: told each finished item."""
+    """An item to work on in this process when its result is asked for (its errors then surface as a worker's do)."""
 
     work: Callable
     item: Any
     args: tuple
-    done: Callable[[Done], None] | None = None
 
     def result(self) -> Done:
-        done = run_item(self.work, self.item, self.args)
-        if self.done is not None:
-            self.done(done)
-        return done
+        return run_item(self.work, self.item, self.args)
 
     def cancel(self) -> bool:
         return True
@@ -195,10 +184,9 @@ class StageWork(ABC):
             with self.pool(count) as pool:
                 pending: deque[tuple[str, Pending]] = deque()
                 for number, item in enumerate(items):
-                    sent = InProcess(work, item, args) if pool is None else pool.submit(work, item, args)
-                    pending.append((label(item) if label else f"item {number} of its map", sent))
-                    # an item done here is done before the next is sent (which may then go to a worker)
-                    if len(pending) >= (1 if isinstance(sent, InProcess) else 2 * pool.slots):
+                    pending.append((label(item) if label else f"item {number} of its map",
+                                    InProcess(work, item, args) if pool is None else pool.submit(work, item, args)))
+                    if len(pending) >= 2 * (pool.slots if pool else 1):
                         yield self._take(pending, name or work.__name__)
                 while pending:
                     yield self._take(pending, name or work.__name__)
@@ -266,40 +254,28 @@ def write_shard(part_path: tuple[Any, str], make: Callable[..., pl.DataFrame], a
 
 
 class LocalWork(StageWork):
-    """``workers`` spawned processes of this machine (one: this process), started once the stage's items have
-    taken ``spread_after_s`` here."""
+    """``workers`` spawned processes of this machine (one: this process)."""
 
-    def __init__(self, workers: int, report: Path | None = None, spread_after_s: float = SPREAD_AFTER_S):
+    def __init__(self, workers: int, report: Path | None = None):
         super().__init__(report)
         self.workers = workers
         self.where = f"local, {workers} process{'es' if workers > 1 else ''}"
-        self.spread_after_s = spread_after_s
-        self.here_s = 0.0
-        """Wall seconds of the items done in this process so far."""
         self.executor: ProcessPoolExecutor | None = None
-        """Started by the first item sent after ``spread_after_s``, and kept for the next maps of the stage."""
-
-    def _done_here(self, done: Done) -> None:
-        self.here_s += done.wall_s
-
-    def _submit(self, work: Callable, item: Any, args: tuple) -> Pending:
-        if self.executor is None and self.here_s < self.spread_after_s:
-            return InProcess(work, item, args, self._done_here)
-        if self.executor is None:
-            self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        return self.executor.submit(run_item, work, item, args)
+        """Started at the first map that needs it and kept for the next (a stage may map several times)."""
 
     @contextmanager
     def pool(self, items: int | None) -> Iterator[Pool | None]:
         if self.workers <= 1 or (items is not None and items <= 1):
             yield None
             return
+        if self.executor is None:
+            self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        executor = self.executor
         try:
-            yield Pool(self.workers, self._submit)
+            yield Pool(self.workers, lambda work, item, args: executor.submit(run_item, work, item, args))
         except BaseException:
-            if self.executor is not None:   # a failed map leaves no worker behind; the next starts afresh
-                self.executor.shutdown(cancel_futures=True)
-                self.executor = None
+            executor.shutdown(cancel_futures=True)   # a failed map leaves no worker behind; the next starts afresh
+            self.executor = None
             raise
 
 
