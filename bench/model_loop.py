@@ -29,6 +29,7 @@ from cass.models.backends import Messages, TransformersBackend
 from cass.models.tiny import build
 from cass.models.train import train
 from cass.pipeline.context import load_params, open_store
+from cass.pipeline.metrics import percent
 from store import Store
 
 MODEL = {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 8, "num_attention_heads": 8,
@@ -135,7 +136,7 @@ def report(folder: Path, evaluation: Path, commit: str) -> None:
         f"**{generation['tokens_per_s']:,} tokens/s** (transformers' `generate` with left padding, the model's "
         "loading included; tokens are the completions re-encoded).",
         f"- Extraction: {', '.join(f'{k} {v}' for k, v in sorted(results['extracted'].items()))}.",
-        *(f"- Evaluator, {kind} task: compile rate {v['compile_rate']:.1%}, mean chrF {v['mean_chrf']}, verdicts "
+        *(f"- Evaluator, {kind} task: compile rate {percent(v['compile_rate'])}, mean chrF {v['mean_chrf']}, verdicts "
           f"{v['verdicts']}." for kind, v in overall.items()),
         "",
     ]

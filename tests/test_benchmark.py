@@ -16,10 +16,11 @@ from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in
 from harness.real_suite import MIRROR, UPSTREAM, recorded
 
 from cass.benchmark.baselines import baseline
-from cass.benchmark.evaluate import evaluate, summarize
+from cass.benchmark.evaluate import compiles, evaluate, summarize, unbuilt
 from cass.benchmark.real_tasks import build_manifest
 from cass.benchmark.report import write_report
 from cass.benchmark.tasks import TASKS_DIR, Prediction, PredictionsError, load_tasks, read_predictions
+from cass.engine.targets import Build, finished
 from cass.execution.hosts import ExecutionHost
 from cass.pipeline.context import load_params
 from hosts.gpu import cpu_host
@@ -186,21 +187,39 @@ def test_a_stopped_compile_is_no_verdict_and_without_a_run_host_no_program_is_bu
     tasks = {"testing_sum": load_tasks(host_only_tasks)["testing_sum"]}
     params = load_params(REPO / "params.yaml")
     text = tasks["testing_sum"].reference_hip + "\n// a prediction of its own\n"
-    predictions = [Prediction("testing_sum", "source", text)]
+    predictions = [Prediction("testing_sum", "source", text), Prediction("testing_sum", "asm", "s_endpgm"),
+                   Prediction("testing_sum", "asm", "")]
     params["amd"]["timeout_s"] = 0.01   # hipcc is stopped before it can finish
     rows, report = evaluate(store, params, tasks, predictions, None)
-    stopped = next(r for r in rows if not r["baseline_reference"])
+    stopped, asm, empty = (r for r in rows if not r["baseline_reference"])
     assert (stopped["verdict"], stopped["amd_compiles"]) == ("not_run:transient", None)   # not compile_failed
     assert stopped["detail"].startswith("hipcc stopped: timeout")
+    assert (asm["verdict"], asm["amd_compiles"]) == ("not_run:transient", None)   # the reference's compile stopped
+    assert (empty["verdict"], empty["detail"]) == ("compile_failed", "assemble_failed: empty prediction")
     assert report["builds"]["amd"]["transient_failures"] > 0
     assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] is None   # unknown, not 0%
     params["amd"]["timeout_s"] = 600   # nothing of the stop was recorded: the next evaluation compiles it
     rows, report = evaluate(store, params, tasks, predictions, None)
-    compiled = next(r for r in rows if not r["baseline_reference"])
+    compiled, asm, _ = (r for r in rows if not r["baseline_reference"])
     assert (compiled["verdict"], compiled["amd_compiles"]) == ("not_run:no_gpu_host", True)
-    assert compiled["detail"] == "no run host: programs not built"   # nothing would run them
+    assert (asm["verdict"], asm["amd_compiles"]) == ("compile_failed", False)   # a code object without the kernel
+    assert compiled["detail"].startswith("no run host: programs not built")   # nothing would run them
     assert report["builds"]["hip_nvidia"]["jobs_sent"] == 0 and not report["planned"]
     assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] == 1.0
+
+
+def test_a_stop_is_no_verdict_wherever_it_happens_and_a_baselines_own_input_cannot_be_stopped():
+    done, failed = Build("digest"), Build(None, "compile_error", "x.hip:1: error: expected ';'")
+    stop = Build(None, "timeout", "device:gfx1100: timeout after 0.01 s")
+    assert unbuilt(done, done) is None and unbuilt(done, None) is None
+    assert unbuilt(failed, None) == ("compile_failed", "compile_error: x.hip:1: error: expected ';'")
+    assert unbuilt(done, failed)[0] == "build_failed"
+    assert unbuilt(stop, failed)[0] == unbuilt(done, stop)[0] == "not_run:transient"   # the first stop, either build
+    assert unbuilt(done, stop)[1].startswith("the HIP-NVIDIA build stopped: timeout")
+    assert (compiles(done), compiles(failed), compiles(stop)) == (True, False, None)
+    assert finished({"a": done, "b": failed}, "hipify-perl") == {"a": done, "b": failed}
+    with pytest.raises(RuntimeError, match=r"hipify-perl was stopped on 1 of 2 inputs \(timeout: device:gfx1100"):
+        finished({"a": done, "b": stop}, "hipify-perl")
 
 
 @pytest.mark.gpu

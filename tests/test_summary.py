@@ -39,3 +39,13 @@ def test_summary_counts_drops_by_stage_and_reason_in_short_lines(tmp_path):
     assert "6 run, 90 from the store" in text and "data/hub/README.md" in text
     assert all(len(line) <= 100 for line in lines)   # a long drop list is cut, not wrapped
     assert any(line.endswith("...") for line in lines if "compile_amd" in line)
+
+
+def test_a_benchmark_rate_that_is_unknown_is_shown_as_unknown(tmp_path):
+    (tmp_path / "dvc.yaml").write_text("stages:\n  evaluate: {}\n")
+    results = {"reference": {"source": {"compile_rate": 1.0}, "asm": {"compile_rate": 0.5}},
+               "model": {"source": {"compile_rate": None}, "asm": {"compile_rate": None}}}   # a compile was stopped
+    write(tmp_path / "metrics" / "evaluate.json", {"host": None, "own": {"tasks": 2, "results": results}})
+    lines = summary(tmp_path).splitlines()
+    assert any("reference" in line and "compiles 100.0%; asm: links 50.0%" in line for line in lines)
+    assert any("model" in line and "compiles -; asm: links -" in line for line in lines)

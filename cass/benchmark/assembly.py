@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cass.benchmark.tasks import Task
 from cass.engine.placement import Placement
-from cass.engine.targets import Build, TargetRun, run_plans
+from cass.engine.targets import Build, TargetRun, finished, run_plans
 from cass.text.sass import normalize_sass
 from store import Store
 
@@ -26,5 +26,6 @@ def sass(store: Store, params: dict, tasks: dict[str, Task]) -> dict[str, str]:
         targets = nvidia.targets(task.path, [arch], params["nvidia"]["flags"])
         device = next(t for t in targets if t.kind == "device")
         plans[task.id] = [TargetRun(device, {task.path: store.put_text(task.cuda)})]
-    texts = artifact_texts(store, run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], placement)[0])
+    builds = run_plans(store, nvidia, plans, params["nvidia"]["timeout_s"], placement)[0]
+    texts = artifact_texts(store, finished(builds, "nvcc's SASS of the tasks"))
     return {task: normalize_sass(text) if text else "" for task, text in texts.items()}

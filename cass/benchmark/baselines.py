@@ -23,7 +23,7 @@ from cass.benchmark.real_programs import task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction, Task
 from cass.engine.placement import Placement
-from cass.engine.targets import TargetRun, run_plans
+from cass.engine.targets import TargetRun, finished, run_plans
 from cass.execution.compare import MIN_CALIBRATION_RUNS
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import ProgramRun, Run, run_programs
@@ -158,17 +158,13 @@ def hipify_files(store: Store, params: dict, files: dict[Hashable, tuple[str, st
     """hipify-perl's translation of every ``key: (path, digest)`` (with the pipeline's repair layer where
     ``repair``, which, as the repair stage does, leaves alone the derived header names that the file's program
     provides: the paths ``programs`` gives the key, else the file's own), as the digest of the HIP text ("" where
-    hipify-perl failed). A file whose run was stopped (a timeout, a lost process) has none: said on stderr, and its
-    task is left out of this evaluation (the next one runs it again)."""
+    hipify-perl failed); a run that was stopped (a timeout, a lost process) fails the evaluation, saying so."""
     placement = Placement.of(params)
     amd = placement.toolchain("amd", params["amd"]["toolchain"])
     plans = {key: [TargetRun(Target("source", "hip", (amd.hipify_step(path),), "hip"), {path: digest})]
              for key, (path, digest) in files.items()}   # one step: its stdout
-    builds = run_plans(store, amd, plans, params["hipify"]["timeout_s"], placement)[0]
-    if stopped := [b for b in builds.values() if b.stopped]:
-        print(f"hipify-perl was stopped on {len(stopped)} files ({stopped[0].reason}: {stopped[0].detail[:300]}): "
-              "their tasks are left out of this evaluation, and run again by the next", file=sys.stderr)
-    hip = {key: b.binary or store.put(b"") for key, b in builds.items() if not b.stopped}
+    builds = finished(run_plans(store, amd, plans, params["hipify"]["timeout_s"], placement)[0], "hipify-perl")
+    hip = {key: b.binary or store.put(b"") for key, b in builds.items()}
     if repair:
         repairer = pipeline_repairer(store, params)
         paths = programs or {key: [path] for key, (path, _) in files.items()}
@@ -205,14 +201,15 @@ def real_baseline(name: str, store: Store, params: dict, tasks: dict[str, RealTa
         files = {(t, p): (p, d) for t, task in tasks.items() for p, d in task.files.items()}
         hip = hipify_files(store, params, files, name == "pipeline", {(t, p): list(tasks[t].files) for t, p in files})
         return [Prediction(t, "source", {p: store.get_text(hip[t, p], SOURCE_ERRORS) for p in task.files})
-                for t, task in tasks.items() if all((t, p) in hip for p in task.files)]
+                for t, task in tasks.items()]
     raise ValueError(f"unknown baseline {name!r}; choose one of {list(REAL_BASELINES)}")
 
 
 def baseline(name: str, store: Store, params: dict, tasks: dict[str, Task]) -> list[Prediction]:
     """The predictions of baseline ``name`` for every task (both tasks where the baseline has both)."""
     if name == "reference":
-        compiled, _ = amd_compiles(store, params, {t: (task.path, task.reference_hip) for t, task in tasks.items()})
+        compiled = finished(amd_compiles(store, params, {t: (task.path, task.reference_hip)
+                                                         for t, task in tasks.items()})[0], "the references' hipcc")
         return [*(Prediction(t, "source", task.reference_hip) for t, task in tasks.items()),
                 *(Prediction(t, "asm", normalize_amd(store.get_text(b.binary)))
                   for t, b in compiled.items() if b.binary)]

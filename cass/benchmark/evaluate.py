@@ -1,9 +1,9 @@
 """Scoring predictions on the benchmark's tasks, by compiling and running them.
 
 Source task (HIP for a task's CUDA program): the prediction is compiled with the AMD toolchain for
-``amd.archs`` (host and device: the compile rate); a prediction that compiles is built through HIP's
-NVIDIA back end and run ``execute.hip_runs`` times on each argument set (the visible one: no argument; the hidden one:
-the task's seed, never shown in a prompt) on the run host (``execute.host``), in the program sandbox, beside the
+``amd.archs`` (host and device: the compile rate); where there is a run host (``execute.host``), a prediction that
+compiles is built through HIP's NVIDIA back end and run ``execute.hip_runs`` times on each argument set (the visible
+one: no argument; the hidden one: the task's seed, never shown in a prompt) there, in the program sandbox, beside the
 task's reference HIP. Each set is judged against the CUDA program's recorded output and kernel counts by the
 oracle the ``execute`` stage judges pairs with (:func:`judge_sets`, :func:`cass.execution.verify.judge`): ``pass``
 (the output matched, timings masked; or, where it tells nothing, what the program copied back from the GPU agreed),
@@ -11,16 +11,19 @@ oracle the ``execute`` stage judges pairs with (:func:`judge_sets`, :func:`cass.
 first differing line, or the first copy back from the GPU that differs), ``kernel_count_differs``, ``no_kernel``,
 ``run_failed``, ``timeout``, ``nondeterministic`` and ``no_signal`` (the oracle's statuses where the references
 themselves cannot judge: never for a recorded task), ``build_failed`` (the NVIDIA back end rejects it),
-``compile_failed`` (hipcc rejects it) and ``not_run:no_gpu_host``. A passing prediction's median wall time and peak
-resident memory (visible set) are divided by the reference translation's, run in the same evaluation.
+``compile_failed`` (hipcc rejects it), ``not_run:no_gpu_host`` and ``not_run:transient`` (a compile or build that
+was stopped: a timeout, a lost process or host; no verdict, and the compile rate is unknown). A passing
+prediction's median wall time and peak resident memory (visible set) are divided by the reference translation's, run
+in the same evaluation.
 
 Assembly task (RDNA3 device assembly): assembled for ``amd.archs[0]``, linked into a code object and
 into a program with the task's host code (the reference HIP's host side, whose launch stubs name the
 kernels); the link rate counts the predictions that became such a program defining every kernel the
 host code launches. Scored by chrF against the reference HIP's device assembly, normalised as the instruct export's
 AMD assembly is (the task's input is normalised SASS, as in training). A prediction that did not become such a
-program is ``compile_failed`` (the detail says whether it failed to assemble, to link or to define the kernels); one
-that did runs only on an AMD GPU host, so its verdict is ``not_run:no_amd_host``, never a pass.
+program is ``compile_failed`` (the detail says whether it failed to assemble, to link or to define the kernels), or
+``not_run:transient`` where its build or the reference's compile was stopped; one that did runs only on an AMD GPU
+host, so its verdict is ``not_run:no_amd_host``, never a pass.
 
 Every file of a task is built under the task's path (``<domain>/<id>.cu``), the name the pipeline's
 stages give origin ``bench``, so the evaluation and the pipeline share their actions in the store. Every
@@ -51,6 +54,7 @@ from toolchains.base import EXECUTABLE
 from toolchains.sandboxed_runs import Invocation, ProgramLimits
 
 REFERENCE = "reference"
+NOT_BUILT = "no run host: programs not built (`cass eval --export-batch` builds them for a GPU host's batch)"
 HOST_SOURCE = "host.hip"
 """The name the task's reference HIP has where an assembly prediction is linked with its host code."""
 
@@ -146,14 +150,20 @@ def recorded_runs(store: Store, task: Task, arg_set: str) -> list[Run]:
     return [Run("exited", 0, output, empty, 0.0, None, k, task.arguments(arg_set)) for k in counts]
 
 
+def stopped(build: Build, tool: str) -> tuple[str, str]:
+    """The verdict and detail of a prediction whose ``build`` (by ``tool``) was stopped
+    (:data:`~cass.engine.targets.STOPPED`): ``not_run:transient``, no verdict on the prediction. Nothing of the stop
+    is recorded: ``dvc repro -f evaluate`` or ``cass eval`` builds it again."""
+    return "not_run:transient", f"{tool} stopped: {build.reason}: {build.detail[:1000]}"
+
+
 def unbuilt(compiled: Build, built: Build | None) -> tuple[str, str] | None:
     """The verdict and detail of a prediction that did not get to run for want of a build: hipcc's compile
-    (``compiled``) or the program built through HIP's NVIDIA back end (``built``; None: not built). A build that was
-    stopped (:data:`~cass.engine.targets.STOPPED`) is ``not_run:transient``, no verdict on the prediction (the next
-    evaluation builds it again). None where both built."""
-    for build, failed, tool in ((compiled, "compile_failed", "hipcc"), (built, "build_failed", "HIP-NVIDIA build")):
+    (``compiled``) or the program built through HIP's NVIDIA back end (``built``; None: not built). None where both
+    built."""
+    for build, failed, tool in ((compiled, "compile_failed", "hipcc"), (built, "build_failed", "the HIP-NVIDIA build")):
         if build is not None and build.stopped:
-            return "not_run:transient", f"{tool} stopped: {build.reason}: {build.detail[:1000]}"
+            return stopped(build, tool)
         if build is not None and build.binary is None:
             return failed, f"{build.reason}: {build.detail[:1000]}"
     return None
@@ -177,7 +187,7 @@ def judge_assembly(prediction: str, program: Build, reference_assembly: str) -> 
 
 
 def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: list[Prediction],
-             host: ExecutionHost | None, build_programs: bool | None = None) -> tuple[list[dict], dict]:
+             host: ExecutionHost | None, build_programs: bool = False) -> tuple[list[dict], dict]:
     """Per-prediction verdicts and the evaluation's run report (builds, runs, the host). Programs are built through
     HIP's NVIDIA back end where there is a run host, or where ``build_programs`` says so (a batch for a GPU host);
     without either only the compile and link rates are measured."""
@@ -189,9 +199,9 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
     references = {f"{REFERENCE}:{t}": (t, tasks[t].reference_hip) for t in sorted(wanted)}
     named = {key: (tasks[t].path, text) for key, (t, text) in {**source, **references}.items()}
     compiled, amd_counts = amd_compiles(store, params, named)
-    make_programs = host is not None if build_programs is None else build_programs
+    runnable = host is not None or build_programs
     built, nvidia_counts = nvidia_builds(store, params, {k: v for k, v in named.items()
-                                                         if compiled[k].binary and make_programs})
+                                                         if compiled[k].binary and runnable})
     binaries = {b.binary for b in built.values() if b.binary}
     report = {"host": host and {"name": host.name, **asdict(host.host)}, "binaries": sorted(binaries),
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(nvidia_counts)}}
@@ -218,7 +228,7 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         if failed := unbuilt(compiled[key], built.get(key)):
             row.update(verdict=failed[0], detail=failed[1])
         elif key not in built:
-            row.update(verdict="not_run:no_gpu_host", detail="no run host: programs not built")
+            row.update(verdict="not_run:no_gpu_host", detail=NOT_BUILT)
         elif host is None or any(found.get(r) is None for r in report["planned"][key]):
             row.update(verdict="not_run:no_gpu_host", detail="no run host (execute.host), or no run recorded there")
         else:
@@ -245,12 +255,17 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         report["builds"]["assembly_programs"] = dict(asm_counts)
         for key, p in asm.items():
             reference = reference_asm.get(p.task_id, "")
-            linked, detail = judge_assembly(p.prediction, programs[key], reference)
-            verdict = "not_run:no_amd_host" if linked else "compile_failed"
-            if programs[key].stopped:
-                verdict, detail = unbuilt(programs[key], None)
+            builds = ((compiled[f"{REFERENCE}:{p.task_id}"], "the reference's hipcc"),
+                      (programs[key], "the assembly program's build"))
+            stop = next(((build, tool) for build, tool in builds if build.stopped), None)
+            linked: bool | None
+            if stop and p.prediction.strip():   # an empty prediction fails whatever the builds did
+                linked, (verdict, detail) = None, stopped(*stop)
+            else:
+                linked, detail = judge_assembly(p.prediction, programs[key], reference)
+                verdict = "not_run:no_amd_host" if linked else "compile_failed"
             rows.append({"task_id": p.task_id, "task": "asm", "sample": p.sample, "baseline_reference": False,
-                         "amd_compiles": compiles(programs[key]) and linked,
+                         "amd_compiles": linked,
                          "runtime_ratio": None, "peak_rss_mib": None, "memory_ratio": None,
                          "verdict": verdict, "detail": detail,
                          "chrf": round(chrf.sentence_score(p.prediction, [reference]).score, 2) if reference else None})

@@ -14,8 +14,8 @@ prints the visible answer on the hidden set.
 Verdicts: ``pass`` (match, or match once masked), ``pass_tolerant``, ``wrong_output``, ``no_kernel``,
 ``kernel_count_differs``, ``run_failed``, ``timeout``, ``build_failed``, ``compile_failed``, with the argument set
 that failed first in the detail;
-``not_run:no_gpu_host`` (and ``not_run:no_reference``, a harness error: a task without recorded
-outputs). The runtime ratio is the
+``not_run:no_gpu_host``, ``not_run:transient`` (a compile or build that was stopped, as in the own suite) (and
+``not_run:no_reference``, a harness error: a task without recorded outputs). The runtime ratio is the
 prediction's wall time over the human port's, run in the same evaluation; chrF compares the program's text (every
 file of the layout, by path) with the human port's.
 """
@@ -28,7 +28,7 @@ from collections.abc import Callable
 import polars as pl
 from sacrebleu.metrics import CHRF
 
-from cass.benchmark.evaluate import amd_program_compiles, compiles, judge_sets, unbuilt
+from cass.benchmark.evaluate import NOT_BUILT, amd_program_compiles, compiles, judge_sets, unbuilt
 from cass.benchmark.real_programs import build_task_programs, task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction
@@ -77,7 +77,7 @@ def verdict_of(store: Store, task: RealTask, references: dict[str, list[Run]], r
 
 
 def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], references: pl.DataFrame,
-                  predictions: list[Prediction], host: ExecutionHost | None, build_programs: bool | None = None,
+                  predictions: list[Prediction], host: ExecutionHost | None, build_programs: bool = False,
                   progress: Callable = iter) -> tuple[list[dict], dict]:
     """Per-prediction verdicts (the human port's own rows, ``baseline_reference``, first, then the predictions in
     order) and the run report (with ``planned``: the runs of every program built, and ``programs``: each one's
@@ -96,10 +96,9 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
     compiled, amd_counts = amd_program_compiles(
         store, params, {key: ([task.main, *task.units], task.include_dirs, files)
                         for key, (task, files) in programs.items()})
-    make_programs = host is not None if build_programs is None else build_programs
     built, counts = build_task_programs(
         store, execute, {k: ("hip", task, files) for k, (task, files) in programs.items()
-                         if compiled[k].binary and make_programs}, placement)
+                         if compiled[k].binary and (host is not None or build_programs)}, placement)
     report = {"host": host and {"name": host.name, **host.host.__dict__},
               "builds": {"amd": dict(amd_counts), "hip_nvidia": dict(counts)}}
     planned = {k: {arg_set: task_runs(programs[k][0], b.binary, arg_set, suite_params["runs"], execute)
@@ -122,7 +121,7 @@ def evaluate_real(store: Store, params: dict, tasks: dict[str, RealTask], refere
         if failed := unbuilt(compiled[key], built.get(key)):
             row.update(verdict=failed[0], detail=failed[1])
         elif key not in built:
-            row.update(verdict="not_run:no_gpu_host", detail="no run host: programs not built")
+            row.update(verdict="not_run:no_gpu_host", detail=NOT_BUILT)
         elif host is None or any(found.get(r) is None for rs in planned[key].values() for r in rs):
             row.update(verdict="not_run:no_gpu_host", detail="no run host, or no run recorded there")
         else:

@@ -44,7 +44,8 @@ def write_report(out: Path, name: str, rows: list[dict], summary: dict, report: 
     domains = [d for d, k in summary["by_domain"].items() if d != "all" and "source" in k]
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(domains) + 1.5))
     for offset, (field, label) in enumerate((("compile_rate", "compiles (gfx)"), ("accuracy", "exact output"))):
-        values = [100 * (summary["by_domain"][d]["source"].get(field) or 0) for d in domains]
+        rates = [summary["by_domain"][d]["source"].get(field) for d in domains]
+        values = [float("nan") if rate is None else 100 * rate for rate in rates]   # unknown: no bar, not 0%
         ax.barh([y + 0.4 * offset for y in range(len(domains))], values, height=0.4, label=label)
     ax.set_yticks([y + 0.2 for y in range(len(domains))], domains)
     ax.set_xlim(0, 100)

@@ -124,6 +124,16 @@ class Build:
         return self.reason in STOPPED
 
 
+def finished(builds: dict[Hashable, Build], what: str) -> dict[Hashable, Build]:
+    """``builds``, where none was stopped; else an error naming ``what`` was stopped, how often, and why (for builds
+    whose output later work takes as given, such as a baseline's translations)."""
+    if stopped := [build for build in builds.values() if build.stopped]:
+        raise RuntimeError(f"{what} was stopped on {len(stopped)} of {len(builds)} inputs ({stopped[0].reason}: "
+                           f"{stopped[0].detail[:300]}): nothing of a stop is recorded, and what finished is in the "
+                           "store: run it again")
+    return builds
+
+
 def run_plans(store: Store, toolchain: Toolchain, plans: dict[Hashable, list[TargetRun]], timeout_s: float,
               placement: Placement) -> tuple[dict[Hashable, Build], Counter]:
     """Every key's target runs, as cached actions where ``placement`` runs the toolchain's tools, one after another

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from cass.benchmark import REAL_SUITE
+from cass.pipeline.metrics import percent
 
 OUTPUTS = (
     ("pairs and kernels (Parquet)", "data/export"),
@@ -65,11 +66,11 @@ def summary(project: Path, width: int = 100) -> str:
                      f"{host or 'none: compile and link rates only'}):")
         for name, r in results.items():
             source, asm = r.get("source", {}), r.get("asm", {})
-            line = f"  {name:<{name_width}} source: compiles {100 * source.get('compile_rate', 0):.1f}%"
+            line = f"  {name:<{name_width}} source: compiles {percent(source.get('compile_rate'))}"
             if host:
                 accuracy = source.get("accuracy")
                 line += ", passes " + ("-" if accuracy is None else f"{100 * accuracy:.1f}%")
-            lines.append(line + (f"; asm: links {100 * asm['compile_rate']:.1f}%" if asm else ""))
+            lines.append(line + (f"; asm: links {percent(asm['compile_rate'])}" if asm else ""))
     runs = {s: r for s in metrics if (r := _read(project / "metrics" / "run" / f"{s}.json")) is not None}
     actions = [r["actions"] for r in runs.values() if "actions" in r]
     if actions:

@@ -95,3 +95,8 @@ def run(stage: Stage) -> None:
                        for suite, _, _, _ in suites for name, r in metrics[suite]["results"].items())
     print(f"evaluate: {len(tasks)} own and {len(real)} real-program tasks ({scores or 'nothing evaluated'}); "
           f"tables in {out_dir}/*/report.md and {out_dir}/{REAL_SUITE}/*/report.md")
+    stopped = sum(kind.get("verdicts", {}).get("not_run:transient", 0) for suite, _, _, _ in suites
+                  for r in metrics[suite]["results"].values() for kind in (r.get("source", {}), r.get("asm", {})))
+    if stopped:   # DVC takes this output as up to date: said, never left to be found
+        print(f"evaluate: {stopped} predictions not_run:transient (a compile or build was stopped; nothing of it is "
+              "recorded): `dvc repro -f evaluate` builds them again", file=sys.stderr)
