@@ -16,7 +16,7 @@ from harness.project import REPO, TOOL_ENV, copy_pipeline, metrics, run_in
 from harness.real_suite import MIRROR, UPSTREAM, recorded
 
 from cass.benchmark.baselines import baseline
-from cass.benchmark.evaluate import compiles, evaluate, summarize, unbuilt
+from cass.benchmark.evaluate import assembly_programs, compiles, evaluate, summarize, unbuilt
 from cass.benchmark.real_tasks import build_manifest
 from cass.benchmark.report import write_report
 from cass.benchmark.tasks import TASKS_DIR, Prediction, PredictionsError, load_tasks, read_predictions
@@ -183,27 +183,38 @@ def test_each_kind_of_prediction_gets_its_verdict_on_a_host_without_a_gpu(tmp_pa
 
 
 @pytest.mark.slow
-def test_a_stopped_compile_is_no_verdict_and_without_a_run_host_no_program_is_built(host_only_tasks, store):
+def test_a_stopped_compile_is_no_verdict_and_without_a_run_host_no_program_is_built(tmp_path, host_only_tasks,
+                                                                                     store):
     tasks = {"testing_sum": load_tasks(host_only_tasks)["testing_sum"]}
     params = load_params(REPO / "params.yaml")
+    # the reference's device assembly, compiled in another store; in this one its program is built, not its compile
+    reference_asm = next(p.prediction for p in baseline("reference", Store(tmp_path / "other"), params, tasks)
+                         if p.task == "asm")
+    assert assembly_programs(store, params, {"k": (reference_asm, tasks["testing_sum"].reference_hip)})[0]["k"].binary
     text = tasks["testing_sum"].reference_hip + "\n// a prediction of its own\n"
-    predictions = [Prediction("testing_sum", "source", text), Prediction("testing_sum", "asm", "s_endpgm"),
+    predictions = [Prediction("testing_sum", "source", text), Prediction("testing_sum", "asm", reference_asm),
+                   Prediction("testing_sum", "asm", reference_asm + "\n// another program\n"),
                    Prediction("testing_sum", "asm", "")]
-    params["amd"]["timeout_s"] = 0.01   # hipcc is stopped before it can finish
+    params["amd"]["timeout_s"] = params["hipify"]["timeout_s"] = 0.01   # every hipcc and hipify-perl is stopped
     rows, report = evaluate(store, params, tasks, predictions, None)
-    stopped, asm, empty = (r for r in rows if not r["baseline_reference"])
-    assert (stopped["verdict"], stopped["amd_compiles"]) == ("not_run:transient", None)   # not compile_failed
-    assert stopped["detail"].startswith("hipcc stopped: timeout")
-    assert (asm["verdict"], asm["amd_compiles"]) == ("not_run:transient", None)   # the reference's compile stopped
+    source, built, unbuilt_asm, empty = (r for r in rows if not r["baseline_reference"])
+    assert (source["verdict"], source["amd_compiles"]) == ("not_run:transient", None)   # not compile_failed
+    assert source["detail"].startswith("hipcc stopped: timeout")
+    assert (built["verdict"], built["amd_compiles"]) == ("not_run:transient", None)   # linked, but against what?
+    assert built["detail"].startswith("the reference's hipcc stopped: timeout")
+    assert (unbuilt_asm["verdict"], unbuilt_asm["amd_compiles"]) == ("not_run:transient", None)
+    assert unbuilt_asm["detail"].startswith("the assembly program's build stopped: timeout")
     assert (empty["verdict"], empty["detail"]) == ("compile_failed", "assemble_failed: empty prediction")
     assert report["builds"]["amd"]["transient_failures"] > 0
     assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] is None   # unknown, not 0%
-    params["amd"]["timeout_s"] = 600   # nothing of the stop was recorded: the next evaluation compiles it
+    with pytest.raises(RuntimeError, match="hipify-perl was stopped on 1 of 1 inputs"):   # a baseline's own input
+        baseline("hipify-perl", store, params, tasks)
+    params["amd"]["timeout_s"] = params["hipify"]["timeout_s"] = 600   # nothing of a stop was recorded
     rows, report = evaluate(store, params, tasks, predictions, None)
-    compiled, asm, _ = (r for r in rows if not r["baseline_reference"])
-    assert (compiled["verdict"], compiled["amd_compiles"]) == ("not_run:no_gpu_host", True)
-    assert (asm["verdict"], asm["amd_compiles"]) == ("compile_failed", False)   # a code object without the kernel
-    assert compiled["detail"].startswith("no run host: programs not built")   # nothing would run them
+    source, built, unbuilt_asm, _ = (r for r in rows if not r["baseline_reference"])
+    assert (source["verdict"], source["amd_compiles"]) == ("not_run:no_gpu_host", True)
+    assert {built["verdict"], unbuilt_asm["verdict"]} == {"not_run:no_amd_host"}   # both linked now
+    assert source["detail"].startswith("no run host: programs not built")   # nothing would run them
     assert report["builds"]["hip_nvidia"]["jobs_sent"] == 0 and not report["planned"]
     assert summarize(rows, tasks)["by_domain"]["testing"]["source"]["compile_rate"] == 1.0
 

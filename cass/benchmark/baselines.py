@@ -128,6 +128,10 @@ def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host:
     mutants = suite_mutants(store, tasks, {}, MUTANT_DRAWS, DEFAULT_SEED)
     predictions = mutant_predictions(store, tasks, mutants)
     rows, report = evaluate_real(store, params, tasks, None, predictions, None, build_programs=True)
+    if stopped := [r for r in rows if r["verdict"] == "not_run:transient"]:   # would change which mutant is chosen
+        raise RuntimeError(f"the mutant baseline's builds were stopped on {len(stopped)} programs "
+                           f"({stopped[0]['detail'][:300]}): nothing of a stop is recorded, and what finished is in "
+                           "the store: run it again")
     programs, choice = report["programs"], MutantChoice()
     candidates: dict[str, list[tuple[Prediction, ProgramRun]]] = {t: [] for t in tasks}
     for i, (mutant, row) in enumerate(zip(mutants, [r for r in rows if not r["baseline_reference"]], strict=True)):

@@ -255,11 +255,13 @@ def evaluate(store: Store, params: dict, tasks: dict[str, Task], predictions: li
         report["builds"]["assembly_programs"] = dict(asm_counts)
         for key, p in asm.items():
             reference = reference_asm.get(p.task_id, "")
-            builds = ((compiled[f"{REFERENCE}:{p.task_id}"], "the reference's hipcc"),
-                      (programs[key], "the assembly program's build"))
-            stop = next(((build, tool) for build, tool in builds if build.stopped), None)
+            program, reference_build = programs[key], compiled[f"{REFERENCE}:{p.task_id}"]
+            # a stop is no verdict where it decides one: the program's build, or (for a program that was built) the
+            # reference's compile, whose kernels it must define; an empty prediction fails whatever the builds did
+            stop = ((program, "the assembly program's build") if program.stopped else
+                    (reference_build, "the reference's hipcc") if program.binary and reference_build.stopped else None)
             linked: bool | None
-            if stop and p.prediction.strip():   # an empty prediction fails whatever the builds did
+            if stop and p.prediction.strip():
                 linked, (verdict, detail) = None, stopped(*stop)
             else:
                 linked, detail = judge_assembly(p.prediction, programs[key], reference)

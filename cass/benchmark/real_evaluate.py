@@ -1,8 +1,9 @@
 """Scoring translations on the real-program suite (:mod:`cass.benchmark.real_tasks`).
 
 A prediction is a set of HIP files over the task's layout (:meth:`RealTask.overlay`). It compiles (the compile rate)
-when hipcc builds every unit of the program for ``amd.archs`` (host and device); a prediction that compiles is built
-through HIP's NVIDIA back end and run ``benchmark.real.runs`` times on each argument set: the **visible** one a prompt
+when hipcc builds every unit of the program for ``amd.archs`` (host and device); where there is a run host (or for a
+GPU host's batch), a prediction that compiles is built through HIP's NVIDIA back end and run ``benchmark.real.runs``
+times on each argument set: the **visible** one a prompt
 may show and the **hidden** one none shows (every task has one that changes the CUDA original's output or its
 kernel count: :func:`cass.benchmark.real_programs.record`). Each set's runs are judged against the CUDA original's
 recorded runs of it as the ``execute`` stage judges a pair (:func:`cass.execution.verify.judge`: volatile fields

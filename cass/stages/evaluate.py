@@ -95,8 +95,11 @@ def run(stage: Stage) -> None:
                        for suite, _, _, _ in suites for name, r in metrics[suite]["results"].items())
     print(f"evaluate: {len(tasks)} own and {len(real)} real-program tasks ({scores or 'nothing evaluated'}); "
           f"tables in {out_dir}/*/report.md and {out_dir}/{REAL_SUITE}/*/report.md")
-    stopped = sum(kind.get("verdicts", {}).get("not_run:transient", 0) for suite, _, _, _ in suites
-                  for r in metrics[suite]["results"].values() for kind in (r.get("source", {}), r.get("asm", {})))
+    stopped = sum(counts.get("not_run:transient", 0) for suite, _, _, _ in suites
+                  for r in metrics[suite]["results"].values()
+                  for counts in (r.get("source", {}).get("verdicts", {}), r.get("asm", {}).get("verdicts", {}),
+                                 r["reference_check"]))
     if stopped:   # DVC takes this output as up to date: said, never left to be found
-        print(f"evaluate: {stopped} predictions not_run:transient (a compile or build was stopped; nothing of it is "
+        print(f"evaluate: {stopped} predictions and references not_run:transient (a compile or build was stopped; "
+              "nothing of it is "
               "recorded): `dvc repro -f evaluate` builds them again", file=sys.stderr)
