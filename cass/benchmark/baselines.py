@@ -23,7 +23,7 @@ from cass.benchmark.real_programs import task_runs
 from cass.benchmark.real_tasks import RealTask
 from cass.benchmark.tasks import Prediction, Task
 from cass.engine.placement import Placement
-from cass.engine.targets import TargetRun, finished, run_plans
+from cass.engine.targets import TargetRun, finished, run_plans, stop_error
 from cass.execution.compare import MIN_CALIBRATION_RUNS
 from cass.execution.hosts import ExecutionHost
 from cass.execution.programs import ProgramRun, Run, run_programs
@@ -129,9 +129,7 @@ def choose_mutants(store: Store, params: dict, tasks: dict[str, RealTask], host:
     predictions = mutant_predictions(store, tasks, mutants)
     rows, report = evaluate_real(store, params, tasks, None, predictions, None, build_programs=True)
     if stopped := [r for r in rows if r["verdict"] == "not_run:transient"]:   # would change which mutant is chosen
-        raise RuntimeError(f"the mutant baseline's builds were stopped on {len(stopped)} programs "
-                           f"({stopped[0]['detail'][:300]}): nothing of a stop is recorded, and what finished is in "
-                           "the store: run it again")
+        raise stop_error("the mutant baseline's build", len(stopped), len(rows), stopped[0]["detail"])
     programs, choice = report["programs"], MutantChoice()
     candidates: dict[str, list[tuple[Prediction, ProgramRun]]] = {t: [] for t in tasks}
     for i, (mutant, row) in enumerate(zip(mutants, [r for r in rows if not r["baseline_reference"]], strict=True)):

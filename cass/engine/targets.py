@@ -124,13 +124,18 @@ class Build:
         return self.reason in STOPPED
 
 
+def stop_error(what: str, stopped: int, total: int, why: str) -> RuntimeError:
+    """The error of work that later work takes as given, stopped halfway: ``what`` was stopped on ``stopped`` of
+    ``total`` inputs, the first for ``why``."""
+    return RuntimeError(f"{what} was stopped on {stopped} of {total} inputs ({why[:300]}): nothing of a stop is "
+                        "recorded, and what finished is in the store: run it again")
+
+
 def finished(builds: dict[Hashable, Build], what: str) -> dict[Hashable, Build]:
-    """``builds``, where none was stopped; else an error naming ``what`` was stopped, how often, and why (for builds
-    whose output later work takes as given, such as a baseline's translations)."""
+    """``builds``, where none was stopped; else :func:`stop_error` (for builds whose output later work takes as
+    given, such as a baseline's translations)."""
     if stopped := [build for build in builds.values() if build.stopped]:
-        raise RuntimeError(f"{what} was stopped on {len(stopped)} of {len(builds)} inputs ({stopped[0].reason}: "
-                           f"{stopped[0].detail[:300]}): nothing of a stop is recorded, and what finished is in the "
-                           "store: run it again")
+        raise stop_error(what, len(stopped), len(builds), f"{stopped[0].reason}: {stopped[0].detail}")
     return builds
 
 
