@@ -2,7 +2,9 @@
 
 For each size N it makes a fresh copy of the pipeline with a generated corpus and times, with
 real tools and real `dvc repro` of every stage (`HF_HUB_OFFLINE=1`): the cold build, a no-op rerun,
-one changed source, one changed filter parameter, and one added sm arch, with the stages that ran,
+one changed source, that change undone (every stage it ran finds its earlier run in DVC's run cache: what
+DVC itself costs for those stages, with no tool and almost no stage command running), one changed filter parameter,
+and one added sm arch, with the stages that ran (and those DVC restored from its run cache),
 the store's action hits/misses of every stage that runs tools (from the run reports), the token
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
 store lookups (action-key computation plus hit) and checks that two cold builds in two directories
@@ -51,23 +53,25 @@ def sh(cmd: list[str], cwd: Path) -> tuple[float, str]:
     return time.perf_counter() - start, output
 
 
-def repro_by_stage(cwd: Path) -> tuple[float, dict[str, float]]:
-    """``dvc repro`` with its output read as it comes: wall seconds and each stage's seconds from
+def repro_by_stage(cwd: Path) -> tuple[float, dict[str, float], int]:
+    """``dvc repro`` with its output read as it comes: wall seconds, each stage's seconds from
     its "Running stage" line to the next one (to the end for the last): its command, DVC's own work on it
-    (hashing, the run cache, rewriting dvc.lock) and DVC's check of any stages it skips before the next."""
+    (hashing, the run cache, rewriting dvc.lock) and DVC's check of any stages it skips before the next; and how
+    many stages DVC restored from its run cache instead of running them."""
     start = time.perf_counter()
     proc = subprocess.Popen(["dvc", "repro"], cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
-    lines, marks = [], []
+    lines, marks, restored = [], [], 0
     for line in proc.stdout:
         lines.append(line)
         if started := re.match(r"Running stage '(\w+)'", line):
             marks.append((started.group(1), time.perf_counter()))
+        restored += bool(re.match(r"Stage '\w+' is cached - skipping run", line))
     end = time.perf_counter()
     if proc.wait():
         raise RuntimeError(f"dvc repro in {cwd} failed ({proc.returncode}):\n{''.join(lines)}")
     stages = {name: (marks[i + 1][1] if i + 1 < len(marks) else end) - at for i, (name, at) in enumerate(marks)}
-    return end - start, stages
+    return end - start, stages, restored
 
 
 def make_project(dest: Path, count: int | None, params_edits: dict[str, str] | None = None) -> Path:
@@ -113,9 +117,10 @@ def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
     cold_hashes = {}
 
     def measure(name: str) -> None:
-        seconds, by_stage = repro_by_stage(project)
+        seconds, by_stage, restored = repro_by_stage(project)
         ran = list(by_stage)
-        row = {"N": n or "bundled", "scenario": name, "seconds": seconds, "stages": len(ran), "hits": "-",
+        stages = f"{len(ran)} + {restored} restored" if restored else len(ran)
+        row = {"N": n or "bundled", "scenario": name, "seconds": seconds, "stages": stages, "hits": "-",
                "misses": "-", "misses by stage": "no tool stage ran", "tokens counted": "-", "by stage": by_stage}
         if set(ran) & set(TOOL_STAGES):
             row.update(actions(project, ran), **{"misses by stage": stage_misses(project, ran)})
@@ -126,14 +131,16 @@ def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
     measure("cold build")
     cold_hashes.update(parquet_hashes(project))
     measure("no-op dvc repro")
+    victim = (project / "corpus" / "cryptography" / "aes128_ctr.cu" if n is None
+              else sorted((project / "corpus").rglob("*.cu"))[n // 2])
+    original = victim.read_text()
     if n is None:
-        victim = project / "corpus" / "cryptography" / "aes128_ctr.cu"
-        victim.write_text(victim.read_text().replace("#define AES_ROUNDS 10", "#define AES_ROUNDS 12", 1))
+        victim.write_text(original.replace("#define AES_ROUNDS 10", "#define AES_ROUNDS 12", 1))
     else:
-        victim = sorted((project / "corpus").rglob("*.cu"))[n // 2]
-        victim.write_text(re.sub(r"(\d+\.\d+)f", lambda m: f"{float(m.group(1)) + 0.5:.4f}f",
-                                 victim.read_text(), count=1))
+        victim.write_text(re.sub(r"(\d+\.\d+)f", lambda m: f"{float(m.group(1)) + 0.5:.4f}f", original, count=1))
     measure("one source changed")
+    victim.write_text(original)
+    measure("that change undone (run cache)")
     longest = longest_source_lines(project)
     edit_params(project, "max_lines: 7000", f"max_lines: {longest - 1}")
     measure("filter param changed")
