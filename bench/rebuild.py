@@ -5,7 +5,7 @@ real tools and real `dvc repro` of every stage (`HF_HUB_OFFLINE=1`): the cold bu
 one changed source, that change undone (every stage it ran finds its earlier run in DVC's run cache: what
 DVC itself costs for those stages, with no tool and almost no stage command running), one changed filter parameter,
 and one added sm arch, with the stages that ran (and those DVC restored from its run cache),
-the store's action hits/misses of every stage that runs tools (from the run reports), the token
+the store's action hits/misses of the five file-level tool stages (TOOL_STAGES, from the run reports), the token
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
 store lookups (action-key computation plus hit) and checks that two cold builds in two directories
 give identical bytes, and prints where the first corpus's one-change rebuild spends its time, stage by
