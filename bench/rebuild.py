@@ -2,8 +2,8 @@
 
 For each size N it makes a fresh copy of the pipeline with a generated corpus and times, with
 real tools and real `dvc repro` of every stage (`HF_HUB_OFFLINE=1`): the cold build, a no-op rerun,
-one changed source, that change undone (every stage it ran finds its earlier run in DVC's run cache: what
-DVC itself costs for those stages, with no tool and almost no stage command running), one changed filter parameter,
+one changed source, that change undone (every stage it ran finds its earlier run in DVC's run cache but `analyze` and
+`pack_store`, which DVC keeps out of it: close to what DVC itself costs for those stages), one changed filter parameter,
 and one added sm arch, with the stages that ran (and those DVC restored from its run cache),
 the store's action hits/misses of the five file-level tool stages (TOOL_STAGES, from the run reports), the token
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
@@ -110,8 +110,8 @@ def longest_source_lines(project: Path) -> int:
 
 
 def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
-    """Cold, no-op, one file, one param, new arch at corpus size ``n`` (None: the bundled corpus, whose
-    changed file is the one the issue tried: one constant); also the cold build's Parquet hashes."""
+    """Cold, no-op, one file, that file undone, one param, new arch at corpus size ``n`` (None: the bundled corpus,
+    whose changed file is the one the issue tried: one constant); also the cold build's Parquet hashes."""
     project = make_project(work / f"n{n or 'bundled'}", n)
     rows = []
     cold_hashes = {}
