@@ -12,6 +12,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import polars as pl
 import pytest
 from test_ingest import INGEST_PARAMS, KERNEL, write
 
@@ -241,3 +242,81 @@ def test_a_debian_package_is_not_configured_by_its_rules_without_a_build_root_or
     off = BuildContexts(TreeIndex.scan(tree), store, params, {}, "demo", None, packaging)
     off.prepare(["scale.cu"])
     assert off.statuses() == [] and off.of("scale.cu").source == "standalone"
+
+
+TEXTURE_KERNEL = ("texture<float, 1, cudaReadModeElementType> tex;\n"
+                  "__global__ void fetch(float *out) { out[threadIdx.x] = 2.0f * tex1Dfetch(tex, threadIdx.x); }\n")
+"""A texture reference: CUDA 12 removed them, so nvcc 13.5 rejects the file and CUDA 11.8 compiles it."""
+LADDER_SAMPLES = {
+    "modern.cu": KERNEL,
+    "texture.cu": TEXTURE_KERNEL,
+    "blas.cu": "#include <cblas.h>\n" + KERNEL,   # libblas-dev: in the build root, not on this machine
+    "typo.cu": KERNEL.replace(";", "", 1),
+    "mpi.cu": "#include <mpi.h>\n" + KERNEL,
+}
+
+
+@pytest.mark.slow
+def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(blas_root, store, toolchains):
+    """Last in this file: it installs bookworm's CUDA 11.8 into the module's build root (stage fetch_debian's step).
+    A file nvcc 13.5 compiles keeps its row from 13.5; a texture reference and a file including a header only the
+    build root has are compiled by Debian's CUDA in the root (the row says so, its SASS is cuobjdump's, its host
+    assembly without the device image); a syntax error fails on both and keeps 13.5's reason, with Debian's added;
+    a file out of scope for its API is not tried again. Run again, every action comes from the store."""
+    from harness.project import REPO
+    from test_settle import StandIn
+
+    from cass.compiling.compile import compiled_chunk, fallbacks, retried
+    from cass.engine.settle import settle_ladder
+    from cass.engine.stage_work import LocalWork
+    from cass.pipeline.context import load_params
+    from cass.pipeline.manifests import StageOutput
+    from cass.stages.fetch_debian import install_debian_cuda
+    from toolchains import debian_cuda
+
+    root, _ = blas_root
+    install_debian_cuda({"build_root": str(root), "suite": "bookworm", "archive": "http://deb.debian.org/debian"})
+    assert not debian_cuda.install(root, 60)   # installed once
+    params = load_params(REPO / "params.yaml")
+    params = {**params, "executor": {**params["executor"], "workers": 2},
+              "nvidia": {**params["nvidia"], "archs": ["sm_89"], "debian_cuda": True},
+              "debian_sources": {**params["debian_sources"], "build_root": str(root)}}
+    [fallback] = fallbacks(params, "nvidia")
+    assert "release 11.8" in fallback.version("nvcc") and fallbacks(params, "amd") == []
+    rows = pl.DataFrame([{"sample_id": name, "origin": "t", "path": name, "domain": "t",
+                          "files": [{"path": name, "digest": store.put(text.encode())}], "include_dirs": ["."],
+                          "unresolved_includes": [], "build_flags": []} for name, text in LADDER_SAMPLES.items()])
+
+    def compiled() -> tuple[dict, StageOutput]:
+        out = StageOutput("compile_nvidia", rows_in=rows.height)
+        added = settle_ladder(StandIn("compile_nvidia", params, store, LocalWork(1)), out, rows,
+                              [toolchains["nvidia"], fallback], retried, 300, compiled_chunk, "nvidia",
+                              params["nvidia"], params["scope"], "files").added
+        return {row["sample_id"]: row for row in added}, out
+
+    added, out = compiled()
+    assert {name: row["nvidia_toolchain"] for name, row in added.items()} == {
+        "modern.cu": "nvidia", "texture.cu": "nvidia-debian", "blas.cu": "nvidia-debian"}
+    [device] = added["texture.cu"]["nvidia_device_asm"]
+    sass = store.get_text(device["digest"])
+    assert device["arch"] == "sm_89" and "Function : _Z5fetchPf" in sass and "TLD" in sass   # the texture fetch
+    assert ".nv_fatbin" not in store.get_text(added["texture.cu"]["nvidia_host_asm"])
+    drops = {d["sample_id"]: d for d in out.dropped}
+    assert {name: d["reason"] for name, d in drops.items()} == {"typo.cu": "compile_failed:syntax",
+                                                                "mpi.cu": "out_of_scope:mpi"}
+    assert "| nvidia-debian: compile_failed:syntax: " in drops["typo.cu"]["detail"]
+    assert "nvidia-debian" not in drops["mpi.cu"]["detail"]
+    by_vendor = out.run["actions_by_vendor"]
+    assert by_vendor["nvidia-debian"]["misses"] > 0 and by_vendor["nvidia-debian"]["hits"] == 0
+
+    again, warm = compiled()
+    assert again == added and warm.dropped == out.dropped
+    assert warm.run["actions"]["misses"] == 0 and warm.run["actions"]["hits"] == out.run["actions"]["misses"]
+
+
+def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():
+    from cass.compiling.compile import retried
+
+    assert retried({"path": "k.cu"}, "compile_failed:syntax") and retried({"path": "k.cu"}, "out_of_scope:library")
+    assert not retried({"path": "k.cl"}, "compile_failed:syntax")   # OpenCL C: the fallbacks compile CUDA only
+    assert not retried({"path": "k.cu"}, "out_of_scope:mpi") and not retried({"path": "k.cu"}, "timeout")

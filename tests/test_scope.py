@@ -63,7 +63,7 @@ def test_a_chunk_is_compiled_from_the_store_alone_on_a_worker(toolchains, store)
                           "include_dirs": ["."], "unresolved_includes": [], "build_flags": []} for name in names])
     sent = pickle.loads(pickle.dumps(nvidia))
     assert type(sent).__name__ == "ReportedNvidiaToolchain"
-    args = (compiled_chunk, str(store.root), ("nvidia",), (sent, vparams, params["scope"], "files"))
+    args = (compiled_chunk, str(store.root), ("nvidia",), (sent, "nvidia", vparams, params["scope"], "files"))
 
     before = settle_chunk((rows, None), *args, {})
     assert before.added == [] and before.found == {"nvidia": set()} and sorted(before.missing) == sorted(names)

@@ -74,7 +74,7 @@ def _run(argv: list[str], what: str, timeout_s: float) -> None:
         raise BuildRootError(f"{what}: exit {proc.returncode}: " + " / ".join(words))
 
 
-def _apt(root: Path, args: str, what: str, timeout_s: float) -> None:
+def apt(root: Path, args: str, what: str, timeout_s: float) -> None:
     if Path("/etc/resolv.conf").is_file():   # the root's apt reaches the archive as we do
         shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")
     # a private mount namespace with its own /proc: some maintainer scripts (Java's) need one; the machine's
@@ -94,8 +94,8 @@ def ensure(root: Path, suite: str, mirror: str, timeout_s: float) -> bool:
     shutil.rmtree(partial, ignore_errors=True)
     _run(["debootstrap", "--variant=minbase", suite, str(partial), mirror], f"debootstrap {suite} into {partial}",
          timeout_s)
-    _apt(partial, "update", f"apt-get update in {partial}", timeout_s)
-    _apt(partial, "install -y --no-install-recommends " + " ".join(BASE_PACKAGES),
+    apt(partial, "update", f"apt-get update in {partial}", timeout_s)
+    apt(partial, "install -y --no-install-recommends " + " ".join(BASE_PACKAGES),
          f"installing {', '.join(BASE_PACKAGES)} in {partial}", timeout_s)
     partial.rename(root)
     return True
@@ -108,11 +108,11 @@ def satisfy(root: Path, dependencies: str, what: str, timeout_s: float) -> None:
     archive)."""
     args = "satisfy -y --no-install-recommends --no-remove -P nocheck " + shlex.quote(dependencies)
     try:
-        _apt(root, args, f"build dependencies of {what}", timeout_s)
+        apt(root, args, f"build dependencies of {what}", timeout_s)
     except BuildRootTimeout:
         raise
     except BuildRootError:
-        _apt(root, "update", f"apt-get update in {root}", timeout_s)
-        _apt(root, args, f"build dependencies of {what}", timeout_s)
+        apt(root, "update", f"apt-get update in {root}", timeout_s)
+        apt(root, args, f"build dependencies of {what}", timeout_s)
 
 

@@ -145,17 +145,19 @@ class NvidiaToolchain(Toolchain):
                 for m in re.findall(r"\$\(TOP\)/([^\"\s]+)", line)]
         return dirs or [self.include_root()]
 
+    def cuda_headers(self) -> list[Path]:
+        """CUDA's own headers: every file of :meth:`cuda_include_dirs`."""
+        return [p for d in self.cuda_include_dirs() for p in sorted(d.rglob("*")) if p.is_file()]
+
     def local_header_index(self) -> dict:
         """The CUDA headers (every file of :meth:`cuda_include_dirs`; the CUDA identifiers of the top-level ones)
         and ``predefined``: the macros nvcc defines for the compilers it drives (its ``-D`` flags in
         ``--dryrun``)."""
-        dirs = self.cuda_include_dirs()
         steps = self.run_tool("nvcc", ("--dryrun", "-E", "-x", "cu", "/dev/null"))
         predefined = {m.group(1): m.group(2) if m.group(2) is not None else "1"
                       for m in re.finditer(r"(?<!\S)-D(\w+)(?:=([^\s\"]*))?", steps)}
-        files = (p for d in dirs for p in sorted(d.rglob("*")) if p.is_file())
         top_level_cuda = lambda header, name: "/" not in header and bool(CUDA_NAME.match(name))  # noqa: E731
-        return {"headers": index_headers(dirs, files, top_level_cuda),
+        return {"headers": index_headers(self.cuda_include_dirs(), self.cuda_headers(), top_level_cuda),
                 "predefined": dict(sorted(predefined.items()))}
 
     def system_include_dirs(self) -> list[Path]:

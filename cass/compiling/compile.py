@@ -11,17 +11,21 @@ previous one succeeds (cuobjdump right after its nvcc), so no core waits for a b
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection
+from pathlib import Path
 
 import polars as pl
 
 from cass.engine.actions import pipeline_toolchains
-from cass.engine.settle import Lookups, Settled, settle
+from cass.engine.settle import Lookups, Settled, settle_ladder
 from cass.engine.targets import TargetRun, failure_reason
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
 from toolchains import Toolchain
+from toolchains.debian_cuda import DebianCudaToolchain
 from toolchains.diagnostics import missing_header
+from toolchains.language import is_opencl
 
 _INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\n]+)[">]', re.M)
 
@@ -70,22 +74,46 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     """Compile every sample of ``upstream``'s manifest with ``vendor``'s toolchain. The stage's workers plan the
     samples a chunk at a time and settle every one whose actions the store has (its manifest row, or why it drops);
     the driver runs the actions the store lacks on the executor, then the workers settle the samples that waited for
-    them."""
+    them. With ``nvidia.debian_cuda``, a sample the NVIDIA toolchain fails is compiled again with the Debian suite's
+    own CUDA (:func:`fallbacks`); ``<vendor>_toolchain`` names the toolchain that compiled each row."""
     toolchain = pipeline_toolchains(stage.params, (vendor,))[vendor]
     vparams = stage.params[vendor]
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
-    added = settle(stage, out, rows, {vendor: toolchain}, vparams["timeout_s"], compiled_chunk, toolchain, vparams,
-                   stage.params["scope"], files_column).added
+    added = settle_ladder(stage, out, rows, [toolchain, *fallbacks(stage.params, vendor)], retried,
+                          vparams["timeout_s"], compiled_chunk, vendor, vparams, stage.params["scope"],
+                          files_column).added
     out.extra_metrics["archs"] = vparams["archs"]
-    print(out.write(attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST})))
+    if len(by := Counter(row[f"{vendor}_toolchain"] for row in added)) > 1:
+        out.extra_metrics["compiled_by"] = dict(by.most_common())
+    print(out.write(attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST,
+                                         f"{vendor}_toolchain": pl.String})))
 
 
-def compiled_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchain: Toolchain, vparams: dict,
-                   scope: dict, files_column: str) -> Settled:
+def fallbacks(params: dict, vendor: str) -> list[Toolchain]:
+    """The toolchains that compile, in turn, what ``vendor``'s fails: the Debian suite's CUDA in the Debian packages'
+    build root (:mod:`toolchains.debian_cuda`) where ``nvidia.debian_cuda`` is on, else none."""
+    if vendor != "nvidia" or not params["nvidia"]["debian_cuda"]:
+        return []
+    root = params["debian_sources"]["build_root"]
+    if not root:
+        raise ValueError("nvidia.debian_cuda is on, but debian_sources.build_root names no root to install it in")
+    return [DebianCudaToolchain(Path(root))]
+
+
+def retried(sample: dict, reason: str) -> bool:
+    """Whether a CUDA ``sample`` dropped for ``reason`` goes to the next toolchain: a compile failure, or a library
+    header the toolchain lacks (another may have it); not a sample out of scope for its API, nor a timeout, nor
+    OpenCL C (the fallbacks compile CUDA only)."""
+    return not is_opencl(sample["path"]) and (reason.startswith("compile_failed:") or reason == "out_of_scope:library")
+
+
+def compiled_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchain: Toolchain, side: str,
+                   vparams: dict, scope: dict, files_column: str) -> Settled:
     """The samples of a chunk through their targets as far as the store goes (:mod:`cass.engine.settle`; planned
     afresh in the second pass too): each one's finished artifacts stored (the host and device assembly columns), or
-    why it is dropped, or, where an action is missing, left waiting with its target runs at it."""
+    why it is dropped, or, where an action is missing, left waiting with its target runs at it. ``side``: the vendor
+    whose columns the rows get (``toolchain`` may be another of that vendor's toolchains)."""
     store = lookups.store
     vendor, rules = toolchain.vendor, Scope(scope)
     by_sample: dict[str, list[TargetRun]] = {}
@@ -112,8 +140,8 @@ def compiled_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, t
                      for r in runs}
         chunk.added.append({
             "sample_id": row["sample_id"],
-            f"{vendor}_host_asm": next((d for t, d in artifacts.items() if t.kind == "host"), None),   # OpenCL: none
-            f"{vendor}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items()
-                                     if t.kind == "device"],
+            f"{side}_host_asm": next((d for t, d in artifacts.items() if t.kind == "host"), None),   # OpenCL: none
+            f"{side}_device_asm": [{"arch": t.arch, "digest": d} for t, d in artifacts.items() if t.kind == "device"],
+            f"{side}_toolchain": vendor,
         })
     return chunk

@@ -18,7 +18,7 @@ wherever they were looked up, and the runs) and the tools' time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -125,6 +125,51 @@ def settle(stage: StageRun, out: Drops, rows: pl.DataFrame, toolchains: Mapping[
     """``rows`` settled by ``work`` in the two passes, the actions planned with ``toolchains`` (by vendor, as
     :func:`cass.engine.actions.pipeline_toolchains` gives them) and missed ones run where params.yaml places them
     (``timeout_s`` each); the drops recorded in ``out``, and the actions and tool time in its run report."""
+    chunks, runners = _settled(stage, rows, toolchains, timeout_s, work, args)
+    merge(out, chunks, runners)
+    return SettledRows(chunks)
+
+
+def settle_ladder(stage: StageRun, out: Drops, rows: pl.DataFrame, rungs: Sequence[Toolchain],
+                  retried: Callable[[dict, str], bool], timeout_s: float, work: ChunkWork,
+                  *args: object) -> SettledRows:
+    """:func:`settle` on the first toolchain of ``rungs``, then each row it drops (its identity and reason) that
+    ``retried`` accepts on the next one, and so on; ``work`` gets the rung's toolchain before ``args``. A row no rung
+    keeps is dropped with the first rung's reason, the later rungs' reasons added to its detail."""
+    chunks: list[Settled] = []
+    runners: dict[str, ActionRunner] = {}
+    held: dict[str, tuple[dict, str, str]] = {}   # the first rung's drops of the rows later rungs tried
+    tried: dict[str, list[str]] = {}   # the later rungs' reasons for them
+    for rung, toolchain in enumerate(rungs):
+        settled, rung_runners = _settled(stage, rows, {toolchain.vendor: toolchain}, timeout_s, work,
+                                         (toolchain, *args))
+        chunks += settled
+        runners.update(rung_runners)
+        again: set[str] = set()
+        for chunk in settled:
+            drops, chunk.dropped = chunk.dropped, []
+            for identity, reason, detail in drops:
+                sample = identity["sample_id"]
+                if rung:
+                    tried.setdefault(sample, []).append(f"{toolchain.vendor}: {reason}: {detail}")
+                if rung + 1 < len(rungs) and retried(identity, reason):
+                    again.add(sample)
+                    held.setdefault(sample, (identity, reason, detail))
+                elif not rung:
+                    chunk.dropped.append((identity, reason, detail))
+        rows = rows.filter(pl.col("sample_id").is_in(sorted(again)))
+        if rows.is_empty():
+            break
+    kept = {row["sample_id"] for chunk in chunks for row in chunk.added}
+    chunks.append(Settled(dropped=[(identity, reason, " | ".join([detail, *tried.get(sample, [])]))
+                                   for sample, (identity, reason, detail) in held.items() if sample not in kept]))
+    merge(out, chunks, runners)
+    return SettledRows(chunks)
+
+
+def _settled(stage: StageRun, rows: pl.DataFrame, toolchains: Mapping[str, Toolchain], timeout_s: float,
+             work: ChunkWork, args: tuple) -> tuple[list[Settled], dict[str, ActionRunner]]:
+    """``rows`` through ``work``'s two passes (:func:`settle`), with the runners that ran the missed actions."""
     if strays := [f"{name}: {tc.vendor}" for name, tc in toolchains.items() if name != tc.vendor]:
         raise ValueError(f"stage {stage.name}: toolchains must be given by their vendor ({', '.join(strays)})")
     vendors = tuple(toolchains)
@@ -141,8 +186,7 @@ def settle(stage: StageRun, out: Drops, rows: pl.DataFrame, toolchains: Mapping[
 
     chunks = stage.work.settle(settle_chunk, rows, run_misses, work, str(stage.store.root), vendors, args,
                                name=f"{stage.name} ({work.__name__})")
-    merge(out, chunks, runners)
-    return SettledRows(chunks)
+    return chunks, runners
 
 
 def merge(out: Drops, chunks: list[Settled], runners: Mapping[str, ActionRunner]) -> None:

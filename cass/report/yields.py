@@ -62,12 +62,14 @@ def _share(part: int, whole: int) -> float | None:
 
 def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
                  repaired: set[str], included_units: int = 0, parity: pl.DataFrame | None = None,
-                 needs_api: set[str] = frozenset(), hip_nvidia: pl.DataFrame | None = None) -> dict:
+                 needs_api: set[str] = frozenset(), hip_nvidia: pl.DataFrame | None = None,
+                 fallback: set[str] = frozenset()) -> dict:
     """The report of one corpus (or all): counts, ratios, failure categories and top causes. A sample out of
     scope (one of ``needs_api``, the samples that need an API the dataset leaves out, whether they compiled or
     not, or one whose failure was counted ``out_of_scope:<why>``) counts in neither NVIDIA ok nor pairs, so the
     shares are those of the samples in scope. ``hip_nvidia``: the pair stage's ``hip_nvidia_build`` per sample
-    (the pairs whose HIP side was also compiled through HIP's NVIDIA back end, and how it went)."""
+    (the pairs whose HIP side was also compiled through HIP's NVIDIA back end, and how it went); ``fallback``: the
+    samples NVIDIA ok only through a fallback toolchain (``nvidia.debian_cuda``), counted apart too."""
     ids = set(candidates["sample_id"])
     failed = failed.filter(pl.col("sample_id").is_in(ids))
     out_of_scope = (ids & needs_api) | set(failed.filter(pl.col("category").str.starts_with("out_of_scope"))
@@ -88,6 +90,8 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "both_over_nvidia_ok": _share(len(both), len(nv)),
         "both_over_files": _share(len(both), len(ids)),
         "nvidia_ok_with_configured_headers": len(nv & configured),
+        "nvidia_ok_debian_cuda": len(nv & fallback),
+        "pairs_debian_cuda": len(both & fallback),
         "pairs_repaired": len(both & repaired),
         "files_by_build_context": dict(Counter(c.split(":")[0] for c in candidates["build_context"]).most_common()),
         **hip_nvidia_counts(hip_nvidia, both),
@@ -123,17 +127,19 @@ def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
 def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
            repaired: set[str], included_units: dict[str, int] | None = None,
            parity: pl.DataFrame | None = None, needs_api: set[str] = frozenset(),
-           hip_nvidia: pl.DataFrame | None = None) -> dict:
+           hip_nvidia: pl.DataFrame | None = None, fallback: set[str] = frozenset()) -> dict:
     """Per corpus (origin) and over all of them; ``included_units``: per origin, the units ingest left to the
     files that include them; ``parity``: the branch_parity stage's rows; ``needs_api``: the samples out of scope
-    for the APIs they include; ``hip_nvidia``: the pair stage's verdicts of the HIP side on HIP's NVIDIA back end."""
+    for the APIs they include; ``hip_nvidia``: the pair stage's verdicts of the HIP side on HIP's NVIDIA back end;
+    ``fallback``: the samples only a fallback NVIDIA toolchain compiled."""
     included_units = included_units or {}
     by_origin = {origin: corpus_yield(candidates.filter(pl.col("origin") == origin), nvidia_ok, amd_ok,
-                                      failed, repaired, included_units.get(origin, 0), parity, needs_api, hip_nvidia)
+                                      failed, repaired, included_units.get(origin, 0), parity, needs_api, hip_nvidia,
+                                      fallback)
                  for origin in sorted(set(candidates["origin"]))}
     return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired,
                                                       sum(included_units.get(o, 0) for o in by_origin), parity,
-                                                      needs_api, hip_nvidia)}
+                                                      needs_api, hip_nvidia, fallback)}
 
 
 def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: set[str],
@@ -170,9 +176,9 @@ def template_markdown(templates: dict[str, dict]) -> list[str]:
 
 
 SUMMARY_HEADER = ("| corpus | files | included units | out of scope | NVIDIA ok | AMD ok | pairs | pairs / NVIDIA ok "
-                  "| pairs / files | NVIDIA ok with configured headers | pairs repaired | pairs built on HIP-NVIDIA "
-                  "| files by build context |")
-SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+                  "| pairs / files | NVIDIA ok with configured headers | NVIDIA ok / pairs on Debian's CUDA "
+                  "| pairs repaired | pairs built on HIP-NVIDIA | files by build context |")
+SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 
 
 def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> list[str]:
@@ -182,7 +188,9 @@ def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> lis
         rows.append(f"|{f' {first} |' if first else ''} {title_of.get(origin, origin)} | {y['files']} | "
                     f"{y['included_units']} | {y['out_of_scope']} | {y['nvidia_ok']} | {y['amd_ok']} | {y['both']} | "
                     f"{percent(y['both_over_nvidia_ok'])} | {percent(y['both_over_files'])} | "
-                    f"{y['nvidia_ok_with_configured_headers']} | {y['pairs_repaired']} | {hip_nvidia_cell(y)} | "
+                    f"{y['nvidia_ok_with_configured_headers']} | "
+                    f"{y['nvidia_ok_debian_cuda']} / {y['pairs_debian_cuda']} | {y['pairs_repaired']} | "
+                    f"{hip_nvidia_cell(y)} | "
                     + (", ".join(f"{c} {n}" for c, n in y["files_by_build_context"].items()) or "-") + " |")
     return rows
 

@@ -13,10 +13,21 @@ from tqdm import tqdm
 from cass.pipeline.context import Stage
 from cass.sources.copyright import Copyright
 from cass.sources.debian import SCHEMA, DebianArchive, FetchError, package_origin
-from toolchains import build_root
+from toolchains import build_root, debian_cuda
 
 BUILD_ROOT_TIMEOUT_S = 3600
 """For making the build root, and for each package's dependencies (a large package installs some 300 packages)."""
+
+
+def install_debian_cuda(dparams: dict) -> None:
+    """Install the suite's CUDA toolkit into the build root (made first where missing), for ``nvidia.debian_cuda``
+    (:mod:`toolchains.debian_cuda`)."""
+    if not dparams["build_root"]:
+        raise ValueError("nvidia.debian_cuda is on, but debian_sources.build_root names no root to install it in")
+    root = Path(dparams["build_root"])
+    build_root.ensure(root, dparams["suite"], dparams["archive"], BUILD_ROOT_TIMEOUT_S)
+    if debian_cuda.install(root, BUILD_ROOT_TIMEOUT_S):
+        print(f"fetch_debian: installed {', '.join(debian_cuda.PACKAGES)} in {root}")
 
 
 def install_build_dependencies(rows: list[dict], downloads: Path, dparams: dict) -> None:
@@ -80,6 +91,8 @@ def run(stage: Stage) -> None:
             "configure": json.dumps(pkg["configure"], sort_keys=True),
             "packaging": str(fetched.packaging or ""),
         })
+    if params["nvidia"]["debian_cuda"]:
+        install_debian_cuda(dparams)
     if archive is not None:
         install_build_dependencies(rows, archive.downloads, dparams)
     out.run["files_downloaded"] = downloaded

@@ -1,0 +1,111 @@
+"""The Debian suite's own CUDA: ``nvidia-cuda-toolkit`` from the suite's ``non-free`` component (CUDA 11.8 with g++ 11
+in bookworm), installed into the Debian packages' build root (:mod:`toolchains.build_root`), where the pipeline's
+nvcc fails a file.
+
+CUDA 12 and 13 removed what older code still uses: texture and surface references (``texture<float, 1>``,
+``cudaBindTexture``), ``cudaThreadSynchronize``, and Thrust and CUB names CCCL 3 dropped. A Debian package of the
+suite was written against that suite's CUDA, so its build root is where the package's own build compiles it: nvcc
+11.8 there sees the root's system headers, the package's build dependencies among them. The root's dpkg status names
+every package and version in it, and is the toolchain's identity in action keys (as for the configure steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from toolchains.base import Target, Toolchain
+from toolchains.build_root import apt
+from toolchains.launchers import ChrootLauncher
+from toolchains.nvidia import NvidiaToolchain
+
+PACKAGES = ("nvidia-cuda-toolkit", "nvidia-cuda-toolkit-gcc", "libthrust-dev", "libcub-dev", "libcu++-dev")
+"""What the root gets: nvcc with its CUDA libraries and headers, the g++ it supports (the suite's default g++ is
+newer than CUDA 11.8 accepts), and the Thrust, CUB and libcu++ headers Debian packages apart from the toolkit."""
+COMPONENTS = "main contrib non-free"
+"""The archive components the root's apt reads: the toolkit is in non-free, and needs contrib."""
+TOOLKIT_BIN = "/usr/lib/nvidia-cuda-toolkit/bin"
+"""Debian's nvcc and the ``g++`` wrapper that picks the supported host compiler: first on the tools' PATH."""
+HOST_COMPILER = "g++-11"
+HEADER_PACKAGES = ("nvidia-cuda-dev", "libthrust-dev", "libcub-dev", "libcu++-dev")
+"""The packages whose files under ``/usr/include`` are CUDA's headers."""
+
+
+class DebianCudaError(RuntimeError):
+    """The toolkit could not be installed into the root (with apt's words)."""
+
+
+def install(root: Path, timeout_s: float) -> bool:
+    """Install :data:`PACKAGES` into the Debian root ``root`` (its apt then reads :data:`COMPONENTS`) unless its
+    nvcc is there; True if installed."""
+    if (root / "usr/bin/nvcc").is_file():
+        return False
+    sources = root / "etc/apt/sources.list"
+    lines = sources.read_text().splitlines()
+    widened = [" ".join([*line.split()[:3], *COMPONENTS.split()]) if line.startswith("deb ") else line
+               for line in lines]
+    if widened != lines:
+        sources.write_text("\n".join(widened) + "\n")
+        apt(root, "update", f"apt-get update in {root}", timeout_s)
+    apt(root, "install -y --no-install-recommends " + " ".join(PACKAGES), f"installing {PACKAGES[0]} in {root}",
+        timeout_s)
+    return True
+
+
+class DebianCudaToolchain(NvidiaToolchain):
+    """nvcc, cuobjdump and nvdisasm of the Debian suite's CUDA, run inside its root (:class:`ChrootLauncher`). No
+    OpenCL: the pipeline's NVIDIA toolchain compiles that."""
+
+    vendor = "nvidia-debian"
+    install_hint = ("Install the Debian suite's CUDA into the build root: `nvidia.debian_cuda: true` makes stage "
+                    "fetch_debian do it (apt-get install " + " ".join(PACKAGES) + " from non-free).")
+    library_headers = (("cuBLAS", "cublas_v2.h"), ("cuRAND", "curand_kernel.h"), ("cuFFT", "cufft.h"),
+                       ("cuSPARSE", "cusparse.h"), ("thrust", "thrust/version.h"), ("CUB", "cub/cub.cuh"))
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.cuda_home = self.root / TOOLKIT_BIN.lstrip("/")
+        Toolchain.__init__(self, ChrootLauncher(self.root, extra_env={"PATH": f"{TOOLKIT_BIN}:/usr/bin:/bin"}))
+
+    def tools(self) -> tuple[str, ...]:
+        return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER)
+
+    def companions(self, tool: str) -> tuple[str, ...]:
+        return (HOST_COMPILER,) if tool == "nvcc" else ("nvdisasm",) if tool == "cuobjdump" else ()
+
+    def tool_path(self, tool: str) -> Path | None:
+        path = self.root / "usr/bin" / tool
+        return path if path.is_file() else None
+
+    def identity_files(self, tool: str) -> list[Path]:
+        """The root's dpkg status: every package and version in it (the toolkit, g++, the system headers)."""
+        status = self.root / "var/lib/dpkg/status"
+        return [p for p in (self.tool_path(tool), status) if p is not None and p.is_file()]
+
+    def identity_listings(self, tool: str) -> list[Path]:
+        return []
+
+    def include_root(self) -> Path:
+        return self.root / "usr/include"
+
+    def cuda_include_dirs(self) -> list[Path]:
+        """Debian installs CUDA's headers into the system's ``/usr/include``."""
+        return [self.include_root()]
+
+    def cuda_headers(self) -> list[Path]:
+        """The headers the toolkit's and the Thrust, CUB and libcu++ packages installed (dpkg's file lists): the
+        root's ``/usr/include`` holds every other package's too."""
+        info = self.root / "var/lib/dpkg/info"
+        listed = [line for name in HEADER_PACKAGES for lists in [sorted(info.glob(f"{name}.list")) +
+                  sorted(info.glob(f"{name}:*.list"))] for path in lists for line in path.read_text().splitlines()]
+        return [p for line in dict.fromkeys(listed) if line.startswith("/usr/include/")
+                and (p := self.root / line.lstrip("/")).is_file() and not p.is_symlink()]
+
+    def system_include_dirs(self) -> list[Path]:
+        return [self.root / "usr/include", self.root / "usr/include/x86_64-linux-gnu",
+                *sorted((self.root / "usr/lib/gcc").glob("x86_64-linux-gnu/*/include"))]
+
+    def opencl_targets(self, main: str, archs: list[str], flags: list[str],
+                       include_dirs: Sequence[str]) -> list[Target]:
+        raise ValueError(f"{main}: {self.vendor} compiles no OpenCL C (the pipeline's NVIDIA toolchain does)")
+
