@@ -11,7 +11,6 @@ previous one succeeds (cuobjdump right after its nvcc), so no core waits for a b
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 
@@ -80,12 +79,14 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     vparams = stage.params[vendor]
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
-    added = settle_ladder(stage, out, rows, [toolchain, *fallbacks(stage.params, vendor)], retried,
-                          vparams["timeout_s"], compiled_chunk, vendor, vparams, stage.params["scope"],
-                          files_column).added
+    rungs = [toolchain, *fallbacks(stage.params, vendor)]
+    added = settle_ladder(stage, out, rows, rungs, retried, vparams["timeout_s"], compiled_chunk, vendor, vparams,
+                          stage.params["scope"], files_column).added
     out.extra_metrics["archs"] = vparams["archs"]
-    if len(by := Counter(row[f"{vendor}_toolchain"] for row in added)) > 1:
-        out.extra_metrics["compiled_by"] = dict(by.most_common())
+    if len(rungs) > 1:   # which compiler compiled how many rows, and its version
+        out.extra_metrics["compiled_by"] = {tc.vendor: sum(row[f"{vendor}_toolchain"] == tc.vendor for row in added)
+                                            for tc in rungs}
+        out.extra_metrics["fallbacks"] = {tc.vendor: tc.version("nvcc") for tc in rungs[1:]}
     print(out.write(attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST,
                                          f"{vendor}_toolchain": pl.String})))
 
