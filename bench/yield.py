@@ -167,14 +167,16 @@ def main() -> None:
                         help="build the stock variants")
     parser.add_argument("--halves", nargs="+", choices=HALVES, default=list(HALVES), help="halves of the split to "
                         "build (bench/corpora.yaml)")
-    parser.add_argument("--debian-cuda", action=argparse.BooleanOptionalAction, default=False,
-                        help="compile what nvcc 13.5 fails with the Debian suite's CUDA (nvidia.debian_cuda)")
+    parser.add_argument("--debian-cuda", action=argparse.BooleanOptionalAction, default=None,
+                        help="compile what nvcc 13.5 fails with the Debian suite's CUDA (default: params.yaml's "
+                        "nvidia.debian_cuda)")
     parser.add_argument("--section", default=SECTION, help="the heading of the RESULTS section to write")
     args = parser.parse_args()
     commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,   # what is built
                             capture_output=True, text=True, check=False).stdout.strip()
     base = yaml.safe_load((REPO / "params.yaml").read_text())
-    base["nvidia"]["debian_cuda"] = args.debian_cuda
+    if args.debian_cuda is not None:
+        base["nvidia"]["debian_cuda"] = args.debian_cuda
     split = load_split()
     halves = tuple(args.halves)
     store, debian_dir = args.store or args.work / "store", args.work / "debian"

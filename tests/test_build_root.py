@@ -252,6 +252,7 @@ LADDER_SAMPLES = {
     "texture.cu": TEXTURE_KERNEL,
     "blas.cu": "#include <cblas.h>\n" + KERNEL,   # libblas-dev: in the build root, not on this machine
     "typo.cu": KERNEL.replace(";", "", 1),
+    "nosuch.cu": "#include <cass_no_such_library.h>\n" + KERNEL,   # a library neither has
     "mpi.cu": "#include <mpi.h>\n" + KERNEL,
 }
 
@@ -261,8 +262,9 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
     """Last in this file: it installs bookworm's CUDA 11.8 into the module's build root (stage fetch_debian's step).
     A file nvcc 13.5 compiles keeps its row from 13.5; a texture reference and a file including a header only the
     build root has are compiled by Debian's CUDA in the root (the row says so, its SASS is cuobjdump's, its host
-    assembly without the device image); a syntax error fails on both and keeps 13.5's reason, with Debian's added;
-    a file out of scope for its API is not tried again. Run again, every action comes from the store."""
+    assembly without the device image); a file both fail keeps 13.5's reason (a syntax error; a library header:
+    ``out_of_scope:library`` on 13.5, ``missing_header`` on Debian's), with Debian's added, and is dropped once; a
+    file out of scope for its API is not tried again. Run again, every action comes from the store."""
     from harness.project import REPO
     from test_settle import StandIn
 
@@ -302,9 +304,11 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
     assert device["arch"] == "sm_89" and "Function : _Z5fetchPf" in sass and "TLD" in sass   # the texture fetch
     assert ".nv_fatbin" not in store.get_text(added["texture.cu"]["nvidia_host_asm"])
     drops = {d["sample_id"]: d for d in out.dropped}
-    assert {name: d["reason"] for name, d in drops.items()} == {"typo.cu": "compile_failed:syntax",
-                                                                "mpi.cu": "out_of_scope:mpi"}
+    assert len(out.dropped) == len(drops) == 3
+    assert {name: d["reason"] for name, d in drops.items()} == {
+        "typo.cu": "compile_failed:syntax", "nosuch.cu": "out_of_scope:library", "mpi.cu": "out_of_scope:mpi"}
     assert "| nvidia-debian: compile_failed:syntax: " in drops["typo.cu"]["detail"]
+    assert "| nvidia-debian: compile_failed:missing_header: " in drops["nosuch.cu"]["detail"]
     assert "nvidia-debian" not in drops["mpi.cu"]["detail"]
     by_vendor = out.run["actions_by_vendor"]
     assert by_vendor["nvidia-debian"]["misses"] > 0 and by_vendor["nvidia-debian"]["hits"] == 0

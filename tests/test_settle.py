@@ -11,13 +11,13 @@ import pytest
 from harness.project import REPO
 
 from cass.engine.actions import plan
-from cass.engine.settle import Lookups, Settled, settle
+from cass.engine.settle import Lookups, Settled, settle, settle_ladder
 from cass.engine.stage_work import LocalWork, StageWork
 from cass.engine.targets import TargetRun, failure_reason
 from cass.pipeline.context import load_params
 from cass.pipeline.manifests import StageOutput
 from store import SCHEMA_VERSION, Store, canonical_json, digest_bytes
-from toolchains import Step, Toolchain
+from toolchains import Step, Toolchain, load_hip_nvidia
 
 KERNEL = "__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n"
 DEVICE_ASM = '\t.amdgcn_target "amdgcn-amd-amdhsa--gfx1100"\n\t.text\n\ts_endpgm\n'
@@ -107,6 +107,54 @@ def test_toolchains_are_given_by_their_vendor_and_a_failing_chunk_names_the_stag
         settle(stage, out, rows, {"amd": toolchains["nvidia"]}, 300, broken)
     with pytest.raises(RuntimeError, match=r"stand_in \(broken\) failed on item 0 of its map .*no such column"):
         settle(stage, out, rows, {"amd": toolchains["amd"]}, 300, broken)
+
+
+OUTCOMES = {
+    "first": {"nvidia": None},
+    "second": {"nvidia": "compile_failed:syntax", "amd": None},
+    "third": {"nvidia": "compile_failed:syntax", "amd": "compile_failed:missing_header", "hip-nvidia": None},
+    "stopped": {"nvidia": "compile_failed:syntax", "amd": "timeout"},
+    "never": {"nvidia": "compile_failed:syntax", "amd": "compile_failed:syntax", "hip-nvidia": "compile_failed:x"},
+    "scoped": {"nvidia": "out_of_scope:mpi"},
+}
+"""Per row, what each rung's toolchain makes of it: kept (None) or dropped for a reason; a rung it never reaches
+has no entry (a KeyError would fail the test)."""
+
+
+def by_rung(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchain: Toolchain) -> Settled:
+    chunk = Settled()
+    for row in rows.iter_rows(named=True):
+        if (reason := OUTCOMES[row["sample_id"]][toolchain.vendor]) is None:
+            chunk.added.append({"sample_id": row["sample_id"], "by": toolchain.vendor})
+        else:
+            chunk.dropped.append(({"sample_id": row["sample_id"]}, reason, f"{toolchain.vendor} says no"))
+    return chunk
+
+
+def test_a_ladder_tries_each_dropped_row_on_the_next_toolchain_and_keeps_the_first_reason(stage, toolchains):
+    """Rows a rung drops for a reason ``retried`` accepts go to the next rung, the others stop there; a row no rung
+    keeps is dropped once, with the first rung's reason and every later rung's in its detail. One rung settles as
+    :func:`settle` does; two rungs of one vendor are refused."""
+    rungs = [toolchains["nvidia"], toolchains["amd"], load_hip_nvidia()]
+    rows = pl.DataFrame({"sample_id": list(OUTCOMES)})
+    out = StageOutput("stand_in", rows_in=rows.height)
+    added = settle_ladder(stage, out, rows, rungs, lambda _, reason: reason.startswith("compile_failed:"), 300,
+                          by_rung).added
+    assert {row["sample_id"]: row["by"] for row in added} == {"first": "nvidia", "second": "amd",
+                                                                "third": "hip-nvidia"}
+    assert [(d["sample_id"], d["reason"], d["detail"]) for d in sorted(out.dropped, key=lambda d: d["sample_id"])] == [
+        ("never", "compile_failed:syntax", "nvidia says no | amd: compile_failed:syntax: amd says no | "
+                                           "hip-nvidia: compile_failed:x: hip-nvidia says no"),
+        ("scoped", "out_of_scope:mpi", "nvidia says no"),
+        ("stopped", "compile_failed:syntax", "nvidia says no | amd: timeout: amd says no")]
+    assert sorted(out.run["actions_by_vendor"]) == ["amd", "hip-nvidia", "nvidia"]
+
+    one, alone = StageOutput("stand_in", rows_in=rows.height), StageOutput("stand_in", rows_in=rows.height)
+    laddered = settle_ladder(stage, one, rows, rungs[:1], lambda *_: True, 300, by_rung)
+    settled = settle(stage, alone, rows, {"nvidia": rungs[0]}, 300, by_rung, rungs[0])
+    assert (laddered.added, one.dropped, one.run) == (settled.added, alone.dropped, alone.run)
+    with pytest.raises(ValueError, match="a ladder's toolchains must be of distinct vendors"):
+        settle_ladder(stage, out, rows, rungs[:1] * 2, lambda *_: True, 300, by_rung)
 
 
 def test_a_tool_run_keeps_the_key_it_had_before_the_one_action_schema(toolchains):

@@ -75,6 +75,8 @@ def _run(argv: list[str], what: str, timeout_s: float) -> None:
 
 
 def apt(root: Path, args: str, what: str, timeout_s: float) -> None:
+    """``apt-get -q <args>`` inside the Debian root ``root`` (after finishing any install cut short), reaching the
+    archive as this machine does; :class:`BuildRootError` names ``what`` failed, with apt's words."""
     if Path("/etc/resolv.conf").is_file():   # the root's apt reaches the archive as we do
         shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")
     # a private mount namespace with its own /proc: some maintainer scripts (Java's) need one; the machine's

@@ -22,33 +22,55 @@ from toolchains.nvidia import NvidiaToolchain
 PACKAGES = ("nvidia-cuda-toolkit", "nvidia-cuda-toolkit-gcc", "libthrust-dev", "libcub-dev", "libcu++-dev")
 """What the root gets: nvcc with its CUDA libraries and headers, the g++ it supports (the suite's default g++ is
 newer than CUDA 11.8 accepts), and the Thrust, CUB and libcu++ headers Debian packages apart from the toolkit."""
-COMPONENTS = "main contrib non-free"
+COMPONENTS = ("main", "contrib", "non-free")
 """The archive components the root's apt reads: the toolkit is in non-free, and needs contrib."""
 TOOLKIT_BIN = "/usr/lib/nvidia-cuda-toolkit/bin"
-"""Debian's nvcc and the ``g++`` wrapper that picks the supported host compiler: first on the tools' PATH."""
+"""Debian's nvcc and its ``g++`` wrapper, which runs the newest g++ CUDA 11.8 supports: first on the tools' PATH."""
 HOST_COMPILER = "g++-11"
+"""The g++ that wrapper runs in bookworm (``nvidia-cuda-toolkit-gcc``'s dependency)."""
 HEADER_PACKAGES = ("nvidia-cuda-dev", "libthrust-dev", "libcub-dev", "libcu++-dev")
 """The packages whose files under ``/usr/include`` are CUDA's headers."""
 
 
-class DebianCudaError(RuntimeError):
-    """The toolkit could not be installed into the root (with apt's words)."""
+def build_root_of(dparams: dict) -> Path:
+    """The build root that ``nvidia.debian_cuda`` puts the toolkit in (``debian_sources.build_root``)."""
+    if not dparams["build_root"]:
+        raise ValueError("nvidia.debian_cuda is on, but debian_sources.build_root names no root to install it in")
+    return Path(dparams["build_root"])
+
+
+def installed(root: Path) -> bool:
+    """Whether dpkg in ``root`` has every package of :data:`PACKAGES` installed (an install cut short has not)."""
+    path = root / "var/lib/dpkg/status"
+    status = path.read_text(errors="replace") if path.is_file() else ""
+    done = {stanza.split("\n", 1)[0].removeprefix("Package: ") for stanza in status.split("\n\n")
+            if "\nStatus: install ok installed" in stanza}
+    return set(PACKAGES) <= done
+
+
+def with_components(line: str) -> str:
+    """A ``deb`` line of sources.list reading :data:`COMPONENTS` (its options, archive and suite kept)."""
+    words = line.split()
+    options = 1 if len(words) > 1 and words[1].startswith("[") else 0
+    if options:   # ``[arch=amd64 signed-by=...]`` may hold spaces
+        options = next(i for i, w in enumerate(words) if w.endswith("]"))
+    return " ".join([*words[:options + 3], *COMPONENTS])
 
 
 def install(root: Path, timeout_s: float) -> bool:
-    """Install :data:`PACKAGES` into the Debian root ``root`` (its apt then reads :data:`COMPONENTS`) unless its
-    nvcc is there; True if installed."""
-    if (root / "usr/bin/nvcc").is_file():
+    """Install :data:`PACKAGES` into the Debian root ``root`` (its apt then reads :data:`COMPONENTS`; the downloaded
+    packages are removed after) unless they are installed; True if installed."""
+    if installed(root):
         return False
     sources = root / "etc/apt/sources.list"
     lines = sources.read_text().splitlines()
-    widened = [" ".join([*line.split()[:3], *COMPONENTS.split()]) if line.startswith("deb ") else line
-               for line in lines]
+    widened = [with_components(line) if line.startswith("deb ") else line for line in lines]
     if widened != lines:
         sources.write_text("\n".join(widened) + "\n")
         apt(root, "update", f"apt-get update in {root}", timeout_s)
     apt(root, "install -y --no-install-recommends " + " ".join(PACKAGES), f"installing {PACKAGES[0]} in {root}",
         timeout_s)
+    apt(root, "clean", f"apt-get clean in {root}", timeout_s)
     return True
 
 
@@ -57,21 +79,18 @@ class DebianCudaToolchain(NvidiaToolchain):
     OpenCL: the pipeline's NVIDIA toolchain compiles that."""
 
     vendor = "nvidia-debian"
+    host_compiler = HOST_COMPILER
     install_hint = ("Install the Debian suite's CUDA into the build root: `nvidia.debian_cuda: true` makes stage "
                     "fetch_debian do it (apt-get install " + " ".join(PACKAGES) + " from non-free).")
     library_headers = (("cuBLAS", "cublas_v2.h"), ("cuRAND", "curand_kernel.h"), ("cuFFT", "cufft.h"),
                        ("cuSPARSE", "cusparse.h"), ("thrust", "thrust/version.h"), ("CUB", "cub/cub.cuh"))
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path):   # not NvidiaToolchain's: no CUDA tree of this machine to mount
         self.root = Path(root)
-        self.cuda_home = self.root / TOOLKIT_BIN.lstrip("/")
         Toolchain.__init__(self, ChrootLauncher(self.root, extra_env={"PATH": f"{TOOLKIT_BIN}:/usr/bin:/bin"}))
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER)
-
-    def companions(self, tool: str) -> tuple[str, ...]:
-        return (HOST_COMPILER,) if tool == "nvcc" else ("nvdisasm",) if tool == "cuobjdump" else ()
 
     def tool_path(self, tool: str) -> Path | None:
         path = self.root / "usr/bin" / tool
@@ -81,9 +100,6 @@ class DebianCudaToolchain(NvidiaToolchain):
         """The root's dpkg status: every package and version in it (the toolkit, g++, the system headers)."""
         status = self.root / "var/lib/dpkg/status"
         return [p for p in (self.tool_path(tool), status) if p is not None and p.is_file()]
-
-    def identity_listings(self, tool: str) -> list[Path]:
-        return []
 
     def include_root(self) -> Path:
         return self.root / "usr/include"

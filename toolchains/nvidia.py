@@ -92,6 +92,8 @@ class NvidiaToolchain(Toolchain):
     """nvcc, cuobjdump and nvdisasm from a CUDA tree (PyPI wheels by default)."""
 
     vendor = "nvidia"
+    host_compiler = HOST_COMPILER
+    """nvcc's host compiler: its version enters nvcc's fingerprint."""
     install_hint = (
         "Install the pinned NVIDIA compiler wheels with `bash scripts/setup.sh` "
         f"(pip install {PIP_PACKAGES}), or point CASS_CUDA_HOME at a CUDA toolkit that has "
@@ -176,7 +178,7 @@ class NvidiaToolchain(Toolchain):
         return ["--version"]
 
     def companions(self, tool: str) -> tuple[str, ...]:
-        return (HOST_COMPILER,) if tool == "nvcc" else ("nvdisasm",) if tool == "cuobjdump" else ()
+        return (self.host_compiler,) if tool == "nvcc" else ("nvdisasm",) if tool == "cuobjdump" else ()
 
     def identity_files(self, tool: str) -> list[Path]:
         home = self.cuda_home

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from pathlib import Path
 
 import polars as pl
 
@@ -22,7 +21,7 @@ from cass.engine.targets import TargetRun, failure_reason
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
 from toolchains import Toolchain
-from toolchains.debian_cuda import DebianCudaToolchain
+from toolchains.debian_cuda import DebianCudaToolchain, build_root_of
 from toolchains.diagnostics import missing_header
 from toolchains.language import is_opencl
 
@@ -96,10 +95,7 @@ def fallbacks(params: dict, vendor: str) -> list[Toolchain]:
     build root (:mod:`toolchains.debian_cuda`) where ``nvidia.debian_cuda`` is on, else none."""
     if vendor != "nvidia" or not params["nvidia"]["debian_cuda"]:
         return []
-    root = params["debian_sources"]["build_root"]
-    if not root:
-        raise ValueError("nvidia.debian_cuda is on, but debian_sources.build_root names no root to install it in")
-    return [DebianCudaToolchain(Path(root))]
+    return [DebianCudaToolchain(build_root_of(params["debian_sources"]))]
 
 
 def retried(sample: dict, reason: str) -> bool:

@@ -135,14 +135,17 @@ def settle_ladder(stage: StageRun, out: Drops, rows: pl.DataFrame, rungs: Sequen
                   *args: object) -> SettledRows:
     """:func:`settle` on the first toolchain of ``rungs``, then each row it drops (its identity and reason) that
     ``retried`` accepts on the next one, and so on; ``work`` gets the rung's toolchain before ``args``. A row no rung
-    keeps is dropped with the first rung's reason, the later rungs' reasons added to its detail."""
+    keeps is dropped with the first rung's reason, the later rungs' reasons (a timeout too) added to its detail."""
+    if len({tc.vendor for tc in rungs}) < len(rungs):
+        raise ValueError(f"stage {stage.name}: a ladder's toolchains must be of distinct vendors "
+                         f"({', '.join(tc.vendor for tc in rungs)})")
     chunks: list[Settled] = []
     runners: dict[str, ActionRunner] = {}
     held: dict[str, tuple[dict, str, str]] = {}   # the first rung's drops of the rows later rungs tried
     tried: dict[str, list[str]] = {}   # the later rungs' reasons for them
     for rung, toolchain in enumerate(rungs):
         settled, rung_runners = _settled(stage, rows, {toolchain.vendor: toolchain}, timeout_s, work,
-                                         (toolchain, *args))
+                                         (toolchain, *args), f"{toolchain.vendor}: " if rung else "")
         chunks += settled
         runners.update(rung_runners)
         again: set[str] = set()
@@ -160,16 +163,18 @@ def settle_ladder(stage: StageRun, out: Drops, rows: pl.DataFrame, rungs: Sequen
         rows = rows.filter(pl.col("sample_id").is_in(sorted(again)))
         if rows.is_empty():
             break
-    kept = {row["sample_id"] for chunk in chunks for row in chunk.added}
-    chunks.append(Settled(dropped=[(identity, reason, " | ".join([detail, *tried.get(sample, [])]))
-                                   for sample, (identity, reason, detail) in held.items() if sample not in kept]))
     merge(out, chunks, runners)
+    kept = {row["sample_id"] for chunk in chunks for row in chunk.added}
+    for sample, (identity, reason, detail) in held.items():
+        if sample not in kept:
+            out.drop(identity, reason, " | ".join([detail, *tried.get(sample, [])]))
     return SettledRows(chunks)
 
 
 def _settled(stage: StageRun, rows: pl.DataFrame, toolchains: Mapping[str, Toolchain], timeout_s: float,
-             work: ChunkWork, args: tuple) -> tuple[list[Settled], dict[str, ActionRunner]]:
-    """``rows`` through ``work``'s two passes (:func:`settle`), with the runners that ran the missed actions."""
+             work: ChunkWork, args: tuple, label: str = "") -> tuple[list[Settled], dict[str, ActionRunner]]:
+    """``rows`` through ``work``'s two passes (:func:`settle`), with the runners that ran the missed actions
+    (``label``: what the work is named with in progress and errors, before the work's name)."""
     if strays := [f"{name}: {tc.vendor}" for name, tc in toolchains.items() if name != tc.vendor]:
         raise ValueError(f"stage {stage.name}: toolchains must be given by their vendor ({', '.join(strays)})")
     vendors = tuple(toolchains)
@@ -185,7 +190,7 @@ def _settled(stage: StageRun, rows: pl.DataFrame, toolchains: Mapping[str, Toolc
         return {key: why for runner in runners.values() for key, why in runner.transients.items()}
 
     chunks = stage.work.settle(settle_chunk, rows, run_misses, work, str(stage.store.root), vendors, args,
-                               name=f"{stage.name} ({work.__name__})")
+                               name=f"{stage.name} ({label}{work.__name__})")
     return chunks, runners
 
 

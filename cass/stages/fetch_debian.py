@@ -22,9 +22,7 @@ BUILD_ROOT_TIMEOUT_S = 3600
 def install_debian_cuda(dparams: dict) -> None:
     """Install the suite's CUDA toolkit into the build root (made first where missing), for ``nvidia.debian_cuda``
     (:mod:`toolchains.debian_cuda`)."""
-    if not dparams["build_root"]:
-        raise ValueError("nvidia.debian_cuda is on, but debian_sources.build_root names no root to install it in")
-    root = Path(dparams["build_root"])
+    root = debian_cuda.build_root_of(dparams)
     build_root.ensure(root, dparams["suite"], dparams["archive"], BUILD_ROOT_TIMEOUT_S)
     if debian_cuda.install(root, BUILD_ROOT_TIMEOUT_S):
         print(f"fetch_debian: installed {', '.join(debian_cuda.PACKAGES)} in {root}")
