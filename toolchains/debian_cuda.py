@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolchains.base import Target, Toolchain
-from toolchains.build_root import apt
+from toolchains.build_root import STATUS, apt
 from toolchains.launchers import ChrootLauncher
 from toolchains.nvidia import NvidiaToolchain
 
@@ -41,7 +41,7 @@ def build_root_of(dparams: dict) -> Path:
 
 def installed(root: Path) -> bool:
     """Whether dpkg in ``root`` has every package of :data:`PACKAGES` installed (an install cut short has not)."""
-    path = root / "var/lib/dpkg/status"
+    path = root / STATUS
     status = path.read_text(errors="replace") if path.is_file() else ""
     done = {stanza.split("\n", 1)[0].removeprefix("Package: ") for stanza in status.split("\n\n")
             if "\nStatus: install ok installed" in stanza}
@@ -50,11 +50,9 @@ def installed(root: Path) -> bool:
 
 def with_components(line: str) -> str:
     """A ``deb`` line of sources.list reading :data:`COMPONENTS` (its options, archive and suite kept)."""
-    words = line.split()
-    options = 1 if len(words) > 1 and words[1].startswith("[") else 0
-    if options:   # ``[arch=amd64 signed-by=...]`` may hold spaces
-        options = next(i for i, w in enumerate(words) if w.endswith("]"))
-    return " ".join([*words[:options + 3], *COMPONENTS])
+    words = line.split()   # deb [options] archive suite components...; options may hold spaces
+    archive = next(i for i, w in enumerate(words) if w.endswith("]")) + 1 if words[1].startswith("[") else 1
+    return " ".join([*words[:archive + 2], *COMPONENTS])
 
 
 def install(root: Path, timeout_s: float) -> bool:
@@ -90,7 +88,7 @@ class DebianCudaToolchain(NvidiaToolchain):
         Toolchain.__init__(self, ChrootLauncher(self.root, extra_env={"PATH": f"{TOOLKIT_BIN}:/usr/bin:/bin"}))
 
     def tools(self) -> tuple[str, ...]:
-        return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER)
+        return ("nvcc", "cuobjdump", "nvdisasm", self.host_compiler)
 
     def tool_path(self, tool: str) -> Path | None:
         path = self.root / "usr/bin" / tool
@@ -98,7 +96,7 @@ class DebianCudaToolchain(NvidiaToolchain):
 
     def identity_files(self, tool: str) -> list[Path]:
         """The root's dpkg status: every package and version in it (the toolkit, g++, the system headers)."""
-        status = self.root / "var/lib/dpkg/status"
+        status = self.root / STATUS
         return [p for p in (self.tool_path(tool), status) if p is not None and p.is_file()]
 
     def include_root(self) -> Path:
@@ -112,10 +110,11 @@ class DebianCudaToolchain(NvidiaToolchain):
         """The headers the toolkit's and the Thrust, CUB and libcu++ packages installed (dpkg's file lists): the
         root's ``/usr/include`` holds every other package's too."""
         info = self.root / "var/lib/dpkg/info"
-        listed = [line for name in HEADER_PACKAGES for lists in [sorted(info.glob(f"{name}.list")) +
-                  sorted(info.glob(f"{name}:*.list"))] for path in lists for line in path.read_text().splitlines()]
-        return [p for line in dict.fromkeys(listed) if line.startswith("/usr/include/")
-                and (p := self.root / line.lstrip("/")).is_file() and not p.is_symlink()]
+        lists = [path for name in HEADER_PACKAGES for pattern in (f"{name}.list", f"{name}:*.list")
+                 for path in sorted(info.glob(pattern))]
+        listed = dict.fromkeys(line for path in lists for line in path.read_text().splitlines()
+                               if line.startswith("/usr/include/"))
+        return [p for line in listed if (p := self.root / line.lstrip("/")).is_file() and not p.is_symlink()]
 
     def system_include_dirs(self) -> list[Path]:
         return [self.root / "usr/include", self.root / "usr/include/x86_64-linux-gnu",
