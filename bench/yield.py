@@ -78,8 +78,8 @@ def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeli
 
 
 COUNTS = ("files", "included_units", "out_of_scope", "nvidia_ok", "amd_ok", "both",
-          "nvidia_ok_with_configured_headers", "nvidia_ok_debian_cuda", "pairs_debian_cuda", "pairs_repaired",
-          "pairs_hip_nvidia_checked", "pairs_hip_nvidia_ok")
+          "nvidia_ok_with_configured_headers", "nvidia_ok_debian_cuda", "pairs_debian_cuda", "amd_ok_build_root",
+          "pairs_build_root", "pairs_repaired", "pairs_hip_nvidia_checked", "pairs_hip_nvidia_ok")
 TALLIES = ("files_by_build_context", "pairs_amd_only")
 
 
@@ -170,6 +170,9 @@ def main() -> None:
     parser.add_argument("--debian-cuda", action=argparse.BooleanOptionalAction, default=None,
                         help="compile what nvcc 13.5 fails with the Debian suite's CUDA (default: params.yaml's "
                         "nvidia.debian_cuda)")
+    parser.add_argument("--build-root-headers", action=argparse.BooleanOptionalAction, default=None,
+                        help="compile what hipcc fails for a missing header again with the build root's headers "
+                        "(default: params.yaml's amd.build_root_headers)")
     parser.add_argument("--section", default=SECTION, help="the heading of the RESULTS section to write")
     args = parser.parse_args()
     commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO,   # what is built
@@ -177,6 +180,8 @@ def main() -> None:
     base = yaml.safe_load((REPO / "params.yaml").read_text())
     if args.debian_cuda is not None:
         base["nvidia"]["debian_cuda"] = args.debian_cuda
+    if args.build_root_headers is not None:
+        base["amd"]["build_root_headers"] = args.build_root_headers
     split = load_split()
     halves = tuple(args.halves)
     store, debian_dir = args.store or args.work / "store", args.work / "debian"

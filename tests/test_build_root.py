@@ -244,6 +244,74 @@ def test_a_debian_package_is_not_configured_by_its_rules_without_a_build_root_or
     assert off.statuses() == [] and off.of("scale.cu").source == "standalone"
 
 
+AMD_LADDER_SAMPLES = {
+    "plain.cu": KERNEL,
+    "netlib.cu": "#include <cblas-netlib.h>\n" + KERNEL,   # libblas-dev's own header: in the build root only
+    "alternative.cu": "#include <cblas.h>\n" + KERNEL,   # libblas-dev's, through Debian's alternatives: not seen
+    "typo.cu": KERNEL.replace(";", "", 1),
+    "nosuch.cu": "#include <cass_no_such_library.h>\n" + KERNEL,   # a library neither has
+}
+
+
+@pytest.mark.slow
+def test_a_header_the_amd_root_lacks_is_taken_from_the_build_root_after_its_own(blas_root, store, toolchains):
+    """With ``amd.build_root_headers``, a HIP file hipcc fails for a missing header is compiled again in the AMD root
+    with the build root's headers searched last: a build dependency's header (libblas-dev's) is found there and the
+    row names the fallback; a file the AMD root compiles stays on it; a header reached through an alternatives link,
+    or that no root has, fails on both and keeps the first reason with the second added; a syntax error is not tried
+    again. The fallback's hipcc fingerprint takes the build root's identity (its assembler's does not). Run again,
+    every action comes from the store."""
+    from harness.project import REPO
+    from test_settle import StandIn
+
+    from cass.compiling.compile import RETRIED, compiled_chunk, fallbacks
+    from cass.engine.settle import settle_ladder
+    from cass.engine.stage_work import LocalWork
+    from cass.pipeline.context import load_params
+    from cass.pipeline.manifests import StageOutput
+
+    root, _ = blas_root
+    params = load_params(REPO / "params.yaml")
+    params = {**params, "executor": {**params["executor"], "workers": 2},
+              "amd": {**params["amd"], "build_root_headers": True},
+              "debian_sources": {**params["debian_sources"], "build_root": str(root)}}
+    [fallback] = fallbacks(params, "amd")
+    amd = toolchains["amd"]
+    assert (fallback.vendor, fallback.side) == ("amd-build-root", "amd")
+    assert fallback.fingerprint("hipcc") != amd.fingerprint("hipcc")
+    assert fallback.fingerprint(amd.assembler) == amd.fingerprint(amd.assembler)
+    rows = pl.DataFrame([{"sample_id": name, "origin": "t", "path": name, "domain": "t",
+                          "hip_files": [{"path": name, "digest": store.put(text.encode())}], "include_dirs": ["."],
+                          "unresolved_includes": [], "build_flags": []} for name, text in AMD_LADDER_SAMPLES.items()])
+
+    def compiled() -> tuple[dict, StageOutput]:
+        out = StageOutput("compile_amd", rows_in=rows.height)
+        added = settle_ladder(StandIn("compile_amd", params, store, LocalWork(1)), out, rows, [amd, fallback],
+                              RETRIED["amd"], 300, compiled_chunk, "amd", params["amd"], params["scope"],
+                              "hip_files").added
+        return {row["sample_id"]: row for row in added}, out
+
+    added, out = compiled()
+    assert {name: row["amd_toolchain"] for name, row in added.items()} == {
+        "plain.cu": "amd", "netlib.cu": "amd-build-root"}
+    [device] = added["netlib.cu"]["amd_device_asm"]
+    assert device["arch"] == "gfx1100" and ".amdhsa_kernel" in store.get_text(device["digest"])
+    drops = {d["sample_id"]: d for d in out.dropped}
+    assert len(out.dropped) == len(drops) == 3
+    assert {name: d["reason"] for name, d in drops.items()} == {
+        "alternative.cu": "compile_failed:missing_header", "typo.cu": "compile_failed:syntax",
+        "nosuch.cu": "compile_failed:missing_header"}
+    for name in ("alternative.cu", "nosuch.cu"):
+        assert "| amd-build-root: compile_failed:missing_header: " in drops[name]["detail"]
+    assert "amd-build-root" not in drops["typo.cu"]["detail"]
+    by_vendor = out.run["actions_by_vendor"]
+    assert by_vendor["amd-build-root"]["misses"] > 0 and by_vendor["amd-build-root"]["hits"] == 0
+
+    again, warm = compiled()
+    assert again == added and warm.dropped == out.dropped
+    assert warm.run["actions"]["misses"] == 0 and warm.run["actions"]["hits"] == out.run["actions"]["misses"]
+
+
 TEXTURE_KERNEL = ("texture<float, 1, cudaReadModeElementType> tex;\n"
                   "__global__ void fetch(float *out) { out[threadIdx.x] = 2.0f * tex1Dfetch(tex, threadIdx.x); }\n")
 """A texture reference: CUDA 12 removed them, so nvcc 13.5 rejects the file and CUDA 11.8 compiles it."""
@@ -319,8 +387,14 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
 
 
 def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():
-    from cass.compiling.compile import retried
+    """NVIDIA's ladder tries again what fails to compile; AMD's only what misses a header."""
+    from cass.compiling.compile import RETRIED, retried
 
     assert retried({"path": "k.cu"}, "compile_failed:syntax") and retried({"path": "k.cu"}, "out_of_scope:library")
     assert not retried({"path": "k.cl"}, "compile_failed:syntax")   # OpenCL C: the fallbacks compile CUDA only
     assert not retried({"path": "k.cu"}, "out_of_scope:mpi") and not retried({"path": "k.cu"}, "timeout")
+    assert RETRIED["nvidia"] is retried
+    on_amd = RETRIED["amd"]
+    assert on_amd({"path": "k.cu"}, "compile_failed:missing_header")
+    assert not on_amd({"path": "k.cu"}, "compile_failed:syntax") and not on_amd({"path": "k.cu"}, "timeout")
+    assert not on_amd({"path": "k.cl"}, "compile_failed:missing_header")

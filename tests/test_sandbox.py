@@ -172,3 +172,24 @@ def test_two_jobs_compile_a_file_with_internal_symbols_to_the_same_bytes(toolcha
     assert b"_INTERNAL_" in runs["bwrap"][0].outputs["host.s"]
     assert runs["bwrap"][0].outputs == runs["bwrap"][1].outputs
     assert runs["rlimits"][0].outputs["host.s"] != runs["rlimits"][1].outputs["host.s"]
+
+
+def test_a_folder_mounted_into_an_os_root_is_read_only_and_needs_bubblewrap(toolchains, tmp_path):
+    """A chroot toolchain's mount (the AMD fallback's build-root headers): the tool reads the folder at its inner
+    path, cannot write there, and sees nothing of its parent; the rlimits mode, which cannot mount, refuses it."""
+    from toolchains.launchers import ChrootLauncher
+
+    shared = tmp_path / "headers"
+    shared.mkdir()
+    (shared / "dep.h").write_text("#define FROM_THE_BUILD_ROOT 1\n")
+    (tmp_path / "beside.h").write_text("beside\n")
+    launcher = ChrootLauncher(toolchains["amd"].launcher.root, mounts={shared: "/tmp/cass-mounted"})
+    script = ("cat /tmp/cass-mounted/dep.h; echo x > /tmp/cass-mounted/new.h || echo refused; "
+              "ls /tmp/cass-mounted; test -e /tmp/beside.h || echo unseen")
+    proc = subprocess.run(launcher.argv("sh", ("-c", script), Path("/")), env=launcher.env(), capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.stdout.split("\n") == ["#define FROM_THE_BUILD_ROOT 1", "refused", "dep.h", "unseen", ""]
+    assert sorted(p.name for p in shared.iterdir()) == ["dep.h"]
+    launcher.sandbox = Sandbox.weak()
+    with pytest.raises(ValueError, match="need the bwrap sandbox"):
+        launcher.argv("sh", ("-c", "true"), Path("/"))

@@ -60,9 +60,10 @@ def test_counts_ratios_and_top_causes_per_corpus():
     # s0 includes a graphics API's header: out of scope though it paired (neither NVIDIA ok nor a pair), as s6 is
     # for its failure counted out_of_scope: the shares are those of the samples in scope
     hip_nvidia = pl.DataFrame({"sample_id": ["s0", "s1"], "hip_nvidia_build": ["ok", "undeclared"]})
-    # s1 and s4 compiled for NVIDIA only through a fallback toolchain (Debian's CUDA); s1 is a pair
+    # s1 and s4 compiled for NVIDIA only through a fallback toolchain (Debian's CUDA), s1 and s5 for AMD only through
+    # one (the build root's headers); s1 is a pair
     yields = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"}, included_units={"a": 2}, needs_api={"s0"},
-                    hip_nvidia=hip_nvidia, fallback={"s1", "s4"})
+                    hip_nvidia=hip_nvidia, fallback={"s1", "s4"}, amd_fallback={"s1", "s5"})
     a = yields["corpora"]["a"]
     assert (a["files"], a["included_units"], a["out_of_scope"], a["nvidia_ok"], a["amd_ok"], a["both"],
             a["both_over_nvidia_ok"], a["both_over_files"]) == (4, 2, 1, 2, 2, 1, 0.5, 0.25)
@@ -70,6 +71,8 @@ def test_counts_ratios_and_top_causes_per_corpus():
     assert (b["out_of_scope"], b["nvidia_ok"], b["amd_failures_of_nvidia_ok"]) == (1, 1, {"hipify_gap": 1})
     assert a["nvidia_ok_with_configured_headers"] == 1 and a["pairs_repaired"] == 1
     assert (a["nvidia_ok_debian_cuda"], a["pairs_debian_cuda"], b["nvidia_ok_debian_cuda"], b["pairs_debian_cuda"]) == \
+        (1, 1, 1, 0)
+    assert (a["amd_ok_build_root"], a["pairs_build_root"], b["amd_ok_build_root"], b["pairs_build_root"]) == \
         (1, 1, 1, 0)
     assert a["amd_failures_of_nvidia_ok"] == {"hipify_gap": 1}
     assert a["amd_failures"] == {"hipify_gap": 1, "hipify_failed": 1}
@@ -81,10 +84,10 @@ def test_counts_ratios_and_top_causes_per_corpus():
     # s1, the one pair in scope, builds for AMD only; s0 built on both platforms but is out of scope
     assert (a["pairs_hip_nvidia_checked"], a["pairs_hip_nvidia_ok"], a["pairs_amd_only"]) == (1, 0, {"undeclared": 1})
     assert a["files_by_build_context"] == {"makefile": 3, "standalone": 1}
-    assert ("| corpus A | 4 | 2 | 1 | 2 | 2 | 1 | 50.0% | 25.0% | 1 | 1 / 1 | 1 | 0 / 1 (0.0%) | makefile 3, "
+    assert ("| corpus A | 4 | 2 | 1 | 2 | 2 | 1 | 50.0% | 25.0% | 1 | 1 / 1 | 1 / 1 | 1 | 0 / 1 (0.0%) | makefile 3, "
             "standalone 1 |" in table)
-    assert ("| all | 7 | 2 | 2 | 3 | 3 | 1 | 33.3% | 14.3% | 1 | 2 / 1 | 1 | 0 / 1 (0.0%) | makefile 3, standalone 2, "
-            "cmake 2 |" in table)
+    assert ("| all | 7 | 2 | 2 | 3 | 3 | 1 | 33.3% | 14.3% | 1 | 2 / 1 | 2 / 1 | 1 | 0 / 1 (0.0%) | makefile 3, "
+            "standalone 2, cmake 2 |" in table)
     assert "pairs that build for AMD only (not through HIP's NVIDIA back end): undeclared 1." in table
     assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
 

@@ -468,11 +468,17 @@ class Toolchain(ABC):
             self._fingerprints[tool] = h.hexdigest()
         return self._fingerprints[tool]
 
+    @property
+    def side(self) -> str:
+        """The vendor whose code this toolchain compiles: its own, or, for a fallback, that of the toolchain it stands
+        in for (the failure categories and the flags a file's build passes go by it)."""
+        return self.vendor
+
     def build_flags(self, common: Sequence[str], build: Sequence[str]) -> list[str]:
         """``common`` (the pipeline's flags) with a file's own build flags after them (``-D``, ``-U``, nvcc's
         language switches where this toolchain is nvcc, and a ``-std`` that asks for a newer C++, which then
         replaces the pipeline's)."""
-        kept = [f for f in build if self.vendor != "amd" or f not in NVCC_LANGUAGE_FLAGS]
+        kept = [f for f in build if self.side != "amd" or f not in NVCC_LANGUAGE_FLAGS]
         ours = max((cxx_standard_rank(f) for f in common), default=-1)
         newer = [f for f in kept if cxx_standard_rank(f) > ours][-1:]
         return [*(f for f in common if not (newer and cxx_standard_rank(f) >= 0)), *newer,

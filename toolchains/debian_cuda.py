@@ -32,10 +32,11 @@ HEADER_PACKAGES = ("nvidia-cuda-dev", "libthrust-dev", "libcub-dev", "libcu++-de
 """The packages whose files under ``/usr/include`` are CUDA's headers."""
 
 
-def build_root_of(dparams: dict) -> Path:
-    """The build root that ``nvidia.debian_cuda`` puts the toolkit in (``debian_sources.build_root``)."""
+def build_root_of(dparams: dict, asked_by: str = "nvidia.debian_cuda") -> Path:
+    """The build root (``debian_sources.build_root``) that ``nvidia.debian_cuda`` puts the toolkit in, or that another
+    parameter, ``asked_by``, uses."""
     if not dparams["build_root"]:
-        raise ValueError("nvidia.debian_cuda is on, but debian_sources.build_root names no root to install it in")
+        raise ValueError(f"{asked_by} is on, but debian_sources.build_root names no Debian build root")
     return Path(dparams["build_root"])
 
 

@@ -110,11 +110,13 @@ class Sandbox:
         return [*self.limits(), *self.command([*self.system_view(trees, system_root), *binds]),
                 *self.workdir(scratch, JOB_DIR), "--", *argv]
 
-    def chroot(self, root: Path, argv: list[str], scratch: Path, scratch_parent: str) -> list[str]:
+    def chroot(self, root: Path, argv: list[str], scratch: Path, scratch_parent: str,
+               binds: Sequence[str] = ()) -> list[str]:
         """``argv`` inside the OS root ``root``, read-only, with ``scratch`` (a directory under the root's
-        ``scratch_parent``, where other jobs' directories are hidden) as working directory, at one path for every job
-        (bwrap mode)."""
-        return [*self.limits(), *self.command(["--tmpfs", scratch_parent], root=["--ro-bind", str(root), "/"]),
+        ``scratch_parent``, where other jobs' directories are hidden) as working directory, at one path for every job,
+        and ``binds``' mounts after the private ``/tmp`` (under which they may make their mount points) (bwrap
+        mode)."""
+        return [*self.limits(), *self.command(["--tmpfs", scratch_parent, *binds], root=["--ro-bind", str(root), "/"]),
                 *self.workdir(scratch, f"{scratch_parent}/job"), "--", *argv]
 
     def exit_signal(self, returncode: int) -> signal.Signals | None:

@@ -21,9 +21,11 @@ from cass.engine.targets import TargetRun, failure_reason
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import ASM_LIST, SAMPLE_COLUMNS, attach
 from toolchains import Toolchain
+from toolchains.amd_build_root import AmdBuildRootToolchain
 from toolchains.debian_cuda import DebianCudaToolchain, build_root_of
 from toolchains.diagnostics import missing_header
 from toolchains.language import is_opencl
+from toolchains.launchers import ChrootLauncher
 
 _INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\n]+)[">]', re.M)
 
@@ -73,36 +75,57 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     samples a chunk at a time and settle every one whose actions the store has (its manifest row, or why it drops);
     the driver runs the actions the store lacks on the executor, then the workers settle the samples that waited for
     them. With ``nvidia.debian_cuda``, a sample the NVIDIA toolchain fails is compiled again with the Debian suite's
-    own CUDA (:func:`fallbacks`); ``<vendor>_toolchain`` names the toolchain that compiled each row."""
+    own CUDA, with ``amd.build_root_headers`` one the AMD toolchain fails for a missing header with the build root's
+    headers (:func:`fallbacks`); ``<vendor>_toolchain`` names the toolchain that compiled each row."""
     toolchain = pipeline_toolchains(stage.params, (vendor,))[vendor]
     vparams = stage.params[vendor]
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
     rungs = [toolchain, *fallbacks(stage.params, vendor)]
-    added = settle_ladder(stage, out, rows, rungs, retried, vparams["timeout_s"], compiled_chunk, vendor, vparams,
-                          stage.params["scope"], files_column).added
+    added = settle_ladder(stage, out, rows, rungs, RETRIED[vendor], vparams["timeout_s"], compiled_chunk, vendor,
+                          vparams, stage.params["scope"], files_column).added
     out.extra_metrics["archs"] = vparams["archs"]
     if len(rungs) > 1:   # which compiler compiled how many rows, and its version
         out.extra_metrics["compiled_by"] = {tc.vendor: sum(row[f"{vendor}_toolchain"] == tc.vendor for row in added)
                                             for tc in rungs}
-        out.extra_metrics["fallbacks"] = {tc.vendor: tc.version("nvcc") for tc in rungs[1:]}
+        compiler = "nvcc" if vendor == "nvidia" else "hipcc"
+        out.extra_metrics["fallbacks"] = {tc.vendor: tc.version(compiler) for tc in rungs[1:]}
     print(out.write(attach(rows, added, {f"{vendor}_host_asm": pl.String, f"{vendor}_device_asm": ASM_LIST,
                                          f"{vendor}_toolchain": pl.String})))
 
 
 def fallbacks(params: dict, vendor: str) -> list[Toolchain]:
-    """The toolchains that compile, in turn, what ``vendor``'s fails: the Debian suite's CUDA in the Debian packages'
-    build root (:mod:`toolchains.debian_cuda`) where ``nvidia.debian_cuda`` is on, else none."""
-    if vendor != "nvidia" or not params["nvidia"]["debian_cuda"]:
-        return []
-    return [DebianCudaToolchain(build_root_of(params["debian_sources"]))]
+    """The toolchains that compile, in turn, what ``vendor``'s fails, all in the Debian packages' build root
+    (``debian_sources.build_root``): on the NVIDIA side the Debian suite's CUDA (:mod:`toolchains.debian_cuda`) where
+    ``nvidia.debian_cuda`` is on, on the AMD side the AMD root with the build root's headers after its own
+    (:mod:`toolchains.amd_build_root`) where ``amd.build_root_headers`` is on; else none."""
+    if vendor == "nvidia" and params["nvidia"]["debian_cuda"]:
+        return [DebianCudaToolchain(build_root_of(params["debian_sources"]))]
+    if vendor == "amd" and params["amd"]["build_root_headers"]:
+        amd = pipeline_toolchains(params, ("amd",))["amd"]
+        if not isinstance(amd.launcher, ChrootLauncher):
+            raise ValueError("amd.build_root_headers needs the AMD toolchain in its root on this machine (params.yaml "
+                             "amd.toolchain; no executor.scheduler, no CASS_ROCM_PATH)")
+        return [AmdBuildRootToolchain(amd.launcher.root,
+                                      build_root_of(params["debian_sources"], "amd.build_root_headers"))]
+    return []
 
 
 def retried(sample: dict, reason: str) -> bool:
-    """Whether a CUDA ``sample`` dropped for ``reason`` goes to the next toolchain: a compile failure, or a library
-    header the toolchain lacks (another may have it); not a sample out of scope for its API, nor a timeout, nor
-    OpenCL C (the fallbacks compile CUDA only)."""
+    """Whether a CUDA ``sample`` dropped for ``reason`` goes to the next NVIDIA toolchain: a compile failure, or a
+    library header the toolchain lacks (another may have it); not a sample out of scope for its API, nor a timeout,
+    nor OpenCL C (the fallbacks compile CUDA only)."""
     return not is_opencl(sample["path"]) and (reason.startswith("compile_failed:") or reason == "out_of_scope:library")
+
+
+def retried_on_amd(sample: dict, reason: str) -> bool:
+    """Whether a HIP ``sample`` dropped for ``reason`` goes to the next AMD toolchain: only a header the AMD root
+    lacks (the build root's headers are all the fallback adds); not OpenCL C."""
+    return not is_opencl(sample["path"]) and reason == "compile_failed:missing_header"
+
+
+RETRIED = {"nvidia": retried, "amd": retried_on_amd}
+"""Each side's rule for what its ladder's next toolchain compiles again."""
 
 
 def compiled_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchain: Toolchain, side: str,

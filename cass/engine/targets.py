@@ -106,7 +106,7 @@ def failure_reason(toolchain: Toolchain, run: TargetRun, store, unresolved: Coll
     stderr = store.get_text(outcome.record.stderr, "replace")
     if outcome.record.exit_code == 0:
         return "compile_failed:no_output", f"{run.target.name}: exit 0 but no output"
-    category = categorize(stderr, toolchain.vendor, unresolved)
+    category = categorize(stderr, toolchain.side, unresolved)
     return f"compile_failed:{category}", f"{run.target.name}: {first_error_line(stderr)}\n{stderr[:3000]}"
 
 

@@ -63,13 +63,14 @@ def _share(part: int, whole: int) -> float | None:
 def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
                  repaired: set[str], included_units: int = 0, parity: pl.DataFrame | None = None,
                  needs_api: set[str] = frozenset(), hip_nvidia: pl.DataFrame | None = None,
-                 fallback: set[str] = frozenset()) -> dict:
+                 fallback: set[str] = frozenset(), amd_fallback: set[str] = frozenset()) -> dict:
     """The report of one corpus (or all): counts, ratios, failure categories and top causes. A sample out of
     scope (one of ``needs_api``, the samples that need an API the dataset leaves out, whether they compiled or
     not, or one whose failure was counted ``out_of_scope:<why>``) counts in neither NVIDIA ok nor pairs, so the
     shares are those of the samples in scope. ``hip_nvidia``: the pair stage's ``hip_nvidia_build`` per sample
     (the pairs whose HIP side was also compiled through HIP's NVIDIA back end, and how it went); ``fallback``: the
-    samples NVIDIA ok only through a fallback toolchain (``nvidia.debian_cuda``), counted apart too."""
+    samples NVIDIA ok only through a fallback toolchain (``nvidia.debian_cuda``), and ``amd_fallback`` those AMD ok only
+    through one (``amd.build_root_headers``), counted apart too."""
     ids = set(candidates["sample_id"])
     failed = failed.filter(pl.col("sample_id").is_in(ids))
     out_of_scope = (ids & needs_api) | set(failed.filter(pl.col("category").str.starts_with("out_of_scope"))
@@ -92,6 +93,8 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "nvidia_ok_with_configured_headers": len(nv & configured),
         "nvidia_ok_debian_cuda": len(nv & fallback),
         "pairs_debian_cuda": len(both & fallback),
+        "amd_ok_build_root": len(amd & amd_fallback),
+        "pairs_build_root": len(both & amd_fallback),
         "pairs_repaired": len(both & repaired),
         "files_by_build_context": dict(Counter(c.split(":")[0] for c in candidates["build_context"]).most_common()),
         **hip_nvidia_counts(hip_nvidia, both),
@@ -127,19 +130,20 @@ def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
 def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
            repaired: set[str], included_units: dict[str, int] | None = None,
            parity: pl.DataFrame | None = None, needs_api: set[str] = frozenset(),
-           hip_nvidia: pl.DataFrame | None = None, fallback: set[str] = frozenset()) -> dict:
+           hip_nvidia: pl.DataFrame | None = None, fallback: set[str] = frozenset(),
+           amd_fallback: set[str] = frozenset()) -> dict:
     """Per corpus (origin) and over all of them; ``included_units``: per origin, the units ingest left to the
     files that include them; ``parity``: the branch_parity stage's rows; ``needs_api``: the samples out of scope
     for the APIs they include; ``hip_nvidia``: the pair stage's verdicts of the HIP side on HIP's NVIDIA back end;
-    ``fallback``: the samples only a fallback NVIDIA toolchain compiled."""
+    ``fallback``, ``amd_fallback``: the samples only a fallback NVIDIA, AMD toolchain compiled."""
     included_units = included_units or {}
     by_origin = {origin: corpus_yield(candidates.filter(pl.col("origin") == origin), nvidia_ok, amd_ok,
                                       failed, repaired, included_units.get(origin, 0), parity, needs_api, hip_nvidia,
-                                      fallback)
+                                      fallback, amd_fallback)
                  for origin in sorted(set(candidates["origin"]))}
     return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired,
                                                       sum(included_units.get(o, 0) for o in by_origin), parity,
-                                                      needs_api, hip_nvidia, fallback)}
+                                                      needs_api, hip_nvidia, fallback, amd_fallback)}
 
 
 def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: set[str],
@@ -177,8 +181,9 @@ def template_markdown(templates: dict[str, dict]) -> list[str]:
 
 SUMMARY_HEADER = ("| corpus | files | included units | out of scope | NVIDIA ok | AMD ok | pairs | pairs / NVIDIA ok "
                   "| pairs / files | NVIDIA ok with configured headers | NVIDIA ok / pairs on Debian's CUDA "
-                  "| pairs repaired | pairs built on HIP-NVIDIA | files by build context |")
-SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+                  "| AMD ok / pairs with the build root's headers | pairs repaired | pairs built on HIP-NVIDIA "
+                  "| files by build context |")
+SUMMARY_ALIGN = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 
 
 def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> list[str]:
@@ -189,7 +194,8 @@ def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> lis
                     f"{y['included_units']} | {y['out_of_scope']} | {y['nvidia_ok']} | {y['amd_ok']} | {y['both']} | "
                     f"{percent(y['both_over_nvidia_ok'])} | {percent(y['both_over_files'])} | "
                     f"{y['nvidia_ok_with_configured_headers']} | "
-                    f"{y['nvidia_ok_debian_cuda']} / {y['pairs_debian_cuda']} | {y['pairs_repaired']} | "
+                    f"{y['nvidia_ok_debian_cuda']} / {y['pairs_debian_cuda']} | "
+                    f"{y['amd_ok_build_root']} / {y['pairs_build_root']} | {y['pairs_repaired']} | "
                     f"{hip_nvidia_cell(y)} | "
                     + (", ".join(f"{c} {n}" for c, n in y["files_by_build_context"].items()) or "-") + " |")
     return rows

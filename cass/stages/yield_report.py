@@ -18,7 +18,9 @@ def run(stage: Stage) -> None:
     nvidia = stage.upstream("compile_nvidia")
     nvidia_ok = set(nvidia["sample_id"])
     fallback = set(nvidia.filter(pl.col("nvidia_toolchain") != "nvidia")["sample_id"])
-    amd_ok = set(stage.upstream("compile_amd")["sample_id"])
+    amd = stage.upstream("compile_amd")
+    amd_ok = set(amd["sample_id"])
+    amd_fallback = set(amd.filter(pl.col("amd_toolchain") != "amd")["sample_id"])
     repaired = set(stage.upstream("repair").filter(pl.col("hip_repaired"))["sample_id"])
     dropped = {
         "nvidia": pl.read_parquet(stage.upstream_path("compile_nvidia", "dropped")),
@@ -32,7 +34,8 @@ def run(stage: Stage) -> None:
     needs_api = {i for ids in stage.work.chunks(needing_api, candidates.select("sample_id", "files"),
                                                 str(stage.store.root), dict(stage.params["scope"])) for i in ids}
     hip_nvidia = stage.upstream("pair").select("sample_id", "hip_nvidia_build")
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api, hip_nvidia, fallback)
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api, hip_nvidia, fallback,
+                    amd_fallback)
     requests = stage.upstream_path("synthesize", "requests")
     if requests.exists():
         yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)
