@@ -223,6 +223,22 @@ def test_a_configure_that_fails_leaves_its_files_stand_alone_with_its_log(tmp_pa
     assert [s["status"] for s in made.build_statuses] == ["no sandbox"]
 
 
+def test_a_file_no_compile_command_lists_gets_the_nvcc_switches_its_cmake_files_name(tmp_path, store):
+    """Where the project's configure fails, its CUDA files still get the nvcc language switches its CMake files name
+    (a module's generator expression, a list), and nothing that only looks like one; outside a CMake project, a
+    switch named in another file gives nothing."""
+    rows, _ = ingest(write(tmp_path / "broken", {
+        "CMakeLists.txt": "project(x LANGUAGES CXX)\ninclude(cmake/Utils.cmake)\nmessage(FATAL_ERROR \"nope\")\n",
+        "cmake/Utils.cmake": "target_compile_options(x PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-extended-lambda>)\n"
+                             "set(NOT_ONE \"--expt-relaxed-constexpr-off\")\n"
+                             "list(APPEND F \"--expt-relaxed-constexpr\")\n",
+        "src/k.cu": KERNEL}), store)
+    assert [(r["build_context"], r["build_flags"]) for r in rows] == [
+        ("standalone", ["--expt-extended-lambda", "--expt-relaxed-constexpr"])]
+    rows, _ = ingest(write(tmp_path / "plain", {"README.md": "build with --extended-lambda\n", "k.cu": KERNEL}), store)
+    assert [(r["build_context"], r["build_flags"]) for r in rows] == [("standalone", [])]
+
+
 def test_tree_folders_holds_every_parent():
     assert tree_folders(["a/b/c.h", "d.h"]) == {".", "a", "a/b"}
 

@@ -38,6 +38,7 @@ import contextlib
 import io
 import json
 import posixpath
+import re
 import shlex
 import tarfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -75,6 +76,11 @@ class BuildContext:
     source: str = STANDALONE
     flags: tuple[str, ...] = ()
     include_dirs: tuple[str, ...] = ()
+
+
+_SWITCH = re.compile("(?<![\\w-])(" + "|".join(sorted(map(re.escape, NVCC_LANGUAGE_FLAGS), key=len, reverse=True))
+                     + ")(?![\\w-])")
+"""An nvcc language switch named in a build file (not inside a longer word)."""
 
 
 def taken_flags(words: Iterable[str], locate: Callable[[str], str | None]) -> tuple[list[str], list[str]]:
@@ -202,6 +208,7 @@ class BuildContexts:
         self._variants: dict[str, list[str]] | None = None
         """The Makefile variants by folder (read on the first folder without a Makefile)."""
         self._digests: dict[str, str] = {}
+        self._switches: dict[str, tuple[str, ...]] = {}
         self._system = build_root.identity(system_root) if system_root is not None else None
         """The build root's identity (None: no root named, or no Debian root there), read once per tree."""
 
@@ -256,14 +263,31 @@ class BuildContexts:
 
     def of(self, rel: str) -> BuildContext:
         """``rel``'s context: its Makefile's, else its configured CMake project's, else its configured package's,
-        else stand-alone."""
+        else stand-alone. A file no compile command lists (headers only, or stand-alone) in a CMake project gets the
+        nvcc language switches the project's CMake files name (:meth:`cmake_switches`)."""
         if found := self.makefile(rel):
             return found
-        for configured in (self.projects.get(self.index.project_of(rel)), self.package):
+        project = self.index.project_of(rel)
+        switches = self.cmake_switches(project) if self._cmake_lists(project) else ()
+        for configured in (self.projects.get(project), self.package):
             if configured is not None and configured.ok:
                 return configured.contexts.get(rel) or BuildContext(
-                    f"{configured.status['source']}-headers:{configured.status['project']}")
-        return BuildContext()
+                    f"{configured.status['source']}-headers:{configured.status['project']}", switches)
+        return BuildContext(flags=switches)
+
+    def cmake_switches(self, project: str) -> tuple[str, ...]:
+        """The nvcc language switches (:data:`NVCC_LANGUAGE_FLAGS`) that ``project``'s CMake files (its
+        ``CMakeLists.txt`` files and ``.cmake`` modules) name, in a fixed order (read once per project): what its
+        build passes nvcc where no configure step gave a file its own command."""
+        if project not in self._switches:
+            prefix = "" if project == ROOT_DIR else project + "/"
+            named: set[str] = set()
+            for path in self.index.files:
+                if path.startswith(prefix) and path not in self.index.generated and (
+                        path.endswith(".cmake") or posixpath.basename(path) == "CMakeLists.txt"):
+                    named.update(_SWITCH.findall(self.index.read(path).decode(errors="replace")))
+            self._switches[project] = tuple(sorted(named))
+        return self._switches[project]
 
     def statuses(self) -> list[dict]:
         return [p.status for p in [*self.projects.values(), self.package] if p is not None]
