@@ -204,6 +204,9 @@ def test_a_header_name_is_provided_by_a_path_that_is_it_or_ends_in_it_after_a_sl
     assert names.provided_by(["math_constants.h", "src/xcub/cub.cuh"]) == {"math_constants.h", "cub.cuh"}
     assert names.provided_by(["my_math_constants.h", "cub/cub.cuh.in"]) == frozenset()   # a name's tail is no match
     assert names.provided_by([]) == frozenset()
+    renames = CudaHipNames(hipify_headers={"cuda.h": "hip/hip_runtime.h"})   # a path under a folder ending in one
+    assert renames.provided_by(["src/util/cuda.h"]) == {"src/util/cuda.h", "util/cuda.h"}
+    assert renames.provided_by(["cuda.h", "src/mycuda.h"]) == frozenset()
 
 
 def test_nvidia_typedefs_are_hipify_perls_names_that_hips_nvidia_headers_declare_by_typedef(tmp_path):

@@ -36,6 +36,7 @@ from cass.translate.repair import (
     cuda_version_macros,
     hip_elaborated_types,
     hip_vector_compound_operators,
+    own_headers_kept,
     ptx_inline_asm,
     repair,
     ruleset_id,
@@ -140,6 +141,20 @@ def test_unmapped_headers_become_their_hip_equivalents_unless_the_sample_has_the
     own = replace(HIP57, shadowed=frozenset({"math_constants.h"}))
     assert unmapped_headers(HEADERS_BEFORE, own) == HEADERS_AFTER.replace(
         "<hip/hip_math_constants.h>", "<math_constants.h>")
+
+
+def test_a_projects_own_header_named_like_a_cuda_header_keeps_its_name_in_quoted_includes():
+    """colmap's ``"util/cuda.h"``, which hipify-perl renames as CUDA's ``cuda.h``: restored where the sample has the
+    file under a folder; the runtime header itself, an angle include and a sample without the file are left."""
+    names = replace(NAMES, hipify_headers={"cuda.h": "hip/hip_runtime.h", "cuda_runtime.h": "hip/hip_runtime.h"})
+    own = RepairTarget(hip=(6, 4), names=names, shadowed=names.provided_by(["src/util/cuda.h", "src/mvs/mat.h"]))
+    assert own.shadowed == {"src/util/cuda.h", "util/cuda.h"}
+    text = ('#include "hip/hip_runtime.h"\n#include "util/hip/hip_runtime.h"  // ours\n'
+            '  #  include "src/util/hip/hip_runtime.h"\n#include <util/hip/hip_runtime.h>\n')
+    assert own_headers_kept(text, own) == ('#include "hip/hip_runtime.h"\n#include "util/cuda.h"  // ours\n'
+                                           '  #  include "src/util/cuda.h"\n#include <util/hip/hip_runtime.h>\n')
+    assert own_headers_kept(text, replace(own, shadowed=frozenset())) == text
+    assert repair(text, own)[1] == ["own_headers_kept"]
 
 
 def test_cublas_sgemmex_is_gemmex_with_fp32_compute():

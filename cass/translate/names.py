@@ -142,9 +142,13 @@ class CudaHipNames:
                 "device_builtins": self.device_builtins}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
-        """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide."""
+        """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide, and the
+        paths under a folder (``util/cuda.h``, ``src/util/cuda.h``) that end in a header hipify-perl maps: a project's
+        own header hipify-perl renames in its includes."""
         tails = {"/".join(parts[i:]) for p in paths for parts in [p.split("/")] for i in range(len(parts))}
-        return frozenset(h for h in self.headers if h in tails)   # h is a path or what follows one of its "/"
+        derived = {h for h in self.headers if h in tails}   # h is a path or what follows one of its "/"
+        renamed = {t for t in tails if any(t.endswith("/" + h) for h in self.hipify_headers)}
+        return frozenset(derived | renamed)
 
     def summary(self) -> str:
         return (f"{len(self.covered)} CUDA headers hipify-perl maps with a guard pair "

@@ -249,6 +249,19 @@ def unmapped_headers(text: str, target: RepairTarget) -> str:
     return words.sub(lambda m: constants[m.group(1)], text) if words is not None else text
 
 
+def own_headers_kept(text: str, target: RepairTarget) -> str:
+    """A quoted include of one of the sample's own headers whose path ends in a CUDA header's name
+    (``"util/cuda.h"``), which hipify-perl renamed as that header (``"util/hip/hip_runtime.h"``), named as it was:
+    the project's header is translated at its own path."""
+    hipify = target.names.hipify_headers
+    for own in sorted(target.shadowed):
+        for cuda in (h for h in hipify if own.endswith("/" + h)):
+            renamed = own[:-len(cuda)] + hipify[cuda]
+            line = re.compile(rf'^([ \t]*#[ \t]*include[ \t]*"){re.escape(renamed)}"', re.M)
+            text = line.sub(lambda m, own=own: f'{m.group(1)}{own}"', text)
+    return text
+
+
 def _overload_call(name: str, overloads: dict[str, dict]) -> Callable[[list[str], str], str]:
     def rewrite(args: list[str], original: str) -> str:
         if str(len(args)) not in overloads:   # a template argument list's commas split an argument: join it again
@@ -568,6 +581,8 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_version_macros", 3, "CUDA version macros are undefined in HIP code", cuda_version_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
+    Rule("own_headers_kept", 1, "hipify-perl renames a project's own header whose path ends in a CUDA header's name",
+         own_headers_kept),
     Rule("cuda_runtime_overloads", 5, "C++ overloads of the CUDA runtime that HIP lacks", cuda_runtime_overloads),
     Rule("cublas_gemm_ex", 5, "cublasSgemmEx and data types as GEMM compute types have no hipify mapping",
          cublas_gemm_ex),
