@@ -244,6 +244,52 @@ def test_a_debian_package_is_not_configured_by_its_rules_without_a_build_root_or
     assert off.statuses() == [] and off.of("scale.cu").source == "standalone"
 
 
+def ladder_params(root: Path, side: str, **switches) -> dict:
+    """params.yaml with two workers, ``debian_sources.build_root`` at ``root`` and ``switches`` set in ``side``'s
+    section."""
+    from harness.project import REPO
+
+    from cass.pipeline.context import load_params
+
+    params = load_params(REPO / "params.yaml")
+    return {**params, "executor": {**params["executor"], "workers": 2}, side: {**params[side], **switches},
+            "debian_sources": {**params["debian_sources"], "build_root": str(root)}}
+
+
+def through_ladder(params: dict, store, side: str, rungs: list, files_column: str,
+                   samples: dict[str, str]) -> tuple[dict, dict]:
+    """``samples`` (name: text) through ``side``'s compile ladder twice, as its compile stage runs them: (rows added,
+    rows dropped), by name. Each row is dropped once, the fallback ran actions the store lacked, and the second run
+    takes every action from the store and gives the same rows."""
+    from test_settle import StandIn
+
+    from cass.compiling.compile import RETRIED, compiled_chunk
+    from cass.engine.settle import settle_ladder
+    from cass.engine.stage_work import LocalWork
+    from cass.pipeline.manifests import StageOutput
+
+    rows = pl.DataFrame([{"sample_id": name, "origin": "t", "path": name, "domain": "t",
+                          files_column: [{"path": name, "digest": store.put(text.encode())}], "include_dirs": ["."],
+                          "unresolved_includes": [], "build_flags": []} for name, text in samples.items()])
+
+    def compiled() -> tuple[dict, StageOutput]:
+        out = StageOutput(f"compile_{side}", rows_in=rows.height)
+        added = settle_ladder(StandIn(f"compile_{side}", params, store, LocalWork(1)), out, rows, rungs,
+                              RETRIED[side], 300, compiled_chunk, side, params[side], params["scope"],
+                              files_column).added
+        return {row["sample_id"]: row for row in added}, out
+
+    added, out = compiled()
+    drops = {d["sample_id"]: d for d in out.dropped}
+    assert len(out.dropped) == len(drops)
+    fallback = out.run["actions_by_vendor"][rungs[-1].vendor]
+    assert fallback["misses"] > 0 and fallback["hits"] == 0
+    again, warm = compiled()
+    assert again == added and warm.dropped == out.dropped
+    assert warm.run["actions"]["misses"] == 0 and warm.run["actions"]["hits"] == out.run["actions"]["misses"]
+    return added, drops
+
+
 AMD_LADDER_SAMPLES = {
     "plain.cu": KERNEL,
     "netlib.cu": "#include <cblas-netlib.h>\n" + KERNEL,   # libblas-dev's own header: in the build root only
@@ -261,55 +307,26 @@ def test_a_header_the_amd_root_lacks_is_taken_from_the_build_root_after_its_own(
     or that no root has, fails on both and keeps the first reason with the second added; a syntax error is not tried
     again. The fallback's hipcc fingerprint takes the build root's identity (its assembler's does not). Run again,
     every action comes from the store."""
-    from harness.project import REPO
-    from test_settle import StandIn
-
-    from cass.compiling.compile import RETRIED, compiled_chunk, fallbacks
-    from cass.engine.settle import settle_ladder
-    from cass.engine.stage_work import LocalWork
-    from cass.pipeline.context import load_params
-    from cass.pipeline.manifests import StageOutput
+    from cass.compiling.compile import fallbacks
 
     root, _ = blas_root
-    params = load_params(REPO / "params.yaml")
-    params = {**params, "executor": {**params["executor"], "workers": 2},
-              "amd": {**params["amd"], "build_root_headers": True},
-              "debian_sources": {**params["debian_sources"], "build_root": str(root)}}
+    params = ladder_params(root, "amd", build_root_headers=True)
     [fallback] = fallbacks(params, "amd")
     amd = toolchains["amd"]
     assert (fallback.vendor, fallback.side) == ("amd-build-root", "amd")
     assert fallback.fingerprint("hipcc") != amd.fingerprint("hipcc")
     assert fallback.fingerprint(amd.assembler) == amd.fingerprint(amd.assembler)
-    rows = pl.DataFrame([{"sample_id": name, "origin": "t", "path": name, "domain": "t",
-                          "hip_files": [{"path": name, "digest": store.put(text.encode())}], "include_dirs": ["."],
-                          "unresolved_includes": [], "build_flags": []} for name, text in AMD_LADDER_SAMPLES.items()])
-
-    def compiled() -> tuple[dict, StageOutput]:
-        out = StageOutput("compile_amd", rows_in=rows.height)
-        added = settle_ladder(StandIn("compile_amd", params, store, LocalWork(1)), out, rows, [amd, fallback],
-                              RETRIED["amd"], 300, compiled_chunk, "amd", params["amd"], params["scope"],
-                              "hip_files").added
-        return {row["sample_id"]: row for row in added}, out
-
-    added, out = compiled()
+    added, drops = through_ladder(params, store, "amd", [amd, fallback], "hip_files", AMD_LADDER_SAMPLES)
     assert {name: row["amd_toolchain"] for name, row in added.items()} == {
         "plain.cu": "amd", "netlib.cu": "amd-build-root"}
     [device] = added["netlib.cu"]["amd_device_asm"]
     assert device["arch"] == "gfx1100" and ".amdhsa_kernel" in store.get_text(device["digest"])
-    drops = {d["sample_id"]: d for d in out.dropped}
-    assert len(out.dropped) == len(drops) == 3
     assert {name: d["reason"] for name, d in drops.items()} == {
         "alternative.cu": "compile_failed:missing_header", "typo.cu": "compile_failed:syntax",
         "nosuch.cu": "compile_failed:missing_header"}
     for name in ("alternative.cu", "nosuch.cu"):
         assert "| amd-build-root: compile_failed:missing_header: " in drops[name]["detail"]
     assert "amd-build-root" not in drops["typo.cu"]["detail"]
-    by_vendor = out.run["actions_by_vendor"]
-    assert by_vendor["amd-build-root"]["misses"] > 0 and by_vendor["amd-build-root"]["hits"] == 0
-
-    again, warm = compiled()
-    assert again == added and warm.dropped == out.dropped
-    assert warm.run["actions"]["misses"] == 0 and warm.run["actions"]["hits"] == out.run["actions"]["misses"]
 
 
 TEXTURE_KERNEL = ("texture<float, 1, cudaReadModeElementType> tex;\n"
@@ -333,57 +350,28 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
     assembly without the device image); a file both fail keeps 13.5's reason (a syntax error; a library header:
     ``out_of_scope:library`` on 13.5, ``missing_header`` on Debian's), with Debian's added, and is dropped once; a
     file out of scope for its API is not tried again. Run again, every action comes from the store."""
-    from harness.project import REPO
-    from test_settle import StandIn
-
-    from cass.compiling.compile import compiled_chunk, fallbacks, retried
-    from cass.engine.settle import settle_ladder
-    from cass.engine.stage_work import LocalWork
-    from cass.pipeline.context import load_params
-    from cass.pipeline.manifests import StageOutput
+    from cass.compiling.compile import fallbacks
     from cass.stages.fetch_debian import install_debian_cuda
     from toolchains import debian_cuda
 
     root, _ = blas_root
     install_debian_cuda({"build_root": str(root), "suite": "bookworm", "archive": "http://deb.debian.org/debian"})
     assert not debian_cuda.install(root, 60)   # installed once
-    params = load_params(REPO / "params.yaml")
-    params = {**params, "executor": {**params["executor"], "workers": 2},
-              "nvidia": {**params["nvidia"], "archs": ["sm_89"], "debian_cuda": True},
-              "debian_sources": {**params["debian_sources"], "build_root": str(root)}}
+    params = ladder_params(root, "nvidia", archs=["sm_89"], debian_cuda=True)
     [fallback] = fallbacks(params, "nvidia")
     assert "release 11.8" in fallback.version("nvcc") and fallbacks(params, "amd") == []
-    rows = pl.DataFrame([{"sample_id": name, "origin": "t", "path": name, "domain": "t",
-                          "files": [{"path": name, "digest": store.put(text.encode())}], "include_dirs": ["."],
-                          "unresolved_includes": [], "build_flags": []} for name, text in LADDER_SAMPLES.items()])
-
-    def compiled() -> tuple[dict, StageOutput]:
-        out = StageOutput("compile_nvidia", rows_in=rows.height)
-        added = settle_ladder(StandIn("compile_nvidia", params, store, LocalWork(1)), out, rows,
-                              [toolchains["nvidia"], fallback], retried, 300, compiled_chunk, "nvidia",
-                              params["nvidia"], params["scope"], "files").added
-        return {row["sample_id"]: row for row in added}, out
-
-    added, out = compiled()
+    added, drops = through_ladder(params, store, "nvidia", [toolchains["nvidia"], fallback], "files", LADDER_SAMPLES)
     assert {name: row["nvidia_toolchain"] for name, row in added.items()} == {
         "modern.cu": "nvidia", "texture.cu": "nvidia-debian", "blas.cu": "nvidia-debian"}
     [device] = added["texture.cu"]["nvidia_device_asm"]
     sass = store.get_text(device["digest"])
     assert device["arch"] == "sm_89" and "Function : _Z5fetchPf" in sass and "TLD" in sass   # the texture fetch
     assert ".nv_fatbin" not in store.get_text(added["texture.cu"]["nvidia_host_asm"])
-    drops = {d["sample_id"]: d for d in out.dropped}
-    assert len(out.dropped) == len(drops) == 3
     assert {name: d["reason"] for name, d in drops.items()} == {
         "typo.cu": "compile_failed:syntax", "nosuch.cu": "out_of_scope:library", "mpi.cu": "out_of_scope:mpi"}
     assert "| nvidia-debian: compile_failed:syntax: " in drops["typo.cu"]["detail"]
     assert "| nvidia-debian: compile_failed:missing_header: " in drops["nosuch.cu"]["detail"]
     assert "nvidia-debian" not in drops["mpi.cu"]["detail"]
-    by_vendor = out.run["actions_by_vendor"]
-    assert by_vendor["nvidia-debian"]["misses"] > 0 and by_vendor["nvidia-debian"]["hits"] == 0
-
-    again, warm = compiled()
-    assert again == added and warm.dropped == out.dropped
-    assert warm.run["actions"]["misses"] == 0 and warm.run["actions"]["hits"] == out.run["actions"]["misses"]
 
 
 def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():
