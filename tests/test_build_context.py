@@ -230,12 +230,13 @@ def test_a_file_no_compile_command_lists_gets_the_nvcc_switches_its_cmake_files_
     rows, _ = ingest(write(tmp_path / "broken", {
         "CMakeLists.txt": "project(x LANGUAGES CXX)\ninclude(cmake/Utils.cmake)\nmessage(FATAL_ERROR \"nope\")\n",
         "cmake/Utils.cmake": "target_compile_options(x PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-extended-lambda>)\n"
-                             "set(NOT_ONE \"--expt-relaxed-constexpr-off\")\n"
+                             "set(NOT_ONE \"--extended-lambda-off\")\n"
                              "list(APPEND F \"--expt-relaxed-constexpr\")\n",
         "src/k.cu": KERNEL}), store)
     assert [(r["build_context"], r["build_flags"]) for r in rows] == [
         ("standalone", ["--expt-extended-lambda", "--expt-relaxed-constexpr"])]
-    rows, _ = ingest(write(tmp_path / "plain", {"README.md": "build with --extended-lambda\n", "k.cu": KERNEL}), store)
+    rows, _ = ingest(write(tmp_path / "plain", {"cmake/flags.cmake": "set(F --extended-lambda)\n", "k.cu": KERNEL}),
+                     store)   # a CMake module, but no CMakeLists.txt: no CMake project
     assert [(r["build_context"], r["build_flags"]) for r in rows] == [("standalone", [])]
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 import platform
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -19,7 +21,8 @@ from test_ingest import INGEST_PARAMS, KERNEL, write
 from cass.sources.build_context import BuildContexts
 from cass.sources.includes import TreeIndex
 from cass.stages.fetch_debian import install_build_dependencies
-from toolchains import build_root
+from store import Store
+from toolchains import Toolchain, build_root
 from toolchains.configure import CMakeConfigure, DebianConfigure
 from toolchains.sandbox import Sandbox, detect
 
@@ -244,23 +247,23 @@ def test_a_debian_package_is_not_configured_by_its_rules_without_a_build_root_or
     assert off.statuses() == [] and off.of("scale.cu").source == "standalone"
 
 
-def ladder_params(root: Path, side: str, **switches) -> dict:
-    """params.yaml with two workers, ``debian_sources.build_root`` at ``root`` and ``switches`` set in ``side``'s
+def ladder_params(root: Path, side: str, **overrides) -> dict:
+    """params.yaml with two workers, ``debian_sources.build_root`` at ``root`` and ``overrides`` set in ``side``'s
     section."""
     from harness.project import REPO
 
     from cass.pipeline.context import load_params
 
     params = load_params(REPO / "params.yaml")
-    return {**params, "executor": {**params["executor"], "workers": 2}, side: {**params[side], **switches},
+    return {**params, "executor": {**params["executor"], "workers": 2}, side: {**params[side], **overrides},
             "debian_sources": {**params["debian_sources"], "build_root": str(root)}}
 
 
-def through_ladder(params: dict, store, side: str, rungs: list, files_column: str,
-                   samples: dict[str, str]) -> tuple[dict, dict]:
-    """``samples`` (name: text) through ``side``'s compile ladder twice, as its compile stage runs them: (rows added,
-    rows dropped), by name. Each row is dropped once, the fallback ran actions the store lacked, and the second run
-    takes every action from the store and gives the same rows."""
+def through_ladder(params: dict, store: Store, side: str, rungs: list[Toolchain], files_column: str,
+                   samples: dict[str, str], build_flags: Sequence[str] = ()) -> tuple[dict, dict]:
+    """``samples`` (name: text), each with ``build_flags`` from its build, through ``side``'s compile ladder twice, as
+    its compile stage runs them: (rows added, rows dropped), by name. Each row is dropped once, the fallback ran
+    actions the store lacked, and the second run takes every action from the store and gives the same rows."""
     from test_settle import StandIn
 
     from cass.compiling.compile import RETRIED, compiled_chunk
@@ -270,7 +273,8 @@ def through_ladder(params: dict, store, side: str, rungs: list, files_column: st
 
     rows = pl.DataFrame([{"sample_id": name, "origin": "t", "path": name, "domain": "t",
                           files_column: [{"path": name, "digest": store.put(text.encode())}], "include_dirs": ["."],
-                          "unresolved_includes": [], "build_flags": []} for name, text in samples.items()])
+                          "unresolved_includes": [], "build_flags": list(build_flags)}
+                         for name, text in samples.items()])
 
     def compiled() -> tuple[dict, StageOutput]:
         out = StageOutput(f"compile_{side}", rows_in=rows.height)
@@ -290,9 +294,45 @@ def through_ladder(params: dict, store, side: str, rungs: list, files_column: st
     return added, drops
 
 
+def fake_root(path: Path, packages: dict[str, list[str]], headers: list[str]) -> Path:
+    """A folder shaped as a Debian root for the AMD fallback (no tool runs in it): dpkg's status and file lists of
+    ``packages`` (name: the ``/usr/include`` paths it installed) and empty ``headers`` under ``usr/include``."""
+    status = "".join(f"Package: {name}\nStatus: install ok installed\nSource: {name}\n\n" for name in packages)
+    lists = {f"var/lib/dpkg/info/{name}.list": "".join(f"{p}\n" for p in paths) for name, paths in packages.items()}
+    return write(path, {"var/lib/dpkg/status": status, **lists, **{f"usr/include/{h}": "\n" for h in headers}})
+
+
+def test_the_amd_fallback_mounts_no_cuda_header_and_its_keys_follow_the_build_root(tmp_path, toolchains):
+    """The fallback mounts every entry of the build root's ``/usr/include`` but those of the CUDA toolkit's packages;
+    its hipcc fingerprint follows the root's packages and the entries it mounts, not where the root lies."""
+    from toolchains.amd_build_root import MOUNT, AmdBuildRootToolchain, header_mounts
+
+    cuda = {"nvidia-cuda-dev": ["/usr/include/cuda_runtime.h", "/usr/include/crt/host_defines.h"],
+            "libcupti-dev": ["/usr/include/cupti.h"]}   # built from the toolkit's source too: also CUDA's
+    root = fake_root(tmp_path / "root", {"libdmlc-dev": ["/usr/include/dmlc/base.h"], **cuda},
+                     ["dmlc/base.h", "cuda_runtime.h", "crt/host_defines.h", "cupti.h", "glog.h"])
+    status = root / "var/lib/dpkg/status"
+    status.write_text(status.read_text().replace("Source: libcupti-dev", "Source: nvidia-cuda-dev"))
+    assert header_mounts(root) == {root / "usr/include" / name: f"{MOUNT}/usr/include/{name}"
+                                   for name in ("dmlc", "glog.h")}
+
+    amd_root = toolchains["amd"].launcher.root
+
+    def fingerprint(folder: str, packages: dict, headers: list[str]) -> str:
+        return AmdBuildRootToolchain(amd_root, fake_root(tmp_path / folder, packages, headers)).fingerprint("hipcc")
+
+    dmlc = {"libdmlc-dev": ["/usr/include/dmlc/base.h"]}
+    first = fingerprint("a", dmlc, ["dmlc/base.h"])
+    assert fingerprint("b", dmlc, ["dmlc/base.h"]) == first   # the same root elsewhere
+    assert fingerprint("c", {**dmlc, "libglog-dev": []}, ["dmlc/base.h"]) != first   # another package installed
+    assert fingerprint("d", dmlc, ["dmlc/base.h", "glog.h"]) != first   # another entry mounted
+
+
 AMD_LADDER_SAMPLES = {
     "plain.cu": KERNEL,
-    "netlib.cu": "#include <cblas-netlib.h>\n" + KERNEL,   # libblas-dev's own header: in the build root only
+    # libblas-dev's own header, in the build root only; the system's headers stay the AMD root's (a newer glibc)
+    "netlib.cu": "#include <cblas-netlib.h>\n#include <features.h>\n"
+                 "static_assert(__GLIBC_MINOR__ > 36, \"bookworm's glibc\");\n" + KERNEL,
     "alternative.cu": "#include <cblas.h>\n" + KERNEL,   # libblas-dev's, through Debian's alternatives: not seen
     "typo.cu": KERNEL.replace(";", "", 1),
     "nosuch.cu": "#include <cass_no_such_library.h>\n" + KERNEL,   # a library neither has
@@ -305,8 +345,8 @@ def test_a_header_the_amd_root_lacks_is_taken_from_the_build_root_after_its_own(
     with the build root's headers searched last: a build dependency's header (libblas-dev's) is found there and the
     row names the fallback; a file the AMD root compiles stays on it; a header reached through an alternatives link,
     or that no root has, fails on both and keeps the first reason with the second added; a syntax error is not tried
-    again. The fallback's hipcc fingerprint takes the build root's identity (its assembler's does not). Run again,
-    every action comes from the store."""
+    again. nvcc's language switches a build passes stay off both rungs (clang refuses them). A copy of the fallback
+    sent to a worker plans and keys as it does. Run again, every action comes from the store."""
     from cass.compiling.compile import fallbacks
 
     root, _ = blas_root
@@ -315,8 +355,12 @@ def test_a_header_the_amd_root_lacks_is_taken_from_the_build_root_after_its_own(
     amd = toolchains["amd"]
     assert (fallback.vendor, fallback.side) == ("amd-build-root", "amd")
     assert fallback.fingerprint("hipcc") != amd.fingerprint("hipcc")
-    assert fallback.fingerprint(amd.assembler) == amd.fingerprint(amd.assembler)
-    added, drops = through_ladder(params, store, "amd", [amd, fallback], "hip_files", AMD_LADDER_SAMPLES)
+    sent = pickle.loads(pickle.dumps(fallback))   # what a stage worker plans with
+    assert sent.fingerprint("hipcc") == fallback.fingerprint("hipcc")
+    assert sent.targets("k.cu", ["gfx1100"], params["amd"]["flags"]) == \
+        fallback.targets("k.cu", ["gfx1100"], params["amd"]["flags"])
+    added, drops = through_ladder(params, store, "amd", [amd, fallback], "hip_files", AMD_LADDER_SAMPLES,
+                                  ["--expt-extended-lambda"])
     assert {name: row["amd_toolchain"] for name, row in added.items()} == {
         "plain.cu": "amd", "netlib.cu": "amd-build-root"}
     [device] = added["netlib.cu"]["amd_device_asm"]
@@ -345,6 +389,7 @@ LADDER_SAMPLES = {
 @pytest.mark.slow
 def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(blas_root, store, toolchains):
     """Last in this file: it installs bookworm's CUDA 11.8 into the module's build root (stage fetch_debian's step).
+    Then the AMD fallback still does not see CUDA's headers there.
     A file nvcc 13.5 compiles keeps its row from 13.5; a texture reference and a file including a header only the
     build root has are compiled by Debian's CUDA in the root (the row says so, its SASS is cuobjdump's, its host
     assembly without the device image); a file both fail keeps 13.5's reason (a syntax error; a library header:
@@ -373,15 +418,25 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
     assert "| nvidia-debian: compile_failed:missing_header: " in drops["nosuch.cu"]["detail"]
     assert "nvidia-debian" not in drops["mpi.cu"]["detail"]
 
+    # with the toolkit in the root, HIP code still never builds against CUDA's headers there (libcu++'s here)
+    amd_params = ladder_params(root, "amd", build_root_headers=True)
+    [amd_fallback] = fallbacks(amd_params, "amd")
+    libcudacxx = {"libcudacxx.cu": "#include <cblas-netlib.h>\n#include <cuda/std/cstdint>\n" + KERNEL}
+    added, drops = through_ladder(amd_params, store, "amd", [toolchains["amd"], amd_fallback], "hip_files", libcudacxx)
+    [(reason, detail)] = [(d["reason"], d["detail"]) for d in drops.values()]
+    assert added == {} and reason == "compile_failed:missing_header"   # cblas-netlib.h, on the first rung
+    assert "| amd-build-root: compile_failed:" in detail and "'cuda/std/cstdint' file not found" in detail
+
 
 def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():
     """NVIDIA's ladder tries again what fails to compile; AMD's only what misses a header."""
-    from cass.compiling.compile import RETRIED, retried
+    from cass.compiling.compile import RETRIED, retried_on_nvidia
 
-    assert retried({"path": "k.cu"}, "compile_failed:syntax") and retried({"path": "k.cu"}, "out_of_scope:library")
-    assert not retried({"path": "k.cl"}, "compile_failed:syntax")   # OpenCL C: the fallbacks compile CUDA only
-    assert not retried({"path": "k.cu"}, "out_of_scope:mpi") and not retried({"path": "k.cu"}, "timeout")
-    assert RETRIED["nvidia"] is retried
+    on_nvidia = retried_on_nvidia
+    assert on_nvidia({"path": "k.cu"}, "compile_failed:syntax") and on_nvidia({"path": "k.cu"}, "out_of_scope:library")
+    assert not on_nvidia({"path": "k.cl"}, "compile_failed:syntax")   # OpenCL C: the fallbacks compile CUDA only
+    assert not on_nvidia({"path": "k.cu"}, "out_of_scope:mpi") and not on_nvidia({"path": "k.cu"}, "timeout")
+    assert RETRIED["nvidia"] is retried_on_nvidia
     on_amd = RETRIED["amd"]
     assert on_amd({"path": "k.cu"}, "compile_failed:missing_header")
     assert not on_amd({"path": "k.cu"}, "compile_failed:syntax") and not on_amd({"path": "k.cu"}, "timeout")

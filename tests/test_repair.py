@@ -155,6 +155,11 @@ def test_a_projects_own_header_named_like_a_cuda_header_keeps_its_name_in_quoted
                                            '  #  include "src/util/cuda.h"\n#include <util/hip/hip_runtime.h>\n')
     assert own_headers_kept(text, replace(own, shadowed=frozenset())) == text
     assert repair(text, own)[1] == ["own_headers_kept"]
+    other = '#include "other/hip/hip_runtime.h"\n'   # no own header of that folder
+    assert own_headers_kept(other, own) == other
+    both = replace(own, shadowed=names.provided_by(["util/cuda.h", "util/cuda_runtime.h"]))   # which one?
+    ambiguous = '#include "util/hip/hip_runtime.h"\n'
+    assert own_headers_kept(ambiguous, both) == ambiguous
 
 
 def test_cublas_sgemmex_is_gemmex_with_fp32_compute():

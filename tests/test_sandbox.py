@@ -185,10 +185,11 @@ def test_a_folder_mounted_into_an_os_root_is_read_only_and_needs_bubblewrap(tool
     (tmp_path / "beside.h").write_text("beside\n")
     launcher = ChrootLauncher(toolchains["amd"].launcher.root, mounts={shared: "/tmp/cass-mounted"})
     script = ("cat /tmp/cass-mounted/dep.h; echo x > /tmp/cass-mounted/new.h || echo refused; "
-              "ls /tmp/cass-mounted; test -e /tmp/beside.h || echo unseen")
+              f"ls /tmp/cass-mounted; ls -A /tmp; test -e {tmp_path / 'beside.h'} || echo unseen")
     proc = subprocess.run(launcher.argv("sh", ("-c", script), Path("/")), env=launcher.env(), capture_output=True,
                           text=True, timeout=60, check=False)
-    assert proc.stdout.split("\n") == ["#define FROM_THE_BUILD_ROOT 1", "refused", "dep.h", "unseen", ""]
+    assert proc.stdout.split("\n") == ["#define FROM_THE_BUILD_ROOT 1", "refused", "dep.h", "cass-mounted", "unseen",
+                                      ""]
     assert sorted(p.name for p in shared.iterdir()) == ["dep.h"]
     launcher.sandbox = Sandbox.weak()
     with pytest.raises(ValueError, match="need the bwrap sandbox"):

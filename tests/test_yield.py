@@ -63,7 +63,7 @@ def test_counts_ratios_and_top_causes_per_corpus():
     # s1 and s4 compiled for NVIDIA only through a fallback toolchain (Debian's CUDA), s1 and s5 for AMD only through
     # one (the build root's headers); s1 is a pair
     yields = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"}, included_units={"a": 2}, needs_api={"s0"},
-                    hip_nvidia=hip_nvidia, fallback={"s1", "s4"}, amd_fallback={"s1", "s5"})
+                    hip_nvidia=hip_nvidia, nvidia_fallback={"s1", "s4"}, amd_fallback={"s1", "s5"})
     a = yields["corpora"]["a"]
     assert (a["files"], a["included_units"], a["out_of_scope"], a["nvidia_ok"], a["amd_ok"], a["both"],
             a["both_over_nvidia_ok"], a["both_over_files"]) == (4, 2, 1, 2, 2, 1, 0.5, 0.25)

@@ -3,23 +3,27 @@
 A Debian package's code includes the headers of its build dependencies (``dmlc/``, ``glog/``, ``gflags/``), which
 :mod:`toolchains.build_root` installs into the build root of the packages' suite, and which the AMD root (another
 suite, with ROCm) does not hold. hipcc still runs in the AMD root, on its system headers, HIP and ROCm's libraries;
-the build root's ``/usr/include`` is mounted read-only at :data:`MOUNT` and searched last (``-idirafter``), so only
-a header the AMD root lacks is taken from it. The build root's dpkg status (every package and version in it) enters
-hipcc's identity, so installing more there rekeys these compiles, and only these.
+the entries of the build root's ``/usr/include`` are mounted read-only under :data:`MOUNT` and searched last
+(``-idirafter``), so only a header the AMD root lacks is taken from them. CUDA's own headers, which
+``nvidia.debian_cuda`` installs there (:func:`toolchains.debian_cuda.toolkit_packages`), are left out: HIP code must
+not build against them. The build root's dpkg status (every package and version in it) enters hipcc's identity, so
+installing more there rekeys these compiles, and only these.
 
-A header the build root reaches through an absolute link (Debian's alternatives: ``cblas.h`` ->
-``/etc/alternatives/...``) is not found: the link resolves in the AMD root.
+A header the build root reaches through an absolute link below a folder (Debian's alternatives:
+``x86_64-linux-gnu/cblas.h`` -> ``/etc/alternatives/...``) is not found: the link resolves in the AMD root.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from toolchains.amd import AMD_ENV, AmdToolchain
 from toolchains.base import digest_paths
 from toolchains.build_root import STATUS
+from toolchains.debian_cuda import include_paths, toolkit_packages
 from toolchains.launchers import ChrootLauncher
 
 MOUNT = "/tmp/cass-build-root"
@@ -27,6 +31,26 @@ MOUNT = "/tmp/cass-build-root"
 and every job sees them at this one path, which host assembly may name)."""
 INCLUDE_DIRS = ("usr/include", "usr/include/x86_64-linux-gnu")
 """The build root's system header folders, searched in this order after every folder of the AMD root."""
+
+
+def header_mounts(build_root: Path) -> dict[Path, str]:
+    """The entries of ``build_root``'s ``/usr/include`` (host path) and where hipcc sees each (under :data:`MOUNT`):
+    every one but those of the CUDA toolkit's packages (:func:`toolchains.debian_cuda.toolkit_packages`); an entry
+    that is an absolute link is followed inside the root, and left out where it leads nowhere there."""
+    include = build_root / "usr/include"
+    cuda = {line.removeprefix("/usr/include/").split("/")[0]
+            for line in include_paths(build_root, toolkit_packages(build_root))}
+    mounts = {}
+    for entry in sorted(include.iterdir()):
+        if entry.name in cuda:
+            continue
+        source = entry
+        if entry.is_symlink() and os.readlink(entry).startswith("/"):
+            source = build_root / os.readlink(entry).lstrip("/")
+            if not source.exists():
+                continue
+        mounts[source] = f"{MOUNT}/usr/include/{entry.name}"
+    return mounts
 
 
 class AmdBuildRootToolchain(AmdToolchain):
@@ -39,9 +63,21 @@ class AmdBuildRootToolchain(AmdToolchain):
         self.build_root = Path(build_root)
         if not (self.build_root / STATUS).is_file():
             raise ValueError(f"amd.build_root_headers is on, but {self.build_root} is no Debian root (no {STATUS}): "
-                             "stage fetch_debian makes it (debian_sources.build_root)")
-        super().__init__(ChrootLauncher(amd_root, extra_env=AMD_ENV,
-                                        mounts={self.build_root / "usr/include": f"{MOUNT}/usr/include"}))
+                             "stage fetch_debian makes it where debian_sources is on and lists a CMake package, or "
+                             "where nvidia.debian_cuda is on")
+        launcher = ChrootLauncher(amd_root, extra_env=AMD_ENV, mounts=header_mounts(self.build_root))
+        if launcher.sandbox.mode != "bwrap":
+            raise ValueError(f"amd.build_root_headers needs the bubblewrap sandbox to mount {self.build_root}'s "
+                             f"headers; this machine's is {launcher.sandbox.mode} (`cass toolchains` says why)")
+        super().__init__(launcher)
+
+    @classmethod
+    def in_root(cls, root: Path) -> AmdToolchain:
+        raise TypeError(f"{cls.__name__} needs the build root too: AmdBuildRootToolchain(amd_root, build_root)")
+
+    @classmethod
+    def native(cls, rocm_path: Path) -> AmdToolchain:
+        raise TypeError(f"{cls.__name__} runs in the AMD root only, not in a native ROCm install")
 
     @functools.cached_property
     def build_root_identity(self) -> str:

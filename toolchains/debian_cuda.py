@@ -32,6 +32,30 @@ HEADER_PACKAGES = ("nvidia-cuda-dev", "libthrust-dev", "libcub-dev", "libcu++-de
 """The packages whose files under ``/usr/include`` are CUDA's headers."""
 
 
+def include_paths(root: Path, packages: Sequence[str] = HEADER_PACKAGES) -> list[str]:
+    """The paths under ``/usr/include`` that ``packages`` (default: CUDA's headers, :data:`HEADER_PACKAGES`) installed
+    in the Debian root ``root`` (dpkg's file lists, in their order; none where the packages are not installed)."""
+    info = root / "var/lib/dpkg/info"
+    lists = [path for name in packages for pattern in (f"{name}.list", f"{name}:*.list")
+             for path in sorted(info.glob(pattern))]
+    return list(dict.fromkeys(line for path in lists for line in path.read_text().splitlines()
+                              if line.startswith("/usr/include/")))
+
+
+def toolkit_packages(root: Path) -> list[str]:
+    """Every package installed in the Debian root ``root`` that is built from the Debian source package of one of
+    :data:`HEADER_PACKAGES` (the CUDA toolkit's, Thrust's, CUB's, libcu++'s: ``libcupti-dev`` and ``libnvidia-ml-dev``
+    besides them), from its dpkg status."""
+    path = root / STATUS
+    installed = {}
+    for stanza in (path.read_text(errors="replace") if path.is_file() else "").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line[0].isspace())
+        if fields.get("Status") == "install ok installed" and "Package" in fields:
+            installed[fields["Package"]] = fields.get("Source", fields["Package"]).split(" ")[0]
+    sources = {installed[name] for name in HEADER_PACKAGES if name in installed}
+    return sorted(name for name, source in installed.items() if source in sources)
+
+
 def build_root_of(dparams: dict, asked_by: str = "nvidia.debian_cuda") -> Path:
     """The build root (``debian_sources.build_root``) that ``nvidia.debian_cuda`` puts the toolkit in, or that another
     parameter, ``asked_by``, uses."""
@@ -78,6 +102,7 @@ class DebianCudaToolchain(NvidiaToolchain):
     OpenCL: the pipeline's NVIDIA toolchain compiles that."""
 
     vendor = "nvidia-debian"
+    side = "nvidia"
     host_compiler = HOST_COMPILER
     install_hint = ("Install the Debian suite's CUDA into the build root: `nvidia.debian_cuda: true` makes stage "
                     "fetch_debian do it (apt-get install " + " ".join(PACKAGES) + " from non-free).")
@@ -110,12 +135,8 @@ class DebianCudaToolchain(NvidiaToolchain):
     def cuda_headers(self) -> list[Path]:
         """The headers the toolkit's and the Thrust, CUB and libcu++ packages installed (dpkg's file lists): the
         root's ``/usr/include`` holds every other package's too."""
-        info = self.root / "var/lib/dpkg/info"
-        lists = [path for name in HEADER_PACKAGES for pattern in (f"{name}.list", f"{name}:*.list")
-                 for path in sorted(info.glob(pattern))]
-        listed = dict.fromkeys(line for path in lists for line in path.read_text().splitlines()
-                               if line.startswith("/usr/include/"))
-        return [p for line in listed if (p := self.root / line.lstrip("/")).is_file() and not p.is_symlink()]
+        return [p for line in include_paths(self.root)
+                if (p := self.root / line.lstrip("/")).is_file() and not p.is_symlink()]
 
     def system_include_dirs(self) -> list[Path]:
         return [self.root / "usr/include", self.root / "usr/include/x86_64-linux-gnu",

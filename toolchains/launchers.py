@@ -133,3 +133,8 @@ class ChrootLauncher(Launcher):
 
     def env(self) -> dict[str, str]:
         return {**BASE_ENV, "PATH": "/usr/bin:/bin", **passed_env(), **self.extra_env}
+
+    def path_view(self) -> str:
+        """The folders mounted into the root, where the tools see them: which ones are there decides what a tool
+        finds, so they enter the fingerprints (none: "")."""
+        return f"mounts={sorted(self.mounts.values())}" if self.mounts else ""

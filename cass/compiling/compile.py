@@ -111,7 +111,7 @@ def fallbacks(params: dict, vendor: str) -> list[Toolchain]:
     return []
 
 
-def retried(sample: dict, reason: str) -> bool:
+def retried_on_nvidia(sample: dict, reason: str) -> bool:
     """Whether a CUDA ``sample`` dropped for ``reason`` goes to the next NVIDIA toolchain: a compile failure, or a
     library header the toolchain lacks (another may have it); not a sample out of scope for its API, nor a timeout,
     nor OpenCL C (the fallbacks compile CUDA only)."""
@@ -124,7 +124,7 @@ def retried_on_amd(sample: dict, reason: str) -> bool:
     return not is_opencl(sample["path"]) and reason == "compile_failed:missing_header"
 
 
-RETRIED = {"nvidia": retried, "amd": retried_on_amd}
+RETRIED = {"nvidia": retried_on_nvidia, "amd": retried_on_amd}
 """Each side's rule for what its ladder's next toolchain compiles again."""
 
 

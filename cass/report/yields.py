@@ -63,14 +63,14 @@ def _share(part: int, whole: int) -> float | None:
 def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
                  repaired: set[str], included_units: int = 0, parity: pl.DataFrame | None = None,
                  needs_api: set[str] = frozenset(), hip_nvidia: pl.DataFrame | None = None,
-                 fallback: set[str] = frozenset(), amd_fallback: set[str] = frozenset()) -> dict:
+                 nvidia_fallback: set[str] = frozenset(), amd_fallback: set[str] = frozenset()) -> dict:
     """The report of one corpus (or all): counts, ratios, failure categories and top causes. A sample out of
     scope (one of ``needs_api``, the samples that need an API the dataset leaves out, whether they compiled or
     not, or one whose failure was counted ``out_of_scope:<why>``) counts in neither NVIDIA ok nor pairs, so the
     shares are those of the samples in scope. ``hip_nvidia``: the pair stage's ``hip_nvidia_build`` per sample
-    (the pairs whose HIP side was also compiled through HIP's NVIDIA back end, and how it went); ``fallback``: the
-    samples NVIDIA ok only through a fallback toolchain (``nvidia.debian_cuda``), and ``amd_fallback`` those AMD ok only
-    through one (``amd.build_root_headers``), counted apart too."""
+    (the pairs whose HIP side was also compiled through HIP's NVIDIA back end, and how it went);
+    ``nvidia_fallback``: the samples NVIDIA ok only through a fallback toolchain (``nvidia.debian_cuda``), and
+    ``amd_fallback`` those AMD ok only through one (``amd.build_root_headers``), counted apart too."""
     ids = set(candidates["sample_id"])
     failed = failed.filter(pl.col("sample_id").is_in(ids))
     out_of_scope = (ids & needs_api) | set(failed.filter(pl.col("category").str.starts_with("out_of_scope"))
@@ -91,8 +91,8 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "both_over_nvidia_ok": _share(len(both), len(nv)),
         "both_over_files": _share(len(both), len(ids)),
         "nvidia_ok_with_configured_headers": len(nv & configured),
-        "nvidia_ok_debian_cuda": len(nv & fallback),
-        "pairs_debian_cuda": len(both & fallback),
+        "nvidia_ok_debian_cuda": len(nv & nvidia_fallback),
+        "pairs_debian_cuda": len(both & nvidia_fallback),
         "amd_ok_build_root": len(amd & amd_fallback),
         "pairs_build_root": len(both & amd_fallback),
         "pairs_repaired": len(both & repaired),
@@ -130,20 +130,20 @@ def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
 def report(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str], failed: pl.DataFrame,
            repaired: set[str], included_units: dict[str, int] | None = None,
            parity: pl.DataFrame | None = None, needs_api: set[str] = frozenset(),
-           hip_nvidia: pl.DataFrame | None = None, fallback: set[str] = frozenset(),
+           hip_nvidia: pl.DataFrame | None = None, nvidia_fallback: set[str] = frozenset(),
            amd_fallback: set[str] = frozenset()) -> dict:
     """Per corpus (origin) and over all of them; ``included_units``: per origin, the units ingest left to the
     files that include them; ``parity``: the branch_parity stage's rows; ``needs_api``: the samples out of scope
     for the APIs they include; ``hip_nvidia``: the pair stage's verdicts of the HIP side on HIP's NVIDIA back end;
-    ``fallback``, ``amd_fallback``: the samples only a fallback NVIDIA, AMD toolchain compiled."""
+    ``nvidia_fallback``, ``amd_fallback``: the samples only a fallback NVIDIA, AMD toolchain compiled."""
     included_units = included_units or {}
     by_origin = {origin: corpus_yield(candidates.filter(pl.col("origin") == origin), nvidia_ok, amd_ok,
                                       failed, repaired, included_units.get(origin, 0), parity, needs_api, hip_nvidia,
-                                      fallback, amd_fallback)
+                                      nvidia_fallback, amd_fallback)
                  for origin in sorted(set(candidates["origin"]))}
     return {"corpora": by_origin, "all": corpus_yield(candidates, nvidia_ok, amd_ok, failed, repaired,
                                                       sum(included_units.get(o, 0) for o in by_origin), parity,
-                                                      needs_api, hip_nvidia, fallback, amd_fallback)}
+                                                      needs_api, hip_nvidia, nvidia_fallback, amd_fallback)}
 
 
 def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: set[str],

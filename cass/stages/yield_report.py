@@ -17,7 +17,7 @@ def run(stage: Stage) -> None:
     candidates = stage.upstream("dedup")
     nvidia = stage.upstream("compile_nvidia")
     nvidia_ok = set(nvidia["sample_id"])
-    fallback = set(nvidia.filter(pl.col("nvidia_toolchain") != "nvidia")["sample_id"])
+    nvidia_fallback = set(nvidia.filter(pl.col("nvidia_toolchain") != "nvidia")["sample_id"])
     amd = stage.upstream("compile_amd")
     amd_ok = set(amd["sample_id"])
     amd_fallback = set(amd.filter(pl.col("amd_toolchain") != "amd")["sample_id"])
@@ -34,8 +34,8 @@ def run(stage: Stage) -> None:
     needs_api = {i for ids in stage.work.chunks(needing_api, candidates.select("sample_id", "files"),
                                                 str(stage.store.root), dict(stage.params["scope"])) for i in ids}
     hip_nvidia = stage.upstream("pair").select("sample_id", "hip_nvidia_build")
-    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api, hip_nvidia, fallback,
-                    amd_fallback)
+    yields = report(candidates, nvidia_ok, amd_ok, failed, repaired, included, parity, needs_api, hip_nvidia,
+                    nvidia_fallback, amd_fallback)
     requests = stage.upstream_path("synthesize", "requests")
     if requests.exists():
         yields["synthetic_templates"] = template_yield(pl.read_parquet(requests), candidates, nvidia_ok, amd_ok)

@@ -139,7 +139,8 @@ class RepairTarget:
     hipblas_v2: bool = False
     """hipBLAS declares the v2 API (``hipblasComputeType_t``) that hipify-perl 7 maps cuBLAS to"""
     shadowed: frozenset[str] = frozenset()
-    """header names of :attr:`CudaHipNames.headers` that the sample's own files provide"""
+    """header names of :attr:`CudaHipNames.headers` that the sample's own files provide, and its own paths under a
+    folder that end in a header hipify-perl maps (:meth:`CudaHipNames.provided_by`)"""
 
     def key(self) -> dict:
         key = {"hip_version": f"{self.hip[0]}.{self.hip[1]}", "names": self.names.digest, "wave32": self.wave32,
@@ -254,10 +255,14 @@ def own_headers_kept(text: str, target: RepairTarget) -> str:
     (``"util/cuda.h"``), which hipify-perl renamed as that header (``"util/hip/hip_runtime.h"``), named as it was:
     the project's header is translated at its own path."""
     hipify = target.names.hipify_headers
-    for own in sorted(target.shadowed):
+    renamed: dict[str, set[str]] = {}
+    for own in target.shadowed:
         for cuda in (h for h in hipify if own.endswith("/" + h)):
-            renamed = own[:-len(cuda)] + hipify[cuda]
-            line = re.compile(rf'^([ \t]*#[ \t]*include[ \t]*"){re.escape(renamed)}"', re.M)
+            renamed.setdefault(own[:-len(cuda)] + hipify[cuda], set()).add(own)
+    for name, owns in sorted(renamed.items()):
+        if len(owns) == 1:   # two own headers renamed alike (util/cuda.h, util/cuda_runtime.h): which one is unknown
+            [own] = owns
+            line = re.compile(rf'^([ \t]*#[ \t]*include[ \t]*"){re.escape(name)}"', re.M)
             text = line.sub(lambda m, own=own: f'{m.group(1)}{own}"', text)
     return text
 
@@ -635,8 +640,8 @@ class CachedRepair:
         self._done: dict[tuple[str, frozenset[str]], tuple[str, list[str]]] = {}
 
     def __call__(self, digest: str, shadowed: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
-        """(digest of the repaired file, names of the rules that changed it); ``shadowed``: the names of
-        derived headers the file's sample provides itself."""
+        """(digest of the repaired file, names of the rules that changed it); ``shadowed``: the header names the
+        file's sample provides itself (:attr:`RepairTarget.shadowed`)."""
         if (digest, shadowed) not in self._done:
             target = replace(self.target, shadowed=shadowed)
 
