@@ -294,29 +294,51 @@ def through_ladder(params: dict, store: Store, side: str, rungs: list[Toolchain]
     return added, drops
 
 
-def fake_root(path: Path, packages: dict[str, list[str]], headers: list[str]) -> Path:
-    """A folder shaped as a Debian root for the AMD fallback (no tool runs in it): dpkg's status and file lists of
-    ``packages`` (name: the ``/usr/include`` paths it installed) and empty ``headers`` under ``usr/include``."""
-    status = "".join(f"Package: {name}\nStatus: install ok installed\nSource: {name}\n\n" for name in packages)
-    lists = {f"var/lib/dpkg/info/{name}.list": "".join(f"{p}\n" for p in paths) for name, paths in packages.items()}
-    return write(path, {"var/lib/dpkg/status": status, **lists, **{f"usr/include/{h}": "\n" for h in headers}})
+def fake_root(path: Path, packages: dict[str, list[str]], headers: list[str], source: dict[str, str] | None = None,
+              links: dict[str, str] | None = None) -> Path:
+    """A folder shaped as a Debian root for the AMD fallback (no tool runs in it): dpkg's status (each package
+    installed, built from ``source``'s package where given, with a version, else from itself, written without a
+    Source field; a multi-line description; one more package removed) and file lists (``<name>:amd64.list``) of
+    ``packages`` (name: the ``/usr/include`` paths it installed), empty ``headers`` under ``usr/include``, and
+    ``links`` (path in the root: target)."""
+    source = source or {}
+    status = "".join(f"Package: {name}\nStatus: install ok installed\n"
+                     + (f"Source: {source[name]} (1.0-1)\n" if name in source else "")
+                     + "Description: a package\n a second line: of text\n\n" for name in packages)
+    status += "Package: nvidia-cuda-dev-old\nStatus: deinstall ok config-files\nSource: nvidia-cuda-toolkit\n\n"
+    lists = {f"var/lib/dpkg/info/{name}:amd64.list": "".join(f"{p}\n" for p in paths)
+             for name, paths in packages.items()}
+    root = write(path, {"var/lib/dpkg/status": status, **lists, **{f"usr/include/{h}": "\n" for h in headers}})
+    for link, target in (links or {}).items():
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        (root / link).symlink_to(target)
+    return root
 
 
 def test_the_amd_fallback_mounts_no_cuda_header_and_its_keys_follow_the_build_root(tmp_path, toolchains):
-    """The fallback mounts every entry of the build root's ``/usr/include`` but those of the CUDA toolkit's packages;
-    its hipcc fingerprint follows the root's packages and the entries it mounts, not where the root lies."""
+    """The fallback mounts every entry of the build root's ``/usr/include`` but those of the packages built from the
+    CUDA toolkit's Debian sources, each link followed inside the root (through two links; one leading nowhere there
+    is left out, whatever this machine has at that path); its hipcc fingerprint follows the root's packages and the
+    entries it mounts, not where the root lies. The plain AMD toolchain mounts nothing."""
     from toolchains.amd_build_root import MOUNT, AmdBuildRootToolchain, header_mounts
+    from toolchains.launchers import ChrootLauncher
 
     cuda = {"nvidia-cuda-dev": ["/usr/include/cuda_runtime.h", "/usr/include/crt/host_defines.h"],
             "libcupti-dev": ["/usr/include/cupti.h"]}   # built from the toolkit's source too: also CUDA's
+    toolkit = {name: "nvidia-cuda-toolkit" for name in cuda}
     root = fake_root(tmp_path / "root", {"libdmlc-dev": ["/usr/include/dmlc/base.h"], **cuda},
-                     ["dmlc/base.h", "cuda_runtime.h", "crt/host_defines.h", "cupti.h", "glog.h"])
-    status = root / "var/lib/dpkg/status"
-    status.write_text(status.read_text().replace("Source: libcupti-dev", "Source: nvidia-cuda-dev"))
-    assert header_mounts(root) == {root / "usr/include" / name: f"{MOUNT}/usr/include/{name}"
-                                   for name in ("dmlc", "glog.h")}
+                     ["dmlc/base.h", "cuda_runtime.h", "crt/host_defines.h", "cupti.h", "glog.h",
+                      "../lib/petscdir/include/petsc.h"], toolkit,
+                     {"usr/include/petsc": "/etc/alternatives/petscinclude",   # absolute, then absolute again
+                      "etc/alternatives/petscinclude": "/usr/lib/petscdir/include",
+                      "usr/include/profile.h": "glog.h", "usr/include/gone.h": "/usr/include/nowhere.h",
+                      "usr/include/hosts": "/etc/hosts"})   # this machine has one; the root does not
+    assert header_mounts(root) == {f"{MOUNT}/usr/include/{name}": root / path for name, path in (
+        ("dmlc", "usr/include/dmlc"), ("glog.h", "usr/include/glog.h"), ("petsc", "usr/lib/petscdir/include"),
+        ("profile.h", "usr/include/glog.h"))}
 
     amd_root = toolchains["amd"].launcher.root
+    assert ChrootLauncher(amd_root).path_view() == ""
 
     def fingerprint(folder: str, packages: dict, headers: list[str]) -> str:
         return AmdBuildRootToolchain(amd_root, fake_root(tmp_path / folder, packages, headers)).fingerprint("hipcc")

@@ -183,7 +183,7 @@ def test_a_folder_mounted_into_an_os_root_is_read_only_and_needs_bubblewrap(tool
     shared.mkdir()
     (shared / "dep.h").write_text("#define FROM_THE_BUILD_ROOT 1\n")
     (tmp_path / "beside.h").write_text("beside\n")
-    launcher = ChrootLauncher(toolchains["amd"].launcher.root, mounts={shared: "/tmp/cass-mounted"})
+    launcher = ChrootLauncher(toolchains["amd"].launcher.root, mounts={"/tmp/cass-mounted": shared})
     script = ("cat /tmp/cass-mounted/dep.h; echo x > /tmp/cass-mounted/new.h || echo refused; "
               f"ls /tmp/cass-mounted; ls -A /tmp; test -e {tmp_path / 'beside.h'} || echo unseen")
     proc = subprocess.run(launcher.argv("sh", ("-c", script), Path("/")), env=launcher.env(), capture_output=True,

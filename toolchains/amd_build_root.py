@@ -33,24 +33,32 @@ INCLUDE_DIRS = ("usr/include", "usr/include/x86_64-linux-gnu")
 """The build root's system header folders, searched in this order after every folder of the AMD root."""
 
 
-def header_mounts(build_root: Path) -> dict[Path, str]:
-    """The entries of ``build_root``'s ``/usr/include`` (host path) and where hipcc sees each (under :data:`MOUNT`):
-    every one but those of the CUDA toolkit's packages (:func:`toolchains.debian_cuda.toolkit_packages`); an entry
-    that is an absolute link is followed inside the root, and left out where it leads nowhere there."""
+MAX_LINKS = 40
+"""Links followed from one entry before it counts as leading nowhere (the kernel's own limit)."""
+
+
+def inside(root: Path, path: Path) -> Path | None:
+    """Where ``path`` (a path of the Debian root ``root``, as this machine sees it) leads with every link on the way
+    followed inside the root (an absolute target is the root's, never this machine's), or None where it leads
+    nowhere there."""
+    for _ in range(MAX_LINKS):
+        if not path.is_symlink():
+            return path if path.exists() else None
+        target = os.readlink(path)
+        path = root / target.lstrip("/") if target.startswith("/") else path.parent / target
+    return None
+
+
+def header_mounts(build_root: Path) -> dict[str, Path]:
+    """Where hipcc sees each entry of ``build_root``'s ``/usr/include`` (under :data:`MOUNT`) and the file or folder
+    of this machine mounted there: every entry but those of the CUDA toolkit's packages
+    (:func:`toolchains.debian_cuda.toolkit_packages`), links followed inside the root, and none that leads nowhere
+    there."""
     include = build_root / "usr/include"
     cuda = {line.removeprefix("/usr/include/").split("/")[0]
             for line in include_paths(build_root, toolkit_packages(build_root))}
-    mounts = {}
-    for entry in sorted(include.iterdir()):
-        if entry.name in cuda:
-            continue
-        source = entry
-        if entry.is_symlink() and os.readlink(entry).startswith("/"):
-            source = build_root / os.readlink(entry).lstrip("/")
-            if not source.exists():
-                continue
-        mounts[source] = f"{MOUNT}/usr/include/{entry.name}"
-    return mounts
+    return {f"{MOUNT}/usr/include/{entry.name}": source for entry in sorted(include.iterdir())
+            if entry.name not in cuda and (source := inside(build_root, entry)) is not None}
 
 
 class AmdBuildRootToolchain(AmdToolchain):

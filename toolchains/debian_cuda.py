@@ -50,7 +50,7 @@ def toolkit_packages(root: Path) -> list[str]:
     installed = {}
     for stanza in (path.read_text(errors="replace") if path.is_file() else "").split("\n\n"):
         fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line[0].isspace())
-        if fields.get("Status") == "install ok installed" and "Package" in fields:
+        if fields.get("Status", "").endswith(" installed") and "Package" in fields:   # held ones too
             installed[fields["Package"]] = fields.get("Source", fields["Package"]).split(" ")[0]
     sources = {installed[name] for name in HEADER_PACKAGES if name in installed}
     return sorted(name for name, source in installed.items() if source in sources)

@@ -97,13 +97,14 @@ class ChrootLauncher(Launcher):
 
     SCRATCH_IN_ROOT = "/var/tmp/cass-jobs"
 
-    def __init__(self, root: Path, extra_env: dict[str, str] | None = None, mounts: Mapping[Path, str] | None = None):
+    def __init__(self, root: Path, extra_env: dict[str, str] | None = None, mounts: Mapping[str, Path] | None = None):
         self.root = Path(root)
         self.extra_env = dict(extra_env or {})
         self.sandbox: Sandbox = detect()
-        self.mounts = {Path(host): inner for host, inner in (mounts or {}).items()}
-        """Folders of this machine the tools see read-only at an inner path under ``/tmp`` (the root stays read-only:
-        bubblewrap makes the mount points in the job's private ``/tmp``); bwrap mode only."""
+        self.mounts = {inner: Path(host) for inner, host in (mounts or {}).items()}
+        """Files and folders of this machine the tools see read-only, by the inner path under ``/tmp`` they see each at
+        (the root stays read-only: bubblewrap makes the mount points in the job's private ``/tmp``); bwrap mode
+        only."""
 
     def scratch_parent(self) -> Path:
         """The jobs' folder inside the root. A missing root raises ToolchainMissingError, as a missing
@@ -122,11 +123,12 @@ class ChrootLauncher(Launcher):
         if self.sandbox.mode == "bwrap":
             if self.root.is_dir():   # a missing root: bubblewrap fails to bind it, and says so
                 self.scratch_parent().mkdir(parents=True, exist_ok=True)   # the mount point of the jobs' tmpfs
-            binds = [arg for host, inner in self.mounts.items() for arg in ("--ro-bind", str(host), inner)]
+            binds = [arg for inner, host in self.mounts.items() for arg in ("--ro-bind", str(host), inner)]
             return self.sandbox.chroot(self.root, [tool, *args], scratch, self.SCRATCH_IN_ROOT, binds)
         if self.mounts:
-            raise ValueError(f"mounts ({', '.join(map(str, self.mounts))}) in the root {self.root} need the bwrap "
-                             f"sandbox, not {self.sandbox.mode}")
+            mounted = ", ".join(map(str, self.mounts.values()))
+            raise ValueError(f"mounts ({mounted}) in the root {self.root} need the bwrap sandbox, "
+                             f"not {self.sandbox.mode}")
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
         return [*self.sandbox.limits(), unshare, "--mount", "--mount-proc", f"--root={self.root}",
                 f"--wd={inner_path(self.root, scratch)}", tool, *args]
@@ -137,4 +139,4 @@ class ChrootLauncher(Launcher):
     def path_view(self) -> str:
         """The folders mounted into the root, where the tools see them: which ones are there decides what a tool
         finds, so they enter the fingerprints (none: "")."""
-        return f"mounts={sorted(self.mounts.values())}" if self.mounts else ""
+        return f"mounts={sorted(self.mounts)}" if self.mounts else ""

@@ -93,6 +93,12 @@ def run(stage: Stage) -> None:
         install_debian_cuda(dparams)
     if archive is not None:
         install_build_dependencies(rows, archive.downloads, dparams)
+    if params["nvidia"]["debian_cuda"] or params["amd"]["build_root_headers"]:   # the fallbacks' root, for DVC
+        root = Path(dparams["build_root"]) if dparams["build_root"] else None
+        stage.data_dir.mkdir(parents=True, exist_ok=True)
+        (stage.data_dir / "build_root.json").write_text(json.dumps(
+            {"build_root": str(root) if root else None, "identity": build_root.identity(root) if root else None},
+            sort_keys=True) + "\n")
     out.run["files_downloaded"] = downloaded
     out.run["build_deps"] = dict(sorted(Counter(r["build_deps"].split(":")[0] for r in rows).items()))
     print(out.write(pl.DataFrame(rows, schema=SCHEMA).sort("name")))
