@@ -373,7 +373,7 @@ def test_a_header_the_amd_root_lacks_is_taken_from_the_build_root_after_its_own(
 
     root, _ = blas_root
     params = ladder_params(root, "amd", build_root_headers=True)
-    [fallback] = fallbacks(params, "amd")
+    [fallback] = fallbacks(params, toolchains["amd"])
     amd = toolchains["amd"]
     assert (fallback.vendor, fallback.side) == ("amd-build-root", "amd")
     assert fallback.fingerprint("hipcc") != amd.fingerprint("hipcc")
@@ -425,8 +425,8 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
     install_debian_cuda({"build_root": str(root), "suite": "bookworm", "archive": "http://deb.debian.org/debian"})
     assert not debian_cuda.install(root, 60)   # installed once
     params = ladder_params(root, "nvidia", archs=["sm_89"], debian_cuda=True)
-    [fallback] = fallbacks(params, "nvidia")
-    assert "release 11.8" in fallback.version("nvcc") and fallbacks(params, "amd") == []
+    [fallback] = fallbacks(params, toolchains["nvidia"])
+    assert "release 11.8" in fallback.version("nvcc") and fallbacks(params, toolchains["amd"]) == []
     added, drops = through_ladder(params, store, "nvidia", [toolchains["nvidia"], fallback], "files", LADDER_SAMPLES)
     assert {name: row["nvidia_toolchain"] for name, row in added.items()} == {
         "modern.cu": "nvidia", "texture.cu": "nvidia-debian", "blas.cu": "nvidia-debian"}
@@ -442,7 +442,7 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
 
     # with the toolkit in the root, HIP code still never builds against CUDA's headers there (libcu++'s here)
     amd_params = ladder_params(root, "amd", build_root_headers=True)
-    [amd_fallback] = fallbacks(amd_params, "amd")
+    [amd_fallback] = fallbacks(amd_params, toolchains["amd"])
     libcudacxx = {"libcudacxx.cu": "#include <cblas-netlib.h>\n#include <cuda/std/cstdint>\n" + KERNEL}
     added, drops = through_ladder(amd_params, store, "amd", [toolchains["amd"], amd_fallback], "hip_files", libcudacxx)
     [(reason, detail)] = [(d["reason"], d["detail"]) for d in drops.values()]

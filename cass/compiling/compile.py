@@ -81,7 +81,7 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
     vparams = stage.params[vendor]
     rows = stage.upstream(upstream)
     out = stage.output(rows.height)
-    rungs = [toolchain, *fallbacks(stage.params, vendor)]
+    rungs = [toolchain, *fallbacks(stage.params, toolchain)]
     added = settle_ladder(stage, out, rows, rungs, RETRIED[vendor], vparams["timeout_s"], compiled_chunk, vendor,
                           vparams, stage.params["scope"], files_column).added
     out.extra_metrics["archs"] = vparams["archs"]
@@ -94,19 +94,19 @@ def compile_stage(stage: Stage, vendor: str, upstream: str, files_column: str) -
                                          f"{vendor}_toolchain": pl.String})))
 
 
-def fallbacks(params: dict, vendor: str) -> list[Toolchain]:
-    """The toolchains that compile, in turn, what ``vendor``'s fails, all in the Debian packages' build root
-    (``debian_sources.build_root``): on the NVIDIA side the Debian suite's CUDA (:mod:`toolchains.debian_cuda`) where
-    ``nvidia.debian_cuda`` is on, on the AMD side the AMD root with the build root's headers after its own
-    (:mod:`toolchains.amd_build_root`) where ``amd.build_root_headers`` is on; else none."""
-    if vendor == "nvidia" and params["nvidia"]["debian_cuda"]:
+def fallbacks(params: dict, toolchain: Toolchain) -> list[Toolchain]:
+    """The toolchains that compile, in turn, what the pipeline's ``toolchain`` fails, all in the Debian packages'
+    build root (``debian_sources.build_root``): on the NVIDIA side the Debian suite's CUDA
+    (:mod:`toolchains.debian_cuda`) where ``nvidia.debian_cuda`` is on, on the AMD side the AMD root with the build
+    root's headers after its own (:mod:`toolchains.amd_build_root`) where ``amd.build_root_headers`` is on; else
+    none."""
+    if toolchain.vendor == "nvidia" and params["nvidia"]["debian_cuda"]:
         return [DebianCudaToolchain(build_root_of(params["debian_sources"]))]
-    if vendor == "amd" and params["amd"]["build_root_headers"]:
-        amd = pipeline_toolchains(params, ("amd",))["amd"]
-        if not isinstance(amd.launcher, ChrootLauncher):
+    if toolchain.vendor == "amd" and params["amd"]["build_root_headers"]:
+        if not isinstance(toolchain.launcher, ChrootLauncher):
             raise ValueError("amd.build_root_headers needs the AMD toolchain in its root on this machine (params.yaml "
                              "amd.toolchain; no executor.scheduler, no CASS_ROCM_PATH)")
-        return [AmdBuildRootToolchain(amd.launcher.root,
+        return [AmdBuildRootToolchain(toolchain.launcher.root,
                                       build_root_of(params["debian_sources"], "amd.build_root_headers"))]
     return []
 
