@@ -36,6 +36,7 @@ from cass.translate.repair import (
     cuda_version_macros,
     hip_elaborated_types,
     hip_vector_compound_operators,
+    nvcc_compiler_macros,
     own_headers_kept,
     ptx_inline_asm,
     repair,
@@ -58,6 +59,7 @@ NAMES = CudaHipNames(
     versions={"CUDA_VERSION": "13050", "CUDART_VERSION": "13050", "__CUDACC_VER_MAJOR__": "13",
               "CUSPARSE_VERSION": "((12) * 1000 + (9) * 100 + (4))"},
     constants={"CUDART_PI_F": "HIP_PI_F", "CUDART_INF_F": "HIP_INF_F"},
+    compiler={"__NVCC__": "__HIPCC__", "__NVCC_DIAG_PRAGMA_SUPPORT__": "__HIPCC__"},
     nvidia_typedefs=["hipChannelFormatDesc", "hipMemcpyKind", "hipStream_t"],
     overloads={
         "hipEventCreate": {"2": {"target": "hipEventCreateWithFlags", "params": ["event", "flags"], "required": 2,
@@ -309,17 +311,73 @@ def test_cuda_version_macros_take_the_nvidia_sides_values_in_conditionals():
     assert cuda_version_macros(VERSIONS_BEFORE, HIP57) == VERSIONS_AFTER
 
 
+def test_cuda_version_macros_used_in_code_take_the_nvidia_sides_values():
+    """A branch that tested the macro uses it: the use takes the value the test assumed. Comments, literals, a
+    ``#define`` of the macro itself (the file's own value) and the directives' own fallbacks are left."""
+    before = ('#if defined(__CUDACC_VER_MAJOR__)\nint major = __CUDACC_VER_MAJOR__; // __CUDACC_VER_MAJOR__\n'
+              'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) CUDA_VERSION + x\n#endif\n')
+    after = ('#if 1\nint major = (13); // __CUDACC_VER_MAJOR__\n'
+             'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) (13050) + x\n#endif\n')
+    assert cuda_version_macros(before, HIP57) == after
+    own = "#ifndef CUDA_VERSION\n#define CUDA_VERSION 0\n#endif\nint v = CUDA_VERSION;\n"
+    assert cuda_version_macros(own, HIP57) == own
+    assert cuda_version_macros("int v = CUDART_VERSION;\n#undef CUDART_VERSION\n", HIP57).startswith("int v = CUDART")
+
+
+NVCC_BEFORE = """#ifdef __NVCC__
+#define HD __host__ __device__
+#elifndef __NVCC_DIAG_PRAGMA_SUPPORT__
+#endif
+#if defined(__CUDA__) || defined __NVCC__ /* nvcc */
+#elif __NVCC__ && X
+#endif
+#ifndef __NVCC__
+const char *compiler = "__NVCC__";
+#endif
+"""
+NVCC_AFTER = """#if (defined(__NVCC__) || defined(__HIPCC__))
+#define HD __host__ __device__
+#elif !(defined(__NVCC_DIAG_PRAGMA_SUPPORT__) || defined(__HIPCC__))
+#endif
+#if defined(__CUDA__) || (defined(__NVCC__) || defined(__HIPCC__)) /* nvcc */
+#elif (defined(__NVCC__) || defined(__HIPCC__)) && X
+#endif
+#if !(defined(__NVCC__) || defined(__HIPCC__))
+const char *compiler = "__NVCC__";
+#endif
+"""
+
+
+def test_nvcc_compiler_macros_also_test_for_hips_compiler_unless_the_file_decides_for_hip():
+    assert nvcc_compiler_macros(NVCC_BEFORE, HIP57) == NVCC_AFTER
+    assert nvcc_compiler_macros(NVCC_AFTER, HIP57) == NVCC_AFTER   # repaired before: left alone
+    for own in ("#if defined(__HIP_PLATFORM_AMD__)\n#endif\n", "#ifdef __HIP__\n#endif\n",
+                "#elif defined(__HIP_DEVICE_COMPILE__)\n"):
+        assert nvcc_compiler_macros(own + NVCC_BEFORE, HIP57) == own + NVCC_BEFORE
+    hipified = "#if defined(__HIPCC__) && !defined(__NVCC__)\n#endif\n"   # __HIPCC__ is hipify-perl's __CUDACC__
+    assert nvcc_compiler_macros(hipified, HIP57) == (
+        "#if defined(__HIPCC__) && !(defined(__NVCC__) || defined(__HIPCC__))\n#endif\n")
+    fallback = "#ifndef __NVCC__\n#define __NVCC__ 0\n#endif\n"   # the file's own definition
+    assert nvcc_compiler_macros(fallback, HIP57) == fallback
+    valued = "#if __HIPCC__ && defined(__HIPCC__)\n#elif !__HIPCC__\n#endif\n#ifdef __HIP__\n#endif\n"
+    assert nvcc_compiler_macros(valued, HIP57) == (   # in a file that decides for HIP itself too
+        "#if defined(__HIPCC__) && defined(__HIPCC__)\n#elif !defined(__HIPCC__)\n#endif\n#ifdef __HIP__\n#endif\n")
+
+
 def test_thrust_cuda_backend_is_rocthrusts_hip_backend_on_amd_and_stays_on_nvidia():
     before = ("#include <thrust/system/cuda/execution_policy.h> // the policy\n#include <thrust/system/cuda/x.h> /* a\n"
               "b */\nthrust::sort(thrust::cuda::par.on(stream), a, b); thrust::cuda_cub::tag t; "
-              "thrust::system::cuda::x y;\n")
+              "thrust::system::cuda::x y;\nthrust::system_error e(c, thrust::cuda_category()); "
+              "thrust::system::cuda_category_x z;\n")
     after = (THRUST_PRELUDE + "#if defined(__HIP_PLATFORM_NVIDIA__)\n"
              "#include <thrust/system/cuda/execution_policy.h> // the policy\n"
              "#else\n#include <thrust/system/hip/execution_policy.h> // the policy\n#endif\n"
              "#include <thrust/system/cuda/x.h> /* a\nb */\n"   # a block comment would swallow the #else: left
              "thrust::sort(CASS_THRUST(thrust::cuda, thrust::hip)::par.on(stream), a, b); "
              "CASS_THRUST(thrust::cuda_cub, thrust::hip_rocprim)::tag t; "
-             "CASS_THRUST(thrust::system::cuda, thrust::system::hip)::x y;\n")
+             "CASS_THRUST(thrust::system::cuda, thrust::system::hip)::x y;\n"
+             "thrust::system_error e(c, CASS_THRUST(thrust::cuda_category, thrust::hip_category)()); "
+             "thrust::system::cuda_category_x z;\n")
     assert thrust_cuda_backend(before, HIP57) == after
     assert thrust_cuda_backend(after, HIP57) == after   # repaired before: left alone
     crlf = "#include <thrust/system/cuda/x.h> /* closed */\r\n"   # a Windows line, a comment that ends on it
@@ -697,6 +755,54 @@ def test_the_rules_that_name_amd_only_things_keep_cudas_on_hips_nvidia_platform(
     for error in ('"__lane_id" is undefined', 'name followed by "::"', 'typedef "hipMemcpyKind" may not be used',
                   'argument of type "unsigned int **" is incompatible with parameter of type "void **"'):
         assert error in builds["amd forms"].detail
+
+
+COMPILER_PROGRAM = """#include <cstdio>
+#ifdef __NVCC__
+#define HD __host__ __device__
+#else
+#define HD
+#endif
+#if __CUDACC__
+HD inline int twice(int x) { return 2 * x; }
+#endif
+__global__ void kernel(int *out) { out[threadIdx.x] = twice(threadIdx.x); }
+static int major() {
+#if defined(__CUDACC_VER_MAJOR__)
+  return __CUDACC_VER_MAJOR__;
+#else
+  return 0;
+#endif
+}
+int main() { int *d; cudaMalloc(&d, 128); kernel<<<1, 32>>>(d); std::printf("%d\\n", major()); return 0; }
+"""
+
+
+def test_nvcc_and_version_macros_build_for_amd_and_hips_nvidia_platform_and_fail_without_the_rules(toolchains,
+                                                                                                     store):
+    """Real hipify-perl, the real tables: the ``__NVCC__`` test keeps ``twice`` a device function on AMD, the
+    version a branch used is a value, and ``#if __CUDACC__`` (hipify-perl's ``#if __HIPCC__``) a presence test, which
+    HIP's NVIDIA headers need (they define ``__HIPCC__`` empty); both builds pass. Without ``nvcc_compiler_macros``
+    the kernel calls a host function, and with version macros valued in directives only the branch names an
+    undefined macro."""
+    runner, hipified, target = hipified_with_target(toolchains, store, COMPILER_PROGRAM)
+    assert target.names.compiler["__NVCC__"] == "__HIPCC__"
+    text, fired = repair(hipified, target)
+    assert {"cuda_version_macros", "nvcc_compiler_macros"} <= set(fired)
+    built = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(text.encode())})
+    assert built.ok, store.get_text(built.record.stderr)
+    assert "#if defined(__HIPCC__)\n" in text
+    builds = hip_nvidia_builds(store, {"repaired": text, "value test": text.replace("#if defined(__HIPCC__)\n",
+                                                                                    "#if __HIPCC__\n")})
+    assert builds["repaired"].binary is not None, builds["repaired"].detail
+    assert builds["value test"].binary is None and "#if with no expression" in builds["value test"].detail
+    without, _ = repair(hipified, target, tuple(r for r in RULES if r.name != "nvcc_compiler_macros"))
+    failed = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(without.encode())})
+    assert not failed.ok and "twice" in store.get_text(failed.record.stderr)
+    directives_only = replace(target, names=replace(target.names, versions={}))
+    valued, _ = repair(hipified.replace("#if defined(__CUDACC_VER_MAJOR__)", "#if 1"), directives_only)
+    failed = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(valued.encode())})
+    assert not failed.ok and "__CUDACC_VER_MAJOR__" in store.get_text(failed.record.stderr)
 
 
 def test_reduce_through_cooperative_groups_or_an_alias_gets_the_functions_once():

@@ -47,7 +47,8 @@ def literal_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
+def inside_spans(spans: list[tuple[int, int]], pos: int) -> bool:
+    """Whether ``pos`` lies in one of ``spans`` (sorted, disjoint)."""
     k = bisect.bisect_right(spans, (pos, math.inf)) - 1
     return k >= 0 and spans[k][0] <= pos < spans[k][1]
 
@@ -74,7 +75,7 @@ def find_heads(text: str, head: str, separator: str = ",", spans: list[tuple[int
     calls = []
     spans = literal_spans(text) if spans is None else spans
     for m in re.finditer(head, text):
-        if _inside(spans, m.start()):
+        if inside_spans(spans, m.start()):
             continue
         depth, i, arg_start, args = 1, m.end(), m.end(), []
         while i < len(text) and depth:

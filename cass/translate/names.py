@@ -18,6 +18,9 @@ counterparts. Each table here is computed from the files of the toolchains (NVID
 * **version macros**: the numeric macros with ``VER`` in their name that the CUDA headers define or
   nvcc predefines (``CUDA_VERSION``, ``CUDART_VERSION``, ``__CUDACC_VER_MAJOR__``), with their
   values on the NVIDIA side;
+* **compiler macros**: the flags nvcc predefines as ``1`` (``__NVCC__``, ``__NVCC_DIAG_PRAGMA_SUPPORT__``) that are
+  no version macro, that hipify-perl does not map and HIP does not define, each paired with what hipify-perl maps
+  ``__CUDACC__`` to (``__HIPCC__``): the macro that says the HIP compiler compiles the file, as they say nvcc does;
 * **constants**: macros of a CUDA header whose HIP header defines the same macro under HIP's prefix
   with the same definition (``CUDART_PI_F`` -> ``HIP_PI_F``);
 * **runtime overloads**: the C++ overloads CUDA's runtime header adds to its C API (a two-argument
@@ -56,7 +59,7 @@ from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS, CUDA_DEVICE_BUILTINS, N
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 7
+SCHEME = 8
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
 
 _NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
@@ -126,6 +129,7 @@ class CudaHipNames:
     """CUDA's cooperative-groups functions HIP's cooperative groups lack (of those asked about: ``reduce``)"""
     device_builtins: list[str] = field(default_factory=list)
     """CUDA's device builtins HIP's runtime header lacks (of :data:`toolchains.amd.CUDA_DEVICE_BUILTINS`)"""
+    compiler: dict[str, str] = field(default_factory=dict)
     hipify_headers: dict[str, str] = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
@@ -139,7 +143,7 @@ class CudaHipNames:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads,
                 "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups": self.cooperative_groups,
-                "device_builtins": self.device_builtins}
+                "device_builtins": self.device_builtins, "compiler": self.compiler}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide, and the
@@ -157,7 +161,8 @@ class CudaHipNames:
                 f"{len(self.constants)} constants, {sum(map(len, self.overloads.values()))} runtime overloads, "
                 f"{len(self.nvidia_typedefs)} HIP names that are typedefs on NVIDIA, "
                 f"cooperative groups lacking {', '.join(self.cooperative_groups) or 'nothing asked about'} in HIP, "
-                f"{len(self.device_builtins)} CUDA device builtins HIP lacks")
+                f"{len(self.device_builtins)} CUDA device builtins HIP lacks, "
+                f"{len(self.compiler)} compiler macros")
 
 
 def _evaluate(body: str, known: dict[str, str]) -> str | None:
@@ -364,6 +369,10 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
     numeric.update(cuda_index.get("predefined", {}))
     versions = {name: value for name in sorted(numeric) if is_version_name(name) and name not in hip_defined
                 and (value := _evaluate(numeric[name], {k: v for k, v in numeric.items() if k != name}))}
+    hip_compiler = names.get("__CUDACC__")
+    compiler = {name: hip_compiler for name, value in sorted(cuda_index.get("predefined", {}).items())
+                if hip_compiler and value == "1" and not is_version_name(name) and name not in names
+                and name not in hip_defined}
 
     constants: dict[str, str] = {}
     for name, hip_name in sorted(counterpart.items()):
@@ -382,7 +391,7 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
     return CudaHipNames(
         headers, presence, versions, constants, overloads, nvidia_typedefs,
         cooperative_groups=_lacking(hip, hipify.get("cooperative_groups.h"), COOPERATIVE_GROUPS_FUNCTIONS),
-        device_builtins=_lacking(hip, hipify.get(NVCC_PREINCLUDE), CUDA_DEVICE_BUILTINS),
+        device_builtins=_lacking(hip, hipify.get(NVCC_PREINCLUDE), CUDA_DEVICE_BUILTINS), compiler=compiler,
         hipify_headers=hipify, covered=covered, uncovered=uncovered)
 
 

@@ -13,9 +13,18 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
 * ``cuda_version_macros``: version macros (``CUDA_VERSION``, ``CUDART_VERSION``,
   ``__CUDACC_VER_MAJOR__``, ``CUBLAS_VER_MAJOR``, ...) are undefined in HIP code, so ``#if
   CUDA_VERSION >= 9000`` picks the oldest branch and ``#if CUDA_VERSION < 8000 #error ...`` stops
-  the build. In conditional directives only, they take their values on the NVIDIA side (presence
-  tests hold), so the HIP text follows the branches the CUDA build took: the pair's two sides are
-  the same program.
+  the build. They take their values on the NVIDIA side (presence tests hold), so the HIP text follows
+  the branches the CUDA build took: the pair's two sides are the same program. In code (and in ``#define``
+  bodies) outside comments and literals, a use takes the value too (a branch that tested
+  ``defined(__CUDACC_VER_MAJOR__)`` then uses it), unless the file defines the macro itself.
+* ``nvcc_compiler_macros``: nvcc predefines ``__NVCC__`` (and flags such as ``__NVCC_DIAG_PRAGMA_SUPPORT__``)
+  to say it compiles the file; hipify-perl maps only ``__CUDACC__`` (to ``__HIPCC__``), so ``#ifdef __NVCC__`` /
+  ``#define HOST_DEVICE __host__ __device__`` drops the annotations on AMD. In conditional directives, each test
+  of one becomes ``(defined(__NVCC__) || defined(__HIPCC__))``, which holds on both HIP platforms (nvcc defines
+  the first on NVIDIA's). A file that tests a HIP macro hipify-perl never writes (``__HIP_DEVICE_COMPILE__``,
+  ``__HIP_PLATFORM_AMD__``) decides for HIP itself and is left alone. ``__HIPCC__`` itself (hipify-perl's
+  ``__CUDACC__``, which nvcc defines as ``1``) is defined empty by HIP's NVIDIA headers, so a value test
+  (``#if __HIPCC__``) becomes a presence test (``#if defined(__HIPCC__)``) in every file.
 * ``unmapped_headers``: CUDA headers with a HIP counterpart that hipify-perl leaves as they are
   (CUB's sub-headers such as ``<cub/block/block_reduce.cuh>`` -> hipCUB's umbrella header;
   ``<math_constants.h>`` -> ``<hip/hip_math_constants.h>`` before hipify-perl 7) become it, unless
@@ -49,7 +58,7 @@ enters the repair action's key.
   vector's element type first); it stays for HIP's NVIDIA platform (``#if !defined(__HIP_PLATFORM_AMD__)``),
   whose vector types are CUDA's.
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
-  ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``<thrust/system/cuda/...>``) become
+  ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``thrust::cuda_category``, ``<thrust/system/cuda/...>``) become
   rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy, on AMD; on HIP's
   NVIDIA platform, whose thrust is CUDA's, they stay (``CASS_THRUST(thrust::cuda, thrust::hip)::par``, and the
   ``#include`` in an ``#if`` on the platform).
@@ -109,7 +118,7 @@ from dataclasses import dataclass, field, replace
 from cass.engine.actions import pipeline_toolchains
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
-from cass.translate.ctext import PREPROCESSOR_LINE, rewrite_calls
+from cass.translate.ctext import PREPROCESSOR_LINE, inside_spans, literal_spans, rewrite_calls
 from cass.translate.device_builtins import add_definitions
 from cass.translate.names import CAST_OF_NAME, CudaHipNames, toolchain_names
 from cass.translate.ptx import rewrite_asm
@@ -187,9 +196,9 @@ def _own_fallback(text: str, m: re.Match, macro: str) -> bool:
 def _rewrite_conditionals(text: str, table: dict[str, str], tested: Callable[[str], str],
                           valued: Callable[[str], str] | None = None) -> str:
     """Conditional directives with each presence test of a macro of ``table`` rewritten: ``#ifdef M`` /
-    ``#ifndef M`` and ``defined(M)`` by ``tested(M)`` (the whole directive for the first two when ``tested``
-    returns a number), and with ``valued`` every other use of ``M`` in ``#if``/``#elif``; the project's own
-    fallback definitions are left alone."""
+    ``#ifndef M`` and ``defined(M)`` by ``tested(M)`` (a name takes ``M``'s place; a number or a parenthesised
+    expression takes the test's, and ``#ifdef``/``#ifndef`` become ``#if``), and with ``valued`` every other use of
+    ``M`` in ``#if``/``#elif``; the project's own fallback definitions are left alone."""
     def directive(m: re.Match) -> str:
         kind, rest = m.group(1), m.group(2)
         lead = m.group(0)[: m.start(2) - m.start(0)]
@@ -198,10 +207,12 @@ def _rewrite_conditionals(text: str, table: dict[str, str], tested: Callable[[st
             if not head or head.group(2) not in table or _own_fallback(text, m, head.group(2)):
                 return m.group(0)
             new = tested(head.group(2))
+            keyword = f"{m.group(0)[: m.start(1) - m.start(0)]}{'if' if kind.startswith('if') else 'elif'}"
             if new.isdigit():   # a value, not a name: the directive becomes an #if
-                keyword = "if" if kind.startswith("if") else "elif"
                 truth = int(new) != 0 if kind.endswith("ifdef") else int(new) == 0
-                return f"{m.group(0)[: m.start(1) - m.start(0)]}{keyword} {int(truth)}{head.group(3)}"
+                return f"{keyword} {int(truth)}{head.group(3)}"
+            if not new.isidentifier():   # an expression: the directive becomes an #if testing it
+                return f"{keyword} {'' if kind.endswith('ifdef') else '!'}{new}{head.group(3)}"
             return f"{lead}{head.group(1)}{new}{head.group(3)}"
         if kind not in ("if", "elif"):
             return m.group(0)
@@ -211,7 +222,7 @@ def _rewrite_conditionals(text: str, table: dict[str, str], tested: Callable[[st
             if name not in table or _own_fallback(text, m, name):
                 return d.group(0)
             new = tested(name)
-            return new if new.isdigit() else d.group(0).replace(name, new)
+            return d.group(0).replace(name, new) if new.isidentifier() else new
         def value(w: re.Match) -> str:
             return w.group(0) if w.group(1) is None or w.group(1) not in table else valued(w.group(1))
         rest = _PRESENCE_TEST.sub(presence, rest)
@@ -230,12 +241,48 @@ def cuda_header_guards(text: str, target: RepairTarget) -> str:
     return _rewrite_conditionals(text, presence, lambda name: presence[name])
 
 
+def _code_uses(text: str, words: re.Pattern, value: Callable[[str], str]) -> str:
+    """Each use of a macro ``words`` matches outside conditional directives, comments and literals replaced by
+    ``value(name)``, unless the text defines or undefines that macro itself."""
+    own = set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", text, re.M))
+    skipped: list[tuple[int, int]] = []
+    for start, end in sorted([*literal_spans(text), *((m.start(), m.end()) for m in PREPROCESSOR_LINE.finditer(text))]):
+        if skipped and start < skipped[-1][1]:   # overlapping (a comment on a directive's line): merged
+            skipped[-1] = (skipped[-1][0], max(end, skipped[-1][1]))
+        else:
+            skipped.append((start, end))
+    return words.sub(lambda m: m.group(0) if m.group(1) in own or inside_spans(skipped, m.start())
+                     else value(m.group(1)), text)
+
+
 def cuda_version_macros(text: str, target: RepairTarget) -> str:
     versions = target.names.versions
     words = _words(target.names, "versions")
     if words is None or not words.search(text):
         return text
-    return _rewrite_conditionals(text, versions, lambda name: "1", lambda name: f"({versions[name]})")
+    text = _rewrite_conditionals(text, versions, lambda name: "1", lambda name: f"({versions[name]})")
+    return _code_uses(text, words, lambda name: f"({versions[name]})")
+
+
+_OWN_HIP_TEST = re.compile(r"\b__HIP(?!CC__\b)\w*")
+"""A HIP macro hipify-perl never writes (it maps ``__CUDACC__`` to ``__HIPCC__`` only): tested in a conditional, it
+says the file decides for HIP itself (Eigen's ``__HIP_DEVICE_COMPILE__``)."""
+
+
+def nvcc_compiler_macros(text: str, target: RepairTarget) -> str:
+    compiler = target.names.compiler
+    hip = dict.fromkeys(compiler.values(), "")
+    if hip and any(name in text for name in hip):   # hipify-perl's __HIPCC__ for nvcc's __CUDACC__, defined as 1;
+        # HIP's NVIDIA headers define it empty, where `#if __HIPCC__` has no expression: a value test is a presence one
+        text = _rewrite_conditionals(text, hip, lambda name: name, lambda name: f"defined({name})")
+    words = _words(target.names, "compiler")
+    if words is None or not words.search(text):
+        return text
+    both = lambda name: f"(defined({name}) || defined({compiler[name]}))"  # noqa: E731
+    if any(both(name) in text for name in compiler) or any(_OWN_HIP_TEST.search(m.group(2))
+                                                          for m in PREPROCESSOR_LINE.finditer(text)):
+        return text   # repaired before, or the file decides for HIP itself
+    return _rewrite_conditionals(text, compiler, both, both)
 
 
 _INCLUDE_LINE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*)([<"])([^>"\n]+)[>"]', re.M)
@@ -410,6 +457,7 @@ THRUST_PRELUDE = platform_select(THRUST_SELECT)
 _THRUST_CUDA = {"thrust::cuda_cub": "thrust::hip_rocprim", "thrust::system::cuda": "thrust::system::hip",
                 "thrust::cuda": "thrust::hip"}
 _THRUST_NAME = re.compile(r"\b(thrust::cuda_cub|thrust::system::cuda|thrust::cuda)::")
+_THRUST_CATEGORY = re.compile(r"\bthrust::((?:system::)?)cuda_category\b")
 _THRUST_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"])thrust/system/cuda/'
                              r'([^>"\r\n]*[>"][ \t]*(?://[^\r\n]*|/\*[^\r\n]*?\*/[ \t]*)?)(\r?)$', re.M)
 """A whole ``#include`` line of thrust's CUDA backend (a ``//`` comment, or a ``/* */`` one that ends on the line, may
@@ -420,6 +468,8 @@ def thrust_cuda_backend(text: str, target: RepairTarget) -> str:
     if "thrust" not in text or THRUST_PRELUDE in text:
         return text   # no thrust, or repaired before
     repaired = _THRUST_NAME.sub(lambda m: f"{THRUST_SELECT}({m.group(1)}, {_THRUST_CUDA[m.group(1)]})::", text)
+    repaired = _THRUST_CATEGORY.sub(lambda m: f"{THRUST_SELECT}({m.group(0)}, thrust::{m.group(1)}hip_category)",
+                                    repaired)
     repaired = _THRUST_INCLUDE.sub(lambda m: f"#if defined(__HIP_PLATFORM_NVIDIA__){m.group(3)}\n{m.group(0)}\n"
                                              f"#else{m.group(3)}\n{m.group(1)}thrust/system/hip/{m.group(2)}"
                                              f"{m.group(3)}\n#endif{m.group(3)}", repaired)
@@ -583,7 +633,9 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
 RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 2, "CUDA headers' include guards and markers tested in conditionals are not mapped "
          "by hipify-perl", cuda_header_guards),
-    Rule("cuda_version_macros", 3, "CUDA version macros are undefined in HIP code", cuda_version_macros),
+    Rule("cuda_version_macros", 4, "CUDA version macros are undefined in HIP code", cuda_version_macros),
+    Rule("nvcc_compiler_macros", 1, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
+         "code", nvcc_compiler_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
     Rule("own_headers_kept", 1, "hipify-perl renames a project's own header whose path ends in a CUDA header's name",
@@ -593,7 +645,7 @@ RULES: tuple[Rule, ...] = (
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 3,
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
-    Rule("thrust_cuda_backend", 2, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
+    Rule("thrust_cuda_backend", 3, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
          "enum, struct or union keyword may name", hip_elaborated_types),
