@@ -49,7 +49,7 @@ def test_divergences_are_reported_once_at_the_outermost_group_both_sides_entered
 
 SAMPLE = """#include <cuda_runtime.h>
 #include <cstdio>
-#ifdef __NVCC__
+#ifndef __clang__
 #define FAST 1
 #else
 #define FAST 0
@@ -94,11 +94,11 @@ def test_real_preprocessors_find_the_branches_that_differ_after_hipify_and_repai
     outcomes = runner.run(list(actions.values()), desc="preprocess")
     seen = {v: taken(store.get_text(outcomes[a.key].record.stderr)) for v, a in actions.items()}
     assert all(outcomes[a.key].ok for a in actions.values())
-    assert {b for p, _, b in seen["nvidia"] if p == "h"} == {0, 3, 4}   # __NVCC__, CUDART_VERSION, NDEBUG
+    assert {b for p, _, b in seen["nvidia"] if p == "h"} == {0, 3, 4}   # no clang, CUDART_VERSION, NDEBUG
     found_divergences = divergences([("k.cu", found)], seen["nvidia"], seen["amd"])
     assert found_divergences == [   # CUDART_VERSION and NDEBUG agree (the repairs carried the version)
-        {"file": "k.cu", "line": 3, "pass": "host", "nvidia_line": 3, "amd_line": 5, "macros": ["__NVCC__"]},
-        {"file": "k.cu", "line": 3, "pass": "device", "nvidia_line": 3, "amd_line": 5, "macros": ["__NVCC__"]},
+        {"file": "k.cu", "line": 3, "pass": "host", "nvidia_line": 3, "amd_line": 5, "macros": ["__clang__"]},
+        {"file": "k.cu", "line": 3, "pass": "device", "nvidia_line": 3, "amd_line": 5, "macros": ["__clang__"]},
         {"file": "k.cu", "line": 8, "pass": "device", "nvidia_line": 8, "amd_line": None,
          "macros": ["__CUDA_ARCH__"]},
     ]
@@ -144,6 +144,6 @@ def test_a_chunk_is_checked_from_the_store_alone_on_a_worker(toolchains, store):
     second = settle_chunk((rows, first.unsettled), *args, {})
     assert not second.unsettled and second.added[0]["branch_parity"] == "diverged"
     assert [(d["line"], d["pass"], d["macros"]) for d in second.added[0]["branch_divergences"]] == [
-        (3, "host", ["__NVCC__"]), (3, "device", ["__NVCC__"]), (8, "device", ["__CUDA_ARCH__"])]
+        (3, "host", ["__clang__"]), (3, "device", ["__clang__"]), (8, "device", ["__CUDA_ARCH__"])]
     again = settle_chunk((rows, None), *args, {})   # marked afresh: the same verdict, every lookup found
     assert again.added == second.added and {v: len(k) for v, k in again.found.items()} == {"nvidia": 1, "amd": 1}

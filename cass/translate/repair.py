@@ -634,7 +634,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 2, "CUDA headers' include guards and markers tested in conditionals are not mapped "
          "by hipify-perl", cuda_header_guards),
     Rule("cuda_version_macros", 4, "CUDA version macros are undefined in HIP code", cuda_version_macros),
-    Rule("nvcc_compiler_macros", 1, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
+    Rule("nvcc_compiler_macros", 2, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
          "code", nvcc_compiler_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
