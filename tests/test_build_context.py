@@ -252,9 +252,10 @@ HIP_PAIRS = {
                     "__global__ void k(int *x) { x[threadIdx.x] = __AMDGCN_WAVEFRONT_SIZE; }\n"),
     "kernel.cl": "__kernel void k(__global float *x) { x[get_global_id(0)] = 1.0f; }\n",
     "libraries.cu": ("#include <hip/hip_runtime.h>\n#include <hipblas.h>\n#include <hipsparse.h>\n"   # hipify's names
-                     "#include <hipfft/hipfft.h>\n#include <hipcub/hipcub.hpp>\n"
+                     "#include <hipfft/hipfft.h>\n#include <hipcub/hipcub.hpp>\n#include <hiprand/hiprand_kernel.h>\n"
                      "__global__ void k(float *x) { typedef hipcub::BlockReduce<float, 32> R;\n"
                      "  __shared__ typename R::TempStorage t; float s = R(t).Sum(x[threadIdx.x]);\n"
+                     "  hiprandState_t r; hiprand_init(7, threadIdx.x, 0, &r); s += hiprand_uniform(&r);\n"
                      "  if (threadIdx.x == 0) x[0] = s; }\n"
                      "int use(float *x) { hipblasHandle_t b; hipsparseHandle_t s; hipfftHandle f;\n"
                      "  return hipblasCreate(&b) + hipsparseCreate(&s) + hipfftPlan1d(&f, 8, HIPFFT_C2C, 1)"
@@ -266,8 +267,9 @@ HIP_PAIRS = {
 def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     """The HIP side compiled through HIP's NVIDIA back end as the execute stage builds it, with the pair's own build
     flags (BLOCK comes from its Makefile), settled by the engine's two passes: a translation using an AMD-only macro
-    fails there with its error; one using hipBLAS, hipSPARSE, hipFFT and hipCUB finds their headers there, and fails
-    only on a wrong call; an OpenCL pair has no HIP side and is not checked."""
+    fails there with its error; one using hipBLAS, hipSPARSE, hipFFT, hipCUB and hipRAND's device API finds their
+    headers there (hipRAND's include cuRAND's), and fails only on a wrong call; an OpenCL pair has no HIP side and is
+    not checked."""
     from cass.execution.programs import hip_nvidia_checks
 
     params = load_params(REPO / "params.yaml")

@@ -30,8 +30,8 @@ from toolchains.headers import runtime_functions
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
 CUDA12_PACKAGES = ("nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 "
-                   "nvidia-cuda-profiler-api-cu12==12.9.79")
-CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api")
+                   "nvidia-cuda-profiler-api-cu12==12.9.79 nvidia-curand-cu12==10.3.10.19")
+CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api", "curand")
 """The CUDA 12 wheels' folders under ``site-packages/nvidia``, each with an ``include``."""
 
 
@@ -39,12 +39,13 @@ HIP_HEADERS_PACKAGE = ("trixie", "libamdhip64-dev")
 """The Debian suite and package whose ``/usr/include/hip`` holds ROCm 5.7's HIP headers with ``nvidia_detail``."""
 HIP_HEADERS_DIR = Path("/opt/cass-hip-nvidia/hip")
 LIBRARY_PACKAGES = (("trixie", "libhipblas-dev", "hipblas"), ("trixie", "libhipsparse-dev", "hipsparse"),
-                    ("trixie", "libhipfft-dev", "hipfft"), ("experimental", "libhipcub-dev", "hipcub"))
+                    ("trixie", "libhipfft-dev", "hipfft"), ("trixie", "libhiprand-dev", "hiprand"),
+                    ("experimental", "libhipcub-dev", "hipcub"))
 """The hip* libraries' headers for the NVIDIA platform (suite, package, its folder under ``/usr/include``), beside
-the HIP headers: hipBLAS, hipSPARSE and hipFFT of the same Debian suite (ROCm 5.5 to 6.1 there, written for HIP
-5.x); hipCUB of the default AMD root's suite, whose
-CUB back end builds with CUDA 12.9's CCCL (5.7's includes CUB iterators CCCL 2 removed). hipRAND is not among them:
-its NVIDIA back end takes cuRAND's headers, which no CUDA 12 wheel here carries."""
+the HIP headers: hipBLAS, hipSPARSE, hipFFT and hipRAND of the same Debian suite (ROCm 5.5 to 6.1 there, written for
+HIP 5.x; hipRAND's NVIDIA back end includes cuRAND's headers, from the CUDA 12 cuRAND wheel of
+:data:`CUDA12_PACKAGES`); hipCUB of the default AMD root's suite, whose CUB back end builds with CUDA 12.9's CCCL
+(5.7's includes CUB iterators CCCL 2 removed)."""
 FLAT_LIBRARIES = ("hipblas", "hipsparse", "hipfft")
 """Libraries whose headers a HIP source names flat (``<hipblas.h>``, as hipify-perl writes them): their folders go on
 the system include path too."""
