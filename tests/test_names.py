@@ -85,8 +85,14 @@ def test_tables_are_derived_from_the_headers_of_both_sides_and_hipifys_map(tmp_p
     })
     hipify = {"cuda_runtime.h": "hip/hip_runtime.h", "driver_types.h": "hip/driver_types.h",
               "cusparse.h": "hipsparse.h", "cub/cub.cuh": "hipcub/hipcub.hpp", "cudnn.h": "hipDNN.h"}
-    names = derive({"headers": index_headers([cuda], files(cuda)), "predefined": {"__CUDACC_VER_MAJOR__": "13"}},
-                   {"headers": index_headers([hip, hip / "hipsparse"], files(hip)), "hipify": hipify})
+    predefined = {"__CUDACC_VER_MAJOR__": "13", "__CUDACC__": "1", "__NVCC__": "1", "__NVCC_DIAG_PRAGMA_SUPPORT__": "1",
+                  "__CUDA_ARCH__": "750"}
+    names = derive({"headers": index_headers([cuda], files(cuda)), "predefined": predefined},
+                   {"headers": index_headers([hip, hip / "hipsparse"], files(hip)), "hipify": hipify,
+                    "hipify_names": {"__CUDACC__": "__HIPCC__", "__CUB_ALIGN_BYTES": "__HIPCUB_ALIGN_BYTES",
+                                     "cudaMalloc": "hipMalloc"}})
+    assert names.compiler == {"__NVCC__": "__HIPCC__"}   # which compiler; not a feature flag, not a hipify-mapped one
+    assert names.hipified_macros == ["__HIPCC__", "__HIPCUB_ALIGN_BYTES"]
     assert names.presence == {
         "__CUDA_RUNTIME_H__": "HIP_RUNTIME_H", "__DRIVER_TYPES_H__": "HIP_DRIVER_TYPES_H",  # hipify-perl's map
         "CUSPARSE_H_": "HIPSPARSE_H", "CUSPARSEAPI": "HIPSPARSE_H",    # a library-named empty marker

@@ -59,7 +59,7 @@ NAMES = CudaHipNames(
     versions={"CUDA_VERSION": "13050", "CUDART_VERSION": "13050", "__CUDACC_VER_MAJOR__": "13",
               "CUSPARSE_VERSION": "((12) * 1000 + (9) * 100 + (4))"},
     constants={"CUDART_PI_F": "HIP_PI_F", "CUDART_INF_F": "HIP_INF_F"},
-    compiler={"__NVCC__": "__HIPCC__", "__NVCC_DIAG_PRAGMA_SUPPORT__": "__HIPCC__"},
+    compiler={"__NVCC__": "__HIPCC__"}, hipified_macros=["__HIPCC__", "__HIPCUB_ALIGN_BYTES"],
     nvidia_typedefs=["hipChannelFormatDesc", "hipMemcpyKind", "hipStream_t"],
     overloads={
         "hipEventCreate": {"2": {"target": "hipEventCreateWithFlags", "params": ["event", "flags"], "required": 2,
@@ -315,10 +315,17 @@ def test_cuda_version_macros_used_in_code_take_the_nvidia_sides_values():
     """A branch that tested the macro uses it: the use takes the value the test assumed. Comments, literals, a
     ``#define`` of the macro itself (the file's own value) and the directives' own fallbacks are left."""
     before = ('#if defined(__CUDACC_VER_MAJOR__)\nint major = __CUDACC_VER_MAJOR__; // __CUDACC_VER_MAJOR__\n'
-              'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) CUDA_VERSION + x\n#endif\n')
-    after = ('#if 1\nint major = (13); // __CUDACC_VER_MAJOR__\n'
-             'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) (13050) + x\n#endif\n')
+              'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) CUDA_VERSION + x\n#endif\n'
+              'int s = CUSPARSE_VERSION;\n#define NEW (defined(CUDA_VERSION) && CUDA_VERSION >= 11000)\n'
+              '#define NAME(x) #x CUDA_VERSION\n#define NAMED #CUDA_VERSION x##CUDA_VERSION CUDA_VERSION ## y\n'
+              '#error needs CUDA_VERSION 11\n#pragma message CUDA_VERSION\n')
+    after = ('#if 1\nint major = 13; // __CUDACC_VER_MAJOR__\n'
+             'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) 13050 + x\n#endif\n'
+             'int s = (((12) * 1000 + (9) * 100 + (4)));\n#define NEW (defined(CUDA_VERSION) && 13050 >= 11000)\n'
+             '#define NAME(x) #x 13050\n#define NAMED #CUDA_VERSION x##CUDA_VERSION CUDA_VERSION ## y\n'
+             '#error needs CUDA_VERSION 11\n#pragma message CUDA_VERSION\n')
     assert cuda_version_macros(before, HIP57) == after
+    assert cuda_version_macros(after, HIP57) == after
     own = "#ifndef CUDA_VERSION\n#define CUDA_VERSION 0\n#endif\nint v = CUDA_VERSION;\n"
     assert cuda_version_macros(own, HIP57) == own
     assert cuda_version_macros("int v = CUDART_VERSION;\n#undef CUDART_VERSION\n", HIP57).startswith("int v = CUDART")
@@ -326,7 +333,12 @@ def test_cuda_version_macros_used_in_code_take_the_nvidia_sides_values():
 
 NVCC_BEFORE = """#ifdef __NVCC__
 #define HD __host__ __device__
-#elifndef __NVCC_DIAG_PRAGMA_SUPPORT__
+#elifndef __NVCC__
+#endif
+#if (defined(__NVCC__) || defined(__HIPCC__)) || X /* hipify-perl's text for one with __CUDACC__ */
+#endif
+#if X // __HIP_PLATFORM_AMD__ in a comment
+#elif __HIPCUB_ALIGN_BYTES
 #endif
 #if defined(__CUDA__) || defined __NVCC__ /* nvcc */
 #elif __NVCC__ && X
@@ -337,7 +349,12 @@ const char *compiler = "__NVCC__";
 """
 NVCC_AFTER = """#if (defined(__NVCC__) || defined(__HIPCC__))
 #define HD __host__ __device__
-#elif !(defined(__NVCC_DIAG_PRAGMA_SUPPORT__) || defined(__HIPCC__))
+#elif !(defined(__NVCC__) || defined(__HIPCC__))
+#endif
+#if (defined(__NVCC__) || defined(__HIPCC__)) || X /* hipify-perl's text for one with __CUDACC__ */
+#endif
+#if X // __HIP_PLATFORM_AMD__ in a comment
+#elif __HIPCUB_ALIGN_BYTES
 #endif
 #if defined(__CUDA__) || (defined(__NVCC__) || defined(__HIPCC__)) /* nvcc */
 #elif (defined(__NVCC__) || defined(__HIPCC__)) && X
@@ -368,7 +385,7 @@ def test_thrust_cuda_backend_is_rocthrusts_hip_backend_on_amd_and_stays_on_nvidi
     before = ("#include <thrust/system/cuda/execution_policy.h> // the policy\n#include <thrust/system/cuda/x.h> /* a\n"
               "b */\nthrust::sort(thrust::cuda::par.on(stream), a, b); thrust::cuda_cub::tag t; "
               "thrust::system::cuda::x y;\nthrust::system_error e(c, thrust::cuda_category()); "
-              "thrust::system::cuda_category_x z;\n")
+              "thrust::system::cuda_category_x z; thrust::system::cuda_category();\n")
     after = (THRUST_PRELUDE + "#if defined(__HIP_PLATFORM_NVIDIA__)\n"
              "#include <thrust/system/cuda/execution_policy.h> // the policy\n"
              "#else\n#include <thrust/system/hip/execution_policy.h> // the policy\n#endif\n"
@@ -377,7 +394,8 @@ def test_thrust_cuda_backend_is_rocthrusts_hip_backend_on_amd_and_stays_on_nvidi
              "CASS_THRUST(thrust::cuda_cub, thrust::hip_rocprim)::tag t; "
              "CASS_THRUST(thrust::system::cuda, thrust::system::hip)::x y;\n"
              "thrust::system_error e(c, CASS_THRUST(thrust::cuda_category, thrust::hip_category)()); "
-             "thrust::system::cuda_category_x z;\n")
+             "thrust::system::cuda_category_x z; "
+             "CASS_THRUST(thrust::system::cuda_category, thrust::system::hip_category)();\n")
     assert thrust_cuda_backend(before, HIP57) == after
     assert thrust_cuda_backend(after, HIP57) == after   # repaired before: left alone
     crlf = "#include <thrust/system/cuda/x.h> /* closed */\r\n"   # a Windows line, a comment that ends on it

@@ -18,9 +18,11 @@ counterparts. Each table here is computed from the files of the toolchains (NVID
 * **version macros**: the numeric macros with ``VER`` in their name that the CUDA headers define or
   nvcc predefines (``CUDA_VERSION``, ``CUDART_VERSION``, ``__CUDACC_VER_MAJOR__``), with their
   values on the NVIDIA side;
-* **compiler macros**: the flags nvcc predefines as ``1`` (``__NVCC__``, ``__NVCC_DIAG_PRAGMA_SUPPORT__``) that are
-  no version macro, that hipify-perl does not map and HIP does not define, each paired with what hipify-perl maps
-  ``__CUDACC__`` to (``__HIPCC__``): the macro that says the HIP compiler compiles the file, as they say nvcc does;
+* **compiler macros**: of the macros that say which compiler compiles the file (:data:`COMPILER_MACROS`:
+  ``__NVCC__``), those nvcc predefines as ``1``, hipify-perl does not map and HIP does not define, each paired with
+  what hipify-perl maps ``__CUDACC__`` to (``__HIPCC__``), the macro that says HIP's compiler does; and the HIP
+  macros hipify-perl writes (``__HIPCC__``, ``__HIPCUB_ALIGN_BYTES``): a file that tests another decides for HIP
+  itself;
 * **constants**: macros of a CUDA header whose HIP header defines the same macro under HIP's prefix
   with the same definition (``CUDART_PI_F`` -> ``HIP_PI_F``);
 * **runtime overloads**: the C++ overloads CUDA's runtime header adds to its C API (a two-argument
@@ -59,8 +61,13 @@ from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS, CUDA_DEVICE_BUILTINS, N
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 8
+SCHEME = 9
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
+
+COMPILER_MACROS = frozenset({"__NVCC__"})
+"""nvcc's predefined macros that say which compiler compiles the file. Its feature flags
+(``__NVCC_DIAG_PRAGMA_SUPPORT__``: ``nv_diag_suppress`` pragmas; ``__CUDACC_DEVICE_ATOMIC_BUILTINS__``: the
+``__nv_atomic_*`` builtins) say what nvcc has, which HIP's compiler does not: they stay undefined in HIP code."""
 
 _NUMERIC = re.compile(r"[\s()0-9xXa-fA-FuUlL+*/%<>&|^~-]+")
 
@@ -130,6 +137,9 @@ class CudaHipNames:
     device_builtins: list[str] = field(default_factory=list)
     """CUDA's device builtins HIP's runtime header lacks (of :data:`toolchains.amd.CUDA_DEVICE_BUILTINS`)"""
     compiler: dict[str, str] = field(default_factory=dict)
+    """nvcc's compiler macro -> HIP's (``__NVCC__`` -> ``__HIPCC__``)"""
+    hipified_macros: list[str] = field(default_factory=list)
+    """The ``__HIP*`` names hipify-perl writes"""
     hipify_headers: dict[str, str] = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     uncovered: dict[str, str] = field(default_factory=dict)
@@ -143,7 +153,8 @@ class CudaHipNames:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads,
                 "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups": self.cooperative_groups,
-                "device_builtins": self.device_builtins, "compiler": self.compiler}
+                "device_builtins": self.device_builtins, "compiler": self.compiler,
+                "hipified_macros": self.hipified_macros}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
         """The derived header names (``cub/x.cuh``, ``math_constants.h``) that files of these paths provide, and the
@@ -369,10 +380,9 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
     numeric.update(cuda_index.get("predefined", {}))
     versions = {name: value for name in sorted(numeric) if is_version_name(name) and name not in hip_defined
                 and (value := _evaluate(numeric[name], {k: v for k, v in numeric.items() if k != name}))}
-    hip_compiler = names.get("__CUDACC__")
-    compiler = {name: hip_compiler for name, value in sorted(cuda_index.get("predefined", {}).items())
-                if hip_compiler and value == "1" and not is_version_name(name) and name not in names
-                and name not in hip_defined}
+    hip_compiler, predefined = names.get("__CUDACC__"), cuda_index.get("predefined", {})
+    compiler = {name: hip_compiler for name in sorted(COMPILER_MACROS)
+                if hip_compiler and predefined.get(name) == "1" and name not in names and name not in hip_defined}
 
     constants: dict[str, str] = {}
     for name, hip_name in sorted(counterpart.items()):
@@ -392,7 +402,8 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
         headers, presence, versions, constants, overloads, nvidia_typedefs,
         cooperative_groups=_lacking(hip, hipify.get("cooperative_groups.h"), COOPERATIVE_GROUPS_FUNCTIONS),
         device_builtins=_lacking(hip, hipify.get(NVCC_PREINCLUDE), CUDA_DEVICE_BUILTINS), compiler=compiler,
-        hipify_headers=hipify, covered=covered, uncovered=uncovered)
+        hipified_macros=sorted({n for n in names.values() if n.startswith("__HIP")}), hipify_headers=hipify,
+        covered=covered, uncovered=uncovered)
 
 
 def _lacking(hip: HeaderIndex, header: str | None, asked: frozenset[str]) -> list[str]:
@@ -435,5 +446,5 @@ def toolchain_names(nvidia: Toolchain, amd: Toolchain, hip_nvidia: Toolchain) ->
     key = {"nvcc": nvidia.fingerprint("nvcc"), "hipcc": amd.fingerprint("hipcc"),
            "hipify-perl": amd.fingerprint("hipify-perl"), "hip-nvidia": hip_nvidia.fingerprint("nvcc"),
            "cooperative_groups": sorted(COOPERATIVE_GROUPS_FUNCTIONS),   # what the AMD index records of HIP's names
-           "device_builtins": sorted(CUDA_DEVICE_BUILTINS)}
+           "device_builtins": sorted(CUDA_DEVICE_BUILTINS), "compiler_macros": sorted(COMPILER_MACROS)}
     return cached_names(key, lambda: derive(nvidia.header_index(), amd.header_index(), hip_nvidia.header_index()))

@@ -14,17 +14,20 @@ Each rule fixes one gap that has a HIP equivalent and changes nothing a correct 
   ``__CUDACC_VER_MAJOR__``, ``CUBLAS_VER_MAJOR``, ...) are undefined in HIP code, so ``#if
   CUDA_VERSION >= 9000`` picks the oldest branch and ``#if CUDA_VERSION < 8000 #error ...`` stops
   the build. They take their values on the NVIDIA side (presence tests hold), so the HIP text follows
-  the branches the CUDA build took: the pair's two sides are the same program. In code (and in ``#define``
-  bodies) outside comments and literals, a use takes the value too (a branch that tested
-  ``defined(__CUDACC_VER_MAJOR__)`` then uses it), unless the file defines the macro itself.
-* ``nvcc_compiler_macros``: nvcc predefines ``__NVCC__`` (and flags such as ``__NVCC_DIAG_PRAGMA_SUPPORT__``)
-  to say it compiles the file; hipify-perl maps only ``__CUDACC__`` (to ``__HIPCC__``), so ``#ifdef __NVCC__`` /
-  ``#define HOST_DEVICE __host__ __device__`` drops the annotations on AMD. In conditional directives, each test
-  of one becomes ``(defined(__NVCC__) || defined(__HIPCC__))``, which holds on both HIP platforms (nvcc defines
-  the first on NVIDIA's). A file that tests a HIP macro hipify-perl never writes (``__HIP_DEVICE_COMPILE__``,
-  ``__HIP_PLATFORM_AMD__``) decides for HIP itself and is left alone. ``__HIPCC__`` itself (hipify-perl's
-  ``__CUDACC__``, which nvcc defines as ``1``) is defined empty by HIP's NVIDIA headers, so a value test
-  (``#if __HIPCC__``) becomes a presence test (``#if defined(__HIPCC__)``) in every file.
+  the branches the CUDA build took: the pair's two sides are the same program. In code and in ``#define``
+  bodies a use takes the value too (a branch that tested ``defined(__CUDACC_VER_MAJOR__)`` then uses it); not in
+  comments, literals or other directives, not where ``defined`` tests it or ``#``/``##`` takes its name, and not
+  where the file defines the macro itself.
+* ``nvcc_compiler_macros``: nvcc predefines ``__NVCC__`` to say it compiles the file; hipify-perl maps only
+  ``__CUDACC__`` (to ``__HIPCC__``), so ``#ifdef __NVCC__`` / ``#define HOST_DEVICE __host__ __device__`` drops
+  the annotations on AMD. In conditional directives, each test of it becomes ``(defined(__NVCC__) ||
+  defined(__HIPCC__))``, which holds on both HIP platforms (nvcc defines the first on NVIDIA's). nvcc's feature
+  flags (``__NVCC_DIAG_PRAGMA_SUPPORT__``, ``__CUDACC_DEVICE_ATOMIC_BUILTINS__``) stay undefined: HIP's compiler
+  has none of those features. A file whose conditionals test a ``__HIP*`` macro hipify-perl never writes
+  (``__HIP_DEVICE_COMPILE__``, ``__HIP_PLATFORM_AMD__``) decides for HIP itself and is left alone.
+  ``__HIPCC__`` itself (hipify-perl's ``__CUDACC__``, which nvcc defines as ``1``) is defined empty by HIP's
+  NVIDIA headers, so a value test (``#if __HIPCC__``) becomes a presence test (``#if defined(__HIPCC__)``) in every
+  file.
 * ``unmapped_headers``: CUDA headers with a HIP counterpart that hipify-perl leaves as they are
   (CUB's sub-headers such as ``<cub/block/block_reduce.cuh>`` -> hipCUB's umbrella header;
   ``<math_constants.h>`` -> ``<hip/hip_math_constants.h>`` before hipify-perl 7) become it, unless
@@ -222,6 +225,8 @@ def _rewrite_conditionals(text: str, table: dict[str, str], tested: Callable[[st
             if name not in table or _own_fallback(text, m, name):
                 return d.group(0)
             new = tested(name)
+            if new.startswith("(") and d.string.startswith(new[1:-1], d.start()):
+                return d.group(0)   # the expression already (repaired before, or written so)
             return d.group(0).replace(name, new) if new.isidentifier() else new
         def value(w: re.Match) -> str:
             return w.group(0) if w.group(1) is None or w.group(1) not in table else valued(w.group(1))
@@ -241,18 +246,32 @@ def cuda_header_guards(text: str, target: RepairTarget) -> str:
     return _rewrite_conditionals(text, presence, lambda name: presence[name])
 
 
+_DIRECTIVE_BUT_DEFINE = re.compile(r"^[ \t]*#[ \t]*(?!define\b)\w+(?:\\\n|\\.|[^\\\n])*$", re.M)
+_NO_VALUE_AFTER = re.compile(r"(?:\bdefined\s*\(?|#)\s*$")
+"""Where a macro's name is no use of its value: tested by ``defined``, stringized or pasted (``#M``, ``x ## M``)."""
+_PASTED_BEFORE = re.compile(r"[ \t]*##")
+
+
 def _code_uses(text: str, words: re.Pattern, value: Callable[[str], str]) -> str:
-    """Each use of a macro ``words`` matches outside conditional directives, comments and literals replaced by
-    ``value(name)``, unless the text defines or undefines that macro itself."""
+    """Each use of a macro ``words`` matches in code and ``#define`` bodies replaced by ``value(name)``; not in
+    comments, literals or other directives, not where ``defined`` tests it or ``#``/``##`` takes its name, and not
+    where the text defines or undefines that macro itself."""
     own = set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", text, re.M))
     skipped: list[tuple[int, int]] = []
-    for start, end in sorted([*literal_spans(text), *((m.start(), m.end()) for m in PREPROCESSOR_LINE.finditer(text))]):
+    directives = ((m.start(), m.end()) for m in _DIRECTIVE_BUT_DEFINE.finditer(text))
+    for start, end in sorted([*literal_spans(text), *directives]):
         if skipped and start < skipped[-1][1]:   # overlapping (a comment on a directive's line): merged
             skipped[-1] = (skipped[-1][0], max(end, skipped[-1][1]))
         else:
             skipped.append((start, end))
-    return words.sub(lambda m: m.group(0) if m.group(1) in own or inside_spans(skipped, m.start())
-                     else value(m.group(1)), text)
+
+    def use(m: re.Match) -> str:
+        before = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if (m.group(1) in own or inside_spans(skipped, m.start()) or _NO_VALUE_AFTER.search(before)
+                or _PASTED_BEFORE.match(text, m.end())):
+            return m.group(0)
+        return value(m.group(1))
+    return words.sub(use, text)
 
 
 def cuda_version_macros(text: str, target: RepairTarget) -> str:
@@ -261,27 +280,30 @@ def cuda_version_macros(text: str, target: RepairTarget) -> str:
     if words is None or not words.search(text):
         return text
     text = _rewrite_conditionals(text, versions, lambda name: "1", lambda name: f"({versions[name]})")
-    return _code_uses(text, words, lambda name: f"({versions[name]})")
+    return _code_uses(text, words, lambda name: versions[name] if versions[name].isdigit() else f"({versions[name]})")
 
 
-_OWN_HIP_TEST = re.compile(r"\b__HIP(?!CC__\b)\w*")
-"""A HIP macro hipify-perl never writes (it maps ``__CUDACC__`` to ``__HIPCC__`` only): tested in a conditional, it
-says the file decides for HIP itself (Eigen's ``__HIP_DEVICE_COMPILE__``)."""
+_COMMENT = re.compile(r"/\*.*?\*/|//.*", re.S)
+
+
+def _decides_for_hip(text: str, written: list[str]) -> bool:
+    """Whether a conditional of the text tests a ``__HIP*`` macro hipify-perl never writes (Eigen's
+    ``__HIP_DEVICE_COMPILE__``): the file decides for HIP itself."""
+    return any(name not in written for m in PREPROCESSOR_LINE.finditer(text)
+               for name in re.findall(r"\b__HIP\w*", _COMMENT.sub(" ", m.group(2))))
 
 
 def nvcc_compiler_macros(text: str, target: RepairTarget) -> str:
     compiler = target.names.compiler
-    hip = dict.fromkeys(compiler.values(), "")
-    if hip and any(name in text for name in hip):   # hipify-perl's __HIPCC__ for nvcc's __CUDACC__, defined as 1;
-        # HIP's NVIDIA headers define it empty, where `#if __HIPCC__` has no expression: a value test is a presence one
-        text = _rewrite_conditionals(text, hip, lambda name: name, lambda name: f"defined({name})")
+    hip_compilers = dict.fromkeys(compiler.values(), "")
+    if any(name in text for name in hip_compilers):
+        # nvcc defines __CUDACC__ (hipify-perl's __HIPCC__) as 1, HIP's NVIDIA headers define __HIPCC__ empty, where
+        # `#if __HIPCC__` has no expression: a value test becomes a presence test
+        text = _rewrite_conditionals(text, hip_compilers, lambda name: name, lambda name: f"defined({name})")
     words = _words(target.names, "compiler")
-    if words is None or not words.search(text):
+    if words is None or not words.search(text) or _decides_for_hip(text, target.names.hipified_macros):
         return text
     both = lambda name: f"(defined({name}) || defined({compiler[name]}))"  # noqa: E731
-    if any(both(name) in text for name in compiler) or any(_OWN_HIP_TEST.search(m.group(2))
-                                                          for m in PREPROCESSOR_LINE.finditer(text)):
-        return text   # repaired before, or the file decides for HIP itself
     return _rewrite_conditionals(text, compiler, both, both)
 
 
@@ -633,8 +655,8 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
 RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 2, "CUDA headers' include guards and markers tested in conditionals are not mapped "
          "by hipify-perl", cuda_header_guards),
-    Rule("cuda_version_macros", 4, "CUDA version macros are undefined in HIP code", cuda_version_macros),
-    Rule("nvcc_compiler_macros", 2, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
+    Rule("cuda_version_macros", 5, "CUDA version macros are undefined in HIP code", cuda_version_macros),
+    Rule("nvcc_compiler_macros", 3, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
          "code", nvcc_compiler_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
