@@ -90,7 +90,7 @@ def test_tables_are_derived_from_the_headers_of_both_sides_and_hipifys_map(tmp_p
     names = derive({"headers": index_headers([cuda], files(cuda)), "predefined": predefined},
                    {"headers": index_headers([hip, hip / "hipsparse"], files(hip)), "hipify": hipify,
                     "hipify_names": {"__CUDACC__": "__HIPCC__", "__CUB_ALIGN_BYTES": "__HIPCUB_ALIGN_BYTES",
-                                     "cudaMalloc": "hipMalloc"}})
+                                     "cudaMalloc": "hipMalloc", "__half": "__half"}})
     assert names.compiler == {"__NVCC__": "__HIPCC__"}   # which compiler; not a feature flag, not a hipify-mapped one
     assert names.hipified_macros == ["__HIPCC__", "__HIPCUB_ALIGN_BYTES"]
     assert names.presence == {

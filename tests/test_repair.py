@@ -312,16 +312,19 @@ def test_cuda_version_macros_take_the_nvidia_sides_values_in_conditionals():
 
 
 def test_cuda_version_macros_used_in_code_take_the_nvidia_sides_values():
-    """A branch that tested the macro uses it: the use takes the value the test assumed. Comments, literals, a
-    ``#define`` of the macro itself (the file's own value) and the directives' own fallbacks are left."""
+    """A branch that tested the macro uses it: the use takes the value the test assumed, and a ``defined`` in a macro
+    body holds, as in conditionals. Comments, literals, other directives, ``#``/``##`` operands, a ``#define`` of the
+    macro itself (the file's own value) and the directives' own fallbacks are left."""
     before = ('#if defined(__CUDACC_VER_MAJOR__)\nint major = __CUDACC_VER_MAJOR__; // __CUDACC_VER_MAJOR__\n'
               'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) CUDA_VERSION + x\n#endif\n'
               'int s = CUSPARSE_VERSION;\n#define NEW (defined(CUDA_VERSION) && CUDA_VERSION >= 11000)\n'
+              '#define OLD !defined CUDA_VERSION || is_defined(CUDA_VERSION)\n#define LONG(x) \\\n  #x, CUDA_VERSION\n'
               '#define NAME(x) #x CUDA_VERSION\n#define NAMED #CUDA_VERSION x##CUDA_VERSION CUDA_VERSION ## y\n'
               '#error needs CUDA_VERSION 11\n#pragma message CUDA_VERSION\n')
     after = ('#if 1\nint major = 13; // __CUDACC_VER_MAJOR__\n'
              'const char *k = "CUDA_VERSION"; char c = \'x\';\n#define VERSION_OF(x) 13050 + x\n#endif\n'
-             'int s = (((12) * 1000 + (9) * 100 + (4)));\n#define NEW (defined(CUDA_VERSION) && 13050 >= 11000)\n'
+             'int s = (((12) * 1000 + (9) * 100 + (4)));\n#define NEW (1 && 13050 >= 11000)\n'
+             '#define OLD !1 || is_defined(13050)\n#define LONG(x) \\\n  #x, 13050\n'
              '#define NAME(x) #x 13050\n#define NAMED #CUDA_VERSION x##CUDA_VERSION CUDA_VERSION ## y\n'
              '#error needs CUDA_VERSION 11\n#pragma message CUDA_VERSION\n')
     assert cuda_version_macros(before, HIP57) == after
@@ -371,6 +374,9 @@ def test_nvcc_compiler_macros_also_test_for_hips_compiler_unless_the_file_decide
     for own in ("#if defined(__HIP_PLATFORM_AMD__)\n#endif\n", "#ifdef __HIP__\n#endif\n",
                 "#elif defined(__HIP_DEVICE_COMPILE__)\n"):
         assert nvcc_compiler_macros(own + NVCC_BEFORE, HIP57) == own + NVCC_BEFORE
+    for comment in ("#if X /* not __HIP_PLATFORM_AMD__\n */\n#endif\n",
+                    "/*\n#ifdef __HIP_PLATFORM_AMD__\n#endif\n*/\n"):
+        assert nvcc_compiler_macros(comment + NVCC_BEFORE, HIP57) == comment + NVCC_AFTER
     hipified = "#if defined(__HIPCC__) && !defined(__NVCC__)\n#endif\n"   # __HIPCC__ is hipify-perl's __CUDACC__
     assert nvcc_compiler_macros(hipified, HIP57) == (
         "#if defined(__HIPCC__) && !(defined(__NVCC__) || defined(__HIPCC__))\n#endif\n")

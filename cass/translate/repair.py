@@ -246,19 +246,38 @@ def cuda_header_guards(text: str, target: RepairTarget) -> str:
     return _rewrite_conditionals(text, presence, lambda name: presence[name])
 
 
-_DIRECTIVE_BUT_DEFINE = re.compile(r"^[ \t]*#[ \t]*(?!define\b)\w+(?:\\\n|\\.|[^\\\n])*$", re.M)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
+"""A whole directive, its continuation lines included (group 1: its name): scanned in order, a continuation line
+that starts with ``#`` (``#x`` in a macro's body) is never taken for one."""
+
+
+def _define_presence_tests(text: str, table: dict[str, str], own: set[str]) -> str:
+    """In ``#define`` bodies, each ``defined M`` of a macro of ``table`` the text does not define itself holds
+    (``1``), as it does in conditionals."""
+    def presence(d: re.Match) -> str:
+        name = d.group(1) or d.group(2)
+        return "1" if name in table and name not in own else d.group(0)
+    return _DIRECTIVE.sub(lambda m: _PRESENCE_TEST.sub(presence, m.group(0)) if m.group(1) == "define"
+                          else m.group(0), text)
+
+
 _NO_VALUE_AFTER = re.compile(r"(?:\bdefined\s*\(?|#)\s*$")
 """Where a macro's name is no use of its value: tested by ``defined``, stringized or pasted (``#M``, ``x ## M``)."""
 _PASTED_BEFORE = re.compile(r"[ \t]*##")
+
+
+def _own_definitions(text: str) -> set[str]:
+    """The macros the text defines or undefines itself."""
+    return set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", text, re.M))
 
 
 def _code_uses(text: str, words: re.Pattern, value: Callable[[str], str]) -> str:
     """Each use of a macro ``words`` matches in code and ``#define`` bodies replaced by ``value(name)``; not in
     comments, literals or other directives, not where ``defined`` tests it or ``#``/``##`` takes its name, and not
     where the text defines or undefines that macro itself."""
-    own = set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", text, re.M))
+    own = _own_definitions(text)
     skipped: list[tuple[int, int]] = []
-    directives = ((m.start(), m.end()) for m in _DIRECTIVE_BUT_DEFINE.finditer(text))
+    directives = ((m.start(), m.end()) for m in _DIRECTIVE.finditer(text) if m.group(1) != "define")
     for start, end in sorted([*literal_spans(text), *directives]):
         if skipped and start < skipped[-1][1]:   # overlapping (a comment on a directive's line): merged
             skipped[-1] = (skipped[-1][0], max(end, skipped[-1][1]))
@@ -280,6 +299,7 @@ def cuda_version_macros(text: str, target: RepairTarget) -> str:
     if words is None or not words.search(text):
         return text
     text = _rewrite_conditionals(text, versions, lambda name: "1", lambda name: f"({versions[name]})")
+    text = _define_presence_tests(text, versions, _own_definitions(text))
     return _code_uses(text, words, lambda name: versions[name] if versions[name].isdigit() else f"({versions[name]})")
 
 
@@ -287,10 +307,11 @@ _COMMENT = re.compile(r"/\*.*?\*/|//.*", re.S)
 
 
 def _decides_for_hip(text: str, written: list[str]) -> bool:
-    """Whether a conditional of the text tests a ``__HIP*`` macro hipify-perl never writes (Eigen's
+    """Whether a conditional of the text, comments aside, tests a ``__HIP*`` macro hipify-perl never writes (Eigen's
     ``__HIP_DEVICE_COMPILE__``): the file decides for HIP itself."""
-    return any(name not in written for m in PREPROCESSOR_LINE.finditer(text)
-               for name in re.findall(r"\b__HIP\w*", _COMMENT.sub(" ", m.group(2))))
+    code = _COMMENT.sub(lambda c: re.sub(r"[^\n]", " ", c.group(0)), text)   # lines kept: directives stay directives
+    return any(name not in written for m in PREPROCESSOR_LINE.finditer(code)
+               for name in re.findall(r"\b__HIP\w*", m.group(2)))
 
 
 def nvcc_compiler_macros(text: str, target: RepairTarget) -> str:
@@ -655,8 +676,8 @@ def warp_sync_builtins(text: str, target: RepairTarget) -> str:
 RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 2, "CUDA headers' include guards and markers tested in conditionals are not mapped "
          "by hipify-perl", cuda_header_guards),
-    Rule("cuda_version_macros", 5, "CUDA version macros are undefined in HIP code", cuda_version_macros),
-    Rule("nvcc_compiler_macros", 3, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
+    Rule("cuda_version_macros", 6, "CUDA version macros are undefined in HIP code", cuda_version_macros),
+    Rule("nvcc_compiler_macros", 4, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
          "code", nvcc_compiler_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
