@@ -371,7 +371,7 @@ const char *compiler = "__NVCC__";
 def test_nvcc_compiler_macros_also_test_for_hips_compiler_unless_the_file_decides_for_hip():
     assert nvcc_compiler_macros(NVCC_BEFORE, HIP57) == NVCC_AFTER
     assert nvcc_compiler_macros(NVCC_AFTER, HIP57) == NVCC_AFTER   # repaired before: left alone
-    for own in ("#if defined(__HIP_PLATFORM_AMD__)\n#endif\n", "#ifdef __HIP__\n#endif\n",
+    for own in ("// a comment before\n#if defined(__HIP_PLATFORM_AMD__)\n#endif\n", "#ifdef __HIP__\n#endif\n",
                 "#elif defined(__HIP_DEVICE_COMPILE__)\n"):
         assert nvcc_compiler_macros(own + NVCC_BEFORE, HIP57) == own + NVCC_BEFORE
     for comment in ("#if X /* not __HIP_PLATFORM_AMD__\n */\n#endif\n",

@@ -303,7 +303,7 @@ def cuda_version_macros(text: str, target: RepairTarget) -> str:
     return _code_uses(text, words, lambda name: versions[name] if versions[name].isdigit() else f"({versions[name]})")
 
 
-_COMMENT = re.compile(r"/\*.*?\*/|//.*", re.S)
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 def _decides_for_hip(text: str, written: list[str]) -> bool:
@@ -677,7 +677,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda_header_guards", 2, "CUDA headers' include guards and markers tested in conditionals are not mapped "
          "by hipify-perl", cuda_header_guards),
     Rule("cuda_version_macros", 6, "CUDA version macros are undefined in HIP code", cuda_version_macros),
-    Rule("nvcc_compiler_macros", 4, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
+    Rule("nvcc_compiler_macros", 5, "the macros nvcc predefines to say it compiles the file are undefined in HIP "
          "code", nvcc_compiler_macros),
     Rule("unmapped_headers", 2, "CUDA headers and constants with HIP counterparts that hipify-perl leaves",
          unmapped_headers),
