@@ -271,11 +271,10 @@ def _own_definitions(text: str) -> set[str]:
     return set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", text, re.M))
 
 
-def _code_uses(text: str, words: re.Pattern, value: Callable[[str], str]) -> str:
+def _code_uses(text: str, words: re.Pattern, value: Callable[[str], str], own: set[str]) -> str:
     """Each use of a macro ``words`` matches in code and ``#define`` bodies replaced by ``value(name)``; not in
     comments, literals or other directives, not where ``defined`` tests it or ``#``/``##`` takes its name, and not
-    where the text defines or undefines that macro itself."""
-    own = _own_definitions(text)
+    where the text defines or undefines that macro itself (``own``)."""
     skipped: list[tuple[int, int]] = []
     directives = ((m.start(), m.end()) for m in _DIRECTIVE.finditer(text) if m.group(1) != "define")
     for start, end in sorted([*literal_spans(text), *directives]):
@@ -299,17 +298,19 @@ def cuda_version_macros(text: str, target: RepairTarget) -> str:
     if words is None or not words.search(text):
         return text
     text = _rewrite_conditionals(text, versions, lambda name: "1", lambda name: f"({versions[name]})")
-    text = _define_presence_tests(text, versions, _own_definitions(text))
-    return _code_uses(text, words, lambda name: versions[name] if versions[name].isdigit() else f"({versions[name]})")
-
-
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+    own = _own_definitions(text)
+    text = _define_presence_tests(text, versions, own)
+    return _code_uses(text, words, lambda name: versions[name] if versions[name].isdigit() else f"({versions[name]})",
+                      own)
 
 
 def _decides_for_hip(text: str, written: list[str]) -> bool:
     """Whether a conditional of the text, comments aside, tests a ``__HIP*`` macro hipify-perl never writes (Eigen's
     ``__HIP_DEVICE_COMPILE__``): the file decides for HIP itself."""
-    code = _COMMENT.sub(lambda c: re.sub(r"[^\n]", " ", c.group(0)), text)   # lines kept: directives stay directives
+    chars = list(text)
+    for start, end in literal_spans(text):   # comments and literals blanked, lines kept: directives stay directives
+        chars[start:end] = re.sub(r"[^\n]", " ", text[start:end])
+    code = "".join(chars)
     return any(name not in written for m in PREPROCESSOR_LINE.finditer(code)
                for name in re.findall(r"\b__HIP\w*", m.group(2)))
 
