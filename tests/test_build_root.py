@@ -320,7 +320,8 @@ def test_the_amd_fallback_mounts_no_cuda_header_and_its_keys_follow_the_build_ro
     CUDA toolkit's Debian sources, each link followed inside the root (through two links; one leading nowhere there
     is left out, whatever this machine has at that path); its hipcc fingerprint follows the root's packages and the
     entries it mounts, not where the root lies. The plain AMD toolchain mounts nothing."""
-    from toolchains.amd_build_root import MOUNT, AmdBuildRootToolchain, header_mounts
+    from toolchains.amd_build_root import AmdBuildRootToolchain
+    from toolchains.build_root_headers import MOUNT, header_mounts
     from toolchains.launchers import ChrootLauncher
 
     cuda = {"nvidia-cuda-dev": ["/usr/include/cuda_runtime.h", "/usr/include/crt/host_defines.h"],
@@ -393,6 +394,72 @@ def test_a_header_the_amd_root_lacks_is_taken_from_the_build_root_after_its_own(
     for name in ("alternative.cu", "nosuch.cu"):
         assert "| amd-build-root: compile_failed:missing_header: " in drops[name]["detail"]
     assert "amd-build-root" not in drops["typo.cu"]["detail"]
+
+
+HIP_KERNEL = "#include <hip/hip_runtime.h>\n" + KERNEL
+HIP_NVIDIA_SAMPLES = {   # the name, the toolchain that compiled its AMD side, its HIP text
+    "netlib.cu": ("amd-build-root", "#include <cblas-netlib.h>\n" + HIP_KERNEL),   # libblas-dev's, the build root's
+    "netlib_alone.cu": ("amd", "#include <cblas-netlib.h>\n" + HIP_KERNEL),   # the same, its AMD side without them
+    "alternative.cu": ("amd-build-root", "#include <cblas.h>\n" + HIP_KERNEL),   # through Debian's alternatives
+    "plain.cu": ("amd-build-root", HIP_KERNEL),
+}
+
+
+@pytest.mark.slow
+def test_a_pair_built_for_amd_with_the_build_roots_headers_is_checked_with_them_on_hip_nvidia(blas_root, store,
+                                                                                                tmp_path):
+    """With ``amd.build_root_headers``, the pair stage's check on HIP's NVIDIA platform gives a pair whose AMD side
+    compiled with the build root's headers those headers too, searched last: a build dependency's header is found
+    there; the same file whose AMD side compiled without them is checked without them and misses it; a header reached
+    through an alternatives link is not found. Run again, every check comes from the store. Without the setting, every
+    pair is checked on the platform alone, and no build root is needed. The check's toolchain keys on the build root's
+    packages, not where it lies."""
+    from test_settle import StandIn
+
+    from cass.engine.stage_work import LocalWork
+    from cass.execution.programs import hip_nvidia_checks
+    from cass.pipeline.manifests import StageOutput
+    from toolchains import load_toolchains
+    from toolchains.hip_nvidia import HipNvidiaBuildRootToolchain
+
+    root, _ = blas_root
+    params = ladder_params(root, "amd", build_root_headers=True)
+    rows = pl.DataFrame([{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}],
+                          "include_dirs": ["."], "build_flags": [], "amd_toolchain": amd}
+                         for name, (amd, text) in HIP_NVIDIA_SAMPLES.items()])
+
+    def check(params: dict) -> tuple[dict, dict]:
+        out = StageOutput("pair", rows_in=rows.height)
+        return hip_nvidia_checks(StandIn("pair", params, store, LocalWork(1)), out, rows), out.run
+
+    verdicts, run = check(params)
+    actions = run["actions_by_vendor"]
+    assert {name: category for name, (category, _) in verdicts.items()} == {
+        "netlib.cu": "ok", "plain.cu": "ok", "netlib_alone.cu": "missing_header", "alternative.cu": "missing_header"}
+    assert "cblas-netlib.h" in verdicts["netlib_alone.cu"][1] and "cblas.h" in verdicts["alternative.cu"][1]
+    assert actions["hip-nvidia-build-root"]["misses"] == 3 and actions["hip-nvidia"]["misses"] == 1
+    again, warm = check(params)
+    assert again == verdicts and warm["actions"]["misses"] == 0
+    off = {**params, "amd": {**params["amd"], "build_root_headers": False},
+           "debian_sources": {**params["debian_sources"], "build_root": str(root / "nowhere")}}
+    alone, _ = check(off)   # every pair on the platform alone: no build root needed
+    assert {name: category for name, (category, _) in alone.items()} == {
+        "netlib.cu": "missing_header", "plain.cu": "ok", "netlib_alone.cu": "missing_header",
+        "alternative.cu": "missing_header"}
+
+    platform = load_toolchains(None, ("hip-nvidia",))["hip-nvidia"]
+
+    def fingerprint(folder: str, packages: dict, headers: list[str]) -> str:
+        return HipNvidiaBuildRootToolchain.over(platform, fake_root(tmp_path / folder, packages, headers)) \
+            .fingerprint("nvcc")
+
+    dmlc = {"libdmlc-dev": ["/usr/include/dmlc/base.h"]}
+    first = fingerprint("a", dmlc, ["dmlc/base.h"])
+    assert first != platform.fingerprint("nvcc") and fingerprint("b", dmlc, ["dmlc/base.h"]) == first
+    assert fingerprint("c", {**dmlc, "libglog-dev": []}, ["dmlc/base.h"]) != first   # another package installed
+    assert fingerprint("d", dmlc, ["dmlc/base.h", "glog.h"]) != first   # another entry mounted
+    with pytest.raises(ValueError, match=r"amd\.build_root_headers is on, but .* is no Debian root"):
+        HipNvidiaBuildRootToolchain.over(platform, tmp_path)
 
 
 TEXTURE_KERNEL = ("texture<float, 1, cudaReadModeElementType> tex;\n"

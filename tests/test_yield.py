@@ -9,7 +9,7 @@ from harness.project import REPO
 
 from bench.corpora import HECBENCH, SPLIT_FILE, TUNE_BY_HISTORY, hecbench_benchmarks, load_split, make_split, split_of
 from cass.pipeline.manifests import DROPPED_SCHEMA
-from cass.report.yields import cause, failures, markdown, report
+from cass.report.yields import cause, failures, hip_nvidia_cell, hip_nvidia_counts, markdown, report
 from toolchains.diagnostics import categorize
 
 
@@ -89,6 +89,12 @@ def test_counts_ratios_and_top_causes_per_corpus():
     assert ("| all | 7 | 2 | 2 | 3 | 3 | 1 | 33.3% | 14.3% | 1 | 2 / 1 | 2 / 1 | 1 | 0 / 1 (0.0%) | makefile 3, "
             "standalone 2, cmake 2 |" in table)
     assert "pairs that build for AMD only (not through HIP's NVIDIA back end): undeclared 1." in table
+    # of the pairs built on HIP-NVIDIA, those whose AMD side took the build root's headers (and so did the check)
+    counts = hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, build_root={"s0", "s1", "s5"})
+    assert (counts["pairs_hip_nvidia_ok"], counts["pairs_hip_nvidia_ok_build_root"]) == (1, 1)
+    assert hip_nvidia_cell(counts) == \
+        "1 / 2 (50.0%; 1 with the build root's headers)"
+    assert hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, build_root={"s1"})["pairs_hip_nvidia_ok_build_root"] == 0
     assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
 
 

@@ -30,7 +30,8 @@ class HostLauncher(Launcher):
 
     def __init__(self, bin_dirs: list[Path], extra_env: dict[str, str] | None = None,
                  scratch: Path | None = None, trees: list[Path] | None = None, sandbox: Sandbox | None = None,
-                 system_root: Path | None = None, mounts: Mapping[Path, str] | None = None):
+                 system_root: Path | None = None, mounts: Mapping[Path, str] | None = None,
+                 binds: Mapping[str, Path] | None = None):
         self.bin_dirs = [Path(d) for d in bin_dirs]
         self.system_root = system_root
         self.trees = [Path(d) for d in trees] if trees is not None else self.bin_dirs
@@ -41,6 +42,9 @@ class HostLauncher(Launcher):
         """Folders of this machine the tools see at a fixed path (bwrap mode), host path -> inner path: what a tool
         writes of their paths into its outputs (nvlink keeps its ``-L`` folders in an executable) is then the same
         on every machine, wherever the folders are installed."""
+        self.binds = {inner: Path(host) for inner, host in (binds or {}).items()}
+        """Files and folders of this machine the tools see at a fixed path (bwrap mode), inner path -> host path, which
+        no argument names by its host path (several may be one file): a Debian root's headers."""
 
     def scratch_parent(self) -> Path:
         return self._scratch
@@ -56,6 +60,7 @@ class HostLauncher(Launcher):
         path = self.resolve(tool)
         mounted = self._mounted()
         binds = [arg for host, inner in mounted.items() for arg in ("--ro-bind", os.path.realpath(host), inner)]
+        binds += [arg for inner, host in self.binds.items() for arg in ("--ro-bind", str(host), inner)]
         trees = [t for t in self.trees if str(t) not in mounted]   # a path left untranslated is not found: loud
         return self.sandbox.host([self.as_seen(str(path or tool)), *args], scratch, trees, self.system_root, binds)
 
@@ -81,12 +86,14 @@ class HostLauncher(Launcher):
 
     def path_view(self) -> str:
         """Where the tools see the mounted folders (bwrap mode), or, where they cannot be moved (rlimits mode),
-        the folders' own paths: outputs may hold them, so they enter the fingerprints."""
+        the folders' own paths: outputs may hold them, so they enter the fingerprints; then what :attr:`binds` puts
+        where (the tools see those paths, whatever lies behind them)."""
+        binds = f"binds={sorted(self.binds)}" if self.binds else ""
         if not self.mounts:
-            return ""
+            return binds
         if self.sandbox.mode == "bwrap":
-            return f"mounts={sorted(self.mounts.values())}"
-        return f"paths={sorted(self.mounts)}"
+            return " ".join(filter(None, [f"mounts={sorted(self.mounts.values())}", binds]))
+        return " ".join(filter(None, [f"paths={sorted(self.mounts)}", binds]))
 
 
 class ChrootLauncher(Launcher):

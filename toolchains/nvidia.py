@@ -110,7 +110,7 @@ class NvidiaToolchain(Toolchain):
     def __init__(self, cuda_home: Path):
         self.cuda_home = Path(cuda_home)
         super().__init__(HostLauncher([self.cuda_home / "bin"], trees=self.trees(), extra_env=self.tool_env(),
-                                      mounts=self.mounts()))
+                                      mounts=self.mounts(), binds=self.binds()))
 
     def trees(self) -> list[Path]:
         """The folders the tools read (in the sandbox: at their paths, or where :meth:`mounts` puts them)."""
@@ -124,6 +124,10 @@ class NvidiaToolchain(Toolchain):
         """Where the tools see the toolkit in the sandbox, on every machine: nvlink writes its library folders
         (nvcc.profile's, under the toolkit) into every executable, which would else hold this machine's path."""
         return {self.cuda_home: f"{MOUNT_ROOT}/cuda"}
+
+    def binds(self) -> dict[str, Path]:
+        """Files and folders the tools see at a fixed path, which no argument names by this machine's path (none)."""
+        return {}
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc", "cuobjdump", "nvdisasm", HOST_COMPILER, "ptxas", OPENCL_COMPILER)

@@ -32,7 +32,10 @@ from cass.engine.targets import STOPPED, Build, TargetRun, failure_reason, run_p
 from cass.execution.hosts import ExecutionHost
 from hosts.gpu import RunHost
 from store import ActionSpec, Store
-from toolchains import Step, Toolchain
+from toolchains import HipNvidiaToolchain, Step, Toolchain
+from toolchains.amd_build_root import AmdBuildRootToolchain
+from toolchains.debian_cuda import build_root_of
+from toolchains.hip_nvidia import HipNvidiaBuildRootToolchain
 from toolchains.language import is_opencl
 from toolchains.sandboxed_runs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
@@ -87,25 +90,41 @@ def hip_nvidia_checks(stage: StageRun, out: Drops, rows: pl.DataFrame) -> dict[s
     engine in its two passes (the actions and tool time in ``out``'s run report): by sample id, ``ok`` or the
     failure's category, and its error. Whether the translation builds on the platform its programs run on; OpenCL
     pairs have no HIP side and are left out, and so is a run that was stopped (a timeout, a killed compiler: counted
-    in the actions, tried again next run)."""
+    in the actions, tried again next run). A row whose AMD side compiled with the build root's headers
+    (``amd_toolchain``, with ``amd.build_root_headers``) is checked with them too (:data:`CHECKED_WITH`)."""
     params = stage.params["execute"]
-    toolchain = Placement.of(stage.params).toolchain("hip-nvidia")
-    checked = settle(stage, out, rows.select("sample_id", "hip_files", "include_dirs", "build_flags"),
-                     {toolchain.vendor: toolchain}, params["timeout_s"], hip_nvidia_chunk, toolchain, params)
+    platform = Placement.of(stage.params).toolchain(HipNvidiaToolchain.vendor)
+    toolchains: dict[str, Toolchain] = {platform.vendor: platform}
+    if stage.params["amd"]["build_root_headers"]:
+        with_headers = HipNvidiaBuildRootToolchain.over(platform, build_root_of(
+            stage.params["debian_sources"], HipNvidiaBuildRootToolchain.setting))
+        toolchains[with_headers.vendor] = with_headers
+    checked = settle(stage, out, rows.select("sample_id", "hip_files", "include_dirs", "build_flags", "amd_toolchain"),
+                     toolchains, params["timeout_s"], hip_nvidia_chunk, toolchains, params)
     return {row["sample_id"]: (row["hip_nvidia_build"], row["hip_nvidia_error"]) for row in checked.added}
 
 
-def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchain: Toolchain,
+CHECKED_WITH = {AmdBuildRootToolchain.vendor: HipNvidiaBuildRootToolchain.vendor}
+"""The HIP-NVIDIA toolchain that checks a pair whose AMD side the key's toolchain compiled, where the check has it
+(else the platform's own): a file that took the build root's headers on AMD takes them on NVIDIA too."""
+
+
+def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchains: dict[str, Toolchain],
                      params: dict) -> Settled:
     """A chunk's HIP-NVIDIA checks as far as the store goes (:func:`hip_nvidia_checks`; planned afresh in the second
     pass): a verdict per row whose check is recorded, the others waiting for their compile."""
     chunk = Settled()
-    runs = {row["sample_id"]: TargetRun(toolchain.build_check_target(
-        row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
-        row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})
-        for row in rows.iter_rows(named=True) if not is_opencl(row["hip_files"][0]["path"])}
-    lookups.advance(toolchain, list(runs.values()))
-    for sample, run in runs.items():
+    runs: dict[str, tuple[Toolchain, TargetRun]] = {}
+    for row in rows.iter_rows(named=True):
+        if is_opencl(row["hip_files"][0]["path"]):
+            continue
+        toolchain = toolchains.get(CHECKED_WITH.get(row["amd_toolchain"], ""), toolchains[HipNvidiaToolchain.vendor])
+        runs[row["sample_id"]] = toolchain, TargetRun(toolchain.build_check_target(
+            row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
+            row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})
+    for toolchain in toolchains.values():
+        lookups.advance(toolchain, [run for tc, run in runs.values() if tc.vendor == toolchain.vendor])
+    for sample, (toolchain, run) in runs.items():
         if run.pending:
             chunk.wait(sample, {toolchain.vendor: [run]})
             continue

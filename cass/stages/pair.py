@@ -27,7 +27,7 @@ def run(stage: Stage) -> None:
     nvidia = stage.upstream("compile_nvidia").select("sample_id", "nvidia_host_asm", "nvidia_device_asm")
     amd = stage.upstream("compile_amd").select(
         "sample_id", "hip_files", "hip_files_hipify", "repair_rules", "hip_repaired", "hipify_warnings",
-        "hipify_warning_count", "amd_host_asm", "amd_device_asm")
+        "hipify_warning_count", "amd_host_asm", "amd_device_asm", "amd_toolchain")
     out = stage.output(cuda.height)
     ok_nvidia, ok_amd = set(nvidia["sample_id"]), set(amd["sample_id"])
     for row in cuda.iter_rows(named=True):
@@ -39,8 +39,9 @@ def run(stage: Stage) -> None:
         .join(parity, on="sample_id", how="left")
     verdicts = hip_nvidia_checks(stage, out, kept) if stage.params["pair"]["hip_nvidia"] and kept.height else {}
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
-    kept = kept.with_columns(pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
-                             pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
+    kept = kept.drop("amd_toolchain").with_columns(   # compile_amd's column, read by the check only
+        pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
+        pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
     built = Counter(kept["hip_nvidia_build"].drop_nulls())
     out.extra_metrics["hip_nvidia"] = {"checked": sum(built.values()), "ok": built.pop("ok", 0),
                                        "amd_only": dict(sorted(built.items()))}
