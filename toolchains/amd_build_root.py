@@ -6,34 +6,25 @@ mounted and searched last as :mod:`toolchains.build_root_headers` describes.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from pathlib import Path
 
+from toolchains import build_root_headers as root_headers
 from toolchains.amd import AMD_ENV, AmdToolchain
-from toolchains.build_root_headers import (
-    INCLUDE_DIRS,
-    MOUNT,
-    build_root_identity,
-    checked_build_root,
-    header_mounts,
-    require_bwrap,
-)
 from toolchains.launchers import ChrootLauncher
 
-SETTING = "amd.build_root_headers"
 
-
-class AmdBuildRootToolchain(AmdToolchain):
+class AmdBuildRootToolchain(root_headers.WithBuildRootHeaders, AmdToolchain):
     """hipcc of the AMD root ``amd_root`` with ``build_root``'s system headers searched last (bwrap mode only)."""
 
     vendor = "amd-build-root"
     side = "amd"
+    compiler = "hipcc"
 
     def __init__(self, amd_root: Path, build_root: Path):
-        self.build_root = checked_build_root(build_root, SETTING)
-        launcher = ChrootLauncher(amd_root, extra_env=AMD_ENV, mounts=header_mounts(self.build_root))
-        require_bwrap(launcher.sandbox.mode, self.build_root, SETTING)
+        self.build_root = root_headers.checked_build_root(build_root, self.setting)
+        launcher = ChrootLauncher(amd_root, extra_env=AMD_ENV, mounts=root_headers.header_mounts(self.build_root))
+        root_headers.require_bwrap(launcher.sandbox.mode, self.build_root, self.setting)
         super().__init__(launcher)
 
     @classmethod
@@ -44,16 +35,6 @@ class AmdBuildRootToolchain(AmdToolchain):
     def native(cls, rocm_path: Path) -> AmdToolchain:
         raise TypeError(f"{cls.__name__} runs in the AMD root only, not in a native ROCm install")
 
-    @functools.cached_property
-    def build_root_identity(self) -> str:
-        """The digest of the build root's dpkg status."""
-        return build_root_identity(self.build_root)
-
-    def identity(self, tool: str) -> str:
-        """The AMD root's (its stored tree), and for hipcc the build root's too."""
-        own = super().identity(tool)
-        return f"{own} build-root={self.build_root_identity}" if tool == "hipcc" else own
-
     def _common_flags(self, flags: dict, include_dirs: Sequence[str] = (".",)) -> tuple[str, ...]:
         return (*super()._common_flags(flags, include_dirs),
-                *(arg for folder in INCLUDE_DIRS for arg in ("-idirafter", f"{MOUNT}/{folder}")))
+                *(arg for folder in self.searched_last() for arg in ("-idirafter", folder)))

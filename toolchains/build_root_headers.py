@@ -16,6 +16,7 @@ A header the build root reaches through an absolute link below a folder (Debian'
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -71,6 +72,26 @@ def require_bwrap(mode: str, build_root: Path, setting: str) -> None:
                          f"{mode} (`cass toolchains` says why)")
 
 
-def build_root_identity(build_root: Path) -> str:
-    """The digest of ``build_root``'s dpkg status, for the identity of a compiler that reads its headers."""
-    return digest_paths([build_root / STATUS])
+class WithBuildRootHeaders:
+    """A toolchain whose ``compiler`` also reads the headers of ``build_root`` (set by the toolchain): the compiler's
+    identity takes the root's dpkg status too. Listed before the toolchain's class among the bases."""
+
+    setting = "amd.build_root_headers"
+    """The parameter that asks for the build root's headers."""
+    build_root: Path
+    compiler: str
+
+    @functools.cached_property
+    def build_root_identity(self) -> str:
+        """The digest of the build root's dpkg status."""
+        return digest_paths([self.build_root / STATUS])
+
+    @staticmethod
+    def searched_last() -> list[str]:
+        """The folders, as the tools see them, that the compiler searches after all of its own."""
+        return [f"{MOUNT}/{folder}" for folder in INCLUDE_DIRS]
+
+    def identity(self, tool: str) -> str:
+        """The toolchain's own, and for its compiler the build root's too."""
+        own = super().identity(tool)
+        return f"{own} build-root={self.build_root_identity}" if tool == self.compiler else own

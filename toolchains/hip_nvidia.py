@@ -14,7 +14,6 @@ library headers before this machine's.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import lzma
 import os
@@ -26,15 +25,8 @@ import urllib.request
 from pathlib import Path
 
 from store.machine_cache import machine_cache
+from toolchains import build_root_headers as root_headers
 from toolchains.base import ToolchainMissingError, ToolStatus
-from toolchains.build_root_headers import (
-    INCLUDE_DIRS,
-    MOUNT,
-    build_root_identity,
-    checked_build_root,
-    header_mounts,
-    require_bwrap,
-)
 from toolchains.headers import runtime_functions
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
@@ -222,19 +214,19 @@ class HipNvidiaToolchain(NvidiaToolchain):
                 "runtime": [f for f in runtime_functions(preprocessed) if f["name"].startswith("hip")]}
 
 
-class HipNvidiaBuildRootToolchain(HipNvidiaToolchain):
+class HipNvidiaBuildRootToolchain(root_headers.WithBuildRootHeaders, HipNvidiaToolchain):
     """HIP's NVIDIA platform with the Debian packages' build root's system headers searched after its own
     (:mod:`toolchains.build_root_headers`; bwrap mode only): a pair's HIP side that compiled for AMD with them
     (``amd.build_root_headers``) is checked on this platform with them too."""
 
     vendor = "hip-nvidia-build-root"
     side = HipNvidiaToolchain.vendor
-    setting = "amd.build_root_headers"
+    compiler = "nvcc"
 
     def __init__(self, cuda_home: Path, hip_headers: Path, cuda12_root: Path, build_root: Path):
-        self.build_root = checked_build_root(build_root, self.setting)
+        self.build_root = root_headers.checked_build_root(build_root, self.setting)
         super().__init__(cuda_home, hip_headers, cuda12_root)
-        require_bwrap(self.launcher.sandbox.mode, self.build_root, self.setting)
+        root_headers.require_bwrap(self.launcher.sandbox.mode, self.build_root, self.setting)
 
     @classmethod
     def over(cls, platform: HipNvidiaToolchain, build_root: Path) -> HipNvidiaBuildRootToolchain:
@@ -245,22 +237,13 @@ class HipNvidiaBuildRootToolchain(HipNvidiaToolchain):
         return cls(platform.cuda_home, platform.hip_headers, platform.cuda12[0].parent, build_root)
 
     def binds(self) -> dict[str, Path]:
-        return header_mounts(self.build_root)
-
-    @functools.cached_property
-    def build_root_identity(self) -> str:
-        """The digest of the build root's dpkg status."""
-        return build_root_identity(self.build_root)
-
-    def identity(self, tool: str) -> str:
-        """The platform's, and for nvcc the build root's too."""
-        own = super().identity(tool)
-        return f"{own} build-root={self.build_root_identity}" if tool == "nvcc" else own
+        return root_headers.header_mounts(self.build_root)
 
     def program_flags(self) -> tuple[str, ...]:
         """The platform's, and the build root's header folders searched last by nvcc's host compiler, which
         preprocesses both passes."""
-        return (*super().program_flags(), *(f"-Xcompiler=-idirafter,{MOUNT}/{folder}" for folder in INCLUDE_DIRS))
+        return (*super().program_flags(),
+                *(f"-Xcompiler=-idirafter,{folder}" for folder in self.searched_last()))
 
 
 _TYPEDEF = re.compile(r"\btypedef\b[^;{}]*?\b(\w+)\s*;")
