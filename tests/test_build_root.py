@@ -411,9 +411,10 @@ def test_a_pair_built_for_amd_with_the_build_roots_headers_is_checked_with_them_
     """With ``amd.build_root_headers``, the pair stage's check on HIP's NVIDIA platform gives a pair whose AMD side
     compiled with the build root's headers those headers too, searched last: a build dependency's header is found
     there; the same file whose AMD side compiled without them is checked without them and misses it; a header reached
-    through an alternatives link is not found. Run again, every check comes from the store. Without the setting, every
-    pair is checked on the platform alone, and no build root is needed. The check's toolchain keys on the build root's
-    packages, not where it lies."""
+    through an alternatives link is not found. Run again, every check comes from the store. Without the setting, or
+    with no row that took the headers, every pair is checked on the platform alone, and no build root is needed. The
+    check's toolchain passes the root's folders as ``-idirafter`` to nvcc's host compiler, plans and keys the same in a
+    worker's copy, and keys on the build root's packages, not where it lies."""
     from test_settle import StandIn
 
     from cass.engine.stage_work import LocalWork
@@ -423,12 +424,13 @@ def test_a_pair_built_for_amd_with_the_build_roots_headers_is_checked_with_them_
     from toolchains.hip_nvidia import HipNvidiaBuildRootToolchain
 
     root, _ = blas_root
+    assert not Path("/usr/include/cblas-netlib.h").exists(), "this machine has libblas-dev's header: nothing to show"
     params = ladder_params(root, "amd", build_root_headers=True)
-    rows = pl.DataFrame([{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}],
-                          "include_dirs": ["."], "build_flags": [], "amd_toolchain": amd}
-                         for name, (amd, text) in HIP_NVIDIA_SAMPLES.items()])
+    samples = pl.DataFrame([{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}],
+                             "include_dirs": ["."], "build_flags": [], "amd_toolchain": amd}
+                            for name, (amd, text) in HIP_NVIDIA_SAMPLES.items()])
 
-    def check(params: dict) -> tuple[dict, dict]:
+    def check(params: dict, rows: pl.DataFrame = samples) -> tuple[dict, dict]:
         out = StageOutput("pair", rows_in=rows.height)
         return hip_nvidia_checks(StandIn("pair", params, store, LocalWork(1)), out, rows), out.run
 
@@ -446,8 +448,19 @@ def test_a_pair_built_for_amd_with_the_build_roots_headers_is_checked_with_them_
     assert {name: category for name, (category, _) in alone.items()} == {
         "netlib.cu": "missing_header", "plain.cu": "ok", "netlib_alone.cu": "missing_header",
         "alternative.cu": "missing_header"}
+    nowhere = {**params, "debian_sources": off["debian_sources"]}   # the setting on, but no row took the headers
+    assert check(nowhere, samples.filter(pl.col("amd_toolchain") == "amd"))[0] == {
+        "netlib_alone.cu": verdicts["netlib_alone.cu"]}
 
     platform = load_toolchains(None, ("hip-nvidia",))["hip-nvidia"]
+    with_headers = HipNvidiaBuildRootToolchain.over(platform, root)
+    [step] = with_headers.build_check_target("k.cu", ["sm_90"], []).steps
+    assert [arg for arg in step.args if "cass-build-root" in arg] == [
+        "-Xcompiler=-idirafter,/tmp/cass-build-root/usr/include",
+        "-Xcompiler=-idirafter,/tmp/cass-build-root/usr/include/x86_64-linux-gnu"]
+    sent = pickle.loads(pickle.dumps(with_headers))   # what a stage worker plans with
+    assert sent.fingerprint("nvcc") == with_headers.fingerprint("nvcc")
+    assert sent.build_check_target("k.cu", ["sm_90"], []).steps == (step,)
 
     def fingerprint(folder: str, packages: dict, headers: list[str]) -> str:
         return HipNvidiaBuildRootToolchain.over(platform, fake_root(tmp_path / folder, packages, headers)) \

@@ -194,3 +194,29 @@ def test_a_folder_mounted_into_an_os_root_is_read_only_and_needs_bubblewrap(tool
     launcher.sandbox = Sandbox.weak()
     with pytest.raises(ValueError, match="need the bwrap sandbox"):
         launcher.argv("sh", ("-c", "true"), Path("/"))
+
+
+def test_a_file_bound_into_a_host_tools_view_is_read_only_at_each_of_its_paths(bubblewrap, tmp_path):
+    """A host toolchain's binds (HIP's NVIDIA platform with the build root's headers): the tool reads one file of
+    this machine at each inner path it is bound to and cannot write there; the binds enter the path view (so the
+    fingerprint), which without them is the mounts' alone, as before binds existed; the rlimits mode refuses them."""
+    from toolchains.launchers import HostLauncher
+
+    header = tmp_path / "dep.h"
+    header.write_text("#define FROM_THE_BUILD_ROOT 1\n")
+    (tmp_path / "mounted").mkdir()
+    (tmp_path / "scratch").mkdir()
+    inner = "/tmp/cass-build-root/usr/include"
+    launcher = HostLauncher([Path("/usr/bin")], mounts={tmp_path / "mounted": "/opt/cass-mounted"},
+                            binds={f"{inner}/dep.h": header, f"{inner}/alias.h": header})
+    script = f"cat {inner}/dep.h {inner}/alias.h; echo x > {inner}/dep.h || echo refused"
+    proc = subprocess.run(launcher.argv("sh", ("-c", script), tmp_path / "scratch"), env=launcher.env(),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.stdout.split("\n") == ["#define FROM_THE_BUILD_ROOT 1"] * 2 + ["refused", ""], proc.stderr
+    assert header.read_text() == "#define FROM_THE_BUILD_ROOT 1\n"
+    assert launcher.path_view() == f"mounts=['/opt/cass-mounted'] binds=['{inner}/alias.h', '{inner}/dep.h']"
+    assert HostLauncher([Path("/usr/bin")], mounts={tmp_path / "mounted": "/opt/cass-mounted"}).path_view() == \
+        "mounts=['/opt/cass-mounted']"
+    launcher.sandbox = Sandbox.weak()
+    with pytest.raises(ValueError, match="need the bwrap sandbox"):
+        launcher.argv("sh", ("-c", "true"), tmp_path / "scratch")

@@ -11,7 +11,8 @@ root's dpkg status (every package and version in it) enters the compiler's ident
 these compiles, and only these.
 
 A header the build root reaches through an absolute link below a folder (Debian's alternatives:
-``x86_64-linux-gnu/cblas.h`` -> ``/etc/alternatives/...``) is not found: the link resolves in the tool's view.
+``x86_64-linux-gnu/cblas.h`` -> ``/etc/alternatives/...``) resolves in the tool's own view (the AMD root's, or this
+machine's for HIP's NVIDIA platform), never to the build root's target: there it is not found.
 """
 
 from __future__ import annotations

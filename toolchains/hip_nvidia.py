@@ -224,7 +224,7 @@ class HipNvidiaBuildRootToolchain(root_headers.WithBuildRootHeaders, HipNvidiaTo
     compiler = "nvcc"
 
     def __init__(self, cuda_home: Path, hip_headers: Path, cuda12_root: Path, build_root: Path):
-        self.build_root = root_headers.checked_build_root(build_root, self.setting)
+        self.build_root = root_headers.checked_build_root(build_root, self.setting)   # before :meth:`binds` reads it
         super().__init__(cuda_home, hip_headers, cuda12_root)
         root_headers.require_bwrap(self.launcher.sandbox.mode, self.build_root, self.setting)
 

@@ -59,10 +59,10 @@ class HostLauncher(Launcher):
     def argv(self, tool: str, args: tuple[str, ...], scratch: Path) -> list[str]:
         path = self.resolve(tool)
         mounted = self._mounted()
-        binds = [arg for host, inner in mounted.items() for arg in ("--ro-bind", os.path.realpath(host), inner)]
-        binds += [arg for inner, host in self.binds.items() for arg in ("--ro-bind", str(host), inner)]
+        bind_args = [arg for host, inner in mounted.items() for arg in ("--ro-bind", os.path.realpath(host), inner)]
+        bind_args += [arg for inner, host in self.binds.items() for arg in ("--ro-bind", str(host), inner)]
         trees = [t for t in self.trees if str(t) not in mounted]   # a path left untranslated is not found: loud
-        return self.sandbox.host([self.as_seen(str(path or tool)), *args], scratch, trees, self.system_root, binds)
+        return self.sandbox.host([self.as_seen(str(path or tool)), *args], scratch, trees, self.system_root, bind_args)
 
     def env(self) -> dict[str, str]:
         path = ":".join([*map(self.as_seen, map(str, self.bin_dirs)), "/usr/bin", "/bin"])
@@ -88,12 +88,12 @@ class HostLauncher(Launcher):
         """Where the tools see the mounted folders (bwrap mode), or, where they cannot be moved (rlimits mode),
         the folders' own paths: outputs may hold them, so they enter the fingerprints; then what :attr:`binds` puts
         where (the tools see those paths, whatever lies behind them)."""
-        binds = f"binds={sorted(self.binds)}" if self.binds else ""
+        bound = f"binds={sorted(self.binds)}" if self.binds else ""
         if not self.mounts:
-            return binds
+            return bound
         if self.sandbox.mode == "bwrap":
-            return " ".join(filter(None, [f"mounts={sorted(self.mounts.values())}", binds]))
-        return " ".join(filter(None, [f"paths={sorted(self.mounts)}", binds]))
+            return " ".join(filter(None, [f"mounts={sorted(self.mounts.values())}", bound]))
+        return " ".join(filter(None, [f"paths={sorted(self.mounts)}", bound]))
 
 
 class ChrootLauncher(Launcher):

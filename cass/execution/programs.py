@@ -91,11 +91,12 @@ def hip_nvidia_checks(stage: StageRun, out: Drops, rows: pl.DataFrame) -> dict[s
     failure's category, and its error. Whether the translation builds on the platform its programs run on; OpenCL
     pairs have no HIP side and are left out, and so is a run that was stopped (a timeout, a killed compiler: counted
     in the actions, tried again next run). A row whose AMD side compiled with the build root's headers
-    (``amd_toolchain``, with ``amd.build_root_headers``) is checked with them too (:data:`CHECKED_WITH`)."""
+    (``amd_toolchain``, with ``amd.build_root_headers``) is checked with them too (:data:`CHECKED_WITH`): that
+    toolchain is made only where such a row is, and needs HIP's NVIDIA platform on this machine."""
     params = stage.params["execute"]
     platform = Placement.of(stage.params).toolchain(HipNvidiaToolchain.vendor)
     toolchains: dict[str, Toolchain] = {platform.vendor: platform}
-    if stage.params["amd"]["build_root_headers"]:
+    if stage.params["amd"]["build_root_headers"] and rows["amd_toolchain"].is_in(list(CHECKED_WITH)).any():
         with_headers = HipNvidiaBuildRootToolchain.over(platform, build_root_of(
             stage.params["debian_sources"], HipNvidiaBuildRootToolchain.setting))
         toolchains[with_headers.vendor] = with_headers

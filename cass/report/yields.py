@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Set as AbstractSet
 
 import polars as pl
 
@@ -107,7 +108,8 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
     }
 
 
-def hip_nvidia_counts(hip_nvidia: pl.DataFrame | None, pairs: set[str], build_root: set[str] = frozenset()) -> dict:
+def hip_nvidia_counts(hip_nvidia: pl.DataFrame | None, pairs: AbstractSet[str],
+                      build_root: AbstractSet[str] = frozenset()) -> dict:
     """Of ``pairs``: how many had their HIP side compiled through HIP's NVIDIA back end, how many built (of them, how
     many with the build root's headers, as their AMD side: those of ``build_root``), and the failure categories of
     those that build for AMD only."""

@@ -9,7 +9,9 @@ Where ``pair.hip_nvidia`` is on, the HIP side of every pair is also compiled thr
 settled by the engine in its two passes like every tool stage's; the actions and tool time in the run report):
 a pair that builds for AMD only stays a pair, but is counted apart (``hip_nvidia_build``: ``ok`` or the failure's
 category, with its error in ``hip_nvidia_error``; null for OpenCL pairs, which have no HIP side, where the check is
-off, and for a check that was stopped, a timeout or a killed compiler, which the next run tries again).
+off, and for a check that was stopped, a timeout or a killed compiler, which the next run tries again). A pair whose
+AMD side compiled with the Debian build root's headers (``amd_toolchain`` of ``compile_amd``, with
+``amd.build_root_headers``) is checked with them too.
 """
 
 from __future__ import annotations
