@@ -12,7 +12,8 @@ these compiles, and only these.
 
 A header the build root reaches through an absolute link below a folder (Debian's alternatives:
 ``x86_64-linux-gnu/cblas.h`` -> ``/etc/alternatives/...``) resolves in the tool's own view (the AMD root's, or this
-machine's for HIP's NVIDIA platform), never to the build root's target: there it is not found.
+machine's for HIP's NVIDIA platform), never to the build root's target: it is found only where that view has an
+alternative of its own.
 """
 
 from __future__ import annotations
