@@ -88,12 +88,13 @@ class HostLauncher(Launcher):
         """Where the tools see the mounted folders (bwrap mode), or, where they cannot be moved (rlimits mode),
         the folders' own paths: outputs may hold them, so they enter the fingerprints; then what :attr:`binds` puts
         where (the tools see those paths, whatever lies behind them)."""
-        bound = f"binds={sorted(self.binds)}" if self.binds else ""
-        if not self.mounts:
-            return bound
-        if self.sandbox.mode == "bwrap":
-            return " ".join(filter(None, [f"mounts={sorted(self.mounts.values())}", bound]))
-        return " ".join(filter(None, [f"paths={sorted(self.mounts)}", bound]))
+        views = []
+        if self.mounts:
+            views.append(f"mounts={sorted(self.mounts.values())}" if self.sandbox.mode == "bwrap"
+                         else f"paths={sorted(self.mounts)}")
+        if self.binds:
+            views.append(f"binds={sorted(self.binds)}")
+        return " ".join(views)
 
 
 class ChrootLauncher(Launcher):

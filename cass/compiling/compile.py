@@ -107,7 +107,7 @@ def fallbacks(params: dict, toolchain: Toolchain) -> list[Toolchain]:
             raise ValueError("amd.build_root_headers needs the AMD toolchain in its root on this machine (params.yaml "
                              "amd.toolchain; no executor.scheduler, no CASS_ROCM_PATH)")
         return [AmdBuildRootToolchain(toolchain.launcher.root,
-                                      build_root_of(params["debian_sources"], "amd.build_root_headers"))]
+                                      build_root_of(params["debian_sources"], AmdBuildRootToolchain.setting))]
     return []
 
 

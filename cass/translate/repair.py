@@ -268,7 +268,7 @@ _PASTED_BEFORE = re.compile(r"[ \t]*##")
 
 def _own_definitions(text: str) -> set[str]:
     """The macros the text defines or undefines itself."""
-    return set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", text, re.M))
+    return {m.group(2) for m in _NEXT_DIRECTIVE.finditer(text) if m.group(1) in ("define", "undef")}
 
 
 def _code_uses(text: str, words: re.Pattern, value: Callable[[str], str], own: set[str]) -> str:
