@@ -11,7 +11,7 @@ every package and version in it, and is the toolchain's identity in action keys 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from toolchains.base import Target, Toolchain
@@ -109,9 +109,12 @@ class DebianCudaToolchain(NvidiaToolchain):
     library_headers = (("cuBLAS", "cublas_v2.h"), ("cuRAND", "curand_kernel.h"), ("cuFFT", "cufft.h"),
                        ("cuSPARSE", "cusparse.h"), ("thrust", "thrust/version.h"), ("CUB", "cub/cub.cuh"))
 
-    def __init__(self, root: Path):   # not NvidiaToolchain's: no CUDA tree of this machine to mount
+    def __init__(self, root: Path, mounts: Mapping[str, Path] | None = None):
+        # not NvidiaToolchain's: no CUDA tree of this machine to mount; ``mounts``: what else the tools see in the
+        # root, by the path under /tmp they see it at (:class:`ChrootLauncher`)
         self.root = Path(root)
-        Toolchain.__init__(self, ChrootLauncher(self.root, extra_env={"PATH": f"{TOOLKIT_BIN}:/usr/bin:/bin"}))
+        Toolchain.__init__(self, ChrootLauncher(self.root, extra_env={"PATH": f"{TOOLKIT_BIN}:/usr/bin:/bin"},
+                                                mounts=mounts))
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc", "cuobjdump", "nvdisasm", self.host_compiler)

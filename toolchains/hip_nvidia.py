@@ -27,6 +27,7 @@ from pathlib import Path
 from store.machine_cache import machine_cache
 from toolchains import build_root_headers as root_headers
 from toolchains.base import ToolchainMissingError, ToolStatus
+from toolchains.debian_cuda import DebianCudaToolchain
 from toolchains.headers import runtime_functions
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
@@ -244,6 +245,58 @@ class HipNvidiaBuildRootToolchain(root_headers.WithBuildRootHeaders, HipNvidiaTo
         preprocesses both passes."""
         return (*super().program_flags(),
                 *(f"-Xcompiler=-idirafter,{folder}" for folder in self.searched_last()))
+
+
+HIP_MOUNT = "/tmp/cass-hip-include"
+"""Where :class:`HipNvidiaDebianCudaToolchain`'s nvcc sees HIP's headers (``hip``) and each library's, in the root."""
+
+
+class HipNvidiaDebianCudaToolchain(DebianCudaToolchain):
+    """HIP's NVIDIA platform on the Debian suite's own CUDA (:mod:`toolchains.debian_cuda`; bwrap mode only): nvcc
+    11.8 in the Debian packages' build root, with CUDA's headers and the build dependencies' there, and HIP's NVIDIA
+    headers (and the hip* libraries', :func:`library_headers`) mounted read-only at :data:`HIP_MOUNT`. A pair whose
+    CUDA side only that CUDA compiled (``nvidia.debian_cuda``) is checked on it: its code uses what CUDA 12 removed
+    (texture references), and HIP's headers map each ``hip*`` name onto the CUDA they are compiled with."""
+
+    vendor = "hip-nvidia-debian"
+    side = HipNvidiaToolchain.vendor
+    setting = "nvidia.debian_cuda"
+    """The parameter that asks for Debian's CUDA."""
+
+    def __init__(self, root: Path, hip_headers: Path):
+        self.hip_headers = Path(hip_headers)
+        self.libraries = library_headers(self.hip_headers)
+        folders = {"hip": self.hip_headers, **{p.name: p for p in self.libraries}}
+        super().__init__(root_headers.checked_build_root(root, self.setting),
+                         {f"{HIP_MOUNT}/{name}": Path(os.path.realpath(p)) for name, p in folders.items()})
+        root_headers.require_bwrap(self.launcher.sandbox.mode, self.root, self.setting)
+
+    @classmethod
+    def over(cls, platform: HipNvidiaToolchain, build_root: Path) -> HipNvidiaDebianCudaToolchain:
+        """The HIP headers of ``platform`` (this machine's HIP-NVIDIA toolchain) on ``build_root``'s CUDA."""
+        if type(platform) is not HipNvidiaToolchain:
+            raise ValueError(f"{cls.setting} checks HIP on Debian's CUDA with HIP's NVIDIA headers of this machine, "
+                             f"not of {platform.vendor} ({type(platform).__name__})")
+        return cls(build_root, platform.hip_headers)
+
+    def tools(self) -> tuple[str, ...]:
+        return ("nvcc", self.host_compiler)
+
+    def status(self, tool: str) -> ToolStatus:
+        if not (self.hip_headers / "nvidia_detail").is_dir():
+            return ToolStatus(self.vendor, tool, None, None, f"no HIP headers for NVIDIA at {self.hip_headers}")
+        return super().status(tool)
+
+    def identity_files(self, tool: str) -> list[Path]:
+        """The root's dpkg status, and for nvcc HIP's headers and the libraries' too."""
+        headers = [self.hip_headers, *self.libraries] if tool == "nvcc" else []
+        return [*super().identity_files(tool), *headers]
+
+    def program_flags(self) -> tuple[str, ...]:
+        """HIP's platform macro, and its headers where nvcc sees them (the flat libraries' folders too, as
+        :meth:`HipNvidiaToolchain.tool_env` gives them)."""
+        flat = [f"-isystem={HIP_MOUNT}/{p.name}" for p in self.libraries if p.name in FLAT_LIBRARIES]
+        return ("-x", "cu", "-D__HIP_PLATFORM_NVIDIA__", f"-I{HIP_MOUNT}", *flat)
 
 
 _TYPEDEF = re.compile(r"\btypedef\b[^;{}]*?\b(\w+)\s*;")

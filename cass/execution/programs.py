@@ -34,8 +34,8 @@ from hosts.gpu import RunHost
 from store import ActionSpec, Store
 from toolchains import HipNvidiaToolchain, Step, Toolchain
 from toolchains.amd_build_root import AmdBuildRootToolchain
-from toolchains.debian_cuda import build_root_of
-from toolchains.hip_nvidia import HipNvidiaBuildRootToolchain
+from toolchains.debian_cuda import DebianCudaToolchain, build_root_of
+from toolchains.hip_nvidia import HipNvidiaBuildRootToolchain, HipNvidiaDebianCudaToolchain
 from toolchains.language import is_opencl
 from toolchains.sandboxed_runs import DEVICE_READS, PROGRAM_OUTPUTS, RUN_FACTS, Invocation, ProgramLimits
 
@@ -90,24 +90,36 @@ def hip_nvidia_checks(stage: StageRun, out: Drops, rows: pl.DataFrame) -> dict[s
     engine in its two passes (the actions and tool time in ``out``'s run report): by sample id, ``ok`` or the
     failure's category, and its error. Whether the translation builds on the platform its programs run on; OpenCL
     pairs have no HIP side and are left out, and so is a run that was stopped (a timeout, a killed compiler: counted
-    in the actions, tried again next run). A row whose AMD side compiled with the build root's headers
-    (``amd_toolchain``, with ``amd.build_root_headers``) is checked with them too (:data:`CHECKED_WITH`): that
-    toolchain is made only where such a row is, and needs HIP's NVIDIA platform on this machine."""
+    in the actions, tried again next run). A row one of :data:`CHECKED_WITH`'s rules names (its CUDA side compiled by
+    Debian's CUDA, its AMD side with the build root's headers) is checked with that rule's toolchain, which is made
+    only where such a row is, and needs HIP's NVIDIA platform on this machine."""
     params = stage.params["execute"]
     platform = Placement.of(stage.params).toolchain(HipNvidiaToolchain.vendor)
     toolchains: dict[str, Toolchain] = {platform.vendor: platform}
-    if stage.params["amd"]["build_root_headers"] and rows["amd_toolchain"].is_in(list(CHECKED_WITH)).any():
-        with_headers = HipNvidiaBuildRootToolchain.over(platform, build_root_of(
-            stage.params["debian_sources"], HipNvidiaBuildRootToolchain.setting))
-        toolchains[with_headers.vendor] = with_headers
-    checked = settle(stage, out, rows.select("sample_id", "hip_files", "include_dirs", "build_flags", "amd_toolchain"),
+    for column, compiled_by, checker in CHECKED_WITH:
+        section, name = checker.setting.split(".")
+        if stage.params[section][name] and rows[column].eq(compiled_by).any():
+            toolchains[checker.vendor] = checker.over(platform, build_root_of(stage.params["debian_sources"],
+                                                                              checker.setting))
+    checked = settle(stage, out, rows.select("sample_id", "hip_files", "include_dirs", "build_flags",
+                                             *(column for column, _, _ in CHECKED_WITH)),
                      toolchains, params["timeout_s"], hip_nvidia_chunk, toolchains, params)
     return {row["sample_id"]: (row["hip_nvidia_build"], row["hip_nvidia_error"]) for row in checked.added}
 
 
-CHECKED_WITH = {AmdBuildRootToolchain.vendor: HipNvidiaBuildRootToolchain.vendor}
-"""The HIP-NVIDIA toolchain that checks a pair whose AMD side the key's toolchain compiled, where the check has it
-(else the platform's own): a file that took the build root's headers on AMD takes them on NVIDIA too."""
+CHECKED_WITH = (("nvidia_toolchain", DebianCudaToolchain.vendor, HipNvidiaDebianCudaToolchain),
+                ("amd_toolchain", AmdBuildRootToolchain.vendor, HipNvidiaBuildRootToolchain))
+"""Which HIP-NVIDIA toolchain checks a pair whose row's column names the toolchain that compiled it, the first rule
+that holds and whose toolchain the check has (else the platform's own): a pair whose CUDA side only Debian's CUDA
+compiled is checked on that CUDA (in the build root, whose headers it sees too), one whose AMD side took the build
+root's headers with them."""
+
+
+def checker_of(row: dict, toolchains: dict[str, Toolchain]) -> Toolchain:
+    """The toolchain of :data:`CHECKED_WITH` that checks ``row``."""
+    return next((toolchains[checker.vendor] for column, compiled_by, checker in CHECKED_WITH
+                 if row[column] == compiled_by and checker.vendor in toolchains),
+                toolchains[HipNvidiaToolchain.vendor])
 
 
 def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchains: dict[str, Toolchain],
@@ -119,7 +131,7 @@ def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups,
     for row in rows.iter_rows(named=True):
         if is_opencl(row["hip_files"][0]["path"]):
             continue
-        toolchain = toolchains.get(CHECKED_WITH.get(row["amd_toolchain"], ""), toolchains[HipNvidiaToolchain.vendor])
+        toolchain = checker_of(row, toolchains)
         runs[row["sample_id"]] = toolchain, TargetRun(toolchain.build_check_target(
             row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
             row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})

@@ -10,8 +10,9 @@ settled by the engine in its two passes like every tool stage's; the actions and
 a pair that builds for AMD only stays a pair, but is counted apart (``hip_nvidia_build``: ``ok`` or the failure's
 category, with its error in ``hip_nvidia_error``; null for OpenCL pairs, which have no HIP side, where the check is
 off, and for a check that was stopped, a timeout or a killed compiler, which the next run tries again). A pair whose
-AMD side compiled with the Debian build root's headers (``amd_toolchain`` of ``compile_amd``, with
-``amd.build_root_headers``) is checked with them too.
+CUDA side only the Debian suite's CUDA compiled (``nvidia_toolchain`` of ``compile_nvidia``, with
+``nvidia.debian_cuda``) is checked on that CUDA; one whose AMD side compiled with the Debian build root's headers
+(``amd_toolchain`` of ``compile_amd``, with ``amd.build_root_headers``) with those headers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from cass.pipeline.context import Stage
 
 def run(stage: Stage) -> None:
     cuda = stage.upstream("dedup")
-    nvidia = stage.upstream("compile_nvidia").select("sample_id", "nvidia_host_asm", "nvidia_device_asm")
+    nvidia = stage.upstream("compile_nvidia").select("sample_id", "nvidia_host_asm", "nvidia_device_asm",
+                                                      "nvidia_toolchain")
     amd = stage.upstream("compile_amd").select(
         "sample_id", "hip_files", "hip_files_hipify", "repair_rules", "hip_repaired", "hipify_warnings",
         "hipify_warning_count", "amd_host_asm", "amd_device_asm", "amd_toolchain")
@@ -41,7 +43,7 @@ def run(stage: Stage) -> None:
         .join(parity, on="sample_id", how="left")
     verdicts = hip_nvidia_checks(stage, out, kept) if stage.params["pair"]["hip_nvidia"] and kept.height else {}
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
-    kept = kept.drop("amd_toolchain").with_columns(   # compile_amd's column, read by the check only
+    kept = kept.drop("nvidia_toolchain", "amd_toolchain").with_columns(   # the compile stages', for the check only
         pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
         pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
     built = Counter(kept["hip_nvidia_build"].drop_nulls())
