@@ -80,7 +80,7 @@ def variant_params(base: dict, store: Path, debian_dir: Path, suite: str, pipeli
 COUNTS = ("files", "included_units", "out_of_scope", "nvidia_ok", "amd_ok", "both",
           "nvidia_ok_with_configured_headers", "nvidia_ok_debian_cuda", "pairs_debian_cuda", "amd_ok_build_root",
           "pairs_build_root", "pairs_repaired", "pairs_hip_nvidia_checked", "pairs_hip_nvidia_ok",
-          "pairs_hip_nvidia_ok_build_root")
+          "pairs_hip_nvidia_ok_build_root", "pairs_hip_nvidia_ok_debian_cuda")
 TALLIES = ("files_by_build_context", "pairs_amd_only")
 
 

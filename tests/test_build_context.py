@@ -275,7 +275,8 @@ def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     params = load_params(REPO / "params.yaml")
     stage = StandIn("pair", {**params, "executor": {**params["executor"], "workers": 1}}, store, LocalWork(1))
     rows = [{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}], "include_dirs": ["."],
-             "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else [], "amd_toolchain": "amd"}
+             "build_flags": ["-DBLOCK=4"] if name == "portable.cu" else [], "nvidia_toolchain": "nvidia",
+             "amd_toolchain": "amd"}
             for name, text in HIP_PAIRS.items()]
 
     def check(rows: list[dict]) -> tuple[dict[str, tuple[str, str]], dict]:

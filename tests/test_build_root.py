@@ -428,8 +428,8 @@ def test_a_pair_built_for_amd_with_the_build_roots_headers_is_checked_with_them_
         assert not Path(own).exists(), f"this machine has {own} (a BLAS -dev package): the test shows nothing"
     params = ladder_params(root, "amd", build_root_headers=True)
     samples = pl.DataFrame([{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}],
-                             "include_dirs": ["."], "build_flags": [], "amd_toolchain": amd}
-                            for name, (amd, text) in HIP_NVIDIA_SAMPLES.items()])
+                             "include_dirs": ["."], "build_flags": [], "nvidia_toolchain": "nvidia",
+                             "amd_toolchain": amd} for name, (amd, text) in HIP_NVIDIA_SAMPLES.items()])
 
     def check(params: dict, rows: pl.DataFrame = samples) -> tuple[dict, dict]:
         out = StageOutput("pair", rows_in=rows.height)
@@ -529,6 +529,76 @@ def test_the_debian_suites_cuda_compiles_what_nvcc_13_fails_and_nothing_else(bla
     [(reason, detail)] = [(d["reason"], d["detail"]) for d in drops.values()]
     assert added == {} and reason == "compile_failed:missing_header"   # cblas-netlib.h, on the first rung
     assert "| amd-build-root: compile_failed:" in detail and "'cuda/std/cstdint' file not found" in detail
+
+
+HIP_TEXTURE = "#include <hip/hip_runtime.h>\n" + TEXTURE_KERNEL.replace("cudaReadMode", "hipReadMode")
+DEBIAN_CUDA_PAIRS = {   # the name, the toolchains that compiled its CUDA and its AMD side, its HIP text
+    "texture.cu": ("nvidia-debian", "amd", HIP_TEXTURE),   # a texture reference: CUDA 11.8 has them, 12 does not
+    "texture_13.cu": ("nvidia", "amd", HIP_TEXTURE),   # the same, its CUDA side compiled by nvcc 13.5
+    "netlib.cu": ("nvidia-debian", "amd-build-root", "#include <cblas-netlib.h>\n" + HIP_KERNEL),   # the root's
+    "netlib_13.cu": ("nvidia", "amd-build-root", "#include <cblas-netlib.h>\n" + HIP_KERNEL),
+    "undeclared.cu": ("nvidia-debian", "amd", HIP_KERNEL.replace("2.0f", "hipNoSuchScale(2.0f)", 1)),
+}
+
+
+@pytest.mark.slow
+def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_through_hip_nvidia(blas_root, store):
+    """With ``nvidia.debian_cuda``, the pair stage's check on HIP's NVIDIA platform builds a pair whose CUDA side only
+    the Debian suite's CUDA compiled with that CUDA, in the build root, with HIP's NVIDIA headers mounted there: a
+    texture reference builds (CUDA 12's headers have none: the same file whose CUDA side nvcc 13.5 compiled fails on
+    the platform), the root's own headers are found (this rule before the build root's headers' rule), and a wrong
+    translation still fails. Run again, every check comes from the store; without the setting, every pair is checked
+    on the platform. The toolchain keys on the root's packages and HIP's headers, the same in a worker's copy."""
+    from test_settle import StandIn
+
+    from cass.engine.stage_work import LocalWork
+    from cass.execution.programs import hip_nvidia_checks
+    from cass.pipeline.manifests import StageOutput
+    from cass.stages.fetch_debian import install_debian_cuda
+    from toolchains import load_toolchains
+    from toolchains.debian_cuda import DebianCudaToolchain
+    from toolchains.hip_nvidia import HipNvidiaDebianCudaToolchain
+
+    root, _ = blas_root
+    install_debian_cuda({"build_root": str(root), "suite": "bookworm", "archive": "http://deb.debian.org/debian"})
+    params = ladder_params(root, "nvidia", debian_cuda=True)
+    params["amd"] = {**params["amd"], "build_root_headers": True}
+    samples = pl.DataFrame([{"sample_id": name, "hip_files": [{"path": name, "digest": store.put_text(text)}],
+                             "include_dirs": ["."], "build_flags": [], "nvidia_toolchain": nvidia,
+                             "amd_toolchain": amd} for name, (nvidia, amd, text) in DEBIAN_CUDA_PAIRS.items()])
+
+    def check(params: dict) -> tuple[dict, dict]:
+        out = StageOutput("pair", rows_in=samples.height)
+        verdicts, run = hip_nvidia_checks(StandIn("pair", params, store, LocalWork(1)), out, samples), out.run
+        return {name: category for name, (category, _) in verdicts.items()}, {**verdicts, "run": run}
+
+    verdicts, found = check(params)
+    assert verdicts == {"texture.cu": "ok", "netlib.cu": "ok", "netlib_13.cu": "ok",
+                        "texture_13.cu": verdicts["texture_13.cu"], "undeclared.cu": "undeclared"}
+    assert verdicts["texture_13.cu"] != "ok" and "texture" in found["texture_13.cu"][1]
+    assert "hipNoSuchScale" in found["undeclared.cu"][1]
+    by_vendor = found["run"]["actions_by_vendor"]
+    assert by_vendor["hip-nvidia-debian"]["misses"] == 3 and by_vendor["hip-nvidia"]["misses"] == 1
+    assert by_vendor["hip-nvidia-build-root"]["misses"] == 1   # netlib_13.cu: the headers' rule
+    again, warm = check(params)
+    assert again == verdicts and warm["run"]["actions"]["misses"] == 0
+    off = {**params, "nvidia": {**params["nvidia"], "debian_cuda": False}}
+    alone, _ = check(off)   # Debian's CUDA not asked for: the platform (and the headers' rule) check every pair
+    assert alone["texture.cu"] == alone["texture_13.cu"] == verdicts["texture_13.cu"]
+    assert alone["netlib.cu"] == "ok" and alone["undeclared.cu"] == "undeclared"
+
+    platform = load_toolchains(None, ("hip-nvidia",))["hip-nvidia"]
+    on_debian = HipNvidiaDebianCudaToolchain.over(platform, root)
+    assert "release 11.8" in on_debian.version("nvcc")
+    [step] = on_debian.build_check_target("k.cu", ["sm_90"], []).steps
+    assert {"-D__HIP_PLATFORM_NVIDIA__", "-I/tmp/cass-hip-include"} <= set(step.args)
+    sent = pickle.loads(pickle.dumps(on_debian))   # what a stage worker plans with
+    assert sent.fingerprint("nvcc") == on_debian.fingerprint("nvcc")
+    assert sent.build_check_target("k.cu", ["sm_90"], []).steps == (step,)
+    assert on_debian.fingerprint("nvcc") not in (DebianCudaToolchain(root).fingerprint("nvcc"),
+                                                 platform.fingerprint("nvcc"))
+    with pytest.raises(ValueError, match=r"nvidia\.debian_cuda is on, but .* is no Debian root"):
+        HipNvidiaDebianCudaToolchain.over(platform, root / "nowhere")
 
 
 def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():

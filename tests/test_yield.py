@@ -94,11 +94,15 @@ def test_counts_ratios_and_top_causes_per_corpus():
     built = pl.DataFrame({"sample_id": ["s1", "s5"], "hip_nvidia_build": ["ok", "ok"]})   # s5 is no pair
     again = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"}, included_units={"a": 2},
                    needs_api={"s0"}, hip_nvidia=built, nvidia_fallback={"s1", "s4"}, amd_fallback={"s1", "s5"})
-    assert (again["all"]["pairs_hip_nvidia_ok"], again["all"]["pairs_hip_nvidia_ok_build_root"]) == (1, 1)
+    assert (again["all"]["pairs_hip_nvidia_ok"], again["all"]["pairs_hip_nvidia_ok_build_root"],
+            again["all"]["pairs_hip_nvidia_ok_debian_cuda"]) == (1, 1, 1)   # s1: Debian's CUDA on its NVIDIA side
     counts = hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, build_root={"s0", "s1", "s5"})
     assert (counts["pairs_hip_nvidia_ok"], counts["pairs_hip_nvidia_ok_build_root"]) == (1, 1)
     assert hip_nvidia_cell(counts) == \
         "1 / 2 (50.0%; 1 with the build root's headers)"
+    on_debian = hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, build_root={"s0"}, debian_cuda={"s0", "s1"})
+    assert hip_nvidia_cell(on_debian) == "1 / 2 (50.0%; 1 with the build root's headers; 1 on Debian's CUDA)"
+    assert hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, debian_cuda={"s1"})["pairs_hip_nvidia_ok_debian_cuda"] == 0
     assert hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, build_root={"s1"})["pairs_hip_nvidia_ok_build_root"] == 0
     assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
 

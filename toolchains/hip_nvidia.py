@@ -292,10 +292,15 @@ class HipNvidiaDebianCudaToolchain(DebianCudaToolchain):
         headers = [self.hip_headers, *self.libraries] if tool == "nvcc" else []
         return [*super().identity_files(tool), *headers]
 
+    def local_layout(self) -> dict:
+        """``libraries``: the hip* libraries whose headers are mounted beside HIP's (what planning a worker's copy
+        needs of this installation)."""
+        return {"libraries": [p.name for p in self.libraries]}
+
     def program_flags(self) -> tuple[str, ...]:
         """HIP's platform macro, and its headers where nvcc sees them (the flat libraries' folders too, as
         :meth:`HipNvidiaToolchain.tool_env` gives them)."""
-        flat = [f"-isystem={HIP_MOUNT}/{p.name}" for p in self.libraries if p.name in FLAT_LIBRARIES]
+        flat = [f"-isystem={HIP_MOUNT}/{name}" for name in self.layout()["libraries"] if name in FLAT_LIBRARIES]
         return ("-x", "cu", "-D__HIP_PLATFORM_NVIDIA__", f"-I{HIP_MOUNT}", *flat)
 
 

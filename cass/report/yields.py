@@ -98,7 +98,7 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "pairs_build_root": len(both & amd_fallback),
         "pairs_repaired": len(both & repaired),
         "files_by_build_context": dict(Counter(c.split(":")[0] for c in candidates["build_context"]).most_common()),
-        **hip_nvidia_counts(hip_nvidia, both, amd_fallback),
+        **hip_nvidia_counts(hip_nvidia, both, amd_fallback, nvidia_fallback),
         "nvidia_failures": dict(Counter(nvidia_failed["category"]).most_common()),
         "amd_failures": dict(Counter(failed.filter(pl.col("vendor") == "amd")["category"]).most_common()),
         "amd_failures_of_nvidia_ok": dict(Counter(amd_gaps["category"]).most_common()),
@@ -109,16 +109,17 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
 
 
 def hip_nvidia_counts(hip_nvidia: pl.DataFrame | None, pairs: AbstractSet[str],
-                      build_root: AbstractSet[str] = frozenset()) -> dict:
+                      build_root: AbstractSet[str] = frozenset(), debian_cuda: AbstractSet[str] = frozenset()) -> dict:
     """Of ``pairs``: how many had their HIP side compiled through HIP's NVIDIA back end, how many built (of them, how
-    many with the build root's headers, as their AMD side: those of ``build_root``), and the failure categories of
-    those that build for AMD only."""
+    many with the build root's headers, as their AMD side: those of ``build_root``; and how many on Debian's CUDA, as
+    their CUDA side: those of ``debian_cuda``), and the failure categories of those that build for AMD only."""
     rows = pl.DataFrame(schema={"sample_id": pl.String, "hip_nvidia_build": pl.String}) if hip_nvidia is None else \
         hip_nvidia.filter(pl.col("sample_id").is_in(list(pairs)))
     verdicts = Counter(rows["hip_nvidia_build"].drop_nulls())
-    with_build_root = rows.filter(pl.col("sample_id").is_in(list(build_root)) & (pl.col("hip_nvidia_build") == "ok"))
+    built = set(rows.filter(pl.col("hip_nvidia_build") == "ok")["sample_id"])
     return {"pairs_hip_nvidia_checked": verdicts.total(), "pairs_hip_nvidia_ok": verdicts.pop("ok", 0),
-            "pairs_hip_nvidia_ok_build_root": with_build_root.height, "pairs_amd_only": dict(verdicts.most_common())}
+            "pairs_hip_nvidia_ok_build_root": len(built & build_root),
+            "pairs_hip_nvidia_ok_debian_cuda": len(built & debian_cuda), "pairs_amd_only": dict(verdicts.most_common())}
 
 
 def divergence_counts(parity: pl.DataFrame | None, ids: set[str]) -> dict:
@@ -208,11 +209,11 @@ def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> lis
 
 def hip_nvidia_cell(y: dict) -> str:
     """``built / checked (share)`` of the pairs compiled through HIP's NVIDIA back end (and how many of those built
-    with the build root's headers), or ``-`` where none was."""
+    with the build root's headers, and on Debian's CUDA), or ``-`` where none was."""
     checked, built = y["pairs_hip_nvidia_checked"], y["pairs_hip_nvidia_ok"]
-    with_build_root = y["pairs_hip_nvidia_ok_build_root"]
-    headers = f"; {with_build_root} with the build root's headers" if with_build_root else ""
-    return f"{built} / {checked} ({percent(_share(built, checked))}{headers})" if checked else "-"
+    apart = [f"{n} {how}" for n, how in ((y["pairs_hip_nvidia_ok_build_root"], "with the build root's headers"),
+                                         (y["pairs_hip_nvidia_ok_debian_cuda"], "on Debian's CUDA")) if n]
+    return f"{built} / {checked} ({'; '.join([percent(_share(built, checked)), *apart])})" if checked else "-"
 
 
 def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:
