@@ -493,7 +493,7 @@ def cmd_gpu_batch(args: argparse.Namespace) -> int:
     store = open_store(params)
     if args.batch_command == "export":
         recorded = resolve_host(f"recorded:{args.missing_for}") if args.missing_for else None
-        done = export_batch(store, params["execute"], args.folder, Placement.of(params), recorded)
+        done = export_batch(store, params, args.folder, recorded)
         print(f"{done['binaries']} binaries of {done['pairs']} pairs with a main ({done['build_failures']} builds "
               f"failed), {done['runs']} runs ({done['already_recorded']} recorded before), in {args.folder}. "
               "On the GPU host, in a checkout with blake3 "

@@ -479,6 +479,18 @@ def test_a_pair_built_for_amd_with_the_build_roots_headers_is_checked_with_them_
 TEXTURE_KERNEL = ("texture<float, 1, cudaReadModeElementType> tex;\n"
                   "__global__ void fetch(float *out) { out[threadIdx.x] = 2.0f * tex1Dfetch(tex, threadIdx.x); }\n")
 """A texture reference: CUDA 12 removed them, so nvcc 13.5 rejects the file and CUDA 11.8 compiles it."""
+TEXTURE_PROGRAM = TEXTURE_KERNEL + (
+    "#include <cstdio>\n"
+    "int main() {\n"
+    "  float h[4] = {1, 2, 3, 4}, *d, *o;\n"
+    "  cudaMalloc(&d, sizeof h); cudaMalloc(&o, sizeof h);\n"
+    "  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);\n"
+    "  cudaBindTexture(0, tex, d, sizeof h);\n"
+    "  fetch<<<1, 4>>>(o);\n"
+    "  cudaMemcpy(h, o, sizeof h, cudaMemcpyDeviceToHost);\n"
+    "  printf(\"%g %g %g %g\\n\", h[0], h[1], h[2], h[3]);\n"
+    "}\n")
+"""A program around :data:`TEXTURE_KERNEL` that prints what the texture fetched, doubled."""
 LADDER_SAMPLES = {
     "modern.cu": KERNEL,
     "texture.cu": TEXTURE_KERNEL,
@@ -599,6 +611,24 @@ def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_thro
                                                  platform.fingerprint("nvcc"))
     with pytest.raises(ValueError, match=r"nvidia\.debian_cuda is on, but .* is no Debian root"):
         HipNvidiaDebianCudaToolchain.over(platform, root / "nowhere")
+
+    # the execute stage builds such a pair's two programs the same way: both on Debian's CUDA, the runtime static
+    from cass.engine.placement import Placement
+    from cass.execution.programs import build_programs, routed_toolchains
+
+    texts = {"cuda": TEXTURE_PROGRAM, "hip": "#include <hip/hip_runtime.h>\n" + TEXTURE_PROGRAM.replace("cuda", "hip")}
+    digests = {side: [{"path": "prog.cu", "digest": store.put_text(text)}] for side, text in texts.items()}
+    programs = [{"sample_id": nvidia, "origin": "t", "path": "prog.cu", "files": digests["cuda"], "unit_files": [],
+                 "units": None, "hip_files": digests["hip"], "include_dirs": ["."], "build_flags": [],
+                 "nvidia_toolchain": nvidia, "amd_toolchain": "amd"} for nvidia in ("nvidia-debian", "nvidia")]
+    placement = Placement.of(params)
+    routed = routed_toolchains(params, placement, pl.DataFrame(programs))
+    assert sorted(routed) == ["hip-nvidia-debian", "nvidia-debian"]
+    builds, _ = build_programs(store, params["execute"], programs, placement, None, routed)
+    for side in ("cuda", "hip"):
+        binary = store.get(builds["nvidia-debian", side].binary)
+        assert binary.startswith(b"\x7fELF") and b"libcudart.so" not in binary, side
+        assert builds["nvidia", side].binary is None and "texture" in builds["nvidia", side].detail, side
 
 
 def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():

@@ -22,7 +22,7 @@ from cass.engine.actions import ActionRunner
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
 from cass.execution.hosts import ExecutionHost, record_host
-from cass.execution.programs import ProgramRun, build_programs
+from cass.execution.programs import ProgramRun, build_programs, routed_toolchains
 from cass.execution.verify import planned_runs
 from cass.pipeline.manifests import read_manifest
 from cass.text.cuda import main_signature
@@ -84,13 +84,16 @@ def not_recorded(store: Store, planned: set[ProgramRun], recorded: ExecutionHost
     return planned - set(CachedMap(store).split({r: r.action(recorded.host).spec for r in planned})[0])
 
 
-def export_batch(store: Store, params: dict, folder: Path, placement: Placement,
-                 recorded: ExecutionHost | None = None) -> dict:
+def export_batch(store: Store, params: dict, folder: Path, recorded: ExecutionHost | None = None) -> dict:
     """Write the batch of the pair stage's programs to ``folder`` (without the runs the store holds for the
-    ``recorded`` host, where given: a batch of what changed); returns what it holds."""
-    pairs = list(read_manifest("pair").iter_rows(named=True))
+    ``recorded`` host, where given: a batch of what changed), built as the execute stage builds them (``params``:
+    params.yaml's); returns what it holds."""
+    placement, manifest = Placement.of(params), read_manifest("pair")
+    pairs = list(manifest.iter_rows(named=True))
     rows = [r for r in pairs if main_signature(store.get_text(r["files"][0]["digest"], "replace")) is not None]
-    builds, counts = build_programs(store, params, rows, placement, {(r["origin"], r["path"]): r for r in pairs})
+    params, routed = params["execute"], routed_toolchains(params, placement, manifest)
+    builds, counts = build_programs(store, params, rows, placement, {(r["origin"], r["path"]): r for r in pairs},
+                                    routed)
     planned = {r for runs in planned_runs(rows, builds, params).values() for r in runs}
     missing = not_recorded(store, planned, recorded) if recorded else planned
     runs = write_batch(store, folder, missing, params)

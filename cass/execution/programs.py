@@ -18,7 +18,7 @@ import json
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
@@ -90,36 +90,61 @@ def hip_nvidia_checks(stage: StageRun, out: Drops, rows: pl.DataFrame) -> dict[s
     engine in its two passes (the actions and tool time in ``out``'s run report): by sample id, ``ok`` or the
     failure's category, and its error. Whether the translation builds on the platform its programs run on; OpenCL
     pairs have no HIP side and are left out, and so is a run that was stopped (a timeout, a killed compiler: counted
-    in the actions, tried again next run). A row one of :data:`CHECKED_WITH`'s rules names (its CUDA side compiled by
-    Debian's CUDA, its AMD side with the build root's headers) is checked with that rule's toolchain, which is made
-    only where such a row is, and needs HIP's NVIDIA platform on this machine."""
+    in the actions, tried again next run). A row one of :data:`ROUTES` takes is checked with its route's toolchain."""
     params = stage.params["execute"]
-    platform = Placement.of(stage.params).toolchain(HipNvidiaToolchain.vendor)
-    toolchains: dict[str, Toolchain] = {platform.vendor: platform}
-    for column, compiled_by, checker in CHECKED_WITH:
-        section, name = checker.setting.split(".")
-        if stage.params[section][name] and rows[column].eq(compiled_by).any():
-            toolchains[checker.vendor] = checker.over(platform, build_root_of(stage.params["debian_sources"],
-                                                                              checker.setting))
+    placement = Placement.of(stage.params)
+    platform = placement.toolchain(HipNvidiaToolchain.vendor)
+    toolchains = {platform.vendor: platform, **routed_toolchains(stage.params, placement, rows, ("hip",))}
     checked = settle(stage, out, rows.select("sample_id", "hip_files", "include_dirs", "build_flags",
-                                             *(column for column, _, _ in CHECKED_WITH)),
+                                             *(route.column for route in ROUTES)),
                      toolchains, params["timeout_s"], hip_nvidia_chunk, toolchains, params)
     return {row["sample_id"]: (row["hip_nvidia_build"], row["hip_nvidia_error"]) for row in checked.added}
 
 
-CHECKED_WITH = (("nvidia_toolchain", DebianCudaToolchain.vendor, HipNvidiaDebianCudaToolchain),
-                ("amd_toolchain", AmdBuildRootToolchain.vendor, HipNvidiaBuildRootToolchain))
-"""Which HIP-NVIDIA toolchain checks a pair whose row's column names the toolchain that compiled it, the first rule
-that holds and whose toolchain the check has (else the platform's own): a pair whose CUDA side only Debian's CUDA
-compiled is checked on that CUDA (in the build root, whose headers it sees too), one whose AMD side took the build
-root's headers with them."""
+class Route(NamedTuple):
+    """Where a pair's programs are built (and its HIP side checked) when a fallback of a compile stage compiled one
+    of its sides: its row's ``column`` names ``compiled_by``; the HIP side is built with ``hip``, the CUDA side with
+    ``cuda`` (None: the pipeline's nvcc). Each toolchain is made only where a row takes the route and the setting
+    that asks for the fallback is on, and needs HIP's NVIDIA platform on this machine and the Debian build root."""
+
+    column: str
+    compiled_by: str
+    hip: type[HipNvidiaDebianCudaToolchain] | type[HipNvidiaBuildRootToolchain]
+    cuda: type[DebianCudaToolchain] | None
 
 
-def checker_of(row: dict, toolchains: dict[str, Toolchain]) -> Toolchain:
-    """The toolchain of :data:`CHECKED_WITH` that checks ``row``."""
-    return next((toolchains[checker.vendor] for column, compiled_by, checker in CHECKED_WITH
-                 if row[column] == compiled_by and checker.vendor in toolchains),
-                toolchains[HipNvidiaToolchain.vendor])
+ROUTES = (Route("nvidia_toolchain", DebianCudaToolchain.vendor, HipNvidiaDebianCudaToolchain, DebianCudaToolchain),
+          Route("amd_toolchain", AmdBuildRootToolchain.vendor, HipNvidiaBuildRootToolchain, None))
+"""The routes in the order a row takes the first that holds: a pair whose CUDA side only Debian's CUDA compiled is
+built on that CUDA, both sides (in the build root, whose headers it sees too); one whose AMD side took the build root's
+headers has its HIP side built with them."""
+
+
+def routed_toolchains(params: dict, placement: Placement, rows: pl.DataFrame, sides: Sequence[str] = SIDES,
+                      ) -> dict[str, Toolchain]:
+    """The toolchains of ``sides``, by vendor, of the :data:`ROUTES` some of ``rows`` take whose setting ``params``
+    turns on."""
+    toolchains: dict[str, Toolchain] = {}
+    for route in ROUTES:
+        section, name = route.hip.setting.split(".")
+        if params[section][name] and route.column in rows.columns and rows[route.column].eq(route.compiled_by).any():
+            root = build_root_of(params["debian_sources"], route.hip.setting)
+            if "hip" in sides:
+                toolchains[route.hip.vendor] = route.hip.over(placement.toolchain(HipNvidiaToolchain.vendor), root)
+            if "cuda" in sides and route.cuda is not None:
+                toolchains[route.cuda.vendor] = route.cuda(root)
+    return toolchains
+
+
+def builder_of(row: dict, side: str, own: Toolchain, routed: Mapping[str, Toolchain]) -> Toolchain:
+    """The toolchain that builds (or checks) ``row``'s ``side`` (``cuda``, ``hip``): that of the first route of
+    :data:`ROUTES` the row takes whose toolchain for the side is among ``routed`` (:func:`routed_toolchains`), else
+    the side's ``own``."""
+    for route in ROUTES:
+        chosen = route.hip if side == "hip" else route.cuda
+        if row.get(route.column) == route.compiled_by and (chosen is None or chosen.vendor in routed):
+            return routed[chosen.vendor] if chosen is not None else own
+    return own
 
 
 def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchains: dict[str, Toolchain],
@@ -131,7 +156,7 @@ def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups,
     for row in rows.iter_rows(named=True):
         if is_opencl(row["hip_files"][0]["path"]):
             continue
-        toolchain = checker_of(row, toolchains)
+        toolchain = builder_of(row, "hip", toolchains[HipNvidiaToolchain.vendor], toolchains)
         runs[row["sample_id"]] = toolchain, TargetRun(toolchain.build_check_target(
             row["hip_files"][0]["path"], params["archs"], toolchain.build_flags(params["flags"], row["build_flags"]),
             row["include_dirs"]), {f["path"]: f["digest"] for f in row["hip_files"]})
@@ -149,49 +174,56 @@ def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups,
 
 
 def build_programs(store: Store, params: dict, rows: list[dict], placement: Placement,
-                   pairs: dict[tuple[str, str], dict] | None = None,
+                   pairs: dict[tuple[str, str], dict] | None = None, routed: Mapping[str, Toolchain] | None = None,
                    ) -> tuple[dict[tuple[str, str], Build], Counter]:
     """Both programs of every row (its main file and ``units``; ``include_dirs``), by (sample id, side), with the
-    builds' action counts; ``pairs`` (by origin and path) give the units' translations."""
+    builds' action counts; ``pairs`` (by origin and path) give the units' translations; a row that takes one of
+    :data:`ROUTES` is built with its route's toolchains where ``routed`` (:func:`routed_toolchains`) has them."""
     builds: dict = {}
     programs: dict = {}
+    own = build_toolchains(placement)
     for row in rows:
         for side, (files, problem) in program_sources(store, row, pairs or {}).items():
             if problem:
                 builds[row["sample_id"], side] = Build(None, "unit_untranslated", problem)
             else:
                 units = [row["files"][0]["path"], *(row["units"] or ())]
+                builder = builder_of(row, side, own[side], routed or {})
                 programs[row["sample_id"], side] = ProgramSource(side, units, row["include_dirs"], files,
-                                                                 row["build_flags"])
-    built, counts = build_program_targets(store, params, programs, placement)
+                                                                 row["build_flags"], builder.vendor)
+    built, counts = build_program_targets(store, params, programs, placement, routed)
     return builds | built, counts
 
 
 class ProgramSource(NamedTuple):
     """What one program is built from: its side (``cuda``, ``hip``), ``units`` (the main file first), its include
-    folders, ``files`` (path: digest) laid out as its tree, and the flags of its own build (``build_flags``)."""
+    folders, ``files`` (path: digest) laid out as its tree, the flags of its own build (``build_flags``), and the
+    vendor of the toolchain that builds it (``builder``; None: the side's own, :func:`build_toolchains`)."""
 
     side: str
     units: list[str]
     include_dirs: list[str]
     files: dict[str, str]
     build_flags: Sequence[str] = ()
+    builder: str | None = None
 
 
 def build_program_targets(store: Store, params: dict, programs: dict[Hashable, ProgramSource],
-                          placement: Placement) -> tuple[dict[Hashable, Build], Counter]:
-    """Every program built by its side's toolchain (``execute.archs``, ``execute.flags`` and its own build's); with
-    the builds' action counts."""
+                          placement: Placement, routed: Mapping[str, Toolchain] | None = None,
+                          ) -> tuple[dict[Hashable, Build], Counter]:
+    """Every program built by its toolchain (its side's own, or the one of ``routed`` its ``builder`` names;
+    ``execute.archs``, ``execute.flags`` and its own build's); with the builds' action counts."""
     builds: dict = {}
     counts: Counter = Counter()
-    for side, toolchain in build_toolchains(placement).items():
+    own = build_toolchains(placement)
+    for vendor, toolchain in {**{tc.vendor: tc for tc in own.values()}, **(routed or {})}.items():
         plans = {key: [TargetRun(toolchain.program_target(p.units, params["archs"],
                                                           toolchain.build_flags(params["flags"], p.build_flags),
                                                           p.include_dirs), p.files)]
-                 for key, p in programs.items() if p.side == side}
-        done, side_counts = run_plans(store, toolchain, plans, params["timeout_s"], placement)
+                 for key, p in programs.items() if (p.builder or own[p.side].vendor) == vendor}
+        done, vendor_counts = run_plans(store, toolchain, plans, params["timeout_s"], placement)
         builds |= done
-        counts.update(side_counts)   # `+=` would drop the zero counts
+        counts.update(vendor_counts)   # `+=` would drop the zero counts
     return builds, counts
 
 

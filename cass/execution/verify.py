@@ -22,6 +22,7 @@ launched a counted kernel and the CUDA original's own self-check did not fail.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import polars as pl
@@ -42,6 +43,7 @@ from cass.execution.programs import (
 )
 from cass.text.cuda import main_signature
 from store import Store
+from toolchains import Toolchain
 
 RUNS_DTYPE = pl.List(pl.Struct({"args": pl.List(pl.String), "verdict": pl.String, "exit_code": pl.Int64,
                                 "stdout": pl.String, "stderr": pl.String, "wall_s": pl.Float64,
@@ -207,9 +209,10 @@ def main_signatures(rows: pl.DataFrame, store_root: str) -> dict[str, str | None
 
 
 def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str | None], host: ExecutionHost | None,
-            placement: Placement) -> tuple[list[dict], dict]:
+            placement: Placement, routed: Mapping[str, Toolchain] | None = None) -> tuple[list[dict], dict]:
     """The execution columns of every row (``mains``: each one's :func:`main_signatures`), built where ``placement``
-    puts the tools, and the stage's run report."""
+    puts the tools (a row that takes a route, with ``routed``'s toolchains: :func:`build_programs`), and the stage's
+    run report."""
     if params["runs"] < MIN_CALIBRATION_RUNS or params["hip_runs"] < 1:
         raise ValueError(f"params.yaml execute.runs is {params['runs']} and hip_runs {params['hip_runs']}: the CUDA "
                          f"original's outputs are calibrated on at least {MIN_CALIBRATION_RUNS} runs of it, and the "
@@ -228,7 +231,7 @@ def execute(store: Store, params: dict, rows: list[dict], mains: dict[str, str |
         return [{"sample_id": s, **r} for s, r in results.items()], {"host": None}
     host.require_arch(params["archs"])
     pairs = {(row["origin"], row["path"]): row for row in rows}
-    builds, build_counts = build_programs(store, params, runnable, placement, pairs)
+    builds, build_counts = build_programs(store, params, runnable, placement, pairs, routed)
     planned = planned_runs(runnable, builds, params)
     found, run_counts = run_programs(store, host, {r for rs in planned.values() for r in rs}, params["workers"])
     for row in runnable:

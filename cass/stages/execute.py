@@ -8,6 +8,8 @@ working directory, data files, time limit; :mod:`cass.sources.runspecs`). ``exec
 ``not_run:no_gpu_host`` and ``not_run:transient`` (a build or run killed for no reason of the source: not cached,
 retried by ``dvc repro -f execute``) besides. No row is dropped: the manifest is the pair stage's with the execution
 columns added. The main functions are found a chunk at a time on the stage's workers (:mod:`cass.engine.stage_work`).
+A pair one of whose sides a compile stage's fallback compiled is built as its HIP-NVIDIA check was
+(:data:`cass.execution.programs.ROUTES`): on Debian's CUDA, or with the build root's headers.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import polars as pl
 
 from cass.engine.placement import Placement
 from cass.execution.hosts import resolve_host
+from cass.execution.programs import routed_toolchains
 from cass.execution.verify import COLUMNS, execute, main_signatures
 from cass.pipeline.context import Stage
 
@@ -31,7 +34,8 @@ def run(stage: Stage) -> None:
     mains = {}
     for part in stage.work.chunks(main_signatures, rows.select("sample_id", "files"), str(stage.store.root)):
         mains |= part
-    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), mains, host, placement)
+    routed = routed_toolchains(stage.params, placement, rows) if host else {}
+    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), mains, host, placement, routed)
     statuses = Counter(r["exec_status"] for r in added)
     out.run.update(report)
     unverified = Counter(r["exec_status"] for r in added if not r["exec_verified"])

@@ -12,7 +12,8 @@ category, with its error in ``hip_nvidia_error``; null for OpenCL pairs, which h
 off, and for a check that was stopped, a timeout or a killed compiler, which the next run tries again). A pair whose
 CUDA side only the Debian suite's CUDA compiled (``nvidia_toolchain`` of ``compile_nvidia``, with
 ``nvidia.debian_cuda``) is checked on that CUDA; one whose AMD side compiled with the Debian build root's headers
-(``amd_toolchain`` of ``compile_amd``, with ``amd.build_root_headers``) with those headers.
+(``amd_toolchain`` of ``compile_amd``, with ``amd.build_root_headers``) with those headers. Both columns stay in the
+manifest: the ``execute`` stage builds such a pair's programs the same way.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def run(stage: Stage) -> None:
         .join(parity, on="sample_id", how="left")
     verdicts = hip_nvidia_checks(stage, out, kept) if stage.params["pair"]["hip_nvidia"] and kept.height else {}
     found = [verdicts.get(s, (None, None)) for s in kept["sample_id"]]
-    kept = kept.drop("nvidia_toolchain", "amd_toolchain").with_columns(   # the compile stages', for the check only
+    kept = kept.with_columns(
         pl.Series("hip_nvidia_build", [v for v, _ in found], dtype=pl.String),
         pl.Series("hip_nvidia_error", [e or None for _, e in found], dtype=pl.String))
     built = Counter(kept["hip_nvidia_build"].drop_nulls())
