@@ -84,7 +84,7 @@ def collect(projects: list[Path], suite: Path | None, count: int, seed: str, wor
                     if r["exec_verified"] or (candidates and candidate(r))]
         rows |= {r["sample_id"]: {**r, "_project": str(project)} for r in verified}
         originals += [r for r in executed.iter_rows(named=True) if cuda_ran(r) and r["hip_runs"]]
-        found = pair_mutants(store, params["execute"], verified, pairs, count, seed, Placement.local(workers))
+        found = pair_mutants(store, params, verified, pairs, count, seed, Placement.local(workers))
         print(f"{project}: {len(verified)} verified pairs, {len(found)} mutants, "
               f"{sum(m.binary is not None for m in found)} built", flush=True)
         mutants += found

@@ -354,6 +354,8 @@ def test_the_tasks_flow_through_the_pipeline_decontaminate_it_and_stay_out_of_tr
     # keeps `pair.hip_nvidia` on; the other test copies leave it off)
     assert paired["hip_nvidia_build"].to_list() == ["ok"] * paired.height and paired["hip_nvidia_error"].is_null().all()
     assert metrics(root, "pair")["hip_nvidia"] == {"checked": paired.height, "ok": paired.height, "amd_only": {}}
+    # the compile stages' toolchains stay, for the execute stage's builds (no fallback here)
+    assert set(paired["nvidia_toolchain"]) == {"nvidia"} and set(paired["amd_toolchain"]) == {"amd"}
     instruct = metrics(root, "instruct")
     assert instruct["dropped_by_reason"]["benchmark_holdout"] >= 4   # both tasks, both levels at least
     for config in ("pairs", "kernels", "instruct_source", "instruct_asm"):

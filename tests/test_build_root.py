@@ -554,7 +554,8 @@ DEBIAN_CUDA_PAIRS = {   # the name, the toolchains that compiled its CUDA and it
 
 
 @pytest.mark.slow
-def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_through_hip_nvidia(blas_root, store):
+def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_through_hip_nvidia(blas_root, store,
+                                                                                                 tmp_path):
     """With ``nvidia.debian_cuda``, the pair stage's check on HIP's NVIDIA platform builds a pair whose CUDA side only
     the Debian suite's CUDA compiled with that CUDA, in the build root, with HIP's NVIDIA headers mounted there: a
     texture reference builds (CUDA 12's headers have none: the same file whose CUDA side nvcc 13.5 compiled fails on
@@ -609,6 +610,12 @@ def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_thro
     assert sent.build_check_target("k.cu", ["sm_90"], []).steps == (step,)
     assert on_debian.fingerprint("nvcc") not in (DebianCudaToolchain(root).fingerprint("nvcc"),
                                                  platform.fingerprint("nvcc"))
+    copies = [tmp_path / name / "hip" for name in ("a", "b", "c")]   # HIP's headers alone, at three paths
+    for copy in copies:
+        shutil.copytree(platform.hip_headers, copy)
+    (copies[2] / "hip_version.h").write_text((copies[2] / "hip_version.h").read_text() + "// changed\n")
+    a, b, c = (HipNvidiaDebianCudaToolchain(root, copy).fingerprint("nvcc") for copy in copies)
+    assert a == b != c   # the key follows the headers' bytes, not where they lie
     with pytest.raises(ValueError, match=r"nvidia\.debian_cuda is on, but .* is no Debian root"):
         HipNvidiaDebianCudaToolchain.over(platform, root / "nowhere")
 
@@ -622,13 +629,51 @@ def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_thro
                  "units": None, "hip_files": digests["hip"], "include_dirs": ["."], "build_flags": [],
                  "nvidia_toolchain": nvidia, "amd_toolchain": "amd"} for nvidia in ("nvidia-debian", "nvidia")]
     placement = Placement.of(params)
-    routed = routed_toolchains(params, placement, pl.DataFrame(programs))
+    routed = routed_toolchains(params, placement, programs)
     assert sorted(routed) == ["hip-nvidia-debian", "nvidia-debian"]
     builds, _ = build_programs(store, params["execute"], programs, placement, None, routed)
     for side in ("cuda", "hip"):
         binary = store.get(builds["nvidia-debian", side].binary)
         assert binary.startswith(b"\x7fELF") and b"libcudart.so" not in binary, side
         assert builds["nvidia", side].binary is None and "texture" in builds["nvidia", side].detail, side
+
+
+def test_a_pair_takes_the_first_route_its_row_and_the_settings_allow():
+    """The toolchain that builds a pair's side: both sides on Debian's CUDA where only it compiled the CUDA side (also
+    where the AMD side took the build root's headers), the HIP side with the build root's headers where only the AMD
+    side took them, and each side's own where no route's toolchain was made (its setting off). A route's toolchains are
+    made only where a row takes it and its setting is on; a setting on over pairs without its column is an error."""
+    from types import SimpleNamespace
+
+    from cass.engine.placement import Placement
+    from cass.execution.programs import builder_of, routed_toolchains
+
+    own = {side: SimpleNamespace(vendor=vendor) for side, vendor in (("cuda", "nvidia"), ("hip", "hip-nvidia"))}
+    made = {v: SimpleNamespace(vendor=v) for v in ("nvidia-debian", "hip-nvidia-debian", "hip-nvidia-build-root")}
+    both_on, debian_off = made, {"hip-nvidia-build-root": made["hip-nvidia-build-root"]}
+
+    def built(nvidia: str, amd: str, routed: dict) -> tuple[str, str]:
+        row = {"nvidia_toolchain": nvidia, "amd_toolchain": amd}
+        return tuple(builder_of(row, side, own[side], routed).vendor for side in ("cuda", "hip"))
+
+    assert built("nvidia-debian", "amd", both_on) == ("nvidia-debian", "hip-nvidia-debian")
+    assert built("nvidia-debian", "amd-build-root", both_on) == ("nvidia-debian", "hip-nvidia-debian")
+    assert built("nvidia", "amd-build-root", both_on) == ("nvidia", "hip-nvidia-build-root")
+    assert built("nvidia-debian", "amd-build-root", debian_off) == ("nvidia", "hip-nvidia-build-root")
+    assert built("nvidia-debian", "amd", debian_off) == built("nvidia", "amd", both_on) == ("nvidia", "hip-nvidia")
+    assert built("nvidia-debian", "amd-build-root", {}) == ("nvidia", "hip-nvidia")
+    assert builder_of({}, "hip", own["hip"], both_on) is own["hip"]   # no column: no route
+
+    params = ladder_params(Path("/nonexistent-build-root"), "nvidia", debian_cuda=True)
+    placement = Placement.local(1)
+    plain = [{"nvidia_toolchain": "nvidia", "amd_toolchain": "amd"}]
+    assert routed_toolchains(params, placement, plain) == {} and routed_toolchains(params, placement, []) == {}
+    off = {**params, "nvidia": {**params["nvidia"], "debian_cuda": False}}
+    assert routed_toolchains(off, placement, [{"nvidia_toolchain": "nvidia-debian", "amd_toolchain": "amd"}]) == {}
+    with pytest.raises(ValueError, match=r"nvidia\.debian_cuda is on, but the pairs have no nvidia_toolchain"):
+        routed_toolchains(params, placement, [{"amd_toolchain": "amd"}])
+    with pytest.raises(ValueError, match=r"nvidia\.debian_cuda is on, but /nonexistent-build-root is no Debian root"):
+        routed_toolchains(params, placement, [{"nvidia_toolchain": "nvidia-debian", "amd_toolchain": "amd"}])
 
 
 def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():

@@ -262,6 +262,8 @@ class HipNvidiaDebianCudaToolchain(DebianCudaToolchain):
     side = HipNvidiaToolchain.vendor
     setting = "nvidia.debian_cuda"
     """The parameter that asks for Debian's CUDA."""
+    install_hint = (f"HIP on Debian's CUDA needs ROCm 5.7's HIP headers for NVIDIA in {HIP_HEADERS_DIR} (`bash "
+                    f"scripts/setup.sh`) and the suite's CUDA in the build root ({DebianCudaToolchain.install_hint})")
 
     def __init__(self, root: Path, hip_headers: Path):
         self.hip_headers = Path(hip_headers)
@@ -286,6 +288,10 @@ class HipNvidiaDebianCudaToolchain(DebianCudaToolchain):
         if not (self.hip_headers / "nvidia_detail").is_dir():
             return ToolStatus(self.vendor, tool, None, None, f"no HIP headers for NVIDIA at {self.hip_headers}")
         return super().status(tool)
+
+    def identity_listings(self, tool: str) -> list[Path]:
+        """None: nvcc sees the root's system headers, whose packages the dpkg status names, not this machine's."""
+        return []
 
     def identity_files(self, tool: str) -> list[Path]:
         """The root's dpkg status, and for nvcc HIP's headers and the libraries' too."""

@@ -88,15 +88,14 @@ def export_batch(store: Store, params: dict, folder: Path, recorded: ExecutionHo
     """Write the batch of the pair stage's programs to ``folder`` (without the runs the store holds for the
     ``recorded`` host, where given: a batch of what changed), built as the execute stage builds them (``params``:
     params.yaml's); returns what it holds."""
-    placement, manifest = Placement.of(params), read_manifest("pair")
-    pairs = list(manifest.iter_rows(named=True))
+    placement, execute = Placement.of(params), params["execute"]
+    pairs = list(read_manifest("pair").iter_rows(named=True))
     rows = [r for r in pairs if main_signature(store.get_text(r["files"][0]["digest"], "replace")) is not None]
-    params, routed = params["execute"], routed_toolchains(params, placement, manifest)
-    builds, counts = build_programs(store, params, rows, placement, {(r["origin"], r["path"]): r for r in pairs},
-                                    routed)
-    planned = {r for runs in planned_runs(rows, builds, params).values() for r in runs}
+    builds, counts = build_programs(store, execute, rows, placement, {(r["origin"], r["path"]): r for r in pairs},
+                                    routed_toolchains(params, placement, rows))
+    planned = {r for runs in planned_runs(rows, builds, execute).values() for r in runs}
     missing = not_recorded(store, planned, recorded) if recorded else planned
-    runs = write_batch(store, folder, missing, params)
+    runs = write_batch(store, folder, missing, execute)
     return {"pairs": len(rows), "binaries": len({r.binary for r in missing}), "runs": runs,
             "already_recorded": len(planned) - len(missing),
             "build_failures": sum(b.binary is None for b in builds.values()), "builds": dict(counts)}

@@ -33,7 +33,10 @@ from cass.execution.programs import (
     ProgramSource,
     Run,
     build_program_targets,
+    build_toolchains,
     program_sources,
+    routed_builder,
+    routed_toolchains,
     run_plan,
 )
 from cass.execution.verify import reads_of
@@ -115,16 +118,20 @@ def translated_paths(store: Store, row: dict, pairs: dict[tuple[str, str], dict]
 def pair_mutants(store: Store, params: dict, rows: list[dict], pairs: dict[tuple[str, str], dict], count: int,
                  seed: str, placement: Placement) -> list[MutantProgram]:
     """``count`` mutants of the HIP side of every pair of ``rows`` (the ``execute`` stage's manifest rows), built as
-    the stage builds that side (``params``: ``execute``)."""
+    the stage builds that side (``params``: params.yaml's; a pair that takes a route, on its route's toolchain)."""
     mutants, targets = [], {}
+    own = build_toolchains(placement)
+    routed = routed_toolchains(params, placement, rows, ("hip",), own["hip"])
     for row in rows:
         hip, mutable = translated_paths(store, row, pairs)
         units = [row["files"][0]["path"], *(row["units"] or ())]
+        builder = routed_builder(row, "hip", own, routed)
         for mutant, files in mutate_files(store, hip, mutable, count, seed, row["sample_id"]):
             mutants.append(MutantProgram("pairs", row["sample_id"], row["origin"], mutant, files,
                                          original_binary=row["hip_program"]))
-            targets[len(mutants) - 1] = ProgramSource("hip", units, row["include_dirs"], files, row["build_flags"])
-    built, _ = build_program_targets(store, params, targets, placement)
+            targets[len(mutants) - 1] = ProgramSource("hip", units, row["include_dirs"], files, row["build_flags"],
+                                                      builder)
+    built, _ = build_program_targets(store, params["execute"], targets, placement, routed, own)
     for key, build in built.items():
         _settle_build(mutants[key], build)
     return mutants

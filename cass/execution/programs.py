@@ -94,7 +94,9 @@ def hip_nvidia_checks(stage: StageRun, out: Drops, rows: pl.DataFrame) -> dict[s
     params = stage.params["execute"]
     placement = Placement.of(stage.params)
     platform = placement.toolchain(HipNvidiaToolchain.vendor)
-    toolchains = {platform.vendor: platform, **routed_toolchains(stage.params, placement, rows, ("hip",))}
+    routed = routed_toolchains(stage.params, placement, rows.select(*(r.column for r in ROUTES)).to_dicts(), ("hip",),
+                               platform)
+    toolchains = {platform.vendor: platform, **routed}
     checked = settle(stage, out, rows.select("sample_id", "hip_files", "include_dirs", "build_flags",
                                              *(route.column for route in ROUTES)),
                      toolchains, params["timeout_s"], hip_nvidia_chunk, toolchains, params)
@@ -120,31 +122,36 @@ built on that CUDA, both sides (in the build root, whose headers it sees too); o
 headers has its HIP side built with them."""
 
 
-def routed_toolchains(params: dict, placement: Placement, rows: pl.DataFrame, sides: Sequence[str] = SIDES,
-                      ) -> dict[str, Toolchain]:
+def routed_toolchains(params: dict, placement: Placement, rows: Sequence[Mapping], sides: Sequence[str] = SIDES,
+                      platform: Toolchain | None = None) -> dict[str, Toolchain]:
     """The toolchains of ``sides``, by vendor, of the :data:`ROUTES` some of ``rows`` take whose setting ``params``
-    turns on."""
+    turns on (HIP's over ``platform``, default: ``placement``'s); a ValueError where a setting is on and the rows lack
+    its route's column (a pair manifest made before the column was kept)."""
     toolchains: dict[str, Toolchain] = {}
     for route in ROUTES:
         section, name = route.hip.setting.split(".")
-        if params[section][name] and route.column in rows.columns and rows[route.column].eq(route.compiled_by).any():
+        if not params[section][name] or not rows:
+            continue
+        if any(route.column not in row for row in rows):
+            raise ValueError(f"{route.hip.setting} is on, but the pairs have no {route.column} (the compile stage's, "
+                             "which the pair stage's manifest keeps): run `dvc repro pair` again")
+        if any(row[route.column] == route.compiled_by for row in rows):
             root = build_root_of(params["debian_sources"], route.hip.setting)
             if "hip" in sides:
-                toolchains[route.hip.vendor] = route.hip.over(placement.toolchain(HipNvidiaToolchain.vendor), root)
+                platform = platform or placement.toolchain(HipNvidiaToolchain.vendor)
+                toolchains[route.hip.vendor] = route.hip.over(platform, root)
             if "cuda" in sides and route.cuda is not None:
                 toolchains[route.cuda.vendor] = route.cuda(root)
     return toolchains
 
 
-def builder_of(row: dict, side: str, own: Toolchain, routed: Mapping[str, Toolchain]) -> Toolchain:
-    """The toolchain that builds (or checks) ``row``'s ``side`` (``cuda``, ``hip``): that of the first route of
-    :data:`ROUTES` the row takes whose toolchain for the side is among ``routed`` (:func:`routed_toolchains`), else
-    the side's ``own``."""
-    for route in ROUTES:
-        chosen = route.hip if side == "hip" else route.cuda
-        if row.get(route.column) == route.compiled_by and (chosen is None or chosen.vendor in routed):
-            return routed[chosen.vendor] if chosen is not None else own
-    return own
+def builder_of(row: Mapping, side: str, own: Toolchain, routed: Mapping[str, Toolchain]) -> Toolchain:
+    """The toolchain that builds (or checks) ``row``'s ``side`` (``cuda``, ``hip``): the first route of :data:`ROUTES`
+    the row takes whose HIP toolchain is among ``routed`` (:func:`routed_toolchains`) gives it (where the route names
+    none for the side, the side's ``own``); no route, ``own``. Only the row's main file decides, not its units'."""
+    route = next((r for r in ROUTES if row.get(r.column) == r.compiled_by and r.hip.vendor in routed), None)
+    chosen = None if route is None else route.hip if side == "hip" else route.cuda
+    return own if chosen is None else routed[chosen.vendor]
 
 
 def hip_nvidia_chunk(rows: pl.DataFrame, carried: dict | None, lookups: Lookups, toolchains: dict[str, Toolchain],
@@ -188,11 +195,19 @@ def build_programs(store: Store, params: dict, rows: list[dict], placement: Plac
                 builds[row["sample_id"], side] = Build(None, "unit_untranslated", problem)
             else:
                 units = [row["files"][0]["path"], *(row["units"] or ())]
-                builder = builder_of(row, side, own[side], routed or {})
                 programs[row["sample_id"], side] = ProgramSource(side, units, row["include_dirs"], files,
-                                                                 row["build_flags"], builder.vendor)
-    built, counts = build_program_targets(store, params, programs, placement, routed)
+                                                                 row["build_flags"],
+                                                                 routed_builder(row, side, own, routed))
+    built, counts = build_program_targets(store, params, programs, placement, routed, own)
     return builds | built, counts
+
+
+def routed_builder(row: Mapping, side: str, own: Mapping[str, Toolchain], routed: Mapping[str, Toolchain] | None,
+                   ) -> str | None:
+    """The vendor of the routed toolchain that builds ``row``'s ``side`` (:func:`builder_of`), or None where it is
+    the side's own (``own``, by side)."""
+    builder = builder_of(row, side, own[side], routed or {})
+    return None if builder is own[side] else builder.vendor
 
 
 class ProgramSource(NamedTuple):
@@ -210,12 +225,16 @@ class ProgramSource(NamedTuple):
 
 def build_program_targets(store: Store, params: dict, programs: dict[Hashable, ProgramSource],
                           placement: Placement, routed: Mapping[str, Toolchain] | None = None,
-                          ) -> tuple[dict[Hashable, Build], Counter]:
-    """Every program built by its toolchain (its side's own, or the one of ``routed`` its ``builder`` names;
-    ``execute.archs``, ``execute.flags`` and its own build's); with the builds' action counts."""
+                          own: Mapping[str, Toolchain] | None = None) -> tuple[dict[Hashable, Build], Counter]:
+    """Every program built by its toolchain (its side's own, of ``own`` or :func:`build_toolchains`, or the one of
+    ``routed`` its ``builder`` names; ``execute.archs``, ``execute.flags`` and its own build's); with the builds'
+    action counts."""
     builds: dict = {}
     counts: Counter = Counter()
-    own = build_toolchains(placement)
+    own = own or build_toolchains(placement)
+    if unknown := sorted({p.builder for p in programs.values() if p.builder and p.builder not in (routed or {})}):
+        raise ValueError(f"programs name toolchains {unknown} to build them, which were not made (routed: "
+                         f"{sorted(routed or {})})")
     for vendor, toolchain in {**{tc.vendor: tc for tc in own.values()}, **(routed or {})}.items():
         plans = {key: [TargetRun(toolchain.program_target(p.units, params["archs"],
                                                           toolchain.build_flags(params["flags"], p.build_flags),
