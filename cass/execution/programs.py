@@ -9,7 +9,8 @@ any other stops the HIP build). This module describes the builds; the engine run
 builds on the hosts serving ``hip-nvidia``). A run is an action
 too: its key is the binary's digest, the run host's fingerprint, the invocation (arguments, working directory, data
 files), the limits and the run's number, so a rerun with nothing changed runs nothing, and runs brought back from a
-GPU host elsewhere are store hits here.
+GPU host elsewhere are store hits here. A pair one of whose sides a compile stage's fallback compiled is built, and
+its HIP side checked, on its route's toolchains (:data:`ROUTES`).
 """
 
 from __future__ import annotations
