@@ -128,6 +128,10 @@ class DebianCudaToolchain(NvidiaToolchain):
         status = self.root / STATUS
         return [p for p in (self.tool_path(tool), status) if p is not None and p.is_file()]
 
+    def identity_listings(self, tool: str) -> list[Path]:
+        """None: nvcc sees the root's system headers, whose packages the dpkg status names, not this machine's."""
+        return []
+
     def include_root(self) -> Path:
         return self.root / "usr/include"
 

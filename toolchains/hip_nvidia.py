@@ -289,10 +289,6 @@ class HipNvidiaDebianCudaToolchain(DebianCudaToolchain):
             return ToolStatus(self.vendor, tool, None, None, f"no HIP headers for NVIDIA at {self.hip_headers}")
         return super().status(tool)
 
-    def identity_listings(self, tool: str) -> list[Path]:
-        """None: nvcc sees the root's system headers, whose packages the dpkg status names, not this machine's."""
-        return []
-
     def identity_files(self, tool: str) -> list[Path]:
         """The root's dpkg status, and for nvcc HIP's headers and the libraries' too."""
         headers = [self.hip_headers, *self.libraries] if tool == "nvcc" else []
