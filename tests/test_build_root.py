@@ -560,8 +560,10 @@ def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_thro
     the Debian suite's CUDA compiled with that CUDA, in the build root, with HIP's NVIDIA headers mounted there: a
     texture reference builds (CUDA 12's headers have none: the same file whose CUDA side nvcc 13.5 compiled fails on
     the platform), the root's own headers are found (this rule before the build root's headers' rule), and a wrong
-    translation still fails. Run again, every check comes from the store; without the setting, every pair is checked
-    on the platform. The toolchain keys on the root's packages and HIP's headers, the same in a worker's copy."""
+    translation still fails. Run again, every check comes from the store; without the setting, no pair is checked on
+    Debian's CUDA (the platform, or the build root's headers where the AMD side took them, check them). The toolchain
+    keys on the root's packages and HIP's headers' bytes, not their path, the same in a worker's copy; the execute
+    stage's builds of such a pair give two statically linked executables."""
     from test_settle import StandIn
 
     from cass.engine.stage_work import LocalWork
@@ -596,7 +598,8 @@ def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_thro
     again, warm = check(params)
     assert again == verdicts and warm["run"]["actions"]["misses"] == 0
     off = {**params, "nvidia": {**params["nvidia"], "debian_cuda": False}}
-    alone, _ = check(off)   # Debian's CUDA not asked for: the platform (and the headers' rule) check every pair
+    alone, off_found = check(off)   # Debian's CUDA not asked for: the platform (and the headers' rule) check them
+    assert "hip-nvidia-debian" not in off_found["run"]["actions_by_vendor"]
     assert alone["texture.cu"] == alone["texture_13.cu"] == verdicts["texture_13.cu"]
     assert alone["netlib.cu"] == "ok" and alone["undeclared.cu"] == "undeclared"
 
@@ -638,7 +641,7 @@ def test_a_pair_whose_cuda_side_only_debians_cuda_compiled_is_checked_on_it_thro
         assert builds["nvidia", side].binary is None and "texture" in builds["nvidia", side].detail, side
 
 
-def test_a_pair_takes_the_first_route_its_row_and_the_settings_allow():
+def test_a_pair_takes_the_first_route_its_row_and_the_settings_allow(tmp_path):
     """The toolchain that builds a pair's side: both sides on Debian's CUDA where only it compiled the CUDA side (also
     where the AMD side took the build root's headers), the HIP side with the build root's headers where only the AMD
     side took them, and each side's own where no route's toolchain was made (its setting off). A route's toolchains are
@@ -646,7 +649,7 @@ def test_a_pair_takes_the_first_route_its_row_and_the_settings_allow():
     from types import SimpleNamespace
 
     from cass.engine.placement import Placement
-    from cass.execution.programs import builder_of, routed_toolchains
+    from cass.execution.programs import ProgramSource, build_program_targets, builder_of, routed_toolchains
 
     own = {side: SimpleNamespace(vendor=vendor) for side, vendor in (("cuda", "nvidia"), ("hip", "hip-nvidia"))}
     made = {v: SimpleNamespace(vendor=v) for v in ("nvidia-debian", "hip-nvidia-debian", "hip-nvidia-build-root")}
@@ -674,6 +677,12 @@ def test_a_pair_takes_the_first_route_its_row_and_the_settings_allow():
         routed_toolchains(params, placement, [{"amd_toolchain": "amd"}])
     with pytest.raises(ValueError, match=r"nvidia\.debian_cuda is on, but /nonexistent-build-root is no Debian root"):
         routed_toolchains(params, placement, [{"nvidia_toolchain": "nvidia-debian", "amd_toolchain": "amd"}])
+    hip_only = {"hip-nvidia-debian": made["hip-nvidia-debian"]}   # made for the HIP side alone (the check's)
+    with pytest.raises(ValueError, match=r"its cuda side is built by nvidia-debian, which was not made"):
+        builder_of({"nvidia_toolchain": "nvidia-debian"}, "cuda", own["cuda"], hip_only)
+    with pytest.raises(ValueError, match=r"programs name toolchains \['nowhere'\] to build them, which were not made"):
+        build_program_targets(Store(tmp_path), params["execute"],
+                              {0: ProgramSource("hip", ["k.cu"], ["."], {}, (), "nowhere")}, placement)
 
 
 def test_only_cuda_files_failing_to_compile_or_missing_a_library_header_go_to_the_next_toolchain():

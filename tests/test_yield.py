@@ -91,7 +91,7 @@ def test_counts_ratios_and_top_causes_per_corpus():
     assert "pairs that build for AMD only (not through HIP's NVIDIA back end): undeclared 1." in table
     # of the pairs built on HIP-NVIDIA, those whose AMD side took the build root's headers (and so did the check)
     assert a["pairs_hip_nvidia_ok_build_root"] == 0   # s1, the pair through the build root's headers, failed there
-    built = pl.DataFrame({"sample_id": ["s1", "s5"], "hip_nvidia_build": ["ok", "ok"]})   # s5 is no pair
+    built = pl.DataFrame({"sample_id": ["s1", "s4", "s5"], "hip_nvidia_build": ["ok"] * 3})   # s4, s5: no pairs
     again = report(candidates, nvidia_ok, amd_ok, failed, repaired={"s1"}, included_units={"a": 2},
                    needs_api={"s0"}, hip_nvidia=built, nvidia_fallback={"s1", "s4"}, amd_fallback={"s1", "s5"})
     assert (again["all"]["pairs_hip_nvidia_ok"], again["all"]["pairs_hip_nvidia_ok_build_root"],

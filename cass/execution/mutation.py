@@ -35,8 +35,8 @@ from cass.execution.programs import (
     build_program_targets,
     build_toolchains,
     program_sources,
-    routed_builder,
     routed_toolchains,
+    routed_vendor,
     run_plan,
 )
 from cass.execution.verify import reads_of
@@ -125,7 +125,7 @@ def pair_mutants(store: Store, params: dict, rows: list[dict], pairs: dict[tuple
     for row in rows:
         hip, mutable = translated_paths(store, row, pairs)
         units = [row["files"][0]["path"], *(row["units"] or ())]
-        builder = routed_builder(row, "hip", own, routed)
+        builder = routed_vendor(row, "hip", own, routed)
         for mutant, files in mutate_files(store, hip, mutable, count, seed, row["sample_id"]):
             mutants.append(MutantProgram("pairs", row["sample_id"], row["origin"], mutant, files,
                                          original_binary=row["hip_program"]))

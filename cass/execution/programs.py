@@ -1,7 +1,7 @@
 """A pair's two programs: which pairs have one, building both as cached actions, and running them.
 
 The CUDA original is built with the pipeline's nvcc, the HIP translation through HIP's NVIDIA back end
-(:class:`toolchains.hip_nvidia.HipNvidiaToolchain`), both with the same flags and SASS for
+(:class:`toolchains.hip_nvidia.HipNvidiaToolchain`), except on a route (below), both with the same flags and SASS for
 ``execute.archs``, each from its main file and the other units its run spec lists (on the HIP side, the units'
 translations: a unit that is a pair of its own gives its HIP files, one that uses no CUDA name is taken as it is,
 any other stops the HIP build). This module describes the builds; the engine runs them
@@ -152,6 +152,9 @@ def builder_of(row: Mapping, side: str, own: Toolchain, routed: Mapping[str, Too
     none for the side, the side's ``own``); no route, ``own``. Only the row's main file decides, not its units'."""
     route = next((r for r in ROUTES if row.get(r.column) == r.compiled_by and r.hip.vendor in routed), None)
     chosen = None if route is None else route.hip if side == "hip" else route.cuda
+    if chosen is not None and chosen.vendor not in routed:
+        raise ValueError(f"{row.get('sample_id', 'a row')}: its {side} side is built by {chosen.vendor}, which was not "
+                         f"made (routed: {sorted(routed)}; routed_toolchains' sides)")
     return own if chosen is None else routed[chosen.vendor]
 
 
@@ -198,12 +201,12 @@ def build_programs(store: Store, params: dict, rows: list[dict], placement: Plac
                 units = [row["files"][0]["path"], *(row["units"] or ())]
                 programs[row["sample_id"], side] = ProgramSource(side, units, row["include_dirs"], files,
                                                                  row["build_flags"],
-                                                                 routed_builder(row, side, own, routed))
+                                                                 routed_vendor(row, side, own, routed))
     built, counts = build_program_targets(store, params, programs, placement, routed, own)
     return builds | built, counts
 
 
-def routed_builder(row: Mapping, side: str, own: Mapping[str, Toolchain], routed: Mapping[str, Toolchain] | None,
+def routed_vendor(row: Mapping, side: str, own: Mapping[str, Toolchain], routed: Mapping[str, Toolchain] | None,
                    ) -> str | None:
     """The vendor of the routed toolchain that builds ``row``'s ``side`` (:func:`builder_of`), or None where it is
     the side's own (``own``, by side)."""
