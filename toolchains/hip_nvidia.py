@@ -26,7 +26,7 @@ from pathlib import Path
 
 from store.machine_cache import machine_cache
 from toolchains import build_root_headers as root_headers
-from toolchains.base import ToolchainMissingError, ToolStatus
+from toolchains.base import Toolchain, ToolchainMissingError, ToolStatus
 from toolchains.debian_cuda import DebianCudaToolchain
 from toolchains.headers import runtime_functions
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
@@ -152,6 +152,13 @@ def hip_include_dir(hip_headers: Path, libraries: list[Path]) -> Path:
     return folder
 
 
+def missing_hip_headers(vendor: str, tool: str, hip_headers: Path) -> ToolStatus | None:
+    """``tool``'s status where ``hip_headers`` has no NVIDIA back end (``nvidia_detail``), else None."""
+    if (hip_headers / "nvidia_detail").is_dir():
+        return None
+    return ToolStatus(vendor, tool, None, None, f"no HIP headers for NVIDIA at {hip_headers}")
+
+
 class HipNvidiaToolchain(NvidiaToolchain):
     """nvcc with HIP's NVIDIA headers and CUDA 12's runtime: HIP programs as NVIDIA executables."""
 
@@ -190,8 +197,8 @@ class HipNvidiaToolchain(NvidiaToolchain):
                 **({self.hip_include: f"{MOUNT_ROOT}/hip-include"} if self.hip_include else {})}
 
     def status(self, tool: str) -> ToolStatus:
-        if not (self.hip_headers / "nvidia_detail").is_dir():
-            return ToolStatus(self.vendor, tool, None, None, f"no HIP headers for NVIDIA at {self.hip_headers}")
+        if problem := missing_hip_headers(self.vendor, tool, self.hip_headers):
+            return problem
         if missing := [str(p) for p in self.cuda12 if not (p / "include").is_dir()]:
             return ToolStatus(self.vendor, tool, None, None, f"no CUDA 12 headers at {', '.join(missing)}")
         return super().status(tool)
@@ -232,9 +239,7 @@ class HipNvidiaBuildRootToolchain(root_headers.WithBuildRootHeaders, HipNvidiaTo
     @classmethod
     def over(cls, platform: HipNvidiaToolchain, build_root: Path) -> HipNvidiaBuildRootToolchain:
         """``platform`` (this machine's HIP-NVIDIA toolchain) with ``build_root``'s headers after its own."""
-        if type(platform) is not HipNvidiaToolchain:
-            raise ValueError(f"{cls.setting} needs HIP's NVIDIA platform on this machine, not {platform.vendor} "
-                             f"({type(platform).__name__}): the build root's headers are mounted here")
+        platform = local_platform(platform, cls.setting, "the build root's headers are mounted here")
         return cls(platform.cuda_home, platform.hip_headers, platform.cuda12[0].parent, build_root)
 
     def binds(self) -> dict[str, Path]:
@@ -276,18 +281,14 @@ class HipNvidiaDebianCudaToolchain(DebianCudaToolchain):
     @classmethod
     def over(cls, platform: HipNvidiaToolchain, build_root: Path) -> HipNvidiaDebianCudaToolchain:
         """The HIP headers of ``platform`` (this machine's HIP-NVIDIA toolchain) on ``build_root``'s CUDA."""
-        if type(platform) is not HipNvidiaToolchain:
-            raise ValueError(f"{cls.setting} checks HIP on Debian's CUDA with HIP's NVIDIA headers of this machine, "
-                             f"not of {platform.vendor} ({type(platform).__name__})")
+        platform = local_platform(platform, cls.setting, "its HIP headers go into the build root")
         return cls(build_root, platform.hip_headers)
 
     def tools(self) -> tuple[str, ...]:
         return ("nvcc", self.host_compiler)
 
     def status(self, tool: str) -> ToolStatus:
-        if not (self.hip_headers / "nvidia_detail").is_dir():
-            return ToolStatus(self.vendor, tool, None, None, f"no HIP headers for NVIDIA at {self.hip_headers}")
-        return super().status(tool)
+        return missing_hip_headers(self.vendor, tool, self.hip_headers) or super().status(tool)
 
     def identity_files(self, tool: str) -> list[Path]:
         """The root's dpkg status, and for nvcc HIP's headers and the libraries' too."""
@@ -304,6 +305,15 @@ class HipNvidiaDebianCudaToolchain(DebianCudaToolchain):
         :meth:`HipNvidiaToolchain.tool_env` gives them)."""
         flat = [f"-isystem={HIP_MOUNT}/{name}" for name in self.layout()["libraries"] if name in FLAT_LIBRARIES]
         return ("-x", "cu", "-D__HIP_PLATFORM_NVIDIA__", f"-I{HIP_MOUNT}", *flat)
+
+
+def local_platform(platform: Toolchain, setting: str, why: str) -> HipNvidiaToolchain:
+    """``platform`` where it is this machine's HIP-NVIDIA toolchain, else a ValueError naming ``setting``, which needs
+    it here (``why``)."""
+    if type(platform) is not HipNvidiaToolchain:
+        raise ValueError(f"{setting} needs HIP's NVIDIA platform on this machine, not {platform.vendor} "
+                         f"({type(platform).__name__}): {why}")
+    return platform
 
 
 _TYPEDEF = re.compile(r"\btypedef\b[^;{}]*?\b(\w+)\s*;")
