@@ -34,9 +34,10 @@ def run(stage: Stage) -> None:
     mains = {}
     for part in stage.work.chunks(main_signatures, rows.select("sample_id", "files"), str(stage.store.root)):
         mains |= part
-    runnable = [row for row in rows.iter_rows(named=True) if mains[row["sample_id"]] is not None]
+    pairs = list(rows.iter_rows(named=True))
+    runnable = [row for row in pairs if mains[row["sample_id"]] is not None]
     routed = routed_toolchains(stage.params, placement, runnable) if host else {}   # no host: nothing is built
-    added, report = execute(stage.store, params, list(rows.iter_rows(named=True)), mains, host, placement, routed)
+    added, report = execute(stage.store, params, pairs, mains, host, placement, routed)
     statuses = Counter(r["exec_status"] for r in added)
     out.run.update(report)
     unverified = Counter(r["exec_status"] for r in added if not r["exec_verified"])
