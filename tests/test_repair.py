@@ -34,6 +34,7 @@ from cass.translate.repair import (
     cuda_header_guards,
     cuda_runtime_overloads,
     cuda_version_macros,
+    hip_defined_functions,
     hip_elaborated_types,
     hip_vector_compound_operators,
     nvcc_compiler_macros,
@@ -697,6 +698,108 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
                                                                                 "host": ["-O1"]})]
     run_targets(nvidia, ActionRunner(store, local_executor({"nvidia": nvidia}), 300), runs)
     assert {r.target.kind for r in runs} == {"host", "device"} and all(r.failure is None for r in runs)
+
+
+HIP_DEFINED = replace(HIP57, names=CudaHipNames(hip_definitions={
+    "amd": {"atomicMin": [["float*", "float"], ["int*", "int"]], "atomicMax": [["float*", "float"]]},
+    "nvidia": {"atomicMin": [["float*", "float"]]}}))
+OWN_ATOMICS_BEFORE = """// the project's float minimum
+__device__ float atomicMin(float *addr, float value)
+{
+  int *bits = (int *)addr, old = *bits;   /* { */
+  while (value < __int_as_float(old)) {
+    int seen = atomicCAS(bits, old, __float_as_int(value));
+    if (seen == old) break;
+    old = seen;
+  }
+  return __int_as_float(old);
+}
+__device__ float atomicMax(float *addr, float value, int stride) { return value; }
+namespace own { __device__ float atomicMax(float *addr, float value) { return value; } }
+template <class T> __device__ T atomicMax(T *addr, T value) { return value; }
+__device__ float atomicMax(float *, float);
+__global__ void kernel(float *m) { atomicMin(m, 1.0f); }static __device__ __forceinline__ float atomicMax(
+    float *const addr, const float /* the value */ value) { return value; }
+"""
+OWN_ATOMICS_AFTER = """// the project's float minimum
+#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__) /* HIP defines atomicMin(float*, float) */
+__device__ float atomicMin(float *addr, float value)
+{
+  int *bits = (int *)addr, old = *bits;   /* { */
+  while (value < __int_as_float(old)) {
+    int seen = atomicCAS(bits, old, __float_as_int(value));
+    if (seen == old) break;
+    old = seen;
+  }
+  return __int_as_float(old);
+}
+#endif
+__device__ float atomicMax(float *addr, float value, int stride) { return value; }
+namespace own { __device__ float atomicMax(float *addr, float value) { return value; } }
+template <class T> __device__ T atomicMax(T *addr, T value) { return value; }
+__device__ float atomicMax(float *, float);
+__global__ void kernel(float *m) { atomicMin(m, 1.0f); }
+#if !defined(__HIP_PLATFORM_AMD__) /* HIP defines atomicMax(float*, float) */
+static __device__ __forceinline__ float atomicMax(
+    float *const addr, const float /* the value */ value) { return value; }
+#endif
+"""
+
+
+def test_a_projects_own_overload_that_hip_defines_stays_for_hips_nvidia_platform_only():
+    """A file-scope, non-template device definition with a name and parameter types of a platform's table is left
+    out on that platform (both for ``atomicMin(float*, float)``, AMD only for ``atomicMax``; parameter names,
+    comments and a parameter's own ``const`` do not count); one with other parameters, one in a namespace, a
+    template, a declaration and a call stay; a second pass changes nothing."""
+    assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP_DEFINED) == OWN_ATOMICS_AFTER
+    assert hip_defined_functions(OWN_ATOMICS_AFTER, HIP_DEFINED) == OWN_ATOMICS_AFTER
+    assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP57) == OWN_ATOMICS_BEFORE   # nothing derived
+
+
+OWN_ATOMIC_PROGRAM = """#include <cstdio>
+__device__ float atomicMin(float *addr, float value) {
+  int *bits = (int *)addr, old = *bits;
+  while (value < __int_as_float(old)) {
+    int seen = atomicCAS(bits, old, __float_as_int(value));
+    if (seen == old) break;
+    old = seen;
+  }
+  return __int_as_float(old);
+}
+__global__ void kernel(const float *in, float *minimum) { atomicMin(minimum, in[threadIdx.x]); }
+int main() {
+  float *in, *minimum;
+  cudaMalloc(&in, 32 * sizeof(float));
+  cudaMalloc(&minimum, sizeof(float));
+  kernel<<<1, 32>>>(in, minimum);
+  return cudaDeviceSynchronize() != cudaSuccess;
+}
+"""
+
+
+def test_an_own_float_atomic_min_builds_for_amd_and_hips_nvidia_platform_and_fails_without_the_rule(toolchains,
+                                                                                                  store):
+    """Real hipify-perl and the tables each platform's compiler gives: HIP defines ``atomicMin(float*, float)`` on
+    both of its platforms (CUDA has no such overload), so the project's own is a redefinition on each; repaired,
+    the file builds for AMD and through HIP's NVIDIA back end, both calling HIP's. Without the rule neither builds,
+    and with the AMD table alone, HIP's NVIDIA platform still fails."""
+    runner, hipified, target = hipified_with_target(toolchains, store, OWN_ATOMIC_PROGRAM)
+    for platform in ("amd", "nvidia"):
+        assert ["float*", "float"] in target.names.hip_definitions[platform]["atomicMin"]
+        assert ["int*", "int"] in target.names.hip_definitions[platform]["atomicMin"]
+    text, fired = repair(hipified, target)
+    assert "hip_defined_functions" in fired
+    amd_only, _ = repair(hipified, replace(target, names=replace(target.names, hip_definitions={
+        "amd": target.names.hip_definitions["amd"]})))
+    without, _ = repair(hipified, target, tuple(r for r in RULES if r.name != "hip_defined_functions"))
+    for source, ok in ((text, True), (amd_only, True), (without, False)):
+        built = compile_amd(toolchains, store, runner, {"kernel.cu": store.put(source.encode())})
+        assert built.ok == ok, store.get_text(built.record.stderr)
+    assert "redefinition of 'atomicMin'" in store.get_text(built.record.stderr)
+    builds = hip_nvidia_builds(store, {"repaired": text, "amd only": amd_only, "without": without})
+    assert builds["repaired"].binary, builds["repaired"].detail
+    for failing in ("amd only", "without"):
+        assert builds[failing].binary is None and 'function "atomicMin(float *, float)"' in builds[failing].detail
 
 
 WARP_PROGRAM = """

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from toolchains.amd_root import RootSeal, valid_seal
 from toolchains.base import EXECUTABLE, Step, Target, Toolchain, ToolchainMissingError
-from toolchains.headers import index_headers
+from toolchains.headers import device_definitions, index_headers
 from toolchains.hipify_script import header_map, name_map, warning_tables
 from toolchains.launchers import ChrootLauncher, HostLauncher
 
@@ -194,7 +194,9 @@ class AmdToolchain(Toolchain):
         maps CUDA headers to, with what they include, on the include directory and the library folders),
         ``hipify``: hipify-perl's header map, and ``hipify_names``: its identifier map (each header keeps the
         names of that map's HIP side, and of :data:`COOPERATIVE_GROUPS_FUNCTIONS` and
-        :data:`CUDA_DEVICE_BUILTINS`, that it names)."""
+        :data:`CUDA_DEVICE_BUILTINS`, that it names); ``definitions``: the device functions the header hipcc
+        includes first defines for AMD, by name and parameter types (:func:`~toolchains.headers.device_definitions`
+        of its host pass)."""
         script = self.tool_path("hipify-perl")
         text = script.read_text(errors="replace") if script else ""
         root = self.include_root()
@@ -204,7 +206,9 @@ class AmdToolchain(Toolchain):
         hip = sorted(p for p in (root / "hip").rglob("*") if p.is_file())
         targets = set(names.values()) | COOPERATIVE_GROUPS_FUNCTIONS | CUDA_DEVICE_BUILTINS
         return {"headers": index_headers(dirs, [*hip, *mapped], lambda _, name: name in targets, OTHER_PLATFORM),
-                "hipify": hipify, "hipify_names": names}
+                "hipify": hipify, "hipify_names": names, "definitions": device_definitions(self.run_tool(
+                    "hipcc", ("-E", "-x", "hip", "--cuda-host-only", *self.platform_defines(), *self.preinclude(),
+                              "/dev/null")))}
 
     def _fs(self, inner: str) -> Path:
         """A path of the toolchain's filesystem, as seen from this machine."""

@@ -186,3 +186,63 @@ def runtime_functions(text: str) -> list[dict]:
         found.append({"name": m.group(1), "params": names, "required": len(names) - len(defaults),
                       "defaults": defaults, "template": "template" in statement, "target": target, "args": args})
     return found
+
+
+_TYPE_WORDS = frozenset({"unsigned", "signed", "int", "long", "short", "char", "float", "double", "bool", "void",
+                         "const", "volatile", "wchar_t", "auto"})
+_PARAMETER_TOKEN = re.compile(r"[A-Za-z_]\w*|::|\*|&&|&|\.\.\.")
+_IGNORED_QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|register)\b")
+_ARRAY = re.compile(r"\[[^\]]*\]")
+
+
+def parameter_types(params: str) -> tuple[str, ...]:
+    """The types of a parameter list as the function's type has them: names, defaults, ``restrict`` and a
+    parameter's own ``const`` (``const int n``, ``float* const p``) left out, an array as a pointer, one blank
+    between words (``float *addr, const int n = 0`` -> ``("float*", "int")``; ``void`` -> ``()``)."""
+    types = []
+    for param in split_top_level(params):
+        param = _IGNORED_QUALIFIERS.sub(" ", param.partition("=")[0]).strip()
+        if not param or param == "void":
+            continue
+        tokens = _PARAMETER_TOKEN.findall(_ARRAY.sub(" ", param))
+        last = tokens[-1]
+        if len(tokens) > 1 and (last[0].isalpha() or last[0] == "_") and last not in _TYPE_WORDS and tokens[-2] != "::":
+            tokens.pop()   # the parameter's name
+        tokens += ["*"] * len(_ARRAY.findall(param))
+        while tokens[-1] in ("const", "volatile"):
+            tokens.pop()   # a pointer parameter's own qualifier
+        if not {"*", "&", "&&"} & set(tokens):
+            tokens = [t for t in tokens if t not in ("const", "volatile")]
+        spelled = ""
+        for token in tokens:
+            joined = not spelled or token in ("*", "&", "&&", "::") or spelled.endswith("::")
+            spelled += token if joined else f" {token}"
+        types.append(spelled)
+    return tuple(types)
+
+
+_FUNCTION_HEAD = re.compile(
+    r"([A-Za-z_]\w*)\s*\(([^(){};]*)\)\s*(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)*$")
+_DEVICE = re.compile(r"__device__|\(\(\s*device\s*\)\)")
+
+
+def device_definitions(preprocessed: str) -> dict[str, list[list[str]]]:
+    """Name -> :func:`parameter_types` of every device function (``__device__``, preprocessed:
+    ``__attribute__((device))``) a preprocessed translation unit defines at file scope; templates and operators
+    left out."""
+    text = "\n".join(line for line in preprocessed.splitlines() if not line.lstrip().startswith("#"))
+    found: dict[str, set[tuple[str, ...]]] = {}
+    depth, statement = 0, 0
+    for m in re.finditer(r"[{};]", text):
+        if m.group(0) == "{":
+            head = text[statement:m.start()]
+            if depth == 0 and (f := _FUNCTION_HEAD.search(head)) and _DEVICE.search(head[:f.start()]) \
+                    and "template" not in head and not f.group(1).startswith("operator"):
+                found.setdefault(f.group(1), set()).add(parameter_types(f.group(2)))
+            depth += 1
+        elif m.group(0) == "}":
+            depth = max(depth - 1, 0)
+            statement = m.end() if depth == 0 else statement
+        elif depth == 0:
+            statement = m.end()
+    return {name: sorted(map(list, found[name])) for name in sorted(found)}

@@ -28,7 +28,7 @@ from store.machine_cache import machine_cache
 from toolchains import build_root_headers as root_headers
 from toolchains.base import Toolchain, ToolchainMissingError, ToolStatus
 from toolchains.debian_cuda import DebianCudaToolchain
-from toolchains.headers import runtime_functions
+from toolchains.headers import device_definitions, runtime_functions
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
 CUDA12_PACKAGES = ("nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 "
@@ -214,12 +214,15 @@ class HipNvidiaToolchain(NvidiaToolchain):
         """What HIP's NVIDIA platform declares: ``typedefs``, the names it declares as typedefs (``typedef enum
         cudaMemcpyKind hipMemcpyKind;``), which no ``enum``, ``struct`` or ``union`` keyword may name there; and
         ``runtime``, the :func:`~toolchains.headers.runtime_functions` of HIP's runtime header as nvcc preprocesses
-        it for this platform (the overloads it has and those it lacks)."""
+        it for this platform (the overloads it has and those it lacks); ``definitions``: the device functions HIP's
+        whole runtime header defines on this platform, CUDA's among them, by name and parameter types
+        (:func:`~toolchains.headers.device_definitions`)."""
         self.require("nvcc")
-        preprocessed = self.run_tool("nvcc", ("-E", *self.program_flags(), "-include", "hip/hip_runtime_api.h",
-                                              "/dev/null"))
+        api, runtime = (self.run_tool("nvcc", ("-E", *self.program_flags(), "-include", f"hip/{header}", "/dev/null"))
+                        for header in ("hip_runtime_api.h", "hip_runtime.h"))
         return {"typedefs": platform_typedefs(self.hip_headers),
-                "runtime": [f for f in runtime_functions(preprocessed) if f["name"].startswith("hip")]}
+                "runtime": [f for f in runtime_functions(api) if f["name"].startswith("hip")],
+                "definitions": device_definitions(runtime)}
 
 
 class HipNvidiaBuildRootToolchain(root_headers.WithBuildRootHeaders, HipNvidiaToolchain):

@@ -152,3 +152,69 @@ def rewrite_calls(text: str, name: str, rewrite: Callable[[list[str], str], str]
 
 PREPROCESSOR_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b((?:\\\n|\\.|[^\\\n])*)$", re.M)
 """A conditional directive with its continuation lines: group 1 the directive, group 2 the rest."""
+
+
+def block_end(text: str, open_index: int, spans: list[tuple[int, int]]) -> int:
+    """The index just past the ``}`` that closes the ``{`` at ``open_index`` (braces in ``spans``, the text's
+    :func:`literal_spans`, do not count; the end of ``text`` if none closes it)."""
+    depth = 0
+    for m in re.finditer(r"[{}]", text[open_index:]):
+        if inside_spans(spans, open_index + m.start()):
+            continue
+        depth += 1 if m.group(0) == "{" else -1
+        if depth == 0:
+            return open_index + m.end()
+    return len(text)
+
+
+_DIRECTIVE_LINE = re.compile(r"^[ \t]*#(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
+
+
+@dataclass(frozen=True)
+class TopLevel:
+    """Where a text's file scope is: the starts of its statements there (the first code after a ``;``, after a block
+    closed back to file scope, after a preprocessor line, or the text's start) and the spans of its blocks."""
+
+    starts: tuple[int, ...]
+    blocks: tuple[tuple[int, int], ...]
+
+    def statement_start(self, pos: int) -> int | None:
+        """The start of the file-scope statement ``pos`` is in; None where ``pos`` is inside a block."""
+        if inside_spans(list(self.blocks), pos):
+            return None
+        k = bisect.bisect_right(self.starts, pos) - 1
+        return self.starts[k] if k >= 0 else None
+
+
+def top_level(text: str, spans: list[tuple[int, int]]) -> TopLevel:
+    """The file scope of ``text`` (``spans``: its :func:`literal_spans`; braces and ``;`` in them or in preprocessor
+    lines do not count)."""
+    skipped = sorted([*spans, *((m.start(), m.end()) for m in _DIRECTIVE_LINE.finditer(text))])
+    ends, blocks, depth, opened = [0], [], 0, 0
+    ends += [m.end() for m in _DIRECTIVE_LINE.finditer(text)]
+    for m in re.finditer(r"[{};]", text):
+        if inside_spans(skipped, m.start()):
+            continue
+        c = m.group(0)
+        if c == "{":
+            opened = m.start() if depth == 0 else opened
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                blocks.append((opened + 1, m.start()))
+                ends.append(m.end())
+        elif c == ";" and depth == 0:
+            ends.append(m.end())
+    starts = set()
+    for end in ends:
+        i = end
+        while i < len(text):
+            if text[i].isspace():
+                i += 1
+            elif (j := _skip_literal(text, i)) != i and text[i] == "/":
+                i = j   # a comment before the statement
+            else:
+                break
+        starts.add(i)
+    return TopLevel(tuple(sorted(starts)), tuple(blocks))

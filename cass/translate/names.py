@@ -36,7 +36,10 @@ counterparts. Each table here is computed from the files of the toolchains (NVID
   to, with what it includes, never names (HIP 7.2 has no ``reduce``);
 * **device builtins**: which of CUDA's device builtins asked about (:data:`toolchains.amd.CUDA_DEVICE_BUILTINS`:
   the CUDA 12.8 ``__nv_atomic_*`` builtins, the cache-hinted loads and stores, ``__dp4a``) the HIP header hipify-perl
-  maps ``cuda_runtime.h`` to (the one hipcc includes first), with what it includes, never names.
+  maps ``cuda_runtime.h`` to (the one hipcc includes first), with what it includes, never names;
+* **HIP definitions**: per HIP platform, the device functions HIP's runtime header defines there, by name and
+  parameter types (``atomicMin(float*, float)``, which CUDA lacks and both define), as the platform's compiler
+  preprocesses it (hipcc for AMD, nvcc for NVIDIA, where CUDA's own are among them).
 
 :func:`derive` computes them from the toolchains' header indexes; :func:`cached_names` once per set of toolchain
 fingerprints, kept in this machine's cache.
@@ -136,6 +139,9 @@ class CudaHipNames:
     """CUDA's cooperative-groups functions HIP's cooperative groups lack (of those asked about: ``reduce``)"""
     device_builtins: list[str] = field(default_factory=list)
     """CUDA's device builtins HIP's runtime header lacks (of :data:`toolchains.amd.CUDA_DEVICE_BUILTINS`)"""
+    hip_definitions: dict[str, dict[str, list[list[str]]]] = field(default_factory=dict)
+    """HIP platform (``amd``, ``nvidia``) -> device function -> the parameter types of each of its overloads HIP's
+    runtime header defines there"""
     compiler: dict[str, str] = field(default_factory=dict)
     """nvcc's compiler macro -> HIP's (``__NVCC__`` -> ``__HIPCC__``)"""
     hipified_macros: list[str] = field(default_factory=list)
@@ -153,7 +159,8 @@ class CudaHipNames:
         return {"headers": self.headers, "presence": self.presence, "versions": self.versions,
                 "constants": self.constants, "overloads": self.overloads,
                 "nvidia_typedefs": self.nvidia_typedefs, "cooperative_groups": self.cooperative_groups,
-                "device_builtins": self.device_builtins, "compiler": self.compiler,
+                "device_builtins": self.device_builtins, "hip_definitions": self.hip_definitions,
+                "compiler": self.compiler,
                 "hipified_macros": self.hipified_macros}
 
     def provided_by(self, paths: Iterable[str]) -> frozenset[str]:
@@ -173,6 +180,8 @@ class CudaHipNames:
                 f"{len(self.nvidia_typedefs)} HIP names that are typedefs on NVIDIA, "
                 f"cooperative groups lacking {', '.join(self.cooperative_groups) or 'nothing asked about'} in HIP, "
                 f"{len(self.device_builtins)} CUDA device builtins HIP lacks, "
+                f"device functions HIP defines: "
+                f"{', '.join(f'{sum(map(len, t.values()))} on {p}' for p, t in self.hip_definitions.items())}, "
                 f"{len(self.compiler)} compiler macros")
 
 
@@ -402,6 +411,8 @@ def derive(cuda_index: dict, hip_index: dict, hip_nvidia_index: dict | None = No
         headers, presence, versions, constants, overloads, nvidia_typedefs,
         cooperative_groups=_lacking(hip, hipify.get("cooperative_groups.h"), COOPERATIVE_GROUPS_FUNCTIONS),
         device_builtins=_lacking(hip, hipify.get(NVCC_PREINCLUDE), CUDA_DEVICE_BUILTINS), compiler=compiler,
+        hip_definitions={"amd": hip_index.get("definitions", {}),
+                         "nvidia": (hip_nvidia_index or {}).get("definitions", {})},
         hipified_macros=sorted({n for n in names.values() if n.startswith("__HIP")}), hipify_headers=hipify,
         covered=covered, uncovered=uncovered)
 
@@ -415,8 +426,8 @@ def _lacking(hip: HeaderIndex, header: str | None, asked: frozenset[str]) -> lis
     return sorted(asked - named)
 
 
-_CACHE_FORMAT = 2
-"""Of the cached tables' file (2: ``covered`` kept): a new format recomputes them without changing the repair key."""
+_CACHE_FORMAT = 3
+"""Of the cached tables' file (2: ``covered`` kept; 3: ``hip_definitions``): a new format recomputes them."""
 
 
 def cached_names(key: dict, compute: Callable[[], CudaHipNames]) -> CudaHipNames:

@@ -60,6 +60,14 @@ enters the repair action's key.
   scalar operand only where its type is the vector's element type (HIP converts a scalar to the
   vector's element type first); it stays for HIP's NVIDIA platform (``#if !defined(__HIP_PLATFORM_AMD__)``),
   whose vector types are CUDA's.
+* ``hip_defined_functions``: CUDA lacks some overloads of its device functions (``atomicMin`` and ``atomicMax`` on
+  ``float`` and ``double``, ``atomicSub`` on ``float``), so projects define their own; HIP's runtime header
+  defines them, for AMD and on its NVIDIA platform too, where the project's definition is a redefinition. A
+  project's file-scope, non-template ``__device__`` definition with the name and parameter types of one HIP defines
+  on a platform (the derived tables, from each platform's compiler preprocessing HIP's runtime header) is left out
+  there (``#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)`` where both define it), and
+  HIP's is called. Its body is not compared: the overload HIP defines under that name computes what CUDA's name
+  says (``atomicMin`` on floats is the atomic minimum), as a human port takes it (HeCBench's ``michalewicz``).
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
   ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``thrust::cuda_category``, ``<thrust/system/cuda/...>``) become
   rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy, on AMD; on HIP's
@@ -121,13 +129,21 @@ from dataclasses import dataclass, field, replace
 from cass.engine.actions import pipeline_toolchains
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
-from cass.translate.ctext import PREPROCESSOR_LINE, inside_spans, literal_spans, rewrite_calls
+from cass.translate.ctext import (
+    PREPROCESSOR_LINE,
+    block_end,
+    find_heads,
+    inside_spans,
+    literal_spans,
+    rewrite_calls,
+    top_level,
+)
 from cass.translate.device_builtins import add_definitions
 from cass.translate.names import CAST_OF_NAME, CudaHipNames, toolchain_names
 from cass.translate.ptx import rewrite_asm
 from store import ActionSpec, Store
 from toolchains.amd import WARP_SYNC_HIP
-from toolchains.headers import split_top_level
+from toolchains.headers import parameter_types, split_top_level, strip_comments
 
 Version = tuple[int, int]
 
@@ -485,6 +501,41 @@ def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
     return _BINARY_OPERATOR.sub(binary, _COMPOUND_OPERATOR.sub(compound, text))
 
 
+_DEVICE_DEFINITION = re.compile(r"\b__device__\b")
+PLATFORM_MACROS = {"amd": "__HIP_PLATFORM_AMD__", "nvidia": "__HIP_PLATFORM_NVIDIA__"}
+"""What HIP's headers define on each of its platforms."""
+
+
+def hip_defined_functions(text: str, target: RepairTarget) -> str:
+    tables = target.names.hip_definitions
+    present = sorted({name for table in tables.values() for name in table if name in text})
+    if not present:
+        return text
+    spans = literal_spans(text)
+    scope = top_level(text, spans)
+    out, pos = [], 0
+    for call in find_heads(text, rf"(?<![\w.>:~])(?:{'|'.join(present)})\s*\(", spans=spans):
+        start = scope.statement_start(call.start)
+        body = re.compile(r"\s*\{").match(text, call.end)
+        if start is None or body is None or call.start < pos:
+            continue   # inside a block, or a declaration or a call
+        head = text[start:call.start]
+        name = re.match(r"\w+", text[call.start:]).group(0)
+        params = parameter_types(strip_comments(text[call.args[0][0]:call.args[-1][1]]) if call.args else "")
+        platforms = [p for p, table in tables.items() if list(params) in table.get(name, ())]
+        if not platforms or not _DEVICE_DEFINITION.search(head) or re.search(r"\btemplate\b", head):
+            continue
+        test = " && ".join(f"!defined({PLATFORM_MACROS[p]})" for p in platforms)
+        guard = f"#if {test} /* HIP defines {name}({', '.join(params)}) */\n"
+        if text.endswith(guard, 0, start):
+            continue   # repaired before
+        end = block_end(text, body.end() - 1, spans)
+        line_start = text[text.rfind("\n", 0, start) + 1:start].strip() == ""
+        out += [text[pos:start], "" if line_start else "\n", guard, text[start:end], "\n#endif"]
+        pos = end
+    return "".join(out) + text[pos:]
+
+
 def platform_select(macro: str) -> str:
     """The prelude a rule puts once at the top of a file it rewrites: ``macro(cuda, amd)`` is the CUDA form on HIP's
     NVIDIA platform (whose headers are CUDA's) and the AMD form elsewhere, so the translation builds on both."""
@@ -689,6 +740,8 @@ RULES: tuple[Rule, ...] = (
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 3,
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
+    Rule("hip_defined_functions", 1, "overloads of CUDA's device functions that CUDA lacks and HIP defines make a "
+         "project's own a redefinition", hip_defined_functions),
     Rule("thrust_cuda_backend", 3, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
     Rule("hip_elaborated_types", 1, "HIP's NVIDIA platform declares HIP's types as typedefs of CUDA's, which no "
