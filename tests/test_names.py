@@ -16,7 +16,7 @@ from cass.translate.names import (
 )
 from toolchains import load_hip_nvidia
 from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS
-from toolchains.headers import index_headers, parse_header
+from toolchains.headers import device_definitions, index_headers, parameter_types, parse_header
 from toolchains.hip_nvidia import platform_typedefs
 
 
@@ -255,3 +255,36 @@ def test_reduce_is_lacking_where_hips_cooperative_groups_header_and_its_includes
         lacking[case] = derive({"headers": {}}, index).cooperative_groups
     assert lacking == {"without": ["reduce"], "with": []}
     assert derive({"headers": {}}, {"headers": headers}).cooperative_groups == []   # no HIP header for it: not asked
+
+
+def test_parameter_types_are_a_functions_type_whatever_the_spelling():
+    """Names, defaults, a parameter's own ``const`` and ``restrict`` do not count; qualifiers go first and builtin
+    integer types take one spelling; an unnamed parameter of a typedef keeps its type; nothing fails on odd text."""
+    assert parameter_types("float *addr, const float value = 0") == ("float*", "float")
+    assert parameter_types("float* const __restrict__ p, float const *q, volatile float* v") == (
+        "float*", "const float*", "volatile float*")
+    assert parameter_types("unsigned *a, unsigned long long int b, long int c, signed short d, signed char e") == (
+        "unsigned int*", "unsigned long long", "long", "short", "signed char")
+    assert parameter_types("float x[], const uint32_t, std::size_t n") == ("float*", "uint32_t", "std::size_t")
+    assert parameter_types("void") == () and parameter_types("") == ()
+    assert parameter_types("1, ") == ("",)   # a call's arguments, not parameters: no failure
+
+
+def test_device_definitions_are_the_file_scope_device_functions_with_bodies():
+    """Of a preprocessed unit: device functions defined at file scope, by name and parameter types; host functions,
+    declarations, templates, operators, members and line markers left out."""
+    preprocessed = """# 1 "hip_runtime.h"
+__attribute__((device)) inline float atomicMin(float* addr, float val) { return val; }
+__attribute__((device)) inline int atomicMin(int* address, int val) {
+  return val;
+}
+__attribute__((host)) __attribute__((device)) inline float max(float a, float b) { return a; }
+inline float host_only(float a) { return a; }
+__attribute__((device)) float declared(float a);
+template <class T> __attribute__((device)) T generic(T a) { return a; }
+__attribute__((device)) float2 operator*(float2 a, float2 b) { return a; }
+struct S { __attribute__((device)) float member(float a) { return a; } };
+namespace ns { __attribute__((device)) float inner(float a) { return a; } }
+"""
+    assert device_definitions(preprocessed) == {"atomicMin": [["float*", "float"], ["int*", "int"]],
+                                                "max": [["float", "float"]]}

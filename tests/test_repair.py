@@ -717,9 +717,23 @@ __device__ float atomicMin(float *addr, float value)
 __device__ float atomicMax(float *addr, float value, int stride) { return value; }
 namespace own { __device__ float atomicMax(float *addr, float value) { return value; } }
 template <class T> __device__ T atomicMax(T *addr, T value) { return value; }
+template <int N> __device__ float atomicMax(float *addr, float value) { return value; }
+float atomicMax(float *addr, float value) { return value; }
 __device__ float atomicMax(float *, float);
+#define OWN_MAX __device__ float atomicMax(float *addr, float value) { return value; }
 __global__ void kernel(float *m) { atomicMin(m, 1.0f); }static __device__ __forceinline__ float atomicMax(
-    float *const addr, const float /* the value */ value) { return value; }
+    float *const addr, const float /* the value */ value) { return value; } __global__ void after(float *m) {}
+__device__ float atomicMax(float *addr, float value) {
+#if LOWER
+  if (value < 0) {
+#else
+  if (value > 0) {
+#endif
+    return value;
+  }
+  return value;
+}
+__device__ float atomicMin(float *addr, float value) { return value; }
 """
 OWN_ATOMICS_AFTER = """// the project's float minimum
 #if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__) /* HIP defines atomicMin(float*, float) */
@@ -737,20 +751,37 @@ __device__ float atomicMin(float *addr, float value)
 __device__ float atomicMax(float *addr, float value, int stride) { return value; }
 namespace own { __device__ float atomicMax(float *addr, float value) { return value; } }
 template <class T> __device__ T atomicMax(T *addr, T value) { return value; }
+template <int N> __device__ float atomicMax(float *addr, float value) { return value; }
+float atomicMax(float *addr, float value) { return value; }
 __device__ float atomicMax(float *, float);
+#define OWN_MAX __device__ float atomicMax(float *addr, float value) { return value; }
 __global__ void kernel(float *m) { atomicMin(m, 1.0f); }
 #if !defined(__HIP_PLATFORM_AMD__) /* HIP defines atomicMax(float*, float) */
 static __device__ __forceinline__ float atomicMax(
     float *const addr, const float /* the value */ value) { return value; }
 #endif
+ __global__ void after(float *m) {}
+__device__ float atomicMax(float *addr, float value) {
+#if LOWER
+  if (value < 0) {
+#else
+  if (value > 0) {
+#endif
+    return value;
+  }
+  return value;
+}
+__device__ float atomicMin(float *addr, float value) { return value; }
 """
 
 
-def test_a_projects_own_overload_that_hip_defines_stays_for_hips_nvidia_platform_only():
+def test_a_projects_own_overload_that_hip_defines_is_left_out_where_hip_defines_it():
     """A file-scope, non-template device definition with a name and parameter types of a platform's table is left
     out on that platform (both for ``atomicMin(float*, float)``, AMD only for ``atomicMax``; parameter names,
-    comments and a parameter's own ``const`` do not count); one with other parameters, one in a namespace, a
-    template, a declaration and a call stay; a second pass changes nothing."""
+    comments and a parameter's own ``const`` do not count; code after its body on the same line stays out of the
+    ``#if``); one with other parameters, one in a namespace, templates, a host function, a declaration, one in a
+    ``#define``, one whose braces balance only per preprocessor branch (and all after it: no file scope is known
+    there), and a call stay; a second pass changes nothing."""
     assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP_DEFINED) == OWN_ATOMICS_AFTER
     assert hip_defined_functions(OWN_ATOMICS_AFTER, HIP_DEFINED) == OWN_ATOMICS_AFTER
     assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP57) == OWN_ATOMICS_BEFORE   # nothing derived

@@ -188,36 +188,61 @@ def runtime_functions(text: str) -> list[dict]:
     return found
 
 
-_TYPE_WORDS = frozenset({"unsigned", "signed", "int", "long", "short", "char", "float", "double", "bool", "void",
-                         "const", "volatile", "wchar_t", "auto"})
-_PARAMETER_TOKEN = re.compile(r"[A-Za-z_]\w*|::|\*|&&|&|\.\.\.")
+_INTEGER_WORDS = frozenset({"unsigned", "signed", "short", "long", "int", "char"})
+_TYPE_WORDS = _INTEGER_WORDS | {"float", "double", "bool", "void", "const", "volatile", "wchar_t", "auto"}
+_PARAMETER_TOKEN = re.compile(r"[A-Za-z_]\w*|::|\*|&&|&|\.\.\.|[^\s\w]")
 _IGNORED_QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|register)\b")
 _ARRAY = re.compile(r"\[[^\]]*\]")
+_QUALIFIERS = ("const", "volatile")
+
+
+def _integer_type(words: list[str]) -> str:
+    """One spelling of a builtin integer type: ``unsigned`` -> ``unsigned int``, ``long long int`` -> ``long long``,
+    ``signed short`` -> ``short``; ``signed char`` stays (a type of its own)."""
+    base = ("char" if "char" in words else "short" if "short" in words else
+            " ".join(["long"] * words.count("long")) or "int")
+    sign = "unsigned " if "unsigned" in words else "signed " if base == "char" and "signed" in words else ""
+    return sign + base
+
+
+def _spelled(tokens: list[str]) -> str:
+    """A parameter's type tokens as one string: qualifiers first, integer types in one spelling, ``*``/``&`` and
+    ``::`` joined."""
+    pointer = next((i for i, t in enumerate(tokens) if t in ("*", "&", "&&")), len(tokens))
+    base = tokens[:pointer]
+    qualifiers = [t for t in _QUALIFIERS if t in base]   # east or west: ``float const*`` is ``const float*``
+    base = [t for t in base if t not in _QUALIFIERS]
+    if base and set(base) <= _INTEGER_WORDS:
+        base = [_integer_type(base)]
+    spelled = ""
+    for token in [*qualifiers, *base, *tokens[pointer:]]:
+        joined = not spelled or token in ("*", "&", "&&", "::") or spelled.endswith("::")
+        spelled += token if joined else f" {token}"
+    return spelled
 
 
 def parameter_types(params: str) -> tuple[str, ...]:
     """The types of a parameter list as the function's type has them: names, defaults, ``restrict`` and a
-    parameter's own ``const`` (``const int n``, ``float* const p``) left out, an array as a pointer, one blank
-    between words (``float *addr, const int n = 0`` -> ``("float*", "int")``; ``void`` -> ``()``)."""
+    parameter's own ``const`` (``const int n``, ``float* const p``) left out, an array as a pointer, qualifiers
+    first, builtin integer types in one spelling (``unsigned`` is ``unsigned int``, ``long long int`` is ``long
+    long``), one blank between words (``float *addr, const int n = 0`` -> ``("float*", "int")``; ``void`` ->
+    ``()``)."""
     types = []
     for param in split_top_level(params):
         param = _IGNORED_QUALIFIERS.sub(" ", param.partition("=")[0]).strip()
         if not param or param == "void":
             continue
         tokens = _PARAMETER_TOKEN.findall(_ARRAY.sub(" ", param))
-        last = tokens[-1]
-        if len(tokens) > 1 and (last[0].isalpha() or last[0] == "_") and last not in _TYPE_WORDS and tokens[-2] != "::":
-            tokens.pop()   # the parameter's name
+        last = tokens[-1] if tokens else ""
+        named = len(tokens) > 1 and (last[0].isalpha() or last[0] == "_") and last not in _TYPE_WORDS
+        if named and tokens[-2] != "::" and set(tokens[:-1]) - set(_QUALIFIERS):
+            tokens.pop()   # the parameter's name (``const uint32_t`` has none)
         tokens += ["*"] * len(_ARRAY.findall(param))
-        while tokens[-1] in ("const", "volatile"):
+        while len(tokens) > 1 and tokens[-1] in _QUALIFIERS and {"*", "&", "&&"} & set(tokens):
             tokens.pop()   # a pointer parameter's own qualifier
         if not {"*", "&", "&&"} & set(tokens):
-            tokens = [t for t in tokens if t not in ("const", "volatile")]
-        spelled = ""
-        for token in tokens:
-            joined = not spelled or token in ("*", "&", "&&", "::") or spelled.endswith("::")
-            spelled += token if joined else f" {token}"
-        types.append(spelled)
+            tokens = [t for t in tokens if t not in _QUALIFIERS] or tokens
+        types.append(_spelled(tokens))
     return tuple(types)
 
 
@@ -228,8 +253,8 @@ _DEVICE = re.compile(r"__device__|\(\(\s*device\s*\)\)")
 
 def device_definitions(preprocessed: str) -> dict[str, list[list[str]]]:
     """Name -> :func:`parameter_types` of every device function (``__device__``, preprocessed:
-    ``__attribute__((device))``) a preprocessed translation unit defines at file scope; templates and operators
-    left out."""
+    ``__attribute__((device))``) a preprocessed translation unit defines at file scope; templates, operators and
+    what an ``extern "C" {`` block holds left out."""
     text = "\n".join(line for line in preprocessed.splitlines() if not line.lstrip().startswith("#"))
     found: dict[str, set[tuple[str, ...]]] = {}
     depth, statement = 0, 0
@@ -237,7 +262,7 @@ def device_definitions(preprocessed: str) -> dict[str, list[list[str]]]:
         if m.group(0) == "{":
             head = text[statement:m.start()]
             if depth == 0 and (f := _FUNCTION_HEAD.search(head)) and _DEVICE.search(head[:f.start()]) \
-                    and "template" not in head and not f.group(1).startswith("operator"):
+                    and not re.search(r"\btemplate\b", head) and not f.group(1).startswith("operator"):
                 found.setdefault(f.group(1), set()).add(parameter_types(f.group(2)))
             depth += 1
         elif m.group(0) == "}":

@@ -154,9 +154,9 @@ PREPROCESSOR_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|eli
 """A conditional directive with its continuation lines: group 1 the directive, group 2 the rest."""
 
 
-def block_end(text: str, open_index: int, spans: list[tuple[int, int]]) -> int:
+def block_end(text: str, open_index: int, spans: list[tuple[int, int]]) -> int | None:
     """The index just past the ``}`` that closes the ``{`` at ``open_index`` (braces in ``spans``, the text's
-    :func:`literal_spans`, do not count; the end of ``text`` if none closes it)."""
+    :func:`literal_spans`, do not count); None if none closes it."""
     depth = 0
     for m in re.finditer(r"[{}]", text[open_index:]):
         if inside_spans(spans, open_index + m.start()):
@@ -164,23 +164,27 @@ def block_end(text: str, open_index: int, spans: list[tuple[int, int]]) -> int:
         depth += 1 if m.group(0) == "{" else -1
         if depth == 0:
             return open_index + m.end()
-    return len(text)
+    return None
 
 
-_DIRECTIVE_LINE = re.compile(r"^[ \t]*#(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
+DIRECTIVE_LINE = re.compile(r"^[ \t]*#(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
+"""A preprocessor directive with its continuation lines."""
 
 
 @dataclass(frozen=True)
 class TopLevel:
     """Where a text's file scope is: the starts of its statements there (the first code after a ``;``, after a block
-    closed back to file scope, after a preprocessor line, or the text's start) and the spans of its blocks."""
+    closed back to file scope, after a preprocessor line, or the text's start), and what is not such a statement:
+    its blocks' insides and its preprocessor lines (sorted, disjoint spans)."""
 
     starts: tuple[int, ...]
-    blocks: tuple[tuple[int, int], ...]
+    enclosed: tuple[tuple[int, int], ...]
 
     def statement_start(self, pos: int) -> int | None:
-        """The start of the file-scope statement ``pos`` is in; None where ``pos`` is inside a block."""
-        if inside_spans(list(self.blocks), pos):
+        """The start of the file-scope statement ``pos`` is in; None where ``pos`` is inside a block or a
+        preprocessor line."""
+        k = bisect.bisect_right(self.enclosed, (pos, math.inf)) - 1
+        if k >= 0 and self.enclosed[k][0] <= pos < self.enclosed[k][1]:
             return None
         k = bisect.bisect_right(self.starts, pos) - 1
         return self.starts[k] if k >= 0 else None
@@ -188,10 +192,11 @@ class TopLevel:
 
 def top_level(text: str, spans: list[tuple[int, int]]) -> TopLevel:
     """The file scope of ``text`` (``spans``: its :func:`literal_spans`; braces and ``;`` in them or in preprocessor
-    lines do not count)."""
-    skipped = sorted([*spans, *((m.start(), m.end()) for m in _DIRECTIVE_LINE.finditer(text))])
-    ends, blocks, depth, opened = [0], [], 0, 0
-    ends += [m.end() for m in _DIRECTIVE_LINE.finditer(text)]
+    lines do not count). Where its braces do not balance (they may per preprocessor branch), nothing after the
+    first block left open is at file scope."""
+    directives = [(m.start(), m.end()) for m in DIRECTIVE_LINE.finditer(text)]
+    skipped = sorted([*spans, *directives])
+    ends, blocks, depth, opened = [0, *(end for _, end in directives)], [], 0, 0
     for m in re.finditer(r"[{};]", text):
         if inside_spans(skipped, m.start()):
             continue
@@ -206,6 +211,8 @@ def top_level(text: str, spans: list[tuple[int, int]]) -> TopLevel:
                 ends.append(m.end())
         elif c == ";" and depth == 0:
             ends.append(m.end())
+    if depth:
+        blocks.append((opened + 1, len(text)))   # braces that balance only per preprocessor branch: no file scope after
     starts = set()
     for end in ends:
         i = end
@@ -217,4 +224,5 @@ def top_level(text: str, spans: list[tuple[int, int]]) -> TopLevel:
             else:
                 break
         starts.add(i)
-    return TopLevel(tuple(sorted(starts)), tuple(blocks))
+    enclosed = sorted([*blocks, *((a, b) for a, b in directives if not any(s <= a < e for s, e in blocks))])
+    return TopLevel(tuple(sorted(starts)), tuple(enclosed))

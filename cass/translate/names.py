@@ -64,7 +64,7 @@ from toolchains.amd import COOPERATIVE_GROUPS_FUNCTIONS, CUDA_DEVICE_BUILTINS, N
 if TYPE_CHECKING:
     from toolchains.base import Toolchain
 
-SCHEME = 9
+SCHEME = 10
 """Enters the cache key and the tables' digest: bump when the derivation changes."""
 
 COMPILER_MACROS = frozenset({"__NVCC__"})

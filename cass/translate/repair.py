@@ -61,13 +61,15 @@ enters the repair action's key.
   vector's element type first); it stays for HIP's NVIDIA platform (``#if !defined(__HIP_PLATFORM_AMD__)``),
   whose vector types are CUDA's.
 * ``hip_defined_functions``: CUDA lacks some overloads of its device functions (``atomicMin`` and ``atomicMax`` on
-  ``float`` and ``double``, ``atomicSub`` on ``float``), so projects define their own; HIP's runtime header
-  defines them, for AMD and on its NVIDIA platform too, where the project's definition is a redefinition. A
-  project's file-scope, non-template ``__device__`` definition with the name and parameter types of one HIP defines
-  on a platform (the derived tables, from each platform's compiler preprocessing HIP's runtime header) is left out
-  there (``#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)`` where both define it), and
-  HIP's is called. Its body is not compared: the overload HIP defines under that name computes what CUDA's name
-  says (``atomicMin`` on floats is the atomic minimum), as a human port takes it (HeCBench's ``michalewicz``).
+  ``float`` and ``double``, ``atomicExch`` on ``double``), so projects define their own; HIP's runtime header
+  defines them, for AMD (all three) and on its NVIDIA platform (the first two), where the project's definition is
+  a redefinition. A project's file-scope, non-template ``__device__`` definition with the name and parameter types
+  of one HIP defines on a platform (the derived tables, from each platform's compiler preprocessing HIP's runtime
+  header) is left out there (``#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)`` where
+  both define it), and HIP's is called. A definition in a ``#define``, or whose body has ``#else``/``#elif``
+  branches (its braces may balance only per branch), is left alone. The body is not compared: the overload HIP
+  defines under that name computes what CUDA's name says (``atomicMin`` on floats is the atomic minimum), as a
+  human port takes it (HeCBench's ``michalewicz``).
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
   ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``thrust::cuda_category``, ``<thrust/system/cuda/...>``) become
   rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy, on AMD; on HIP's
@@ -121,6 +123,7 @@ name and version) enters the repair action's key, with the HIP version the rules
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -502,36 +505,46 @@ def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
 
 
 _DEVICE_DEFINITION = re.compile(r"\b__device__\b")
+_ALTERNATIVE_BRANCH = re.compile(r"^[ \t]*#[ \t]*(?:else|elif)", re.M)
 PLATFORM_MACROS = {"amd": "__HIP_PLATFORM_AMD__", "nvidia": "__HIP_PLATFORM_NVIDIA__"}
-"""What HIP's headers define on each of its platforms."""
+"""The macro each HIP platform's headers define."""
+
+
+@functools.lru_cache(maxsize=8)
+def _definition_heads(names: tuple[str, ...]) -> re.Pattern:
+    return re.compile(rf"(?<![\w.>:~])(?:{'|'.join(names)})\s*\((?=[^(){{}};]*\)\s*\{{)")
 
 
 def hip_defined_functions(text: str, target: RepairTarget) -> str:
     tables = target.names.hip_definitions
-    present = sorted({name for table in tables.values() for name in table if name in text})
-    if not present:
-        return text
+    names = tuple(sorted({name for table in tables.values() for name in table}))
+    if not names or not _definition_heads(names).search(text):
+        return text   # no head of a definition of one of the names
     spans = literal_spans(text)
-    scope = top_level(text, spans)
+    calls = [c for c in find_heads(text, _definition_heads(names).pattern, spans=spans)
+             if re.compile(r"\s*\{").match(text, c.end)]
+    scope = top_level(text, spans) if calls else None
     out, pos = [], 0
-    for call in find_heads(text, rf"(?<![\w.>:~])(?:{'|'.join(present)})\s*\(", spans=spans):
+    for call in calls:
         start = scope.statement_start(call.start)
-        body = re.compile(r"\s*\{").match(text, call.end)
-        if start is None or body is None or call.start < pos:
-            continue   # inside a block, or a declaration or a call
+        if start is None or call.start < pos:
+            continue   # inside a block or a preprocessor line
         head = text[start:call.start]
+        if not _DEVICE_DEFINITION.search(head) or re.search(r"\btemplate\b", head):
+            continue
         name = re.match(r"\w+", text[call.start:]).group(0)
         params = parameter_types(strip_comments(text[call.args[0][0]:call.args[-1][1]]) if call.args else "")
         platforms = [p for p, table in tables.items() if list(params) in table.get(name, ())]
-        if not platforms or not _DEVICE_DEFINITION.search(head) or re.search(r"\btemplate\b", head):
-            continue
+        end = block_end(text, text.index("{", call.end), spans)
+        if not platforms or end is None or _ALTERNATIVE_BRANCH.search(text, call.end, end):
+            continue   # not HIP's, or a body whose braces only balance per preprocessor branch
         test = " && ".join(f"!defined({PLATFORM_MACROS[p]})" for p in platforms)
         guard = f"#if {test} /* HIP defines {name}({', '.join(params)}) */\n"
         if text.endswith(guard, 0, start):
             continue   # repaired before
-        end = block_end(text, body.end() - 1, spans)
-        line_start = text[text.rfind("\n", 0, start) + 1:start].strip() == ""
-        out += [text[pos:start], "" if line_start else "\n", guard, text[start:end], "\n#endif"]
+        before = "" if text[text.rfind("\n", 0, start) + 1:start].strip() == "" else "\n"
+        rest = text[end:text.find("\n", end) if "\n" in text[end:] else len(text)]
+        out += [text[pos:start], before, guard, text[start:end], "\n#endif" + ("\n" if rest.strip() else "")]
         pos = end
     return "".join(out) + text[pos:]
 
