@@ -706,7 +706,11 @@ HIP_DEFINED = replace(HIP57, names=CudaHipNames(hip_definitions={
 OWN_ATOMICS_BEFORE = """// the project's float minimum
 __device__ float atomicMin(float *addr, float value)
 {
+#if CUDA_VERSION >= 12080
+  int *bits = (int *)addr, old = __nv_atomic_load_n(bits, __NV_ATOMIC_RELAXED);
+#else
   int *bits = (int *)addr, old = *bits;   /* { */
+#endif
   while (value < __int_as_float(old)) {
     int seen = atomicCAS(bits, old, __float_as_int(value));
     if (seen == old) break;
@@ -739,7 +743,11 @@ OWN_ATOMICS_AFTER = """// the project's float minimum
 #if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__) /* HIP defines atomicMin(float*, float) */
 __device__ float atomicMin(float *addr, float value)
 {
+#if CUDA_VERSION >= 12080
+  int *bits = (int *)addr, old = __nv_atomic_load_n(bits, __NV_ATOMIC_RELAXED);
+#else
   int *bits = (int *)addr, old = *bits;   /* { */
+#endif
   while (value < __int_as_float(old)) {
     int seen = atomicCAS(bits, old, __float_as_int(value));
     if (seen == old) break;

@@ -66,10 +66,10 @@ enters the repair action's key.
   a redefinition. A project's file-scope, non-template ``__device__`` definition with the name and parameter types
   of one HIP defines on a platform (the derived tables, from each platform's compiler preprocessing HIP's runtime
   header) is left out there (``#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)`` where
-  both define it), and HIP's is called. A definition in a ``#define``, or whose body has ``#else``/``#elif``
-  branches (its braces may balance only per branch), is left alone. The body is not compared: the overload HIP
-  defines under that name computes what CUDA's name says (``atomicMin`` on floats is the atomic minimum), as a
-  human port takes it (HeCBench's ``michalewicz``).
+  both define it), and HIP's is called. A definition in a ``#define``, or whose braces do not balance between each
+  two conditional directives in its body (they may then balance only per branch), is left alone. The body is not
+  compared: the overload HIP defines under that name computes what CUDA's name says (``atomicMin`` on floats is
+  the atomic minimum), as a human port takes it (HeCBench's ``michalewicz``).
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
   ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``thrust::cuda_category``, ``<thrust/system/cuda/...>``) become
   rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy, on AMD; on HIP's
@@ -505,7 +505,7 @@ def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
 
 
 _DEVICE_DEFINITION = re.compile(r"\b__device__\b")
-_ALTERNATIVE_BRANCH = re.compile(r"^[ \t]*#[ \t]*(?:else|elif)", re.M)
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b.*$", re.M)
 PLATFORM_MACROS = {"amd": "__HIP_PLATFORM_AMD__", "nvidia": "__HIP_PLATFORM_NVIDIA__"}
 """The macro each HIP platform's headers define."""
 
@@ -513,6 +513,18 @@ PLATFORM_MACROS = {"amd": "__HIP_PLATFORM_AMD__", "nvidia": "__HIP_PLATFORM_NVID
 @functools.lru_cache(maxsize=8)
 def _definition_heads(names: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"(?<![\w.>:~])(?:{'|'.join(names)})\s*\((?=[^(){{}};]*\)\s*\{{)")
+
+
+def _balanced_between_conditionals(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether the braces of ``text[start:end]`` (a body and its braces) balance between each two conditional
+    directives in it, so that every preprocessor branch closes the body where all of them counted together do."""
+    body = text.index("{", start) + 1, end - 1
+    cuts = [body[0], *(i for m in _CONDITIONAL.finditer(text, *body) for i in (m.start(), m.end())), body[1]]
+    for a, b in zip(cuts[::2], cuts[1::2], strict=True):
+        braces = [c for i, c in enumerate(text[a:b], a) if c in "{}" and not inside_spans(spans, i)]
+        if braces.count("{") != braces.count("}"):
+            return False
+    return True
 
 
 def hip_defined_functions(text: str, target: RepairTarget) -> str:
@@ -536,8 +548,8 @@ def hip_defined_functions(text: str, target: RepairTarget) -> str:
         params = parameter_types(strip_comments(text[call.args[0][0]:call.args[-1][1]]) if call.args else "")
         platforms = [p for p, table in tables.items() if list(params) in table.get(name, ())]
         end = block_end(text, text.index("{", call.end), spans)
-        if not platforms or end is None or _ALTERNATIVE_BRANCH.search(text, call.end, end):
-            continue   # not HIP's, or a body whose braces only balance per preprocessor branch
+        if not platforms or end is None or not _balanced_between_conditionals(text, call.end, end, spans):
+            continue   # not HIP's, or a body whose braces may balance only per preprocessor branch
         test = " && ".join(f"!defined({PLATFORM_MACROS[p]})" for p in platforms)
         guard = f"#if {test} /* HIP defines {name}({', '.join(params)}) */\n"
         if text.endswith(guard, 0, start):
