@@ -765,7 +765,7 @@ RULES: tuple[Rule, ...] = (
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 3,
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
-    Rule("hip_defined_functions", 1, "overloads of CUDA's device functions that CUDA lacks and HIP defines make a "
+    Rule("hip_defined_functions", 2, "overloads of CUDA's device functions that CUDA lacks and HIP defines make a "
          "project's own a redefinition", hip_defined_functions),
     Rule("thrust_cuda_backend", 3, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
