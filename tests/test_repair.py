@@ -703,8 +703,7 @@ def test_real_code_that_hipify_leaves_broken_compiles_after_the_repairs(toolchai
 HIP_DEFINED = replace(HIP57, names=CudaHipNames(hip_definitions={
     "amd": {"atomicMin": [["float*", "float"], ["int*", "int"]], "atomicMax": [["float*", "float"]]},
     "nvidia": {"atomicMin": [["float*", "float"]]}}))
-OWN_ATOMICS_BEFORE = """// the project's float minimum
-__device__ float atomicMin(float *addr, float value)
+OWN_MIN = """__device__ float atomicMin(float *addr, float value)
 {
 #if CUDA_VERSION >= 12080
   int *bits = (int *)addr, old = __nv_atomic_load_n(bits, __NV_ATOMIC_RELAXED);
@@ -717,7 +716,8 @@ __device__ float atomicMin(float *addr, float value)
     old = seen;
   }
   return __int_as_float(old);
-}
+}"""
+LEFT_ALONE = """
 __device__ float atomicMax(float *addr, float value, int stride) { return value; }
 namespace own { __device__ float atomicMax(float *addr, float value) { return value; } }
 template <class T> __device__ T atomicMax(T *addr, T value) { return value; }
@@ -725,8 +725,10 @@ template <int N> __device__ float atomicMax(float *addr, float value) { return v
 float atomicMax(float *addr, float value) { return value; }
 __device__ float atomicMax(float *, float);
 #define OWN_MAX __device__ float atomicMax(float *addr, float value) { return value; }
-__global__ void kernel(float *m) { atomicMin(m, 1.0f); }static __device__ __forceinline__ float atomicMax(
-    float *const addr, const float /* the value */ value) { return value; } __global__ void after(float *m) {}
+__global__ void kernel(float *m) { atomicMin(m, 1.0f); }"""
+OWN_MAX = """static __device__ __forceinline__ float atomicMax(
+    float *const addr, const float /* the value */ value) { return value; }"""
+AFTER_ALL = """ __global__ void after(float *m) {}
 __device__ float atomicMax(float *addr, float value) {
 #if LOWER
   if (value < 0) {
@@ -739,48 +741,11 @@ __device__ float atomicMax(float *addr, float value) {
 }
 __device__ float atomicMin(float *addr, float value) { return value; }
 """
-OWN_ATOMICS_AFTER = """// the project's float minimum
-#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__) /* HIP defines atomicMin(float*, float) */
-__device__ float atomicMin(float *addr, float value)
-{
-#if CUDA_VERSION >= 12080
-  int *bits = (int *)addr, old = __nv_atomic_load_n(bits, __NV_ATOMIC_RELAXED);
-#else
-  int *bits = (int *)addr, old = *bits;   /* { */
-#endif
-  while (value < __int_as_float(old)) {
-    int seen = atomicCAS(bits, old, __float_as_int(value));
-    if (seen == old) break;
-    old = seen;
-  }
-  return __int_as_float(old);
-}
-#endif
-__device__ float atomicMax(float *addr, float value, int stride) { return value; }
-namespace own { __device__ float atomicMax(float *addr, float value) { return value; } }
-template <class T> __device__ T atomicMax(T *addr, T value) { return value; }
-template <int N> __device__ float atomicMax(float *addr, float value) { return value; }
-float atomicMax(float *addr, float value) { return value; }
-__device__ float atomicMax(float *, float);
-#define OWN_MAX __device__ float atomicMax(float *addr, float value) { return value; }
-__global__ void kernel(float *m) { atomicMin(m, 1.0f); }
-#if !defined(__HIP_PLATFORM_AMD__) /* HIP defines atomicMax(float*, float) */
-static __device__ __forceinline__ float atomicMax(
-    float *const addr, const float /* the value */ value) { return value; }
-#endif
- __global__ void after(float *m) {}
-__device__ float atomicMax(float *addr, float value) {
-#if LOWER
-  if (value < 0) {
-#else
-  if (value > 0) {
-#endif
-    return value;
-  }
-  return value;
-}
-__device__ float atomicMin(float *addr, float value) { return value; }
-"""
+OWN_ATOMICS_BEFORE = f"// the project's float minimum\n{OWN_MIN}{LEFT_ALONE}{OWN_MAX}{AFTER_ALL}"
+OWN_ATOMICS_AFTER = (
+    "// the project's float minimum\n#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__) "
+    f"/* HIP defines atomicMin(float*, float) */\n{OWN_MIN}\n#endif{LEFT_ALONE}\n"
+    f"#if !defined(__HIP_PLATFORM_AMD__) /* HIP defines atomicMax(float*, float) */\n{OWN_MAX}\n#endif\n{AFTER_ALL}")
 
 
 def test_a_projects_own_overload_that_hip_defines_is_left_out_where_hip_defines_it():
