@@ -730,6 +730,12 @@ OWN_MAX = """static __device__ __forceinline__ float atomicMax(
     float *const addr, const float /* the value */ value) { return value; }"""
 AFTER_ALL = """ __global__ void after(float *m) {}
 __device__ float atomicMax(float *addr, float value) {
+#if NEGATE
+  return -value; }
+#else
+  return value; }
+#endif
+__device__ float atomicMax(float *addr, float value) {
 #if LOWER
   if (value < 0) {
 #else
@@ -753,8 +759,8 @@ def test_a_projects_own_overload_that_hip_defines_is_left_out_where_hip_defines_
     out on that platform (both for ``atomicMin(float*, float)``, AMD only for ``atomicMax``; parameter names,
     comments and a parameter's own ``const`` do not count; code after its body on the same line stays out of the
     ``#if``); one with other parameters, one in a namespace, templates, a host function, a declaration, one in a
-    ``#define``, one whose braces balance only per preprocessor branch (and all after it: no file scope is known
-    there), and a call stay; a second pass changes nothing."""
+    ``#define``, two whose braces balance only per preprocessor branch (and all after the one left open: no file
+    scope is known there), and a call stay; a second pass changes nothing."""
     assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP_DEFINED) == OWN_ATOMICS_AFTER
     assert hip_defined_functions(OWN_ATOMICS_AFTER, HIP_DEFINED) == OWN_ATOMICS_AFTER
     assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP57) == OWN_ATOMICS_BEFORE   # nothing derived
