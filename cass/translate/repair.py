@@ -66,8 +66,9 @@ enters the repair action's key.
   a redefinition. A project's file-scope, non-template ``__device__`` definition with the name and parameter types
   of one HIP defines on a platform (the derived tables, from each platform's compiler preprocessing HIP's runtime
   header) is left out there (``#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)`` where
-  both define it), and HIP's is called. A definition in a ``#define``, or whose braces do not balance between each
-  two conditional directives in its body (they may then balance only per branch), is left alone. The body is not
+  both define it), and HIP's is called. A definition in a ``#define``, or whose body leaves a conditional directive
+  open or whose braces do not balance between each two of them (they may then balance only per branch), is left
+  alone. The body is not
   compared: the overload HIP defines under that name computes what CUDA's name says (``atomicMin`` on floats is
   the atomic minimum), as a human port takes it (HeCBench's ``michalewicz``).
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
@@ -505,7 +506,7 @@ def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
 
 
 _DEVICE_DEFINITION = re.compile(r"\b__device__\b")
-_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b.*$", re.M)
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b.*$", re.M)
 PLATFORM_MACROS = {"amd": "__HIP_PLATFORM_AMD__", "nvidia": "__HIP_PLATFORM_NVIDIA__"}
 """The macro each HIP platform's headers define."""
 
@@ -516,10 +517,19 @@ def _definition_heads(names: tuple[str, ...]) -> re.Pattern:
 
 
 def _balanced_between_conditionals(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> bool:
-    """Whether the braces of ``text[start:end]`` (a body and its braces) balance between each two conditional
-    directives in it, so that every preprocessor branch closes the body where all of them counted together do."""
+    """Whether the body ``text[start:end]`` closes every conditional directive it opens, and its braces balance
+    between each two of them, so that every preprocessor branch closes the body where all of them counted together
+    do."""
     body = text.index("{", start) + 1, end - 1
-    cuts = [body[0], *(i for m in _CONDITIONAL.finditer(text, *body) for i in (m.start(), m.end())), body[1]]
+    conditionals = list(_CONDITIONAL.finditer(text, *body))
+    depth = 0
+    for m in conditionals:
+        depth += 1 if m.group(1) in ("if", "ifdef", "ifndef") else -1 if m.group(1) == "endif" else 0
+        if depth < 0:
+            return False
+    if depth:
+        return False
+    cuts = [body[0], *(i for m in conditionals for i in (m.start(), m.end())), body[1]]
     for a, b in zip(cuts[::2], cuts[1::2], strict=True):
         braces = [c for i, c in enumerate(text[a:b], a) if c in "{}" and not inside_spans(spans, i)]
         if braces.count("{") != braces.count("}"):
@@ -765,7 +775,7 @@ RULES: tuple[Rule, ...] = (
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 3,
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
-    Rule("hip_defined_functions", 2, "overloads of CUDA's device functions that CUDA lacks and HIP defines make a "
+    Rule("hip_defined_functions", 3, "overloads of CUDA's device functions that CUDA lacks and HIP defines make a "
          "project's own a redefinition", hip_defined_functions),
     Rule("thrust_cuda_backend", 3, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
