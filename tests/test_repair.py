@@ -725,10 +725,21 @@ template <int N> __device__ float atomicMax(float *addr, float value) { return v
 float atomicMax(float *addr, float value) { return value; }
 __device__ float atomicMax(float *, float);
 #define OWN_MAX __device__ float atomicMax(float *addr, float value) { return value; }
+__host__ __device__ float atomicMax(float *addr, float value) { return value; }
+NS_BEGIN
+__device__ float atomicMax(float *addr, float value) { return value; }
+NS_END
 __global__ void kernel(float *m) { atomicMin(m, 1.0f); }"""
 OWN_MAX = """static __device__ __forceinline__ float atomicMax(
     float *const addr, const float /* the value */ value) { return value; }"""
 AFTER_ALL = """ __global__ void after(float *m) {}
+__device__ float atomicMax(float *addr, float value) {
+#if LOWER
+  if (value < 0) {
+#endif
+  return value; }
+  return value;
+}
 __device__ float atomicMax(float *addr, float value) {
 #if NEGATE
   return -value; }
@@ -758,11 +769,14 @@ def test_a_projects_own_overload_that_hip_defines_is_left_out_where_hip_defines_
     """A file-scope, non-template device definition with a name and parameter types of a platform's table is left
     out on that platform (both for ``atomicMin(float*, float)``, AMD only for ``atomicMax``; parameter names,
     comments and a parameter's own ``const`` do not count; code after its body on the same line stays out of the
-    ``#if``); one with other parameters, one in a namespace, templates, a host function, a declaration, one in a
-    ``#define``, two whose braces balance only per preprocessor branch (and all after the one left open: no file
+    ``#if``; a CRLF file keeps its line ends); one with other parameters, one in a namespace, templates, a host
+    function, a host and device one, one after a macro (``NS_BEGIN``: perhaps a namespace), a declaration, one in a
+    ``#define``, three whose braces balance only per preprocessor branch (and all after the one left open: no file
     scope is known there), and a call stay; a second pass changes nothing."""
     assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP_DEFINED) == OWN_ATOMICS_AFTER
     assert hip_defined_functions(OWN_ATOMICS_AFTER, HIP_DEFINED) == OWN_ATOMICS_AFTER
+    crlf = OWN_ATOMICS_BEFORE.replace("\n", "\r\n")   # a file's own line ends
+    assert hip_defined_functions(crlf, HIP_DEFINED) == OWN_ATOMICS_AFTER.replace("\n", "\r\n")
     assert hip_defined_functions(OWN_ATOMICS_BEFORE, HIP57) == OWN_ATOMICS_BEFORE   # nothing derived
 
 

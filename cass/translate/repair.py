@@ -66,11 +66,11 @@ enters the repair action's key.
   a redefinition. A project's file-scope, non-template ``__device__`` definition with the name and parameter types
   of one HIP defines on a platform (the derived tables, from each platform's compiler preprocessing HIP's runtime
   header) is left out there (``#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)`` where
-  both define it), and HIP's is called. A definition in a ``#define``, or whose body leaves a conditional directive
-  open or whose braces do not balance between each two of them (they may then balance only per branch), is left
-  alone. The body is not
-  compared: the overload HIP defines under that name computes what CUDA's name says (``atomicMin`` on floats is
-  the atomic minimum), as a human port takes it (HeCBench's ``michalewicz``).
+  both define it), and HIP's is called. A definition in a ``#define``, one whose head has ``__host__`` (HIP's may
+  be a device function only) or a macro before its specifiers, or whose body leaves a conditional directive open
+  or whose braces do not balance between each two of them (they may then balance only per branch), is left alone.
+  The body is not compared: the overload HIP defines under that name computes what CUDA's name says
+  (``atomicMin`` on floats is the atomic minimum), as a human port takes it (HeCBench's ``michalewicz``).
 * ``thrust_cuda_backend``: thrust's CUDA backend names (``thrust::cuda::par``,
   ``thrust::cuda_cub::``, ``thrust::system::cuda::``, ``thrust::cuda_category``, ``<thrust/system/cuda/...>``) become
   rocThrust's HIP backend ones (``thrust::hip::par``, ...), the same algorithms' device policy, on AMD; on HIP's
@@ -134,6 +134,7 @@ from cass.engine.actions import pipeline_toolchains
 from cass.engine.cached import CachedMap
 from cass.engine.placement import Placement
 from cass.translate.ctext import (
+    DIRECTIVE_LINE,
     PREPROCESSOR_LINE,
     block_end,
     find_heads,
@@ -505,21 +506,34 @@ def hip_vector_compound_operators(text: str, target: RepairTarget) -> str:
     return _BINARY_OPERATOR.sub(binary, _COMPOUND_OPERATOR.sub(compound, text))
 
 
-_DEVICE_DEFINITION = re.compile(r"\b__device__\b")
-_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b.*$", re.M)
-PLATFORM_MACROS = {"amd": "__HIP_PLATFORM_AMD__", "nvidia": "__HIP_PLATFORM_NVIDIA__"}
+_SPECIFIERS = frozenset({"static", "inline", "extern", "constexpr", "__device__", "__forceinline__", "__inline__",
+                         "__noinline__"})
+"""What may come before a device definition's return type (a macro or ``__host__`` there: the rule leaves it)."""
+_HEAD_ATTRIBUTES = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|__launch_bounds__\s*\([^()]*\)")
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b.*$", re.M)
+_PLATFORM_MACROS = {"amd": "__HIP_PLATFORM_AMD__", "nvidia": "__HIP_PLATFORM_NVIDIA__"}
 """The macro each HIP platform's headers define."""
 
 
 @functools.lru_cache(maxsize=8)
 def _definition_heads(names: tuple[str, ...]) -> re.Pattern:
+    """A name of ``names`` followed by a parameter list and a body's ``{``."""
     return re.compile(rf"(?<![\w.>:~])(?:{'|'.join(names)})\s*\((?=[^(){{}};]*\)\s*\{{)")
 
 
-def _balanced_between_conditionals(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+def _device_definition_head(head: str) -> bool:
+    """Whether ``head`` (what comes before a function's name) is only specifiers, ``__device__`` among them, then a
+    return type: no template, no ``__host__`` (HIP's overload may be a device one only), no macro before it."""
+    words = re.findall(r"[A-Za-z_]\w*", _HEAD_ATTRIBUTES.sub(" ", strip_comments(head)))
+    last = max((i for i, w in enumerate(words) if w in _SPECIFIERS), default=-1)
+    return "__device__" in words[:last + 1] and all(w in _SPECIFIERS for w in words[:last + 1]) \
+        and "template" not in words and "__host__" not in words
+
+
+def _balanced_between_conditionals(text: str, start: int, end: int, skipped: list[tuple[int, int]]) -> bool:
     """Whether the body ``text[start:end]`` closes every conditional directive it opens, and its braces balance
     between each two of them, so that every preprocessor branch closes the body where all of them counted together
-    do."""
+    do (``skipped``: the spans whose braces do not count)."""
     body = text.index("{", start) + 1, end - 1
     conditionals = list(_CONDITIONAL.finditer(text, *body))
     depth = 0
@@ -531,7 +545,7 @@ def _balanced_between_conditionals(text: str, start: int, end: int, spans: list[
         return False
     cuts = [body[0], *(i for m in conditionals for i in (m.start(), m.end())), body[1]]
     for a, b in zip(cuts[::2], cuts[1::2], strict=True):
-        braces = [c for i, c in enumerate(text[a:b], a) if c in "{}" and not inside_spans(spans, i)]
+        braces = [c for i, c in enumerate(text[a:b], a) if c in "{}" and not inside_spans(skipped, i)]
         if braces.count("{") != braces.count("}"):
             return False
     return True
@@ -543,30 +557,28 @@ def hip_defined_functions(text: str, target: RepairTarget) -> str:
     if not names or not _definition_heads(names).search(text):
         return text   # no head of a definition of one of the names
     spans = literal_spans(text)
-    calls = [c for c in find_heads(text, _definition_heads(names).pattern, spans=spans)
-             if re.compile(r"\s*\{").match(text, c.end)]
+    calls = find_heads(text, _definition_heads(names).pattern, spans=spans)
     scope = top_level(text, spans) if calls else None
+    skipped = sorted([*spans, *((m.start(), m.end()) for m in DIRECTIVE_LINE.finditer(text))])
+    newline = "\r\n" if "\r\n" in text else "\n"
     out, pos = [], 0
     for call in calls:
         start = scope.statement_start(call.start)
-        if start is None or call.start < pos:
-            continue   # inside a block or a preprocessor line
-        head = text[start:call.start]
-        if not _DEVICE_DEFINITION.search(head) or re.search(r"\btemplate\b", head):
-            continue
+        if start is None or call.start < pos or not _device_definition_head(text[start:call.start]):
+            continue   # inside a block or a preprocessor line, or not a plain device definition
         name = re.match(r"\w+", text[call.start:]).group(0)
         params = parameter_types(strip_comments(text[call.args[0][0]:call.args[-1][1]]) if call.args else "")
         platforms = [p for p, table in tables.items() if list(params) in table.get(name, ())]
-        end = block_end(text, text.index("{", call.end), spans)
-        if not platforms or end is None or not _balanced_between_conditionals(text, call.end, end, spans):
+        end = block_end(text, text.index("{", call.end), skipped)
+        if not platforms or end is None or not _balanced_between_conditionals(text, call.end, end, skipped):
             continue   # not HIP's, or a body whose braces may balance only per preprocessor branch
-        test = " && ".join(f"!defined({PLATFORM_MACROS[p]})" for p in platforms)
-        guard = f"#if {test} /* HIP defines {name}({', '.join(params)}) */\n"
+        test = " && ".join(f"!defined({_PLATFORM_MACROS[p]})" for p in platforms)
+        guard = f"#if {test} /* HIP defines {name}({', '.join(params)}) */{newline}"
         if text.endswith(guard, 0, start):
             continue   # repaired before
-        before = "" if text[text.rfind("\n", 0, start) + 1:start].strip() == "" else "\n"
+        before = "" if text[text.rfind("\n", 0, start) + 1:start].strip() == "" else newline
         rest = text[end:text.find("\n", end) if "\n" in text[end:] else len(text)]
-        out += [text[pos:start], before, guard, text[start:end], "\n#endif" + ("\n" if rest.strip() else "")]
+        out += [text[pos:start], before, guard, text[start:end], newline + "#endif" + (newline if rest.strip() else "")]
         pos = end
     return "".join(out) + text[pos:]
 
@@ -775,7 +787,7 @@ RULES: tuple[Rule, ...] = (
          cublas_gemm_ex),
     Rule("hip_vector_compound_operators", 3,
          "a project's component-wise vector operators clash with HIP's own", hip_vector_compound_operators),
-    Rule("hip_defined_functions", 3, "overloads of CUDA's device functions that CUDA lacks and HIP defines make a "
+    Rule("hip_defined_functions", 4, "overloads of CUDA's device functions that CUDA lacks and HIP defines make a "
          "project's own a redefinition", hip_defined_functions),
     Rule("thrust_cuda_backend", 3, "thrust's CUDA backend names have rocThrust HIP ones", thrust_cuda_backend),
     Rule("ptx_inline_asm", 4, "PTX inline assembly cannot be assembled for AMD GPUs", ptx_inline_asm),
