@@ -522,12 +522,12 @@ def _definition_heads(names: tuple[str, ...]) -> re.Pattern:
 
 
 def _device_definition_head(head: str) -> bool:
-    """Whether ``head`` (what comes before a function's name) is only specifiers, ``__device__`` among them, then a
-    return type: no template, no ``__host__`` (HIP's overload may be a device one only), no macro before it."""
+    """Whether ``head`` (what comes before a function's name) is only :data:`_SPECIFIERS`, ``__device__`` among them,
+    then a return type: a template, ``__host__`` (HIP's overload may be a device one only) or a macro before the
+    last specifier is not."""
     words = re.findall(r"[A-Za-z_]\w*", _HEAD_ATTRIBUTES.sub(" ", strip_comments(head)))
     last = max((i for i, w in enumerate(words) if w in _SPECIFIERS), default=-1)
-    return "__device__" in words[:last + 1] and all(w in _SPECIFIERS for w in words[:last + 1]) \
-        and "template" not in words and "__host__" not in words
+    return "__device__" in words[:last + 1] and all(w in _SPECIFIERS for w in words[:last + 1])
 
 
 def _balanced_between_conditionals(text: str, start: int, end: int, skipped: list[tuple[int, int]]) -> bool:
