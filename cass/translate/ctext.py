@@ -167,8 +167,8 @@ def block_end(text: str, open_index: int, spans: list[tuple[int, int]]) -> int |
     return None
 
 
-DIRECTIVE_LINE = re.compile(r"^[ \t]*#(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
-"""A preprocessor directive with its continuation lines."""
+DIRECTIVE_LINE = re.compile(r"^[ \t]*#[ \t]*(\w+)(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
+"""A preprocessor directive with its continuation lines: group 1 the directive."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +179,8 @@ class TopLevel:
 
     starts: tuple[int, ...]
     enclosed: tuple[tuple[int, int], ...]
+    directives: tuple[tuple[int, int], ...]
+    """the spans of the text's preprocessor lines"""
 
     def statement_start(self, pos: int) -> int | None:
         """The start of the file-scope statement ``pos`` is in; None where ``pos`` is inside a block or a
@@ -225,4 +227,4 @@ def top_level(text: str, spans: list[tuple[int, int]]) -> TopLevel:
                 break
         starts.add(i)
     enclosed = sorted([*blocks, *((a, b) for a, b in directives if not any(s <= a < e for s, e in blocks))])
-    return TopLevel(tuple(sorted(starts)), tuple(enclosed))
+    return TopLevel(tuple(sorted(starts)), tuple(enclosed), tuple(directives))

@@ -267,7 +267,6 @@ def cuda_header_guards(text: str, target: RepairTarget) -> str:
     return _rewrite_conditionals(text, presence, lambda name: presence[name])
 
 
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
 """A whole directive, its continuation lines included (group 1: its name): scanned in order, a continuation line
 that starts with ``#`` (``#x`` in a macro's body) is never taken for one."""
 
@@ -278,7 +277,7 @@ def _define_presence_tests(text: str, table: dict[str, str], own: set[str]) -> s
     def presence(d: re.Match) -> str:
         name = d.group(1) or d.group(2)
         return "1" if name in table and name not in own else d.group(0)
-    return _DIRECTIVE.sub(lambda m: _PRESENCE_TEST.sub(presence, m.group(0)) if m.group(1) == "define"
+    return DIRECTIVE_LINE.sub(lambda m: _PRESENCE_TEST.sub(presence, m.group(0)) if m.group(1) == "define"
                           else m.group(0), text)
 
 
@@ -297,7 +296,7 @@ def _code_uses(text: str, words: re.Pattern, value: Callable[[str], str], own: s
     comments, literals or other directives, not where ``defined`` tests it or ``#``/``##`` takes its name, and not
     where the text defines or undefines that macro itself (``own``)."""
     skipped: list[tuple[int, int]] = []
-    directives = ((m.start(), m.end()) for m in _DIRECTIVE.finditer(text) if m.group(1) != "define")
+    directives = ((m.start(), m.end()) for m in DIRECTIVE_LINE.finditer(text) if m.group(1) != "define")
     for start, end in sorted([*literal_spans(text), *directives]):
         if skipped and start < skipped[-1][1]:   # overlapping (a comment on a directive's line): merged
             skipped[-1] = (skipped[-1][0], max(end, skipped[-1][1]))
@@ -559,7 +558,7 @@ def hip_defined_functions(text: str, target: RepairTarget) -> str:
     spans = literal_spans(text)
     calls = find_heads(text, _definition_heads(names).pattern, spans=spans)
     scope = top_level(text, spans) if calls else None
-    skipped = sorted([*spans, *((m.start(), m.end()) for m in DIRECTIVE_LINE.finditer(text))])
+    skipped = sorted([*spans, *scope.directives]) if scope else []
     newline = "\r\n" if "\r\n" in text else "\n"
     out, pos = [], 0
     for call in calls:
