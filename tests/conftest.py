@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
-import tempfile
 from pathlib import Path
 
 import pytest
 
-# The Hub is unreachable here: fail fast instead of retrying. Built tokenizers go to one cache per
-# test session, shared by the projects the tests build. Set before any test copies the environment.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("CASS_CACHE", tempfile.mkdtemp(prefix="cass-test-cache-"))
-
+# first: the environment every later import and test copies (harness.session_env)
+from harness import session_env
 from harness.gpu_route import GpuRoute
 from harness.project import REPO, SHARED_BUILD, copy_bundled_build, run_in
 
@@ -35,6 +32,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("xdist_group") is None:
             shares_build = "project" in item.fixturenames and not hasattr(item.module, "project")
             item.add_marker(SHARED_BUILD if shares_build else pytest.mark.xdist_group(item.path.name))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's machine cache (some 120 MB) where this process made it (a worker's is the controller's)."""
+    if session_env.CACHE_MADE_HERE:
+        shutil.rmtree(os.environ["CASS_CACHE"], ignore_errors=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

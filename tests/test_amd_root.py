@@ -178,16 +178,8 @@ def test_pull_needs_a_pin_and_the_remote_and_never_overwrites_a_root(tmp_path):
     assert "Missing cache files" in unpulled.stderr
 
 
-@pytest.fixture
-def scratch(tmp_path):
-    """``tmp_path``, removed afterwards (it holds several copies of a root: pytest would keep them)."""
-    yield tmp_path
-    shutil.rmtree(tmp_path, ignore_errors=True)
-
-
 @pytest.mark.slow
-def test_a_second_setup_pulls_the_pinned_root_and_keys_and_compiles_as_the_first(scratch, toolchains):
-    tmp_path = scratch
+def test_a_second_setup_pulls_the_pinned_root_and_keys_and_compiles_as_the_first(tmp_path, toolchains):
     amd = toolchains["amd"]
     built = amd.launcher.root
     if valid_seal(built) is None:
