@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 from pathlib import Path
@@ -36,8 +35,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Remove the session's machine cache (some 120 MB) where this process made it (a worker's is the controller's)."""
-    if session_env.CACHE_MADE_HERE:
-        shutil.rmtree(os.environ["CASS_CACHE"], ignore_errors=True)
+    if session_env.CACHE:
+        shutil.rmtree(session_env.CACHE, ignore_errors=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
