@@ -168,7 +168,8 @@ def block_end(text: str, open_index: int, spans: list[tuple[int, int]]) -> int |
 
 
 DIRECTIVE_LINE = re.compile(r"^[ \t]*#[ \t]*(\w+)(?:\\\r?\n|\\.|[^\\\n])*$", re.M)
-"""A preprocessor directive with its continuation lines: group 1 the directive."""
+"""A preprocessor directive with its continuation lines (group 1: its name): scanned in order, a continuation line
+that starts with ``#`` (``#x`` in a macro's body) is never taken for one."""
 
 
 @dataclass(frozen=True)

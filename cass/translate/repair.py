@@ -267,10 +267,6 @@ def cuda_header_guards(text: str, target: RepairTarget) -> str:
     return _rewrite_conditionals(text, presence, lambda name: presence[name])
 
 
-"""A whole directive, its continuation lines included (group 1: its name): scanned in order, a continuation line
-that starts with ``#`` (``#x`` in a macro's body) is never taken for one."""
-
-
 def _define_presence_tests(text: str, table: dict[str, str], own: set[str]) -> str:
     """In ``#define`` bodies, each ``defined M`` of a macro of ``table`` the text does not define itself holds
     (``1``), as it does in conditionals."""
