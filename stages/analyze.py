@@ -1,5 +1,4 @@
-"""Stage analyze: execute the analysis notebooks of ``analysis/`` headless. The work:
-:mod:`cass.report.notebooks` (``python -m stages.analyze --help`` for its options).
+"""Stage analyze: execute the analysis notebooks of ``analysis/`` headless.
 
 The work: :mod:`cass.stages.analyze` (``python -m stages.analyze --help`` for its options).
 """

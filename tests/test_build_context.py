@@ -259,7 +259,10 @@ HIP_PAIRS = {
                      "  if (threadIdx.x == 0) x[0] = s; }\n"
                      "int use(float *x) { hipblasHandle_t b; hipsparseHandle_t s; hipfftHandle f;\n"
                      "  return hipblasCreate(&b) + hipsparseCreate(&s) + hipfftPlan1d(&f, 8, HIPFFT_C2C, 1)"
-                     " + hipblasSscal(b, 4, x, 1); }\n"),   # one argument short: wrong
+                     " + hipblasSscal(b, 4, x, 1)"   # one argument short: wrong
+                     " + hipblasDotEx(b, 4, x, HIP_R_32F, 1, x, HIP_R_32F, 1, x, HIP_R_32F, HIP_R_32F)"   # v2 API
+                     " + hipblasGemmEx(b, HIPBLAS_OP_N, HIPBLAS_OP_N, 2, 2, 2, x, x, HIP_R_32F, 2, x, HIP_R_32F, 2, x,"
+                     " x, HIP_R_32F, 2, HIPBLAS_COMPUTE_32F, HIPBLAS_GEMM_DEFAULT); }\n"),
 }
 
 
@@ -268,8 +271,9 @@ def test_a_pair_that_builds_for_amd_only_is_told_apart(store):
     """The HIP side compiled through HIP's NVIDIA back end as the execute stage builds it, with the pair's own build
     flags (BLOCK comes from its Makefile), settled by the engine's two passes: a translation using an AMD-only macro
     fails there with its error; one using hipBLAS, hipSPARSE, hipFFT, hipCUB and hipRAND's device API finds their
-    headers there (hipRAND's include cuRAND's), and fails only on a wrong call; an OpenCL pair has no HIP side and is
-    not checked."""
+    headers there (hipRAND's include cuRAND's, hipBLAS's cuBLAS's), with the v2 API hipify-perl 7 writes for cuBLAS
+    (``hipDataType``, ``hipblasComputeType_t``; hipBLAS 3, as on the AMD side), and fails only on a wrong call; an
+    OpenCL pair has no HIP side and is not checked."""
     from cass.execution.programs import hip_nvidia_checks
 
     params = load_params(REPO / "params.yaml")

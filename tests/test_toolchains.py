@@ -400,3 +400,24 @@ def test_the_fatbin_span_goes_from_its_section_line_through_the_next_text_line()
     assert strip_fatbin(b"a:\n.section .nv_fatbin\n.byte 1\n") == b"a:\n"   # no .text after it: to the end
     assert strip_fatbin(b".section .nv_fatbinary\n.text\n") == b".section .nv_fatbinary\n.text\n"   # another name
     assert strip_fatbin(b"no fatbin\n") == b"no fatbin\n"
+
+
+@pytest.mark.slow
+def test_hip_nvidia_headers_are_installed_again_only_where_they_came_from_another_package(tmp_path):
+    """setup's step for HIP on NVIDIA: every header folder from its Debian package, each with a record of the suite
+    and package beside it; run again, nothing is fetched; a folder another suite's package put there (trixie's
+    hipBLAS 0.54, as before hipBLAS followed the AMD root) is replaced, and only that one."""
+    from toolchains.hip_nvidia import LIBRARY_PACKAGES, headers_record, install_hip_headers
+
+    mirror = os.environ.get("CASS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    hip = tmp_path / "hip"
+    first = install_hip_headers(hip, mirror)
+    assert set(first) == {"libamdhip64-dev", *(package for _, package, _ in LIBRARY_PACKAGES)}
+    assert (hip / "nvidia_detail").is_dir() and (tmp_path / "hipblas-common/hipblas-common.h").is_file()
+    assert "#define hipblasVersionMajor 3" in (tmp_path / "hipblas/hipblas-version.h").read_text()
+    assert headers_record(tmp_path / "hipblas").read_text() == "experimental libhipblas-dev\n"
+    assert install_hip_headers(hip, mirror) == {}
+    headers_record(tmp_path / "hipblas").write_text("trixie libhipblas-dev\n")
+    (tmp_path / "hipblas/hipblas-version.h").write_text("#define hipblasVersionMajor 0\n")
+    assert list(install_hip_headers(hip, mirror)) == ["libhipblas-dev"]
+    assert "#define hipblasVersionMajor 3" in (tmp_path / "hipblas/hipblas-version.h").read_text()

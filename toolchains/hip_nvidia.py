@@ -4,8 +4,8 @@ HIP's headers map every ``hip*`` call to CUDA when ``__HIP_PLATFORM_NVIDIA__`` i
 (``hip/nvidia_detail``). The headers are ROCm 5.7's, from Debian trixie's ``libamdhip64-dev`` (later Debian
 packages ship no ``nvidia_detail``), installed by ``scripts/setup.sh`` whichever AMD root builds the dataset.
 They are written against CUDA 12 (CUDA 13 removed fields and calls they use), so the CUDA runtime headers, static
-runtime and CCCL are CUDA 12.9's PyPI wheels, compiled by the pipeline's nvcc. The binary links the runtime
-statically: only the binary travels to a GPU host.
+runtime and CCCL (and the cuBLAS and cuRAND headers hipBLAS and hipRAND include) are CUDA 12.9's PyPI wheels,
+compiled by the pipeline's nvcc. The binary links the runtime statically: only the binary travels to a GPU host.
 
 nvcc sees the HIP headers through a directory that holds nothing but a ``hip`` link to them
 (:func:`hip_include_dir`): adding the AMD root's ``/usr/include`` itself would put that OS's C
@@ -32,22 +32,25 @@ from toolchains.headers import device_definitions, runtime_functions
 from toolchains.nvidia import MOUNT_ROOT, NvidiaToolchain
 
 CUDA12_PACKAGES = ("nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 "
-                   "nvidia-cuda-profiler-api-cu12==12.9.79 nvidia-curand-cu12==10.3.10.19")
-CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api", "curand")
+                   "nvidia-cuda-profiler-api-cu12==12.9.79 nvidia-curand-cu12==10.3.10.19 nvidia-cublas-cu12==12.9.1.4")
+CUDA12_PARTS = ("cuda_runtime", "cuda_cccl", "cuda_profiler_api", "curand", "cublas")
 """The CUDA 12 wheels' folders under ``site-packages/nvidia``, each with an ``include``."""
 
 
 HIP_HEADERS_PACKAGE = ("trixie", "libamdhip64-dev")
 """The Debian suite and package whose ``/usr/include/hip`` holds ROCm 5.7's HIP headers with ``nvidia_detail``."""
 HIP_HEADERS_DIR = Path("/opt/cass-hip-nvidia/hip")
-LIBRARY_PACKAGES = (("trixie", "libhipblas-dev", "hipblas"), ("trixie", "libhipsparse-dev", "hipsparse"),
-                    ("trixie", "libhipfft-dev", "hipfft"), ("trixie", "libhiprand-dev", "hiprand"),
-                    ("experimental", "libhipcub-dev", "hipcub"))
+LIBRARY_PACKAGES = (("experimental", "libhipblas-dev", "hipblas"),
+                    ("experimental", "libhipblas-common-dev", "hipblas-common"),
+                    ("trixie", "libhipsparse-dev", "hipsparse"), ("trixie", "libhipfft-dev", "hipfft"),
+                    ("trixie", "libhiprand-dev", "hiprand"), ("experimental", "libhipcub-dev", "hipcub"))
 """The hip* libraries' headers for the NVIDIA platform (suite, package, its folder under ``/usr/include``), beside
-the HIP headers: hipBLAS, hipSPARSE, hipFFT and hipRAND of the same Debian suite (ROCm 5.5 to 6.1 there, written for
-HIP 5.x; hipRAND's NVIDIA back end includes cuRAND's headers, from the CUDA 12 cuRAND wheel of
-:data:`CUDA12_PACKAGES`); hipCUB of the default AMD root's suite, whose CUB back end builds with CUDA 12.9's CCCL
-(5.7's includes CUB iterators CCCL 2 removed)."""
+the HIP headers. hipBLAS (with hipblas-common, which it includes) and hipCUB are the default AMD root's suite's, as
+on the AMD side: hipBLAS 3 declares only the v2 API hipify-perl 7 maps cuBLAS to (``hipDataType``,
+``hipblasComputeType_t``; trixie's hipBLAS 0.54 takes ``hipblasDatatype_t``), and on NVIDIA includes cuBLAS's
+headers, from the CUDA 12 cuBLAS wheel of :data:`CUDA12_PACKAGES`; hipCUB's CUB back end builds with CUDA 12.9's CCCL
+(5.7's includes CUB iterators CCCL 2 removed). hipSPARSE, hipFFT and hipRAND are trixie's (ROCm 5.5 to 6.1 there,
+written for HIP 5.x); hipRAND's NVIDIA back end includes cuRAND's headers, from the CUDA 12 cuRAND wheel."""
 FLAT_LIBRARIES = ("hipblas", "hipsparse", "hipfft")
 """Libraries whose headers a HIP source names flat (``<hipblas.h>``, as hipify-perl writes them): their folders go on
 the system include path too."""
@@ -60,10 +63,23 @@ def default_hip_headers() -> Path:
 
 def install_hip_headers(dest: Path, mirror: str) -> dict[str, str]:
     """Put the ``hip`` headers of :data:`HIP_HEADERS_PACKAGE` at ``dest`` and each library's of
-    :data:`LIBRARY_PACKAGES` beside it (those missing); the packages' versions."""
+    :data:`LIBRARY_PACKAGES` beside it, where a folder is missing or came from another suite or package (its record
+    beside it, :func:`headers_record`, says which); the packages' versions."""
     wanted = [(*HIP_HEADERS_PACKAGE, "hip", dest), *((s, p, f, dest.parent / f) for s, p, f in LIBRARY_PACKAGES)]
-    return {package: install_headers(suite, package, folder, path, mirror)
-            for suite, package, folder, path in wanted if not path.is_dir()}
+    installed = {}
+    for suite, package, folder, path in wanted:
+        record = headers_record(path)
+        if path.is_dir() and record.is_file() and record.read_text() == f"{suite} {package}\n":
+            continue
+        installed[package] = install_headers(suite, package, folder, path, mirror)
+        record.write_text(f"{suite} {package}\n")
+    return installed
+
+
+def headers_record(folder: Path) -> Path:
+    """The file beside an installed header folder naming the Debian suite and package it came from (outside the
+    folder, whose files are the toolchain's identity)."""
+    return folder.with_name(f".{folder.name}.source")
 
 
 def install_headers(suite: str, package: str, folder: str, dest: Path, mirror: str) -> str:
@@ -137,13 +153,13 @@ def library_headers(hip_headers: Path) -> list[Path]:
 
 def hip_include_dir(hip_headers: Path, libraries: list[Path]) -> Path:
     """A directory holding only ``hip`` -> ``hip_headers`` and a link to each folder of ``libraries`` (made once
-    per headers path and set of libraries, in the cache)."""
+    per headers path and set of library names, in the cache; a link to another folder is pointed again)."""
     targets = [Path(os.path.realpath(t)) for t in (hip_headers, *libraries)]
     names = ["hip", *(t.name for t in libraries)]
     folder = machine_cache("hip-include") / "_".join([str(targets[0]).strip("/").replace("/", "_"), *names[1:]])
     for name, target in zip(names, targets, strict=True):
         link = folder / name
-        if not link.is_symlink():
+        if not link.is_symlink() or link.readlink() != target:
             folder.mkdir(parents=True, exist_ok=True)
             tmp = folder / f".{name}-{os.getpid()}"
             tmp.unlink(missing_ok=True)
