@@ -124,8 +124,8 @@ for suite in $SUITES; do
 done
 
 # HIP's NVIDIA back end (the execution route) takes ROCm 5.7's HIP headers and the hip* libraries' headers beside
-# them (toolchains/hip_nvidia.py), whichever root builds the dataset; each folder missing, or from another package
-# than LIBRARY_PACKAGES names, is installed.
+# them (toolchains/hip_nvidia.py), whichever root builds the dataset; each folder missing, without the record of its
+# package beside it, or from another package than LIBRARY_PACKAGES names, is installed.
 if [ -z "${CASS_HIP_HEADERS:-}" ]; then
   py 'import sys; from toolchains.hip_nvidia import HIP_HEADERS_DIR, install_hip_headers
 for package, version in install_hip_headers(HIP_HEADERS_DIR, sys.argv[1]).items():

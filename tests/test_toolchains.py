@@ -404,10 +404,11 @@ def test_the_fatbin_span_goes_from_its_section_line_through_the_next_text_line()
 
 @pytest.mark.slow
 def test_hip_nvidia_headers_are_installed_again_only_where_they_came_from_another_package(tmp_path):
-    """setup's step for HIP on NVIDIA: every header folder from its Debian package, each with a record of the suite
-    and package beside it; run again, nothing is fetched; a folder another suite's package put there (trixie's
-    hipBLAS 0.54, as before hipBLAS followed the AMD root) is replaced, and only that one."""
-    from toolchains.hip_nvidia import LIBRARY_PACKAGES, headers_record, install_hip_headers
+    """setup's step for HIP on NVIDIA (from Debian's archive): every header folder from its Debian package, each with
+    a record of the suite and package beside it; run again, nothing is fetched; a folder another suite's package put
+    there (trixie's hipBLAS 0.54, as before hipBLAS followed the AMD root) is replaced, and so is one without a record
+    (installed before records were kept), and only those."""
+    from toolchains.hip_nvidia import LIBRARY_PACKAGES, install_hip_headers
 
     mirror = os.environ.get("CASS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
     hip = tmp_path / "hip"
@@ -415,9 +416,30 @@ def test_hip_nvidia_headers_are_installed_again_only_where_they_came_from_anothe
     assert set(first) == {"libamdhip64-dev", *(package for _, package, _ in LIBRARY_PACKAGES)}
     assert (hip / "nvidia_detail").is_dir() and (tmp_path / "hipblas-common/hipblas-common.h").is_file()
     assert "#define hipblasVersionMajor 3" in (tmp_path / "hipblas/hipblas-version.h").read_text()
-    assert headers_record(tmp_path / "hipblas").read_text() == "experimental libhipblas-dev\n"
+    assert (tmp_path / ".hipblas.source").read_text() == "experimental libhipblas-dev\n"   # beside, not inside
+    assert not list(tmp_path.glob("*/.*.source"))
     assert install_hip_headers(hip, mirror) == {}
-    headers_record(tmp_path / "hipblas").write_text("trixie libhipblas-dev\n")
+    (tmp_path / ".hipblas.source").write_text("trixie libhipblas-dev\n")
     (tmp_path / "hipblas/hipblas-version.h").write_text("#define hipblasVersionMajor 0\n")
-    assert list(install_hip_headers(hip, mirror)) == ["libhipblas-dev"]
+    (tmp_path / ".hipsparse.source").unlink()
+    assert sorted(install_hip_headers(hip, mirror)) == ["libhipblas-dev", "libhipsparse-dev"]
     assert "#define hipblasVersionMajor 3" in (tmp_path / "hipblas/hipblas-version.h").read_text()
+    assert install_hip_headers(hip, mirror) == {}
+
+
+def test_hip_include_folders_differ_where_a_library_folder_does_and_a_damaged_link_is_made_again(tmp_path, monkeypatch):
+    """The folder nvcc sees HIP's headers through: one per set of folders its links point to, so two toolchains whose
+    hipBLAS lies elsewhere never share (nor re-point) one; a link changed by hand points back."""
+    from toolchains.hip_nvidia import hip_include_dir
+
+    monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
+    hip, old, new = (tmp_path / name for name in ("hip", "old/hipblas", "new/hipblas"))
+    for folder in (hip, old, new):
+        folder.mkdir(parents=True)
+    first, second = hip_include_dir(hip, [old]), hip_include_dir(hip, [new])
+    assert first != second and hip_include_dir(hip, [old]) == first
+    assert (first / "hipblas").readlink() == old and (second / "hipblas").readlink() == new
+    assert (first / "hip").readlink() == hip == (second / "hip").readlink()
+    (first / "hipblas").unlink()
+    (first / "hipblas").symlink_to(new)
+    assert hip_include_dir(hip, [old]) == first and (first / "hipblas").readlink() == old

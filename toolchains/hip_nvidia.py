@@ -63,16 +63,16 @@ def default_hip_headers() -> Path:
 
 def install_hip_headers(dest: Path, mirror: str) -> dict[str, str]:
     """Put the ``hip`` headers of :data:`HIP_HEADERS_PACKAGE` at ``dest`` and each library's of
-    :data:`LIBRARY_PACKAGES` beside it, where a folder is missing or came from another suite or package (its record
-    beside it, :func:`headers_record`, says which); the packages' versions."""
+    :data:`LIBRARY_PACKAGES` beside it, where a folder is missing, has no record beside it (:func:`headers_record`:
+    one installed before records were kept) or its record names another suite or package; the packages' versions."""
     wanted = [(*HIP_HEADERS_PACKAGE, "hip", dest), *((s, p, f, dest.parent / f) for s, p, f in LIBRARY_PACKAGES)]
     installed = {}
     for suite, package, folder, path in wanted:
-        record = headers_record(path)
-        if path.is_dir() and record.is_file() and record.read_text() == f"{suite} {package}\n":
+        record, source = headers_record(path), f"{suite} {package}\n"
+        if path.is_dir() and record.is_file() and record.read_text() == source:
             continue
         installed[package] = install_headers(suite, package, folder, path, mirror)
-        record.write_text(f"{suite} {package}\n")
+        record.write_text(source)
     return installed
 
 
@@ -152,11 +152,12 @@ def library_headers(hip_headers: Path) -> list[Path]:
 
 
 def hip_include_dir(hip_headers: Path, libraries: list[Path]) -> Path:
-    """A directory holding only ``hip`` -> ``hip_headers`` and a link to each folder of ``libraries`` (made once
-    per headers path and set of library names, in the cache; a link to another folder is pointed again)."""
+    """A directory holding only ``hip`` -> ``hip_headers`` and a link to each folder of ``libraries``, made once per
+    set of folders in the cache (its name holds a digest of where every link points; a damaged link is made again)."""
     targets = [Path(os.path.realpath(t)) for t in (hip_headers, *libraries)]
     names = ["hip", *(t.name for t in libraries)]
-    folder = machine_cache("hip-include") / "_".join([str(targets[0]).strip("/").replace("/", "_"), *names[1:]])
+    links = hashlib.sha256(repr(list(zip(names, map(str, targets), strict=True))).encode()).hexdigest()[:16]
+    folder = machine_cache("hip-include") / f"{str(targets[0]).strip('/').replace('/', '_')}_{links}"
     for name, target in zip(names, targets, strict=True):
         link = folder / name
         if not link.is_symlink() or link.readlink() != target:
