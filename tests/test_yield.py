@@ -9,7 +9,8 @@ from harness.project import REPO
 
 from bench.corpora import HECBENCH, SPLIT_FILE, TUNE_BY_HISTORY, hecbench_benchmarks, load_split, make_split, split_of
 from cass.pipeline.manifests import DROPPED_SCHEMA
-from cass.report.yields import cause, failures, hip_nvidia_cell, hip_nvidia_counts, markdown, report
+from cass.pipeline.metrics import percent_of
+from cass.report.yields import cause, failures, hip_nvidia_cell, hip_nvidia_counts, markdown, report, share
 from toolchains.diagnostics import categorize
 
 
@@ -105,6 +106,16 @@ def test_counts_ratios_and_top_causes_per_corpus():
     assert hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, debian_cuda={"s1"})["pairs_hip_nvidia_ok_debian_cuda"] == 0
     assert hip_nvidia_counts(hip_nvidia, {"s0", "s1"}, build_root={"s1"})["pairs_hip_nvidia_ok_build_root"] == 0
     assert "| `error: use of undeclared identifier '__ldg_x'` | 1 |" in table
+
+
+def test_percentages_are_printed_from_the_counts_not_from_the_rounded_share():
+    """191 of 196 is 97.449%: its 4-decimal share (kept in the metrics) is 0.9745, which printed again would be 97.5%
+    and pass a 97.5% bar the counts miss."""
+    assert share(191, 196) == 0.9745 and percent_of(191, 196) == "97.4%"
+    counts = {"pairs_hip_nvidia_checked": 196, "pairs_hip_nvidia_ok": 191, "pairs_hip_nvidia_ok_build_root": 0,
+              "pairs_hip_nvidia_ok_debian_cuda": 9}
+    assert hip_nvidia_cell(counts) == "191 / 196 (97.4%; 9 on Debian's CUDA)"
+    assert percent_of(0, 0) == "-" and share(0, 0) is None
 
 
 def test_the_committed_split_is_the_seeded_hash_of_every_development_corpus():

@@ -50,3 +50,9 @@ def mean_reduction(counts: list[tuple[int, int]]) -> float:
 def percent(share: float | None) -> str:
     """A share (0 to 1) as a percentage with one decimal, ``-`` when there is none."""
     return "-" if share is None else f"{100 * share:.1f}%"
+
+
+def percent_of(part: int, whole: int) -> str:
+    """``part / whole`` as a percentage with one decimal, ``-`` when ``whole`` is 0: from the counts, never from a
+    share already rounded (191 / 196 is 97.4%, where the 4-decimal share 0.9745 would print 97.5%)."""
+    return percent(part / whole if whole else None)

@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 
 import polars as pl
 
-from cass.pipeline.metrics import percent
+from cass.pipeline.metrics import percent_of
 from toolchains.diagnostics import first_error_line
 
 TOP_CAUSES = 10
@@ -57,7 +57,9 @@ def _top(counter: Counter, n: int = TOP_CAUSES) -> list[dict]:
     return [{"cause": c, "files": k} for c, k in sorted(counter.items(), key=lambda x: (-x[1], x[0]))[:n]]
 
 
-def _share(part: int, whole: int) -> float | None:
+def share(part: int, whole: int) -> float | None:
+    """``part / whole`` to 4 decimals for the metrics (None when ``whole`` is 0); tables print
+    :func:`~cass.pipeline.metrics.percent_of` the counts."""
     return round(part / whole, 4) if whole else None
 
 
@@ -89,8 +91,8 @@ def corpus_yield(candidates: pl.DataFrame, nvidia_ok: set[str], amd_ok: set[str]
         "nvidia_ok": len(nv),
         "amd_ok": len(amd),
         "both": len(both),
-        "both_over_nvidia_ok": _share(len(both), len(nv)),
-        "both_over_files": _share(len(both), len(ids)),
+        "both_over_nvidia_ok": share(len(both), len(nv)),
+        "both_over_files": share(len(both), len(ids)),
         "nvidia_ok_with_configured_headers": len(nv & configured),
         "nvidia_ok_debian_cuda": len(nv & nvidia_fallback),
         "pairs_debian_cuda": len(both & nvidia_fallback),
@@ -167,8 +169,7 @@ def template_yield(requests: pl.DataFrame, candidates: pl.DataFrame, nvidia_ok: 
     found = {}
     for row in table.iter_rows(named=True):
         template = row.pop("template_id")
-        found[template] = {**row, "both_over_answered": round(row["both"] / row["answered"], 4)
-                           if row["answered"] else None}
+        found[template] = {**row, "both_over_answered": share(row["both"], row["answered"])}
     return found
 
 
@@ -180,8 +181,8 @@ def template_markdown(templates: dict[str, dict]) -> list[str]:
              "candidates after filter and dedup, NVIDIA ok, both vendors, both / answered.", "",
              "| template | " + " | ".join(columns) + " | both / answered |", "|---|" + "---:|" * (len(columns) + 1)]
     for name, t in [*templates.items(), ("all", total)]:
-        share = f"{100 * t['both'] / t['answered']:.1f}%" if t["answered"] else "-"
-        lines.append(f"| {name} | " + " | ".join(str(t[c]) for c in columns) + f" | {share} |")
+        lines.append(f"| {name} | " + " | ".join(str(t[c]) for c in columns)
+                     + f" | {percent_of(t['both'], t['answered'])} |")
     return lines
 
 
@@ -198,7 +199,7 @@ def summary_rows(yields: dict, title_of: dict[str, str], first: str = "") -> lis
     for origin, y in [*yields["corpora"].items(), ("all", yields["all"])]:
         rows.append(f"|{f' {first} |' if first else ''} {title_of.get(origin, origin)} | {y['files']} | "
                     f"{y['included_units']} | {y['out_of_scope']} | {y['nvidia_ok']} | {y['amd_ok']} | {y['both']} | "
-                    f"{percent(y['both_over_nvidia_ok'])} | {percent(y['both_over_files'])} | "
+                    f"{percent_of(y['both'], y['nvidia_ok'])} | {percent_of(y['both'], y['files'])} | "
                     f"{y['nvidia_ok_with_configured_headers']} | "
                     f"{y['nvidia_ok_debian_cuda']} / {y['pairs_debian_cuda']} | "
                     f"{y['amd_ok_build_root']} / {y['pairs_build_root']} | {y['pairs_repaired']} | "
@@ -213,7 +214,7 @@ def hip_nvidia_cell(y: dict) -> str:
     checked, built = y["pairs_hip_nvidia_checked"], y["pairs_hip_nvidia_ok"]
     apart = [f"{n} {how}" for n, how in ((y["pairs_hip_nvidia_ok_build_root"], "with the build root's headers"),
                                          (y["pairs_hip_nvidia_ok_debian_cuda"], "on Debian's CUDA")) if n]
-    return f"{built} / {checked} ({'; '.join([percent(_share(built, checked)), *apart])})" if checked else "-"
+    return f"{built} / {checked} ({'; '.join([percent_of(built, checked), *apart])})" if checked else "-"
 
 
 def markdown(yields: dict, title_of: dict[str, str] | None = None) -> str:

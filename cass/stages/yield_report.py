@@ -8,7 +8,7 @@ import polars as pl
 from cass.compiling.compile import Scope
 from cass.pipeline.context import Stage
 from cass.pipeline.manifests import write_parquet
-from cass.pipeline.metrics import percent, write_metrics
+from cass.pipeline.metrics import percent_of, write_metrics
 from cass.report.yields import failures, markdown, report, template_yield
 from store import Store
 
@@ -43,7 +43,7 @@ def run(stage: Stage) -> None:
     write_metrics("yield", yields)
     y = yields["all"]
     print(f"{stage.name}: {len(yields['corpora'])} corpora, {y['files']} files, NVIDIA ok {y['nvidia_ok']}, pairs "
-          f"{y['both']} ({percent(y['both_over_nvidia_ok'])} of NVIDIA ok); tables in {stage.data_dir}/yield.md")
+          f"{y['both']} ({percent_of(y['both'], y['nvidia_ok'])} of NVIDIA ok); tables in {stage.data_dir}/yield.md")
 
 
 def needing_api(rows: pl.DataFrame, store_root: str, scope: dict) -> list[str]:
