@@ -112,7 +112,8 @@ def counter(directory: Path, batch_size: int, backend_only: bool) -> Callable[[l
     """A function giving tokens per text (no special tokens, in batches); the tokenizer in
     ``directory`` is loaded at its first call: with ``backend_only`` (a tokenizer of ``BUILT_HERE``)
     its ``tokenizer.json`` with the ``tokenizers`` library (the backend ``AutoTokenizer`` wraps, the same
-    ids; tested), else through ``transformers`` (which may adjust a backend from its config)."""
+    ids; tested) and without the offsets only ``encode_batch`` computes (half its time on the bundled corpus's
+    texts), else through ``transformers`` (which may adjust a backend from its config)."""
     loaded = []
 
     def encode(texts: list[str]) -> list[list[int]]:
@@ -120,7 +121,7 @@ def counter(directory: Path, batch_size: int, backend_only: bool) -> Callable[[l
             if backend_only:
                 from tokenizers import Tokenizer
                 backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
-                loaded.append(lambda batch: [e.ids for e in backend.encode_batch(batch, add_special_tokens=False)])
+                loaded.append(lambda batch: [e.ids for e in backend.encode_batch_fast(batch, add_special_tokens=False)])
             else:
                 from transformers import AutoTokenizer
                 slow = AutoTokenizer.from_pretrained(str(directory))
