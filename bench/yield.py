@@ -43,7 +43,7 @@ from harness.project import copy_pipeline, record_toolchains, run_in, update_pip
 
 from bench.corpora import HECBENCH, load_split  # noqa: E402
 from bench.results import replace_section  # noqa: E402
-from cass.report.yields import SUMMARY_ALIGN, SUMMARY_HEADER, markdown, share, summary_rows  # noqa: E402
+from cass.report.yields import SUMMARY_ALIGN, SUMMARY_HEADER, markdown, summary_rows  # noqa: E402
 from cass.sources.debian import package_origin  # noqa: E402
 
 SECTION = "## Yield on real code (issue 37)"
@@ -85,11 +85,10 @@ TALLIES = ("files_by_build_context", "pairs_amd_only")
 
 
 def combined(corpora: list[dict]) -> dict:
-    """The yield of several corpora together (their files are disjoint): counts summed, shares recomputed."""
+    """The yield of several corpora together (their files are disjoint): counts and tallies summed (the tables print
+    shares from the counts)."""
     total = {key: sum(c[key] for c in corpora) for key in COUNTS}
-    total |= {key: dict(sum((Counter(c[key]) for c in corpora), Counter()).most_common()) for key in TALLIES}
-    return {**total, "both_over_nvidia_ok": share(total["both"], total["nvidia_ok"]),
-            "both_over_files": share(total["both"], total["files"])}
+    return total | {key: dict(sum((Counter(c[key]) for c in corpora), Counter()).most_common()) for key in TALLIES}
 
 
 def half_yields(yields: dict, split: dict, half: str) -> dict:

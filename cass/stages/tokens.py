@@ -15,6 +15,7 @@ the tokenizer used and the token reduction of normalised SASS against raw SASS.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,15 +100,20 @@ def count_chunk(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_roo
                 digest: str, batch_size: int, backend_only: bool) -> Counted:
     """One chunk of files and their kernels counted (on a worker; the tokenizer is loaded only for texts not
     counted before)."""
-    files, unit_files, unit_kernels = part
     store = Store(store_root)
-    chunk = units(store, unit_files, unit_kernels)
     memo = Memo(store, "tokens.count", {"tokenizer": digest})
     count = counter(Path(tokenizer_dir), batch_size, backend_only)
+    counted = count_units(store, part, lambda texts: memo.map(texts, count))
+    counted.memo_counts = memo.counts()
+    return counted
 
-    def tokens(texts: list[str]) -> list[int]:
-        return memo.map(texts, count)
 
+def count_units(store: Store, part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame],
+                tokens: Callable[[list[str]], list[int]]) -> Counted:
+    """A chunk's units counted by ``tokens`` (one call per column of texts: each task's prompts and answers, then
+    the files' raw and normalised SASS); no memo counts."""
+    files, unit_files, unit_kernels = part
+    chunk = units(store, unit_files, unit_kernels)
     table = pl.DataFrame({
         "unit_id": [i["unit_id"] for i in chunk], "level": [i["level"] for i in chunk],
         "sample_id": [i["sample_id"] for i in chunk], "kernel": [i["kernel"] for i in chunk],
@@ -118,4 +124,4 @@ def count_chunk(part: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], store_roo
     }, schema_overrides={"kernel": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)})
     items = [{k: i[k] for k in ("unit_id", "level", "sample_id", "origin", "path", "domain", "kernel")} for i in chunk]
     sass = sass_token_counts(store, files, chunk[:files.height], tokens)
-    return Counted(table, items, sass, memo.counts())
+    return Counted(table, items, sass, {})

@@ -112,7 +112,8 @@ def counter(directory: Path, batch_size: int, backend_only: bool) -> Callable[[l
     """A function giving tokens per text (no special tokens, in batches); the tokenizer in
     ``directory`` is loaded at its first call: with ``backend_only`` (a tokenizer of ``BUILT_HERE``)
     its ``tokenizer.json`` with the ``tokenizers`` library (the backend ``AutoTokenizer`` wraps, the same
-    ids; tested) and without the offsets only ``encode_batch`` computes (faster: bench/token_counts.py), else through ``transformers`` (which may adjust a backend from its config)."""
+    ids; tested) and without the offsets only ``encode_batch`` computes (faster: bench/token_counts.py), else
+    through ``transformers`` (which may adjust a backend from its config)."""
     loaded = []
 
     def encode(texts: list[str]) -> list[list[int]]:
