@@ -13,7 +13,8 @@ divided by the stages; less that, the same stage command run alone: what DVC add
 prints the pipeline's own dvc.lock size, to read its per-stage cost off the table, and times DVC's round trip
 on that lock. Last, what starting each stage process of a changed source's path costs before it does any work:
 Python and the stage's imports (``python -c "import stages.<name>"`` in the repository, the fastest of
-``--runs``), for ``--path`` (default: ``ingest`` and every stage that depends on it, directly or not).
+``--runs``), for ``--path``: the stages a rebuild ran (default: ``ingest`` and every stage that depends on it,
+directly or not, an upper bound: a changed source need not reach all of them).
 
 Usage: ``python bench/dvc_floor.py [--stages 20] [--pads 0 8 17 34] [--file-deps 10] [--runs 3]
 [--path STAGE ...]``
@@ -51,24 +52,24 @@ def run(cmd: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def chain(project: Path, stages: int, pad_entries: int, params: dict, file_deps: bool = False) -> int:
+def chain(project: Path, stages: int, pad_entries: int, params: dict, by_files: bool = False) -> int:
     """Write a git + DVC project with a chain of ``stages`` stages, each declaring its params section of
-    ``pad_entries`` entries (none for 0) from ``params``, or with ``file_deps`` as many small files as further
+    ``pad_entries`` entries (none for 0) from ``params``, or with ``by_files`` as many small files as further
     dependencies (each a dvc.lock entry, as the pipeline's are); build it once; return its dvc.lock size in bytes."""
     project.mkdir(parents=True)
     run(["git", "init", "-q"], project)
     run(["dvc", "init", "-q"], project)
     (project / "params.yaml").write_text(yaml.safe_dump(params))
-    (project / "pad").mkdir()
     pipeline = {}
     for i in range(stages):
         name = f"s{i}"
-        pads = [project / "pad" / f"{name}_{k}" for k in range(pad_entries if file_deps else 0)]
+        pads = [project / "pad" / f"{name}_{k}" for k in range(pad_entries if by_files else 0)]
         for pad in pads:
+            pad.parent.mkdir(exist_ok=True)
             pad.write_text(pad.name)
         deps = [f"out/s{i - 1}"] * bool(i) + [str(pad.relative_to(project)) for pad in pads]
         pipeline[name] = {"cmd": STAGE_CMD.format(name=name), "outs": [f"out/{name}"],
-                          **({"params": [f"pad{pad_entries}_{name}"]} if pad_entries and not file_deps else {}),
+                          **({"params": [f"pad{pad_entries}_{name}"]} if pad_entries and not by_files else {}),
                           **({"deps": deps} if deps else {})}
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": pipeline}, sort_keys=False))
     (project / "out").mkdir()
@@ -90,15 +91,17 @@ def lock_round_trip(lock: Path, runs: int = 5) -> float:
     return statistics.median(times)
 
 
-def change_path(first: str = "ingest") -> list[str]:
+def dependants(first: str = "ingest") -> list[str]:
     """``first`` and every stage of this repository's dvc.yaml that depends on it, directly or not."""
     import networkx as nx
     from dvc.repo import Repo
+    from dvc.stage import PipelineStage
 
     with Repo(str(REPO)) as repo:
         graph = repo.index.graph   # an edge from each stage to the stages it depends on
-        start = next(stage for stage in graph if getattr(stage, "name", None) == first)
-        return sorted([first, *(stage.name for stage in nx.ancestors(graph, start))])
+        stages = [stage for stage in graph if isinstance(stage, PipelineStage)]
+        start = next(stage for stage in stages if stage.name == first)
+        return sorted([first, *(stage.name for stage in nx.ancestors(graph, start) if stage in stages)])
 
 
 def stage_start(name: str, runs: int) -> float:
@@ -112,11 +115,13 @@ def main() -> None:
     parser.add_argument("--pads", type=int, nargs="+", default=[0, 8, 17, 34],
                         help="params entries per stage (each adds about 90 bytes per stage to dvc.lock)")
     parser.add_argument("--file-deps", type=int, nargs="*", default=[10],
-                        help="further rows: each stage depends on this many small files instead (about 110 bytes "
-                             "each per stage)")
-    parser.add_argument("--runs", type=int, default=3, help="forced reproductions per lock size (median)")
+                        help="further rows: each stage depends on this many small files instead (about 95 bytes of "
+                             "lock each)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="forced reproductions per lock size (median), and starts per stage process (fastest)")
     parser.add_argument("--path", nargs="+", metavar="STAGE",
-                        help="the stages whose process start to time (default: ingest and its dependants)")
+                        help="the stages whose process start to time: those a rebuild ran (default: ingest and its "
+                             "dependants, an upper bound)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cass-dvc-floor-"))
     (work / "out").mkdir()
@@ -134,17 +139,17 @@ def main() -> None:
     per_process = process / args.stages
     params = {f"pad{pad}_s{i}": {f"key{k}": {"value": k, "flags": ["-O2", "-g"]} for k in range(pad)}
               for pad in args.pads for i in range(args.stages)}
-    for pad, file_deps in [*((pad, False) for pad in args.pads), *((pad, True) for pad in args.file_deps)]:
-        project = work / f"{'deps' if file_deps else 'pad'}{pad}"
-        size = chain(project, args.stages, pad, params, file_deps)
+    for count, by_files in [*((pad, False) for pad in args.pads), *((files, True) for files in args.file_deps)]:
+        project = work / f"{'deps' if by_files else 'pad'}{count}"
+        size = chain(project, args.stages, count, params, by_files)
         forced = statistics.median(run(["dvc", "repro", "--force", "-q"], project) for _ in range(args.runs))
         noop = statistics.median(run(["dvc", "repro", "-q"], project) for _ in range(args.runs))
         per_stage = (forced - noop) / args.stages
-        grown = f"{pad} file deps" if file_deps else f"{pad} params" if pad else "-"
+        grown = f"{count} file deps" if by_files else f"{count} params" if count else "-"
         print(f"| {grown} | {size / 1024:.1f} | {forced:.2f} | {noop:.2f} | {per_stage:.3f} | "
               f"{per_stage - per_process:.3f} |")
     print(f"\nThe stage command alone, {args.stages} times: {process:.2f} s ({per_process:.3f} s each).")
-    starts = {name: stage_start(name, args.runs) for name in args.path or change_path()}
+    starts = {name: stage_start(name, args.runs) for name in args.path or dependants()}
     print(f"\nStarting a stage process (Python and `import stages.<name>`, fastest of {args.runs}), for {len(starts)} "
           f"stages: {sum(starts.values()):.2f} s in all\n\n| stage | s |\n|---|---:|")
     for name, seconds in sorted(starts.items(), key=lambda item: -item[1]):
