@@ -60,12 +60,12 @@ def chain(project: Path, stages: int, pad_entries: int, params: dict, by_files: 
     run(["git", "init", "-q"], project)
     run(["dvc", "init", "-q"], project)
     (project / "params.yaml").write_text(yaml.safe_dump(params))
+    (project / "pad").mkdir()
     pipeline = {}
     for i in range(stages):
         name = f"s{i}"
         pads = [project / "pad" / f"{name}_{k}" for k in range(pad_entries if by_files else 0)]
         for pad in pads:
-            pad.parent.mkdir(exist_ok=True)
             pad.write_text(pad.name)
         deps = [f"out/s{i - 1}"] * bool(i) + [str(pad.relative_to(project)) for pad in pads]
         pipeline[name] = {"cmd": STAGE_CMD.format(name=name), "outs": [f"out/{name}"],
