@@ -30,6 +30,7 @@ from harness.project import (
 )
 
 from cass.engine.actions import ActionRunner, plan
+from cass.pipeline.stage_worker import SWITCH
 from cass.report.summary import summary
 from hosts.gpu import local_gpu_host
 from toolchains import load_hip_nvidia, local_executor
@@ -65,6 +66,19 @@ def test_dag_has_every_stage(project, clean_hashes):
     for stage in ("synthesize", "fetch_debian", "ingest", "filter", "dedup", "hipify", "repair", "compile_nvidia",
                   "compile_amd", "pair", "yield_report", "export"):
         assert stage in dag
+
+
+def test_stages_ran_on_warm_workers_and_a_stage_run_alone_writes_the_same_bytes(project, clean_hashes):
+    """The build's stages took the warm workers the stages before them started (:mod:`cass.pipeline.stage_worker`;
+    not the first, nor one after a stage that ran past a worker's idle time); the kernels stage, run again in a
+    process of its own with workers off, writes the bytes its worker wrote."""
+    starts = {path.stem: json.loads(path.read_text())["warm_start"] for path in (project / "metrics" / "run").glob(
+        "*.json") if "warm_start" in json.loads(path.read_text())}
+    assert sum(starts.values()) >= 10, starts
+    run_in([sys.executable, "-m", "stages.kernels"], project, {**TOOL_ENV, SWITCH: "0"})
+    assert run_report(project, "kernels")["warm_start"] is False
+    kernels = {path: digest for path, digest in clean_hashes.items() if path.startswith("data/kernels/")}
+    assert kernels and parquet_hashes(project, "data/kernels") == kernels
 
 
 def test_the_end_of_run_summary_reads_every_stages_reports(project):

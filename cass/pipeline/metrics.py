@@ -8,6 +8,7 @@ import resource
 from pathlib import Path
 
 from cass.files import write_json
+from cass.pipeline import stage_worker
 
 METRICS_DIR = Path("metrics")
 RUN_DIR = METRICS_DIR / "run"
@@ -28,15 +29,21 @@ def write_run_report(stage: str, report: dict) -> None:
 
 
 def process_time() -> dict:
-    """This stage process's wall seconds since it started (interpreter start-up and imports
-    included), its own CPU seconds (the tools it ran are counted apart), its peak resident memory and that of its
+    """This stage process's wall seconds since it started (interpreter start-up and imports included) or, on a
+    warm stage worker (:mod:`cass.pipeline.stage_worker`, ``warm_start``), since it took the stage; its own CPU
+    seconds over the same span (the tools it ran are counted apart); its peak resident memory and that of its
     largest child (a tool or a worker), in MiB."""
     ticks = os.sysconf("SC_CLK_TCK")
     started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
     uptime = float(Path("/proc/uptime").read_text().split()[0])
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"stage_wall_s": round(uptime - started, 3), "stage_cpu_s": round(own.ru_utime + own.ru_stime, 3),
+    cpu_before = 0.0
+    if stage_worker.request_start is not None:
+        started, cpu_before = stage_worker.request_start
+    return {"stage_wall_s": round(uptime - started, 3),
+            "stage_cpu_s": round(own.ru_utime + own.ru_stime - cpu_before, 3),
+            "warm_start": stage_worker.request_start is not None,
             "stage_peak_rss_mib": round(own.ru_maxrss / 1024, 1),
             "child_peak_rss_mib": round(children.ru_maxrss / 1024, 1)}
 
