@@ -3,8 +3,10 @@
 For each size N it makes a fresh copy of the pipeline with a generated corpus and times, with
 real tools and real `dvc repro` of every stage (`HF_HUB_OFFLINE=1`): the cold build, a no-op rerun,
 one changed source, that change undone (every stage it ran finds its earlier run in DVC's run cache but `analyze` and
-`pack_store`, which DVC keeps out of it: close to what DVC itself costs for those stages), one changed filter parameter,
-and one added sm arch, with the stages that ran (and those DVC restored from its run cache),
+`pack_store`, which DVC keeps out of it: close to what DVC itself costs for those stages), another change to the same
+source with the warm stage workers off (``CASS_STAGE_WORKERS=0``: every stage in a fresh process, the baseline the
+workers are measured against; then undone, unmeasured), one changed filter parameter, and one added sm arch, with the
+stages that ran (and those DVC restored from its run cache),
 the store's action hits/misses of the five file-level tool stages (TOOL_STAGES, from the run reports), the token
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
 store lookups (action-key computation plus hit) and checks that two cold builds in two directories
@@ -40,6 +42,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]   # the pipeline, and the harnes
 from harness.project import TOOL_ENV, copy_pipeline, parquet_hashes, run_in, run_report  # noqa: E402
 
 from bench.gen_corpus import generate  # noqa: E402
+from cass.pipeline.stage_worker import SWITCH  # noqa: E402
 from cass.training import qwen  # noqa: E402
 
 TOOL_STAGES = ("hipify", "repair", "compile_nvidia", "compile_amd", "normalize")
@@ -53,13 +56,13 @@ def sh(cmd: list[str], cwd: Path) -> tuple[float, str]:
     return time.perf_counter() - start, output
 
 
-def repro_by_stage(cwd: Path) -> tuple[float, dict[str, float], int]:
+def repro_by_stage(cwd: Path, env: dict[str, str] = ENV) -> tuple[float, dict[str, float], int]:
     """``dvc repro`` with its output read as it comes: wall seconds, each stage's seconds from
     its "Running stage" line to the next one (to the end for the last): its command, DVC's own work on it
     (hashing, the run cache, rewriting dvc.lock) and DVC's check of any stages it skips before the next; and how
     many stages DVC restored from its run cache instead of running them."""
     start = time.perf_counter()
-    proc = subprocess.Popen(["dvc", "repro"], cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(["dvc", "repro"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     lines, marks, restored = [], [], 0
     for line in proc.stdout:
@@ -116,8 +119,8 @@ def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
     rows = []
     cold_hashes = {}
 
-    def measure(name: str) -> None:
-        seconds, by_stage, restored = repro_by_stage(project)
+    def measure(name: str, env: dict[str, str] = ENV) -> None:
+        seconds, by_stage, restored = repro_by_stage(project, env)
         ran = list(by_stage)
         stages = f"{len(ran)} + {restored} restored" if restored else len(ran)
         row = {"N": n or "bundled", "scenario": name, "seconds": seconds, "stages": stages, "hits": "-",
@@ -134,13 +137,22 @@ def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
     victim = (project / "corpus" / "cryptography" / "aes128_ctr.cu" if n is None
               else sorted((project / "corpus").rglob("*.cu"))[n // 2])
     original = victim.read_text()
-    if n is None:
-        victim.write_text(original.replace("#define AES_ROUNDS 10", "#define AES_ROUNDS 12", 1))
-    else:
-        victim.write_text(re.sub(r"(\d+\.\d+)f", lambda m: f"{float(m.group(1)) + 0.5:.4f}f", original, count=1))
+
+    def change(step: int) -> None:
+        if n is None:
+            victim.write_text(original.replace("#define AES_ROUNDS 10", f"#define AES_ROUNDS {10 + 2 * step}", 1))
+        else:
+            victim.write_text(re.sub(r"(\d+\.\d+)f", lambda m: f"{float(m.group(1)) + 0.5 * step:.4f}f", original,
+                                     count=1))
+
+    change(1)
     measure("one source changed")
     victim.write_text(original)
     measure("that change undone (run cache)")
+    change(2)   # another value: nothing in the run cache
+    measure("one source changed, stage workers off", {**ENV, SWITCH: "0"})
+    victim.write_text(original)
+    repro_by_stage(project)   # back to the built state (from the run cache); not a scenario
     longest = longest_source_lines(project)
     edit_params(project, "max_lines: 7000", f"max_lines: {longest - 1}")
     measure("filter param changed")
