@@ -168,3 +168,16 @@ def test_a_signal_to_the_client_reaches_the_stage(project):
     assert client.wait(timeout=60) == 143
     assert client.stdout.read() == "got SIGTERM\n"
     wait_for(lambda: not alive(tool), "the tool, in the worker's process group, to get it too")
+
+
+def test_a_worker_killed_mid_stage_fails_the_client_saying_so(project):
+    warmed(project)
+    client = subprocess.Popen([sys.executable, "-m", "stages.probe", "sleep"], cwd=project, env=environment(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = int(dict(part.split("=", 1) for part in client.stdout.readline().split())["pid"])
+    tool = int(client.stdout.readline().split("=")[1])
+    os.killpg(worker, signal.SIGKILL)   # what the OOM killer or a crash does to the stage, here to its tool too
+    assert client.wait(timeout=60) == 1
+    assert client.stderr.read().endswith(f"stages.probe: its stage worker (pid {worker}) ended without an exit "
+                                         "status (killed?)\n")
+    wait_for(lambda: not alive(tool), "the tool to die")
