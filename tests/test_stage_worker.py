@@ -181,3 +181,18 @@ def test_a_worker_killed_mid_stage_fails_the_client_saying_so(project):
     assert client.stderr.read().endswith(f"stages.probe: its stage worker (pid {worker}) ended without an exit "
                                          "status (killed?)\n")
     wait_for(lambda: not alive(tool), "the tool to die")
+
+
+def test_where_pidfd_open_is_refused_the_client_still_waits_for_the_worker_to_exit(project, tmp_path):
+    """As under a seccomp filter without pidfd_open: the client polls for the worker's end instead."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        "import os\n\ndef refused(pid, flags=0):\n    raise PermissionError(1, 'refused by a filter')\n\n"
+        "os.pidfd_open = refused\n")
+    env = environment(PYTHONPATH=str(tmp_path / "site"))
+    warmed(project, env)
+    client = subprocess.Popen([sys.executable, "-m", "stages.probe", "exit", "5"], cwd=project, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = int(dict(part.split("=", 1) for part in client.stdout.readline().split())["pid"])
+    assert client.wait(timeout=60) == 5 and client.stderr.read() == "to stderr\n"
+    assert not alive(worker)

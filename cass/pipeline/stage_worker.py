@@ -146,19 +146,32 @@ def pass_on(pid: int, number: int) -> None:
         os.killpg(pid, number)
 
 
+def gone(pid: int) -> bool:
+    """Whether the process ``pid`` has exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def await_worker(conn: socket.socket, pid: int, module: str) -> int:
     """Wait for the worker ``pid`` running ``module`` to report its status and exit, passing signals on; its
     status."""
     try:
-        ended = os.pidfd_open(pid)
+        ended: int | None = os.pidfd_open(pid)
     except ProcessLookupError:
         ended = None
+    except OSError:   # a kernel before 5.3, or a seccomp filter that refuses it: poll instead
+        ended = -1
     for number in FORWARDED:
         signal.signal(number, lambda received, _frame: pass_on(pid, received))
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     reported = read_line(conn)
-    if ended is not None:
+    if ended is not None and ended >= 0:
         select.select([ended], [], [])
+    elif ended == -1:
+        while not gone(pid):
+            time.sleep(0.005)
     if not reported.startswith("exit "):
         print(f"{module}: its stage worker (pid {pid}) ended without an exit status (killed?)", file=sys.stderr)
         return 1
