@@ -55,7 +55,8 @@ def project(tmp_path: Path) -> Path:
 
 
 def environment(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PROBE_TAG": "a", **extra}
+    """The tests' environment with the workers on (whatever the tests run with), and ``extra``."""
+    return {**{name: value for name, value in os.environ.items() if name != SWITCH}, "PROBE_TAG": "a", **extra}
 
 
 def stage(project: Path, *args: str, env: dict[str, str] | None = None, stdin: str = "") -> subprocess.CompletedProcess:
