@@ -34,7 +34,10 @@ if __name__ == "__main__":
         sys.exit("stopped: a message")
     elif mode == "raise":
         raise ValueError("a bad row")
-    elif mode == "sleep":
+    elif mode in ("sleep", "forked"):
+        if mode == "forked" and os.fork() == 0:   # a child the stage forked, alive after its worker dies
+            time.sleep(30)
+            os._exit(0)
         child = __import__("subprocess").Popen(["sleep", "300"])
         __import__("signal").signal(15, lambda *_: (os.write(1, b"got SIGTERM\\n"), sys.exit(143)))   # no buffer
         print(f"child={child.pid}", flush=True)
@@ -130,10 +133,12 @@ def test_a_failing_stage_fails_on_the_worker_as_it_fails_alone(project, mode, er
 
 def test_other_code_or_another_environment_never_uses_a_worker(project):
     warmed(project)
+    before = key_of(project, environment())
     other_env = stage(project, "exit", "0", env=environment(PROBE_TAG="b"))
     assert other_env.stdout.startswith("warm=False") and "tag=b" in other_env.stdout
     module = project / "cass" / "files.py"
     module.write_text(module.read_text() + "\n# an edit\n")
+    assert listening(before) and key_of(project, environment()) != before   # a worker, of the code before the edit
     edited = stage(project, "exit", "0")
     assert edited.stdout.startswith("warm=False")
 
@@ -143,7 +148,10 @@ def test_workers_off_run_every_stage_alone_and_start_none(project):
     for _ in range(2):
         assert stage(project, "exit", "0", env=env).stdout.startswith("warm=False")
     time.sleep(1)
-    assert not listening(key_of(project, env))
+    key = key_of(project, env)
+    started = [path for path in Path("/proc").glob("[0-9]*/cmdline")
+               if key in path.read_bytes().decode(errors="replace")]
+    assert not listening(key) and not started
 
 
 def test_a_client_killed_mid_stage_takes_the_stage_and_its_tools_with_it(project):
@@ -172,28 +180,69 @@ def test_a_signal_to_the_client_reaches_the_stage(project):
 
 
 def test_a_worker_killed_mid_stage_fails_the_client_saying_so(project):
+    """Killed alone (as the OOM killer kills), while a process the stage forked lives on: the client does not wait
+    for that process."""
     warmed(project)
-    client = subprocess.Popen([sys.executable, "-m", "stages.probe", "sleep"], cwd=project, env=environment(),
+    client = subprocess.Popen([sys.executable, "-m", "stages.probe", "forked"], cwd=project, env=environment(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker = int(dict(part.split("=", 1) for part in client.stdout.readline().split())["pid"])
     tool = int(client.stdout.readline().split("=")[1])
-    os.killpg(worker, signal.SIGKILL)   # what the OOM killer or a crash does to the stage, here to its tool too
-    assert client.wait(timeout=60) == 1
+    os.kill(worker, signal.SIGKILL)
+    try:
+        status = client.wait(timeout=15)
+    finally:   # the tool and the forked child, left in the dead worker's group, hold the client's pipes
+        os.killpg(worker, signal.SIGKILL)
+    assert status == 1
     assert client.stderr.read().endswith(f"stages.probe: its stage worker (pid {worker}) ended without an exit "
                                          "status (killed?)\n")
     wait_for(lambda: not alive(tool), "the tool to die")
 
 
+def test_an_interrupted_stage_ends_its_client_as_an_interrupt_ends_it_alone(project):
+    """Ctrl-C: SIGINT to the foreground process group, the stage's tool included."""
+    off = environment(**{SWITCH: "0"})
+    alone = subprocess.Popen([sys.executable, "-m", "stages.probe", "sleep"], cwd=project, env=off,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    warmed(project)
+    client = subprocess.Popen([sys.executable, "-m", "stages.probe", "sleep"], cwd=project, env=environment(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for process in (alone, client):
+        process.stdout.readline()
+        process.stdout.readline()
+        os.killpg(process.pid, signal.SIGINT)
+    assert alone.wait(timeout=60) == client.wait(timeout=60) == -signal.SIGINT
+    assert alone.stderr.read().endswith("KeyboardInterrupt\n") and client.stderr.read().endswith("KeyboardInterrupt\n")
+
+
+def test_a_stopped_client_stops_its_stage_and_a_continued_one_continues_it(project):
+    warmed(project)
+    client = subprocess.Popen([sys.executable, "-m", "stages.probe", "sleep"], cwd=project, env=environment(),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    worker = int(dict(part.split("=", 1) for part in client.stdout.readline().split())["pid"])
+    tool = int(client.stdout.readline().split("=")[1])
+
+    def state(pid: int) -> str:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+    client.send_signal(signal.SIGTSTP)   # Ctrl-Z
+    wait_for(lambda: state(client.pid) == state(worker) == state(tool) == "T", "all three to stop")
+    client.send_signal(signal.SIGCONT)   # fg
+    wait_for(lambda: "T" not in (state(client.pid), state(worker), state(tool)), "all three to continue")
+    client.send_signal(signal.SIGTERM)
+    assert client.wait(timeout=60) == 143
+
+
 def test_where_pidfd_open_is_refused_the_client_still_waits_for_the_worker_to_exit(project, tmp_path):
     """As under a seccomp filter without pidfd_open: the client polls for the worker's end instead."""
     (tmp_path / "site").mkdir()
+    marker = tmp_path / "refused"
     (tmp_path / "site" / "sitecustomize.py").write_text(
-        "import os\n\ndef refused(pid, flags=0):\n    raise PermissionError(1, 'refused by a filter')\n\n"
-        "os.pidfd_open = refused\n")
+        f"import os, pathlib\n\ndef refused(pid, flags=0):\n    pathlib.Path({str(marker)!r}).touch()\n"
+        "    raise PermissionError(1, 'refused by a filter')\n\nos.pidfd_open = refused\n")
     env = environment(PYTHONPATH=str(tmp_path / "site"))
     warmed(project, env)
     client = subprocess.Popen([sys.executable, "-m", "stages.probe", "exit", "5"], cwd=project, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker = int(dict(part.split("=", 1) for part in client.stdout.readline().split())["pid"])
     assert client.wait(timeout=60) == 5 and client.stderr.read() == "to stderr\n"
-    assert not alive(worker)
+    assert marker.exists() and not alive(worker)
