@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from harness.project import REPO
 
-from cass.pipeline.stage_worker import SWITCH, worker_key
+from cass.pipeline.stage_worker import SWITCH, start_time, worker_key
 
 PROBE = '''"""A stage that reports where it ran and does what its arguments say."""
 import os, sys, time
@@ -99,10 +99,7 @@ def warmed(project: Path, env: dict[str, str] | None = None) -> subprocess.Compl
 
 
 def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+    return start_time(pid) is not None
 
 
 def test_a_stage_runs_on_the_worker_with_its_arguments_streams_and_status(project):

@@ -34,7 +34,7 @@ def process_time() -> dict:
     seconds over the same span (the tools it ran are counted apart); its peak resident memory and that of its
     largest child (a tool or a worker), in MiB."""
     ticks = os.sysconf("SC_CLK_TCK")
-    started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+    started = int(stage_worker.start_time(os.getpid())) / ticks
     uptime = float(Path("/proc/uptime").read_text().split()[0])
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
