@@ -34,6 +34,11 @@ if __name__ == "__main__":
         sys.exit("stopped: a message")
     elif mode == "raise":
         raise ValueError("a bad row")
+    elif mode == "linger":   # work left to Python's exit: a thread still running, an atexit handler
+        import atexit, threading
+        record = open(sys.argv[2], "a")
+        atexit.register(lambda: (record.write("atexit\\n"), record.close(), print("atexit ran")))
+        threading.Thread(target=lambda: (time.sleep(0.5), record.write("thread\\n"))).start()
     elif mode in ("sleep", "forked"):
         if mode == "forked" and os.fork() == 0:   # a child the stage forked, alive after its worker dies
             time.sleep(30)
@@ -126,6 +131,19 @@ def test_a_failing_stage_fails_on_the_worker_as_it_fails_alone(project, mode, er
     assert warm.returncode == alone.returncode == 1
     assert warm.stderr.endswith(error) and alone.stderr.endswith(error)
     assert ("Traceback" in warm.stderr) == ("Traceback" in alone.stderr) == (mode == "raise")
+
+
+def test_a_stage_on_the_worker_ends_as_it_ends_alone_its_threads_joined_and_exit_handlers_run(project, tmp_path):
+    records = {}
+    for how, env in (("alone", environment(**{SWITCH: "0"})), ("warm", None)):
+        if how == "warm":
+            warmed(project)
+        records[how] = tmp_path / f"{how}.txt"
+        run = stage(project, "linger", str(records[how]), env=env)
+        assert run.returncode == 0 and run.stdout.startswith(f"warm={how == 'warm'}")
+        assert run.stdout.endswith("atexit ran\n")
+        # the client returned after the thread and the handler: both had written before it did
+        assert records[how].read_text() == "thread\natexit\n"
 
 
 def test_other_code_or_another_environment_never_uses_a_worker(project):
