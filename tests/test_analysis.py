@@ -403,3 +403,31 @@ def test_notebooks_on_one_worker_share_its_kernel_yet_each_starts_fresh(tmp_path
                      60)
     assert (tmp_path / "executed" / "b.ipynb").read_bytes() == (alone / "b.ipynb").read_bytes()
     assert "b False 1.5" in (alone / "b.ipynb").read_text()
+
+
+def test_a_kernel_has_its_first_notebooks_libraries_loaded_before_the_notebook_runs(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    from cass.report.notebooks import AnalysisError, analysis_environment, library_imports, run_notebooks
+
+    monkeypatch.setenv("CASS_CACHE", str(tmp_path / "cache"))
+    libraries = tmp_path / "libraries"
+    libraries.mkdir()
+    (libraries / "probelib.py").write_text("")
+    (libraries / "broken.py").write_text("raise ImportError('broken on purpose')\n")
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    loaded = (notebooks / "loaded.py")
+    loaded.write_text("# %%\nimport sys\nprint('probelib loaded:', 'probelib' in sys.modules)\n"
+                      "import probelib\nimport matplotlib.pyplot as plt\nfrom _helper import x\n")
+    (notebooks / "_helper.py").write_text("x = 1\n")
+    failing = notebooks / "failing.py"
+    failing.write_text("# %%\nimport broken\n")
+    # what a kernel may load first: top-level library imports, not the helpers, not matplotlib
+    assert library_imports(loaded) == ["sys", "probelib"]
+    assert library_imports(failing) == ["broken"]
+    env = analysis_environment() | {"CASS_EXECUTED_DIR": str(tmp_path / "executed"), "PYTHONPATH": str(libraries)}
+    run_notebooks([loaded], env, timeout=60, jobs=1)
+    assert "probelib loaded: True" in (tmp_path / "executed" / "loaded.ipynb").read_text()
+    # a library that fails to load first fails the notebook, in its own cell, as it would without the head start
+    with pytest.raises(AnalysisError, match=r"failing\.py: cell 0 .*ImportError: broken on purpose"):
+        run_notebooks([failing], env, timeout=60, jobs=1)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import importlib.util
 import io
 import json
 import os
 import platform
-import queue
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +23,7 @@ import blake3
 import jupytext
 import nbformat
 import polars as pl
+from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
@@ -36,6 +38,8 @@ from store.machine_cache import machine_cache
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "analysis"
 KERNEL_NAME = "python3"
+KERNEL_START_S = 60
+"""Seconds a kernel may take to answer once started (nbclient's default), for :meth:`NotebookKernel.preload`."""
 
 # environment variable -> default (relative to the current directory); passed to the kernel as absolute paths
 PATH_VARIABLES = {
@@ -82,13 +86,16 @@ class NotebookSkipped(Exception):
 
 
 class _InterpreterKernelSpecs(KernelSpecManager):
-    """Resolves ``python3`` to an ipykernel on ``sys.executable``, ignoring kernelspecs installed elsewhere."""
+    """Resolves ``python3`` to an ipykernel on ``sys.executable``, ignoring kernelspecs installed elsewhere, with
+    IPython's history off: it would write every cell to the user's history database, and a kernel is stopped at once
+    (a graceful shutdown takes about 0.6 s), which could leave that file half written."""
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
         if kernel_name != KERNEL_NAME:
             return super().get_kernel_spec(kernel_name)
         return KernelSpec(
-            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                  "--HistoryManager.enabled=False"],
             display_name=f"Python 3 ({sys.prefix})",
             language="python",
             resource_dir=str(NOTEBOOK_DIR),
@@ -162,12 +169,35 @@ class NotebookKernel:
     library modules stay loaded, so the second notebook on a worker pays no kernel start and no imports (about
     1 s each on 2 cores), and its executed notebook is the one a kernel of its own would give. A kernel that died
     or timed out is discarded: the next notebook starts a new one.
+
+    :meth:`preload` starts the kernel early and has it import the library modules a notebook will import, so that
+    the start and the imports run while the stage still decides which notebooks to run.
     """
 
     def __init__(self, env: dict[str, str]):
         self.env = env
         self._sockets = tempfile.TemporaryDirectory(prefix="cass-kernel-")
         self.km: AsyncKernelManager | None = None
+        self._preloading: BlockingKernelClient | None = None
+
+    def preload(self, cwd: Path, modules: list[str]) -> None:
+        """Start the kernel in ``cwd`` and send it the import of ``modules`` without waiting for it: the first
+        notebook's cells queue behind the imports. A module that fails to import is left to the notebook, which
+        reports the error itself; library modules stay loaded from one notebook to the next in any case."""
+        self.km = self._start(cwd)
+        self._preloading = BlockingKernelClient()
+        self._preloading.load_connection_info(self.km.get_connection_info())
+        self._preloading.start_channels()
+        self._preloading.wait_for_ready(timeout=KERNEL_START_S)
+        code = "".join(f"try:\n    __import__({name!r})\nexcept Exception:\n    pass\n" for name in modules)
+        self._preloading.execute(code, silent=True, store_history=False)
+
+    def _end_preload(self) -> None:
+        """Close the preloading client (its request reached the kernel: the kernel has answered a later one, or is
+        being stopped)."""
+        if self._preloading is not None:
+            self._preloading.stop_channels()
+            self._preloading = None
 
     def _start(self, cwd: Path) -> AsyncKernelManager:
         # IPC transport (unix sockets under an absolute temporary path): local only, no "TCP without encryption"
@@ -204,6 +234,7 @@ class NotebookKernel:
             client.start_new_kernel_client()
             reply = run_sync(client.kc.execute_interactive)(self.fresh_state_code(env, cwd), silent=True,
                                                             timeout=timeout)
+            self._end_preload()
             if reply["content"]["status"] != "ok":
                 raise RuntimeError(f"resetting the kernel failed: {reply['content'].get('evalue')}")
             client.execute(cleanup_kc=False)
@@ -216,6 +247,7 @@ class NotebookKernel:
 
     def discard(self, now: bool = True) -> None:
         """Stop the kernel (at once unless ``now`` is false) and forget it."""
+        self._end_preload()
         if self.km is not None:
             if run_sync(self.km.is_alive)():
                 run_sync(self.km.shutdown_kernel)(now=now)
@@ -223,8 +255,8 @@ class NotebookKernel:
             self.km = None
 
     def close(self) -> None:
-        """Shut the kernel down and remove its sockets."""
-        self.discard(now=False)
+        """Stop the kernel (at once: its notebooks' outputs are all received) and remove its sockets."""
+        self.discard()
         self._sockets.cleanup()
 
 
@@ -329,15 +361,31 @@ class NotebookMemo:
         self.store = store
         self.export_dir = env["CASS_EXPORT_DIR"]
         self.metrics_dir = Path(env["CASS_METRICS_DIR"])
-        self.common = load_common(directory)
+        self.directory = directory
+        self.kernel_env = env
+
+    # loaded on the first key (``_common`` imports matplotlib; the packages' metadata is 500 reads): the kernels
+    # start meanwhile
+
+    @functools.cached_property
+    def common(self) -> ModuleType:
+        return load_common(self.directory)
+
+    @functools.cached_property
+    def identity(self) -> dict:
+        """What every notebook's key holds besides its own inputs."""
         packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
-        self.identity = {"scheme": NOTEBOOK_SCHEME, "python": sys.version, "machine": platform.machine(),
-                         "packages": digest_bytes("\n".join(packages).encode()),
-                         "common": digest_bytes((directory / "_common.py").read_bytes()),
-                         "runner": digest_bytes(Path(__file__).read_bytes()),   # conversion, kernel, outputs
-                         "matplotlibrc": matplotlib_settings(directory, env)}
-        self.env = {"env": {k: v for k, v in sorted(env.items()) if k.startswith(KEY_PREFIXES)},
-                    "shown": [self.common.shown_path(p) for p in (self.export_dir, str(self.metrics_dir))]}
+        return {"scheme": NOTEBOOK_SCHEME, "python": sys.version, "machine": platform.machine(),
+                "packages": digest_bytes("\n".join(packages).encode()),
+                "common": digest_bytes((self.directory / "_common.py").read_bytes()),
+                "runner": digest_bytes(Path(__file__).read_bytes()),   # conversion, kernel, outputs
+                "matplotlibrc": matplotlib_settings(self.directory, self.kernel_env)}
+
+    @functools.cached_property
+    def env(self) -> dict:
+        """The kernel's environment as far as it can change a result, and the folders as the notebooks show them."""
+        return {"env": {k: v for k, v in sorted(self.kernel_env.items()) if k.startswith(KEY_PREFIXES)},
+                "shown": [self.common.shown_path(p) for p in (self.export_dir, str(self.metrics_dir))]}
 
     @staticmethod
     def usable(env: dict[str, str]) -> bool:
@@ -404,13 +452,29 @@ def longest_first(paths: list[Path], durations: dict[str, float]) -> list[Path]:
     return sorted(paths, key=lambda p: (-durations.get(p.name, float("inf")), p.name))
 
 
+def library_imports(path: Path) -> list[str]:
+    """The modules the notebook at ``path`` imports at its top level that a kernel may load before it runs
+    (:meth:`NotebookKernel.preload`): not the notebooks' helpers (``_*``, imported afresh under each notebook's
+    environment), not relative imports, and not matplotlib, whose backend the helpers choose before pyplot is
+    imported. None for a notebook that does not parse (it reports that when it runs)."""
+    try:
+        body = ast.parse(path.read_text(), filename=str(path)).body
+    except (SyntaxError, ValueError):
+        return []
+    names = [alias.name for node in body if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in body if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module]
+    return [name for name in dict.fromkeys(names) if not name.startswith("_") and name.split(".")[0] != "matplotlib"]
+
+
 def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: int,
                   memo: NotebookMemo | None = None) -> dict:
     """Execute ``paths`` on ``jobs`` workers, each with one :class:`NotebookKernel`, longest first by the
     durations kept in ``CASS_CACHE``, each notebook writing its figures, tables and metrics section to a folder of
     its own; then put every notebook's outputs in place (``env``'s figures and plots folders, the executed
     notebooks' folder) and return their merged sections. With ``memo``, a notebook whose inputs are unchanged is not
-    run: its kept outputs are put in place, and every notebook run is kept.
+    run: its kept outputs are put in place, and every notebook run is kept. The workers' kernels start, each
+    preloading the library imports of the notebook it takes first if that one is to run, while the memo's keys are
+    computed.
 
     Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run and the
     others' outputs are in place."""
@@ -422,13 +486,17 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         durations = {}
     if not isinstance(durations, dict):
         durations = {}
-    reads = {path: declared_reads(path) for path in paths} if memo else {}
-    actions = {path: memo.action(path, reads[path]) for path in paths} if memo else {}
-    kept = {path: record for path in paths if memo and (record := memo.cache.lookup(actions[path])) is not None}
-    todo: queue.SimpleQueue[Path] = queue.SimpleQueue()
-    for path in longest_first([p for p in paths if p not in kept], durations):
-        todo.put(path)
+    order = longest_first(paths, durations)
+    todo: list[Path] = []   # the notebooks to run, longest first
+    taking = threading.Lock()
+    decided = threading.Event()   # set once every notebook to run is in ``todo``
+
+    def take(preferred: Path) -> Path | None:
+        """The next notebook for a worker: ``preferred`` (whose imports its kernel preloaded) if it is to run."""
+        with taking:
+            return todo.pop(todo.index(preferred) if preferred in todo else 0) if todo else None
     errors: dict[Path, AnalysisError] = {}
+    reads: dict[Path, dict[str, list[str]]] = {}
     with tempfile.TemporaryDirectory(prefix="cass-analysis-") as scratch_dir:
         scratch = {path: Path(scratch_dir) / path.stem for path in paths}
 
@@ -447,20 +515,31 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
                 return
             durations[path.name] = round(time.monotonic() - start, 2)
 
-        def worker() -> None:
+        def worker(first: Path) -> None:
             kernel = NotebookKernel(env)
             try:
-                while True:
-                    try:
-                        run(todo.get_nowait(), kernel)
-                    except queue.Empty:
-                        return
+                try:
+                    kernel.preload(first.parent, library_imports(first))
+                except Exception:   # only a head start: the notebook then starts a kernel of its own
+                    kernel.discard()
+                decided.wait()
+                while (path := take(first)) is not None:
+                    run(path, kernel)
             finally:
                 kernel.close()
 
-        workers = max(1, min(jobs, len(paths) - len(kept)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for future in [pool.submit(worker) for _ in range(workers)]:
+        count = max(1, min(jobs, len(paths)))
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            workers = [pool.submit(worker, first) for first in order[:count]]
+            try:
+                reads.update({path: declared_reads(path) for path in paths} if memo else {})
+                actions = {path: memo.action(path, reads[path]) for path in paths} if memo else {}
+                kept = {path: record for path in paths
+                        if memo and (record := memo.cache.lookup(actions[path])) is not None}
+                todo.extend(path for path in order if path not in kept)
+            finally:
+                decided.set()
+            for future in workers:
                 future.result()
         try:
             write_json(durations_file, durations)
