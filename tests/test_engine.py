@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def chunk_facts(rows: pl.DataFrame, offset: int) -> tuple[list[int], int]:
 
 def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order(tmp_path):
     rows = pl.DataFrame({"v": list(range(10))})
-    work = LocalWork(2, tmp_path / "tally.json")
+    work = LocalWork(2, tmp_path / "tally.json", in_process_s=0)   # the workers from the first item
     parallel = list(work.chunks(chunk_facts, rows, 100, chunk_rows=3))
     assert [v for values, _ in parallel for v in values] == list(range(100, 110))   # every row, in order
     assert len(parallel) == 4 and os.getpid() not in {pid for _, pid in parallel}
@@ -82,6 +83,23 @@ def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order(tmp
     assert [values for values, _ in inline] == [values for values, _ in parallel]
     assert {pid for _, pid in inline} == {os.getpid()}
     assert list(work.chunks(chunk_facts, rows.head(0), 0)) == []
+
+
+def slow_item(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_items_are_done_in_the_stage_process_until_they_have_taken_longer_than_starting_workers_costs():
+    quick = LocalWork(2)
+    assert [pid for _, pid in quick.chunks(chunk_facts, pl.DataFrame({"v": list(range(10))}), 0, chunk_rows=3)] \
+        == [os.getpid()] * 4
+    assert quick.executor is None   # four quick chunks: no worker was started
+    slow = LocalWork(2, in_process_s=0.3)
+    pids = list(slow.map(slow_item, [0.2] * 4, count=4))   # all four held at once (two per worker)
+    # 0.2 s, then 0.4 s done here: past 0.3 s the workers start and take every item not done yet, in parallel
+    assert pids[:2] == [os.getpid()] * 2 and os.getpid() not in pids[2:]
+    assert os.getpid() not in slow.map(slow_item, [0] * 3, count=3)   # later maps: the workers
 
 
 def failing_chunk(rows: pl.DataFrame) -> int:
