@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.metadata
 import importlib.util
@@ -10,6 +11,7 @@ import io
 import json
 import os
 import platform
+import queue
 import shutil
 import sys
 import tempfile
@@ -178,26 +180,34 @@ class NotebookKernel:
         self.env = env
         self._sockets = tempfile.TemporaryDirectory(prefix="cass-kernel-")
         self.km: AsyncKernelManager | None = None
-        self._preloading: BlockingKernelClient | None = None
+        self._preloading: tuple[BlockingKernelClient, str] | None = None
 
     def preload(self, cwd: Path, modules: list[str]) -> None:
-        """Start the kernel in ``cwd`` and send it the import of ``modules`` without waiting for it: the first
-        notebook's cells queue behind the imports. A module that fails to import is left to the notebook, which
+        """Start the kernel in ``cwd`` and send it the import of ``modules``, waiting for neither (a stage that then
+        finds nothing to run stops the kernel at once). A module that fails to import is left to the notebook, which
         reports the error itself; library modules stay loaded from one notebook to the next in any case."""
         self.km = self._start(cwd)
-        self._preloading = BlockingKernelClient()
-        self._preloading.load_connection_info(self.km.get_connection_info())
-        self._preloading.start_channels()
-        self._preloading.wait_for_ready(timeout=KERNEL_START_S)
+        client = BlockingKernelClient()
+        client.load_connection_info(self.km.get_connection_info())
+        client.start_channels(iopub=False, stdin=False, hb=False, control=False)   # queued until the kernel listens
         code = "".join(f"try:\n    __import__({name!r})\nexcept Exception:\n    pass\n" for name in modules)
-        self._preloading.execute(code, silent=True, store_history=False)
+        self._preloading = (client, client.execute(code, silent=True, store_history=False))
 
-    def _end_preload(self) -> None:
-        """Close the preloading client (its request reached the kernel: the kernel has answered a later one, or is
-        being stopped)."""
-        if self._preloading is not None:
-            self._preloading.stop_channels()
-            self._preloading = None
+    def _end_preload(self, wait: bool) -> None:
+        """Close the preloading client, first waiting (if ``wait``) until the kernel has done the imports, so that
+        they come before the notebook's first cell, or has died (the notebook then gets a new kernel)."""
+        if self._preloading is None:
+            return
+        client, request = self._preloading
+        self._preloading = None
+        deadline = time.monotonic() + KERNEL_START_S
+        try:
+            while wait and time.monotonic() < deadline and run_sync(self.km.is_alive)():
+                with contextlib.suppress(queue.Empty):
+                    if client.get_shell_msg(timeout=0.2)["parent_header"].get("msg_id") == request:
+                        return
+        finally:
+            client.stop_channels()
 
     def _start(self, cwd: Path) -> AsyncKernelManager:
         # IPC transport (unix sockets under an absolute temporary path): local only, no "TCP without encryption"
@@ -224,6 +234,7 @@ class NotebookKernel:
 
     def execute(self, nb: nbformat.NotebookNode, env: dict[str, str], cwd: Path, timeout: int) -> None:
         """Execute ``nb`` in place (raises what nbclient raises); the kernel is kept unless it died or hung."""
+        self._end_preload(wait=True)
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.discard()
         if self.km is None:
@@ -234,7 +245,6 @@ class NotebookKernel:
             client.start_new_kernel_client()
             reply = run_sync(client.kc.execute_interactive)(self.fresh_state_code(env, cwd), silent=True,
                                                             timeout=timeout)
-            self._end_preload()
             if reply["content"]["status"] != "ok":
                 raise RuntimeError(f"resetting the kernel failed: {reply['content'].get('evalue')}")
             client.execute(cleanup_kc=False)
@@ -247,7 +257,7 @@ class NotebookKernel:
 
     def discard(self, now: bool = True) -> None:
         """Stop the kernel (at once unless ``now`` is false) and forget it."""
-        self._end_preload()
+        self._end_preload(wait=False)
         if self.km is not None:
             if run_sync(self.km.is_alive)():
                 run_sync(self.km.shutdown_kernel)(now=now)
@@ -472,9 +482,9 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
     durations kept in ``CASS_CACHE``, each notebook writing its figures, tables and metrics section to a folder of
     its own; then put every notebook's outputs in place (``env``'s figures and plots folders, the executed
     notebooks' folder) and return their merged sections. With ``memo``, a notebook whose inputs are unchanged is not
-    run: its kept outputs are put in place, and every notebook run is kept. The workers' kernels start, each
-    preloading the library imports of the notebook it takes first if that one is to run, while the memo's keys are
-    computed.
+    run: its kept outputs are put in place, and every notebook run is kept. While the memo's keys are computed, the
+    kernels of all workers but one per core left to that (one on 2 cores) start, each importing the libraries of the
+    notebook it takes first if that one is to run; the others start when their first notebook does.
 
     Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run and the
     others' outputs are in place."""
@@ -515,11 +525,12 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
                 return
             durations[path.name] = round(time.monotonic() - start, 2)
 
-        def worker(first: Path) -> None:
+        def worker(first: Path, early: bool) -> None:
             kernel = NotebookKernel(env)
             try:
                 try:
-                    kernel.preload(first.parent, library_imports(first))
+                    if early:
+                        kernel.preload(first.parent, library_imports(first))
                 except Exception:   # only a head start: the notebook then starts a kernel of its own
                     kernel.discard()
                 decided.wait()
@@ -530,7 +541,8 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
 
         count = max(1, min(jobs, len(paths)))
         with ThreadPoolExecutor(max_workers=count) as pool:
-            workers = [pool.submit(worker, first) for first in order[:count]]
+            early = max(1, (os.cpu_count() or 1) - 1)   # one core left to computing the keys
+            workers = [pool.submit(worker, first, number < early) for number, first in enumerate(order[:count])]
             try:
                 reads.update({path: declared_reads(path) for path in paths} if memo else {})
                 actions = {path: memo.action(path, reads[path]) for path in paths} if memo else {}
