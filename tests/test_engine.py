@@ -102,6 +102,25 @@ def test_items_are_done_in_the_stage_process_until_they_have_taken_longer_than_s
     assert os.getpid() not in slow.map(slow_item, [0] * 3, count=3)   # later maps: the workers
 
 
+def waits_for_the_others(item: tuple[int, str]) -> bool:
+    """Item 0 waits (up to 10 s) until every other item has started, saying whether they did; the others mark their
+    start."""
+    number, folder = item
+    if number:
+        Path(folder, str(number)).touch()
+        return True
+    deadline = time.monotonic() + 10
+    while len(list(Path(folder).iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return len(list(Path(folder).iterdir())) == 2
+
+
+def test_an_item_that_runs_past_the_limit_in_the_stage_process_lets_the_workers_take_the_others(tmp_path):
+    # the first item runs here and goes on past 0.3 s: the workers start meanwhile and do the other two
+    work = LocalWork(2, in_process_s=0.3)
+    assert list(work.map(waits_for_the_others, [(n, str(tmp_path)) for n in range(3)], count=3)) == [True] * 3
+
+
 def failing_chunk(rows: pl.DataFrame) -> int:
     if 7 in rows["v"]:
         raise ValueError("no sevens")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter, deque
@@ -258,7 +259,7 @@ IN_PROCESS_S = 0.5
 """Seconds of a stage's items a :class:`LocalWork` does in the stage process before it starts its workers: about
 what starting them costs on 2 cores. For a change of one source, ``hub`` took 1.26 s in one process against 1.60 to
 1.71 s with two spawned workers, ``ingest`` 0.49 s against 0.73 s. A stage with less work than this never pays the
-start; one with more loses at most this much of its parallelism."""
+start; in one with more, the workers start once the items done here, the one running included, reach it."""
 
 
 class Deferred:
@@ -270,28 +271,39 @@ class Deferred:
         self.future: Pending | None = None
 
     def result(self) -> Done:
-        if self.future is None and self.local.executor is None:
-            self.local.held.remove(self)
+        local = self.local
+        with local.lock:
+            here = self.future is None and local.executor is None
+            if here:
+                local.held.remove(self)
+        if here:
+            # past the limit mid-item, the workers start and take the held items while this one goes on
+            timer = threading.Timer(max(0.0, local.in_process_limit - local.in_process_s), local.start_workers)
             start = time.perf_counter()
+            timer.start()
             try:
                 return run_item(self.work, self.item, self.args)
             finally:
-                self.local.in_process_s += time.perf_counter() - start
-                if self.local.in_process_s >= self.local.in_process_limit and self.local.held:
-                    self.local.start_workers()
+                timer.cancel()
+                timer.join()
+                local.in_process_s += time.perf_counter() - start
+                if local.in_process_s >= local.in_process_limit:
+                    local.start_workers()
         if self.future is None:
-            self.future = self.local.submit(self.work, self.item, self.args)
+            self.future = local.submit(self.work, self.item, self.args)
         return self.future.result()
 
     def cancel(self) -> bool:
-        if self in self.local.held:
-            self.local.held.remove(self)
+        with self.local.lock:
+            if self in self.local.held:
+                self.local.held.remove(self)
         return self.future.cancel() if self.future is not None else True
 
 
 class LocalWork(StageWork):
     """``workers`` spawned processes of this machine (one: this process). Items are done in the stage process until
-    they have taken ``in_process_s`` seconds (:data:`IN_PROCESS_S`); the workers take the rest."""
+    they have taken ``in_process_s`` seconds (:data:`IN_PROCESS_S`), counting an item still running; the workers
+    take the rest."""
 
     def __init__(self, workers: int, report: Path | None = None, in_process_s: float = IN_PROCESS_S):
         super().__init__(report)
@@ -303,24 +315,28 @@ class LocalWork(StageWork):
         self.in_process_limit = in_process_s
         self.in_process_s = 0.0
         self.held: list[Deferred] = []
-        """Items submitted before the workers started and not done yet, in the order they were submitted."""
+        """Items submitted before the workers started and not begun yet, in the order they were submitted."""
+        self.lock = threading.Lock()
+        """Guards ``executor`` and ``held``: the workers may be started by a timer while an item runs here."""
 
     def submit(self, work: Callable, item: Any, args: tuple) -> Pending:
         """An item, to the workers once they have started, else held (:class:`Deferred`)."""
-        if self.executor is None and self.in_process_s < self.in_process_limit:
-            deferred = Deferred(self, work, item, args)
-            self.held.append(deferred)
-            return deferred
-        if self.executor is None:
-            self.start_workers()
+        with self.lock:
+            if self.executor is None and self.in_process_s < self.in_process_limit:
+                deferred = Deferred(self, work, item, args)
+                self.held.append(deferred)
+                return deferred
+        self.start_workers()
         return self.executor.submit(run_item, work, item, args)
 
     def start_workers(self) -> None:
-        """Start the workers and hand them every held item."""
-        self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        held, self.held = self.held, []
-        for deferred in held:
-            deferred.future = self.executor.submit(run_item, deferred.work, deferred.item, deferred.args)
+        """Start the workers, if they have not started, and hand them every held item."""
+        with self.lock:
+            if self.executor is None:
+                self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            held, self.held = self.held, []
+            for deferred in held:
+                deferred.future = self.executor.submit(run_item, deferred.work, deferred.item, deferred.args)
 
     @contextmanager
     def pool(self, items: int | None) -> Iterator[Pool | None]:
@@ -330,10 +346,11 @@ class LocalWork(StageWork):
         try:
             yield Pool(self.workers, self.submit)
         except BaseException:
-            self.held = []
-            if self.executor is not None:   # a failed map leaves no worker behind; the next starts afresh
-                self.executor.shutdown(cancel_futures=True)
-                self.executor = None
+            with self.lock:
+                self.held = []
+                executor, self.executor = self.executor, None
+            if executor is not None:   # a failed map leaves no worker behind; the next starts afresh
+                executor.shutdown(cancel_futures=True)
             raise
 
 
