@@ -73,7 +73,7 @@ def chunk_facts(rows: pl.DataFrame, offset: int) -> tuple[list[int], int]:
 
 def test_chunks_of_rows_are_worked_on_other_processes_and_come_back_in_order(tmp_path):
     rows = pl.DataFrame({"v": list(range(10))})
-    work = LocalWork(2, tmp_path / "tally.json", in_process_s=0)   # the workers from the first item
+    work = LocalWork(2, tmp_path / "tally.json", in_process_limit_s=0)   # the workers from the first item
     parallel = list(work.chunks(chunk_facts, rows, 100, chunk_rows=3))
     assert [v for values, _ in parallel for v in values] == list(range(100, 110))   # every row, in order
     assert len(parallel) == 4 and os.getpid() not in {pid for _, pid in parallel}
@@ -95,9 +95,9 @@ def test_items_are_done_in_the_stage_process_until_they_have_taken_longer_than_s
     assert [pid for _, pid in quick.chunks(chunk_facts, pl.DataFrame({"v": list(range(10))}), 0, chunk_rows=3)] \
         == [os.getpid()] * 4
     assert quick.executor is None   # four quick chunks: no worker was started
-    slow = LocalWork(2, in_process_s=0.3)
-    pids = list(slow.map(slow_item, [0.2] * 4, count=4))   # all four held at once (two per worker)
-    # 0.2 s, then 0.4 s done here: past 0.3 s the workers start and take every item not done yet, in parallel
+    slow = LocalWork(2, in_process_limit_s=0.75)
+    pids = list(slow.map(slow_item, [0.5] * 4, count=4))   # all four held at once (two per worker)
+    # 0.5 s, then 1.0 s done here: past 0.75 s the workers start and take every item not done yet, in parallel
     assert pids[:2] == [os.getpid()] * 2 and os.getpid() not in pids[2:]
     assert os.getpid() not in slow.map(slow_item, [0] * 3, count=3)   # later maps: the workers
 
@@ -116,8 +116,9 @@ def waits_for_the_others(item: tuple[int, str]) -> bool:
 
 
 def test_an_item_that_runs_past_the_limit_in_the_stage_process_lets_the_workers_take_the_others(tmp_path):
-    # the first item runs here and goes on past 0.3 s: the workers start meanwhile and do the other two
-    work = LocalWork(2, in_process_s=0.3)
+    # the first item runs here and goes on past 0.3 s: the workers start meanwhile and do the other two (it would
+    # wait 10 s for them, and fail, if they waited for it)
+    work = LocalWork(2, in_process_limit_s=0.3)
     assert list(work.map(waits_for_the_others, [(n, str(tmp_path)) for n in range(3)], count=3)) == [True] * 3
 
 
@@ -130,7 +131,8 @@ def failing_chunk(rows: pl.DataFrame) -> int:
 @pytest.mark.parametrize(("workers", "where"), [(2, "local, 2 processes"), (1, "local, 1 process")])
 def test_a_failing_chunk_names_its_item_and_the_error(workers, where):
     with pytest.raises(RuntimeError, match=rf"failing_chunk failed on item 2 of its map \({where}\): no sevens"):
-        list(LocalWork(workers).chunks(failing_chunk, pl.DataFrame({"v": list(range(10))}), chunk_rows=3))
+        list(LocalWork(workers, in_process_limit_s=0).chunks(failing_chunk, pl.DataFrame({"v": list(range(10))}),
+                                                             chunk_rows=3))
 
 
 @dataclass

@@ -26,7 +26,8 @@ def test_a_config_from_several_files_is_sharded_by_key_and_equals_the_one_table_
     keep = pl.col("origin") != "bench"
     wanted = table.filter(keep)
     shard_bytes = wanted.estimated_size() // 3
-    config = write_configs(LocalWork(2), tmp_path / "many", {"pairs": (FileParts(tuple(files), keep), "sample_id")},
+    config = write_configs(LocalWork(2, in_process_limit_s=0), tmp_path / "many",
+                           {"pairs": (FileParts(tuple(files), keep), "sample_id")},
                            shard_bytes)["pairs"]   # parts and shards on two worker processes
     assert config.rows == wanted.height == 40 and len(config.paths) >= 3 and config.schema == table.schema
     shards = [pl.read_parquet(tmp_path / "many" / path) for path in config.paths]

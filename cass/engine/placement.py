@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cass.engine.stage_work import ClusterWork, LocalWork, StageWork
+from cass.engine.stage_work import IN_PROCESS_S, ClusterWork, LocalWork, StageWork
 from hosts.cluster import RESOURCE_VENDOR, STAGE_RESOURCE, Cluster, scheduler_address
 from hosts.gpu import RunHost, launcher_for
 from toolchains import Executor, HipNvidiaToolchain, LocalExecutor, Toolchain, load_toolchains, local_executor
@@ -39,17 +39,20 @@ def cluster_at(address: str) -> Cluster:
 @dataclass(frozen=True)
 class Placement:
     """Where work runs: ``scheduler`` (a Dask scheduler's address; None: this machine), ``workers`` (local processes;
-    None: one per core) and ``host_wait_s`` (how long a job waits for a host that can serve it)."""
+    None: one per core), ``host_wait_s`` (how long a job waits for a host that can serve it) and ``in_process_s``
+    (seconds of a stage's own items done in the stage process before its local workers start)."""
 
     scheduler: str | None
     workers: int | None
     host_wait_s: float
+    in_process_s: float = IN_PROCESS_S
 
     @classmethod
     def of(cls, params: Mapping) -> Placement:
         """The placement params.yaml's ``executor`` section gives (``CASS_SCHEDULER`` overrides its scheduler)."""
         executor = params["executor"]
-        return cls(scheduler_address(executor), executor["workers"] or None, executor["host_wait_s"])
+        return cls(scheduler_address(executor), executor["workers"] or None, executor["host_wait_s"],
+                   executor.get("in_process_s", IN_PROCESS_S))
 
     @classmethod
     def local(cls, workers: int | None = None) -> Placement:
@@ -103,7 +106,7 @@ class Placement:
             cluster = cluster_at(self.scheduler)
             if slots := int(sum(r.get(STAGE_RESOURCE, 0) for r in cluster.resources().values())):
                 return ClusterWork(cluster.client, slots, report)
-        return LocalWork(self.processes, report)
+        return LocalWork(self.processes, report, self.in_process_s)
 
     def gpu_host(self) -> RunHost | None:
         """The scheduler's GPU host (its workers with the ``gpu`` resource), None without a scheduler or one."""

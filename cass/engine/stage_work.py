@@ -36,7 +36,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -139,6 +139,10 @@ class Pending(Protocol):
     def cancel(self) -> bool: ...
 
 
+STAGE_PROCESS = "stage process"
+"""The worker name of the items done in the stage process itself (in the run report's tally)."""
+
+
 @dataclass(frozen=True)
 class InProcess:
     """An item to work on in this process when its result is asked for (its errors then surface as a worker's do)."""
@@ -148,10 +152,15 @@ class InProcess:
     args: tuple
 
     def result(self) -> Done:
-        return run_item(self.work, self.item, self.args)
+        return run_here(self.work, self.item, self.args)
 
     def cancel(self) -> bool:
         return True
+
+
+def run_here(work: Callable[..., Result], item: Item, args: tuple) -> Done:
+    """:func:`run_item` in the stage process, tallied as its work."""
+    return replace(run_item(work, item, args), worker=STAGE_PROCESS)
 
 
 @dataclass(frozen=True)
@@ -256,15 +265,16 @@ def write_shard(part_path: tuple[Any, str], make: Callable[..., pl.DataFrame], a
 
 
 IN_PROCESS_S = 0.5
-"""Seconds of a stage's items a :class:`LocalWork` does in the stage process before it starts its workers: about
-what starting them costs on 2 cores. For a change of one source, ``hub`` took 1.26 s in one process against 1.60 to
-1.71 s with two spawned workers, ``ingest`` 0.49 s against 0.73 s. A stage with less work than this never pays the
-start; in one with more, the workers start once the items done here, the one running included, reach it."""
+"""The default of ``executor.in_process_s``: seconds of a stage's items a :class:`LocalWork` does in the stage process
+before it starts its workers, about what starting them costs on 2 cores. For a change of one source, ``hub`` took
+1.26 s in one process against 1.60 to 1.71 s with two spawned workers, ``ingest`` 0.49 s against 0.73 s. A stage with
+less work than this never pays the start; in one with more, the workers start once the items done here, the one
+running included, reach it."""
 
 
 class Deferred:
     """An item :class:`LocalWork` holds back: done in this process when its result is asked for, unless the stage's
-    workers have started by then (:meth:`LocalWork.start_workers` hands them every held item at once)."""
+    workers have started by then (:meth:`LocalWork.start_workers` hands them every held item)."""
 
     def __init__(self, local: LocalWork, work: Callable, item: Any, args: tuple):
         self.local, self.work, self.item, self.args = local, work, item, args
@@ -273,25 +283,24 @@ class Deferred:
     def result(self) -> Done:
         local = self.local
         with local.lock:
-            here = self.future is None and local.executor is None
+            here = self.future is None
             if here:
                 local.held.remove(self)
-        if here:
-            # past the limit mid-item, the workers start and take the held items while this one goes on
-            timer = threading.Timer(max(0.0, local.in_process_limit - local.in_process_s), local.start_workers)
-            start = time.perf_counter()
-            timer.start()
-            try:
-                return run_item(self.work, self.item, self.args)
-            finally:
-                timer.cancel()
-                timer.join()
-                local.in_process_s += time.perf_counter() - start
-                if local.in_process_s >= local.in_process_limit:
-                    local.start_workers()
-        if self.future is None:
-            self.future = local.submit(self.work, self.item, self.args)
-        return self.future.result()
+        if not here:
+            return self.future.result()
+        # past the limit mid-item, the workers start and take the held items while this one goes on
+        timer = threading.Timer(max(0.0, local.in_process_limit_s - local.in_process_spent_s), local.start_workers)
+        start = time.perf_counter()
+        timer.start()
+        try:
+            done = run_here(self.work, self.item, self.args)
+        finally:
+            timer.cancel()
+            timer.join()
+            local.in_process_spent_s += time.perf_counter() - start
+        if local.in_process_spent_s >= local.in_process_limit_s:
+            local.start_workers()
+        return done
 
     def cancel(self) -> bool:
         with self.local.lock:
@@ -302,18 +311,18 @@ class Deferred:
 
 class LocalWork(StageWork):
     """``workers`` spawned processes of this machine (one: this process). Items are done in the stage process until
-    they have taken ``in_process_s`` seconds (:data:`IN_PROCESS_S`), counting an item still running; the workers
-    take the rest."""
+    they have taken ``in_process_limit_s`` seconds (:data:`IN_PROCESS_S`), counting an item still running; the
+    workers take the rest."""
 
-    def __init__(self, workers: int, report: Path | None = None, in_process_s: float = IN_PROCESS_S):
+    def __init__(self, workers: int, report: Path | None = None, in_process_limit_s: float = IN_PROCESS_S):
         super().__init__(report)
         self.workers = workers
         self.where = f"local, {workers} process{'es' if workers > 1 else ''}"
         self.executor: ProcessPoolExecutor | None = None
-        """Started once the items done here have taken ``in_process_limit`` seconds, and kept for the next map (a
-        stage may map several times)."""
-        self.in_process_limit = in_process_s
-        self.in_process_s = 0.0
+        """Started once the items done here have taken ``in_process_limit_s``, and kept for the next map (a stage
+        may map several times)."""
+        self.in_process_limit_s = in_process_limit_s
+        self.in_process_spent_s = 0.0
         self.held: list[Deferred] = []
         """Items submitted before the workers started and not begun yet, in the order they were submitted."""
         self.lock = threading.Lock()
@@ -322,7 +331,7 @@ class LocalWork(StageWork):
     def submit(self, work: Callable, item: Any, args: tuple) -> Pending:
         """An item, to the workers once they have started, else held (:class:`Deferred`)."""
         with self.lock:
-            if self.executor is None and self.in_process_s < self.in_process_limit:
+            if self.executor is None and self.in_process_spent_s < self.in_process_limit_s:
                 deferred = Deferred(self, work, item, args)
                 self.held.append(deferred)
                 return deferred
@@ -330,13 +339,15 @@ class LocalWork(StageWork):
         return self.executor.submit(run_item, work, item, args)
 
     def start_workers(self) -> None:
-        """Start the workers, if they have not started, and hand them every held item."""
+        """Start the workers, if they have not started, and hand them every held item (each leaves ``held`` once
+        the workers have it)."""
         with self.lock:
             if self.executor is None:
                 self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-            held, self.held = self.held, []
-            for deferred in held:
-                deferred.future = self.executor.submit(run_item, deferred.work, deferred.item, deferred.args)
+            while self.held:
+                self.held[0].future = self.executor.submit(run_item, self.held[0].work, self.held[0].item,
+                                                           self.held[0].args)
+                self.held.pop(0)
 
     @contextmanager
     def pool(self, items: int | None) -> Iterator[Pool | None]:

@@ -52,6 +52,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 SWITCH = "CASS_STAGE_WORKERS"
 """Set to ``0`` to run every stage in a process of its own, with no workers."""
@@ -385,11 +386,11 @@ def serve(key: str) -> int:
     return 0 if run_stage(request, conn) == "exit 0" else 1
 
 
-def serve_and_exit(key: str) -> None:
+def serve_and_exit(key: str) -> NoReturn:
     """:func:`serve`, then exit with its status as Python exits, but for the interpreter's teardown: the stage's
     non-daemon threads are joined and its ``atexit`` handlers run (streams flushed, temporary folders removed), but
     the modules are not torn down, which takes a worker that imported Polars about 50 ms that its client (and DVC)
-    would wait for."""
+    would wait for. (Handlers registered before this one, at the interpreter's start, are not run: none is here.)"""
     status = 1   # an uncaught error in serve
 
     def leave() -> None:   # registered first, so called after every handler the stage registers

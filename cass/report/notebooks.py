@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "analysis"
 KERNEL_NAME = "python3"
 KERNEL_START_S = 60
-"""Seconds a kernel may take to answer once started (nbclient's default), for :meth:`NotebookKernel.preload`."""
+"""Seconds a preloading kernel may take to start and finish its imports before its first notebook goes ahead anyway
+(nbclient's start-up timeout): :meth:`NotebookKernel.preload`."""
 
 # environment variable -> default (relative to the current directory); passed to the kernel as absolute paths
 PATH_VARIABLES = {
@@ -89,8 +90,9 @@ class NotebookSkipped(Exception):
 
 class _InterpreterKernelSpecs(KernelSpecManager):
     """Resolves ``python3`` to an ipykernel on ``sys.executable``, ignoring kernelspecs installed elsewhere, with
-    IPython's history off: it would write every cell to the user's history database, and a kernel is stopped at once
-    (a graceful shutdown takes about 0.6 s), which could leave that file half written."""
+    IPython's history off: it would write every cell to the user's history database, which the kernels running side
+    by side would contend for, and a kernel is stopped at once (a graceful shutdown takes about 0.6 s), which loses
+    the writes it has not made yet."""
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
         if kernel_name != KERNEL_NAME:
@@ -167,7 +169,7 @@ class NotebookKernel:
     Before each notebook the kernel is made to look fresh: its environment and working directory set to the
     notebook's, open figures closed, matplotlib's settings restored to those read at import, the notebooks'
     helper module ``_common`` dropped from ``sys.modules`` (the notebook imports it again, under its own
-    environment), the namespace cleared and a new history session begun (the execution counter back at 1). Only
+    environment), the namespace cleared and the execution counter set back to 1. Only
     library modules stay loaded, so the second notebook on a worker pays no kernel start and no imports (about
     1 s each on 2 cores), and its executed notebook is the one a kernel of its own would give. A kernel that died
     or timed out is discarded: the next notebook starts a new one.
@@ -191,7 +193,11 @@ class NotebookKernel:
         client.load_connection_info(self.km.get_connection_info())
         client.start_channels(iopub=False, stdin=False, hb=False, control=False)   # queued until the kernel listens
         code = "".join(f"try:\n    __import__({name!r})\nexcept Exception:\n    pass\n" for name in modules)
-        self._preloading = (client, client.execute(code, silent=True, store_history=False))
+        try:
+            self._preloading = (client, client.execute(code, silent=True, store_history=False))
+        except Exception:
+            client.stop_channels()
+            raise
 
     def _end_preload(self, wait: bool) -> None:
         """Close the preloading client, first waiting (if ``wait``) until the kernel has done the imports, so that
@@ -255,12 +261,12 @@ class NotebookKernel:
             if client.kc is not None:
                 client.kc.stop_channels()
 
-    def discard(self, now: bool = True) -> None:
-        """Stop the kernel (at once unless ``now`` is false) and forget it."""
+    def discard(self) -> None:
+        """Stop the kernel at once and forget it."""
         self._end_preload(wait=False)
         if self.km is not None:
             if run_sync(self.km.is_alive)():
-                run_sync(self.km.shutdown_kernel)(now=now)
+                run_sync(self.km.shutdown_kernel)(now=True)
             run_sync(self.km.cleanup_resources)()
             self.km = None
 
@@ -374,11 +380,10 @@ class NotebookMemo:
         self.directory = directory
         self.kernel_env = env
 
-    # loaded on the first key (``_common`` imports matplotlib; the packages' metadata is 500 reads): the kernels
-    # start meanwhile
-
     @functools.cached_property
     def common(self) -> ModuleType:
+        """``_common.py``, loaded on the first key, as :attr:`identity` is (it imports matplotlib, and the packages'
+        metadata is 500 reads): the kernels start meanwhile."""
         return load_common(self.directory)
 
     @functools.cached_property
@@ -466,7 +471,9 @@ def library_imports(path: Path) -> list[str]:
     """The modules the notebook at ``path`` imports at its top level that a kernel may load before it runs
     (:meth:`NotebookKernel.preload`): not the notebooks' helpers (``_*``, imported afresh under each notebook's
     environment), not relative imports, and not matplotlib, whose backend the helpers choose before pyplot is
-    imported. None for a notebook that does not parse (it reports that when it runs)."""
+    imported. They are loaded under the kernel's environment, before anything the notebook does first (a
+    ``sys.path`` entry it adds is not seen). Empty for a notebook that does not parse (it reports that when it
+    runs)."""
     try:
         body = ast.parse(path.read_text(), filename=str(path)).body
     except (SyntaxError, ValueError):
@@ -483,8 +490,9 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
     its own; then put every notebook's outputs in place (``env``'s figures and plots folders, the executed
     notebooks' folder) and return their merged sections. With ``memo``, a notebook whose inputs are unchanged is not
     run: its kept outputs are put in place, and every notebook run is kept. While the memo's keys are computed, the
-    kernels of all workers but one per core left to that (one on 2 cores) start, each importing the libraries of the
-    notebook it takes first if that one is to run; the others start when their first notebook does.
+    kernels of up to one worker per core but one (one kernel on 2 cores: a core is left to the keys) start, each
+    importing the libraries of the notebook it takes first if that one is to run; the other workers' kernels start
+    with their first notebook. With many cores and few notebooks to run, some kernels start for nothing.
 
     Raises the ``AnalysisError`` of the first notebook (in name order) that failed, after all have run and the
     others' outputs are in place."""
@@ -542,8 +550,8 @@ def run_notebooks(paths: list[Path], env: dict[str, str], timeout: int, jobs: in
         count = max(1, min(jobs, len(paths)))
         with ThreadPoolExecutor(max_workers=count) as pool:
             early = max(1, (os.cpu_count() or 1) - 1)   # one core left to computing the keys
-            workers = [pool.submit(worker, first, number < early) for number, first in enumerate(order[:count])]
             try:
+                workers = [pool.submit(worker, first, number < early) for number, first in enumerate(order[:count])]
                 reads.update({path: declared_reads(path) for path in paths} if memo else {})
                 actions = {path: memo.action(path, reads[path]) for path in paths} if memo else {}
                 kept = {path: record for path in paths

@@ -15,8 +15,8 @@ and ``$CASS_METRICS_DIR`` (default ``metrics``). Relative paths are taken from t
 to the kernel as absolute paths.
 
 The notebooks are independent: they run at once, as many as there are cores (``--jobs``), one thread each
-(:data:`THREAD_VARIABLES`), a worker's notebooks on one kernel made fresh for each (:class:`NotebookKernel`, started,
-with the first notebook's library imports, while the keys below are computed), each
+(:data:`THREAD_VARIABLES`), a worker's notebooks on one kernel made fresh for each (:class:`NotebookKernel`; on 2
+cores, one kernel starts, with its first notebook's library imports, while the keys below are computed), each
 writing its metrics section to a file of its own, merged into the metrics file at the end. A cell that raises fails
 the stage: the message names the notebook, the cell and the error, and the partly executed notebook is still written
 for inspection. A notebook whose table has no rows (an empty export) stops with ``NothingToPlot`` instead: it is

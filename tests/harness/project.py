@@ -157,8 +157,17 @@ def record_toolchains(project: Path) -> None:
 
 def copy_bundled_build(dest: Path) -> Path:
     """A copy of the pipeline with the bundled corpus, configured as the tests' session build (``project``,
-    tests/conftest.py), so that what it builds compares with that build's: the HIP-NVIDIA check off."""
-    return copy_pipeline(dest, hip_nvidia_check=False)
+    tests/conftest.py), so that what it builds compares with that build's: the HIP-NVIDIA check off, and every
+    stage's own work on spawned workers from its first item (``executor.in_process_s: 0``: the stages' work and
+    arguments must pickle, which a build this small would otherwise not try; the stage process's part is
+    tests/test_engine.py's)."""
+    copy_pipeline(dest, hip_nvidia_check=False)
+    params = dest / "params.yaml"
+    text = params.read_text()
+    if "\n  in_process_s: 0.5 " not in text:
+        raise ValueError(f"{params}: no executor.in_process_s: 0.5 to set to 0")
+    params.write_text(text.replace("\n  in_process_s: 0.5 ", "\n  in_process_s: 0   ", 1))
+    return dest
 
 
 def seed_actions(dest: Path, source: Path, stages: Sequence[str],
