@@ -110,7 +110,7 @@ def test_the_cli_and_the_stage_run_programs_on_one_host_the_cli_option_first_the
     from cass.benchmark.scoring import run_host
 
     params = {"benchmark": {"host": None}, "execute": {"host": "cpu"},
-              "executor": {"scheduler": None, "workers": 0, "host_wait_s": 0}}
+              "executor": {"scheduler": None, "workers": 0, "host_wait_s": 0, "in_process_s": 0.5}}
     assert run_host(params).name == "cpu"
     params["benchmark"]["host"] = "none"   # the benchmark's own setting wins over execute.host
     assert run_host(params) is None

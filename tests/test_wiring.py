@@ -223,7 +223,8 @@ def test_a_stage_run_writes_every_key_its_store_and_its_workers_used_also_when_i
         "asks": {"cmd": "python -m stages.asks", "outs": ["data/asks"]},
         "reads": {"cmd": "python -m stages.reads", "outs": [{"data/reads": {"persist": True}}]},
         "packs": {"cmd": "python -m stages.packs", "outs": ["data/elsewhere"]}}}))
-    ambient = {"store": {"dir": ".cass/store"}, "executor": {"scheduler": None, "workers": 2, "host_wait_s": 0},
+    ambient = {"store": {"dir": ".cass/store"},
+               "executor": {"scheduler": None, "workers": 2, "host_wait_s": 0, "in_process_s": 0},   # workers at once
                "amd": {"toolchain": ""}, "tokens": {"cache_dir": ""}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(ambient))
     monkeypatch.chdir(tmp_path)

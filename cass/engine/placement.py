@@ -52,7 +52,7 @@ class Placement:
         """The placement params.yaml's ``executor`` section gives (``CASS_SCHEDULER`` overrides its scheduler)."""
         executor = params["executor"]
         return cls(scheduler_address(executor), executor["workers"] or None, executor["host_wait_s"],
-                   executor.get("in_process_s", IN_PROCESS_S))
+                   executor["in_process_s"])
 
     @classmethod
     def local(cls, workers: int | None = None) -> Placement:

@@ -265,11 +265,11 @@ def write_shard(part_path: tuple[Any, str], make: Callable[..., pl.DataFrame], a
 
 
 IN_PROCESS_S = 0.5
-"""The default of ``executor.in_process_s``: seconds of a stage's items a :class:`LocalWork` does in the stage process
-before it starts its workers, about what starting them costs on 2 cores. For a change of one source, ``hub`` took
-1.26 s in one process against 1.60 to 1.71 s with two spawned workers, ``ingest`` 0.49 s against 0.73 s. A stage with
-less work than this never pays the start; in one with more, the workers start once the items done here, the one
-running included, reach it."""
+"""Seconds of a stage's items a :class:`LocalWork` does in the stage process before it starts its workers, where no
+params say (a stage's come from params.yaml's ``executor.in_process_s``): about what starting them costs on 2 cores.
+For a change of one source, ``hub`` took 1.26 s in one process against 1.60 to 1.71 s with two spawned workers,
+``ingest`` 0.49 s against 0.73 s. A stage with less work than this never pays the start; in one with more, the
+workers start once the items done here, the one running included, reach it."""
 
 
 class Deferred:
