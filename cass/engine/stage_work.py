@@ -345,8 +345,8 @@ class LocalWork(StageWork):
             if self.executor is None:
                 self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
             while self.held:
-                self.held[0].future = self.executor.submit(run_item, self.held[0].work, self.held[0].item,
-                                                           self.held[0].args)
+                first = self.held[0]
+                first.future = self.executor.submit(run_item, first.work, first.item, first.args)
                 self.held.pop(0)
 
     @contextmanager
