@@ -11,7 +11,10 @@ the store's action hits/misses of the five file-level tool stages (TOOL_STAGES, 
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
 store lookups (action-key computation plus hit) and checks that two cold builds in two directories
 give identical bytes, and prints where the first corpus's one-change rebuild spends its time, stage by
-stage. With ``--runs N`` every corpus's scenarios run N times, each run in fresh copies (min, median, max).
+stage. Every scenario also gets the whole machine's busy CPU seconds (``/proc/stat``: every process, the warm stage
+workers and the tools they start included; run it on an otherwise idle machine), so a wall time can be set against
+what the cores allow. With ``--runs N`` every corpus's scenarios run N times, each run in fresh copies (min, median,
+max).
 Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks' chrF scores, the toolchains' file
 digests and version outputs) start empty in the benchmark's work folder, one for all its runs, as on one machine
 (the first cold build fills the toolchain memos, later runs find them); the tokenizer is built there before any
@@ -33,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -56,25 +60,44 @@ def sh(cmd: list[str], cwd: Path) -> tuple[float, str]:
     return time.perf_counter() - start, output
 
 
-def repro_by_stage(cwd: Path, env: dict[str, str] = ENV) -> tuple[float, dict[str, float], int]:
-    """``dvc repro`` with its output read as it comes: wall seconds, each stage's seconds from
-    its "Running stage" line to the next one (to the end for the last): its command, DVC's own work on it
-    (hashing, the run cache, rewriting dvc.lock) and DVC's check of any stages it skips before the next; and how
-    many stages DVC restored from its run cache instead of running them."""
-    start = time.perf_counter()
+def busy_cpu_s() -> float:
+    """The machine's busy CPU seconds since boot, over all cores (``/proc/stat``: every state but idle and iowait)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Repro:
+    """One ``dvc repro``: wall and busy CPU seconds, each stage's, and the stages DVC restored from its run cache."""
+
+    seconds: float
+    cpu_s: float
+    by_stage: dict[str, float]
+    cpu_by_stage: dict[str, float]
+    restored: int
+
+
+def repro_by_stage(cwd: Path, env: dict[str, str] = ENV) -> Repro:
+    """``dvc repro`` with its output read as it comes. Each stage's seconds run from its "Running stage" line to the
+    next one (to the end for the last): its command, DVC's own work on it (hashing, the run cache, rewriting
+    dvc.lock) and DVC's check of any stages it skips before the next. The machine's busy CPU seconds are taken at
+    the same marks (:func:`busy_cpu_s`)."""
+    start, start_cpu = time.perf_counter(), busy_cpu_s()
     proc = subprocess.Popen(["dvc", "repro"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     lines, marks, restored = [], [], 0
     for line in proc.stdout:
         lines.append(line)
         if started := re.match(r"Running stage '(\w+)'", line):
-            marks.append((started.group(1), time.perf_counter()))
+            marks.append((started.group(1), time.perf_counter(), busy_cpu_s()))
         restored += bool(re.match(r"Stage '\w+' is cached - skipping run", line))
-    end = time.perf_counter()
+    end, end_cpu = time.perf_counter(), busy_cpu_s()
     if proc.wait():
         raise RuntimeError(f"dvc repro in {cwd} failed ({proc.returncode}):\n{''.join(lines)}")
-    stages = {name: (marks[i + 1][1] if i + 1 < len(marks) else end) - at for i, (name, at) in enumerate(marks)}
-    return end - start, stages, restored
+    ends = [(at, cpu) for _, at, cpu in marks[1:]] + [(end, end_cpu)] * bool(marks)
+    return Repro(end - start, end_cpu - start_cpu,
+                 {name: stop - at for (name, at, _), (stop, _) in zip(marks, ends, strict=True)},
+                 {name: stop_cpu - cpu for (name, _, cpu), (_, stop_cpu) in zip(marks, ends, strict=True)}, restored)
 
 
 def make_project(dest: Path, count: int | None, params_edits: dict[str, str] | None = None) -> Path:
@@ -120,11 +143,12 @@ def scenarios(work: Path, n: int | None) -> tuple[list[dict], dict[str, str]]:
     cold_hashes = {}
 
     def measure(name: str, env: dict[str, str] = ENV) -> None:
-        seconds, by_stage, restored = repro_by_stage(project, env)
-        ran = list(by_stage)
-        stages = f"{len(ran)} + {restored} restored" if restored else len(ran)
-        row = {"N": n or "bundled", "scenario": name, "seconds": seconds, "stages": stages, "hits": "-",
-               "misses": "-", "misses by stage": "no tool stage ran", "tokens counted": "-", "by stage": by_stage}
+        repro = repro_by_stage(project, env)
+        ran = list(repro.by_stage)
+        stages = f"{len(ran)} + {repro.restored} restored" if repro.restored else len(ran)
+        row = {"N": n or "bundled", "scenario": name, "seconds": repro.seconds, "cpu_s": repro.cpu_s,
+               "stages": stages, "hits": "-", "misses": "-", "misses by stage": "no tool stage ran",
+               "tokens counted": "-", "by stage": repro.by_stage, "cpu by stage": repro.cpu_by_stage}
         if set(ran) & set(TOOL_STAGES):
             row.update(actions(project, ran), **{"misses by stage": stage_misses(project, ran)})
         if "tokens" in ran:
@@ -203,17 +227,20 @@ def noop_at(work: Path, n: int) -> dict:
 def table(runs: list[list[dict]]) -> list[str]:
     """Each scenario's seconds over the runs (min / median / max), the median's ratio to the median cold build of
     its corpus, and the last run's stages and store counts (the same in every run unless a column says otherwise)."""
-    lines = ["| N | scenario | min s | median s | max s | ratio to cold | stages run | action hits | action misses "
-             "| misses by stage | texts tokenised |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    lines = ["| N | scenario | min s | median s | max s | ratio to cold | busy CPU s | CPU / wall | stages run "
+             "| action hits | action misses | misses by stage | texts tokenised |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     medians = {(r["N"], r["scenario"]): statistics.median(run[i]["seconds"] for run in runs)
                for i, r in enumerate(runs[-1])}
     for i, r in enumerate(runs[-1]):
         seconds = [run[i]["seconds"] for run in runs]
+        cpu = statistics.median(run[i]["cpu_s"] for run in runs)
         counts = {c: sorted({str(run[i][c]) for run in runs}) for c in ("stages", "hits", "misses", "tokens counted")}
         shown = {c: " / ".join(v) for c, v in counts.items()}   # differing runs show every value
         lines.append(f"| {r['N']} | {r['scenario']} | {min(seconds):.2f} | {statistics.median(seconds):.2f} | "
                      f"{max(seconds):.2f} | {medians[r['N'], r['scenario']] / medians[r['N'], 'cold build']:.3f} | "
-                     f"{shown['stages']} | {shown['hits']} | {shown['misses']} | {r['misses by stage']} | "
+                     f"{cpu:.2f} | {cpu / statistics.median(seconds):.2f} | {shown['stages']} | {shown['hits']} | "
+                     f"{shown['misses']} | {r['misses by stage']} | "
                      f"{shown['tokens counted']} |")
     return lines
 
@@ -250,14 +277,20 @@ def main() -> None:
     lines += table(runs)
 
     changed = [next(r for r in rows if r["scenario"] == "one source changed") for rows in runs]
-    stages = {stage: statistics.median(c["by stage"].get(stage, 0.0) for c in changed)
-              for stage in changed[-1]["by stage"]}
-    before_first = statistics.median(c["seconds"] - sum(c["by stage"].values()) for c in changed)
+    stages = {stage: [statistics.median(c[column].get(stage, 0.0) for c in changed)
+                      for column in ("by stage", "cpu by stage")] for stage in changed[-1]["by stage"]}
+    before_first = [statistics.median(c[total] - sum(c[column].values()) for c in changed)
+                    for total, column in (("seconds", "by stage"), ("cpu_s", "cpu by stage"))]
+    cpu = statistics.median(c["cpu_s"] for c in changed)
+    cores = os.cpu_count() or 1
     lines += ["", f"Where N={changed[-1]['N']}'s one changed source goes (median over the runs): each stage from its "
-              "\"Running stage\" line to the next (its command and DVC's work on it), longest first; before the "
-              f"first: {before_first:.2f} s (DVC starting, checking the stages it skips).", "",
-              "| stage | seconds |", "|---|---:|",
-              *(f"| {stage} | {sec:.2f} |" for stage, sec in sorted(stages.items(), key=lambda x: -x[1]))]
+              "\"Running stage\" line to the next (its command and DVC's work on it) and the machine's busy CPU "
+              f"seconds over that time, longest first; before the first: {before_first[0]:.2f} s, "
+              f"{before_first[1]:.2f} CPU s (DVC starting, checking the stages it skips). In all {cpu:.2f} busy CPU "
+              f"s: on {cores} cores no schedule of this work takes less than {cpu / cores:.2f} s.", "",
+              "| stage | seconds | busy CPU s |", "|---|---:|---:|",
+              *(f"| {stage} | {sec:.2f} | {cpu_s:.2f} |"
+                for stage, (sec, cpu_s) in sorted(stages.items(), key=lambda x: -x[1][0]))]
 
     if args.sizes:
         n0 = args.sizes[0]
