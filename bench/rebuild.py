@@ -11,10 +11,11 @@ the store's action hits/misses of the five file-level tool stages (TOOL_STAGES, 
 counts computed (not memoised), and ratios against the cold build of the same run. It also times
 store lookups (action-key computation plus hit) and checks that two cold builds in two directories
 give identical bytes, and prints where the first corpus's one-change rebuild spends its time, stage by
-stage. Every scenario also gets the whole machine's busy CPU seconds (``/proc/stat``: every process, the warm stage
-workers and the tools they start included; run it on an otherwise idle machine), so a wall time can be set against
-what the cores allow. With ``--runs N`` every corpus's scenarios run N times, each run in fresh copies (min, median,
-max).
+stage. Every scenario, and every stage of that breakdown, also gets the whole machine's busy CPU seconds
+(``/proc/stat``: every process, the warm stage workers and the tools they start included; run it on an otherwise idle
+machine), and the breakdown says the least wall time that CPU allows on the usable cores, so a wall time can be set
+against what the cores allow. With ``--runs N`` every corpus's scenarios run N times, each run in fresh copies (min,
+median, max).
 Per-machine caches (``$CASS_CACHE``: the built Qwen2.5 tokenizer, the notebooks' chrF scores, the toolchains' file
 digests and version outputs) start empty in the benchmark's work folder, one for all its runs, as on one machine
 (the first cold build fills the toolchain memos, later runs find them); the tokenizer is built there before any
@@ -61,9 +62,11 @@ def sh(cmd: list[str], cwd: Path) -> tuple[float, str]:
 
 
 def busy_cpu_s() -> float:
-    """The machine's busy CPU seconds since boot, over all cores (``/proc/stat``: every state but idle and iowait)."""
-    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    """The machine's busy CPU seconds since boot, over all cores (``/proc/stat``: user, nice, system, irq and softirq;
+    not idle, iowait, or steal, the time a VM's host gave to other guests)."""
+    user, nice, system, _idle, _iowait, irq, softirq, _steal = (
+        int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -94,7 +97,9 @@ def repro_by_stage(cwd: Path, env: dict[str, str] = ENV) -> Repro:
     end, end_cpu = time.perf_counter(), busy_cpu_s()
     if proc.wait():
         raise RuntimeError(f"dvc repro in {cwd} failed ({proc.returncode}):\n{''.join(lines)}")
-    ends = [(at, cpu) for _, at, cpu in marks[1:]] + [(end, end_cpu)] * bool(marks)
+    ends = [(at, cpu) for _, at, cpu in marks[1:]]   # each stage ends where the next starts, the last at the end
+    if marks:
+        ends.append((end, end_cpu))
     return Repro(end - start, end_cpu - start_cpu,
                  {name: stop - at for (name, at, _), (stop, _) in zip(marks, ends, strict=True)},
                  {name: stop_cpu - cpu for (name, _, cpu), (_, stop_cpu) in zip(marks, ends, strict=True)}, restored)
@@ -226,7 +231,8 @@ def noop_at(work: Path, n: int) -> dict:
 
 def table(runs: list[list[dict]]) -> list[str]:
     """Each scenario's seconds over the runs (min / median / max), the median's ratio to the median cold build of
-    its corpus, and the last run's stages and store counts (the same in every run unless a column says otherwise)."""
+    its corpus, the median busy CPU seconds and their ratio to the median seconds, and the last run's stages and store
+    counts (the same in every run unless a column says otherwise)."""
     lines = ["| N | scenario | min s | median s | max s | ratio to cold | busy CPU s | CPU / wall | stages run "
              "| action hits | action misses | misses by stage | texts tokenised |",
              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
@@ -282,12 +288,13 @@ def main() -> None:
     before_first = [statistics.median(c[total] - sum(c[column].values()) for c in changed)
                     for total, column in (("seconds", "by stage"), ("cpu_s", "cpu by stage"))]
     cpu = statistics.median(c["cpu_s"] for c in changed)
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0))
     lines += ["", f"Where N={changed[-1]['N']}'s one changed source goes (median over the runs): each stage from its "
               "\"Running stage\" line to the next (its command and DVC's work on it) and the machine's busy CPU "
               f"seconds over that time, longest first; before the first: {before_first[0]:.2f} s, "
               f"{before_first[1]:.2f} CPU s (DVC starting, checking the stages it skips). In all {cpu:.2f} busy CPU "
-              f"s: on {cores} cores no schedule of this work takes less than {cpu / cores:.2f} s.", "",
+              f"s: on {cores} cores no schedule of this work, as it is done now, takes less than {cpu / cores:.2f} s "
+              "(busy CPU / cores).", "",
               "| stage | seconds | busy CPU s |", "|---|---:|---:|",
               *(f"| {stage} | {sec:.2f} | {cpu_s:.2f} |"
                 for stage, (sec, cpu_s) in sorted(stages.items(), key=lambda x: -x[1][0]))]
